@@ -1,0 +1,56 @@
+#pragma once
+// Helpers every op uses: input checks that throw ls::Error naming the op and the shapes, and the
+// workgroup-count arithmetic. Ops are free functions `<op>_forward(rec, outputs..., inputs..., params)`
+// and `<op>_backward(rec, d_inputs..., d_outputs, saved...)` (llm.c order: outputs first).
+#include <initializer_list>
+#include <string>
+
+#include "error.h"
+#include "tensor/tensor.h"
+#include "vk/recorder.h"
+
+namespace ls::ops {
+
+inline uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
+
+[[noreturn]] inline void fail(const char* op, const std::string& what) { throw Error(std::string(op) + ": " + what); }
+
+inline void require(bool ok, const char* op, const std::string& what) {
+  if (!ok) fail(op, what);
+}
+
+inline void require_defined(const Tensor& t, const char* op, const char* name) {
+  if (!t.defined()) fail(op, std::string(name) + " is an empty tensor");
+}
+
+inline void require_dtype(const Tensor& t, std::initializer_list<DType> allowed, const char* op, const char* name) {
+  require_defined(t, op, name);
+  for (DType d : allowed)
+    if (t.dtype() == d) return;
+  std::string list;
+  for (DType d : allowed) list += std::string(list.empty() ? "" : ", ") + dtype_name(d);
+  fail(op, std::string(name) + " is " + t.describe() + "; expected dtype " + list);
+}
+
+inline void require_shape(const Tensor& t, const Shape& want, const char* op, const char* name) {
+  require_defined(t, op, name);
+  if (t.shape() != want) fail(op, std::string(name) + " is " + t.describe() + "; expected shape " + shape_string(want));
+}
+
+inline void require_numel(const Tensor& t, uint64_t n, const char* op, const char* name) {
+  require_defined(t, op, name);
+  if (t.numel() != n)
+    fail(op, std::string(name) + " is " + t.describe() + "; expected " + std::to_string(n) + " elements");
+}
+
+// Index into a {f32, f16, bf16} table of kernel variants.
+inline size_t float_index(DType d) {
+  switch (d) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::bf16: return 2;
+    default: return 3;
+  }
+}
+
+}  // namespace ls::ops

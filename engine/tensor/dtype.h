@@ -1,0 +1,21 @@
+#pragma once
+// Element types of tensors and their host-side conversions (round to nearest even, as torch does).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ls {
+
+enum class DType : uint8_t { f32, f16, bf16, i32 };
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);
+
+uint16_t f32_to_f16(float f);
+float f16_to_f32(uint16_t h);
+uint16_t f32_to_bf16(float f);
+float bf16_to_f32(uint16_t b);
+// f rounded through the dtype and back: what the GPU sees after an upload.
+float round_to(DType t, float f);
+
+}  // namespace ls

@@ -1,0 +1,83 @@
+#pragma once
+// Device memory: a sub-allocator over a few large vkAllocateMemory blocks. Each allocation gets its own
+// VkBuffer bound inside a block, so a descriptor can bind any aligned range of it. Allocations larger
+// than a block get a dedicated block. Freed ranges return to their block's free list (coalesced).
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "vk/vulkan.h"
+
+namespace ls::vk {
+
+class Memory;
+
+// One buffer inside a memory block. Owned through shared_ptr by tensors; freed on destruction.
+class Allocation {
+ public:
+  Allocation(Memory& memory, VkBuffer buffer, VkDeviceMemory block, uint32_t block_index, VkDeviceSize offset,
+             VkDeviceSize size, void* mapped);
+  ~Allocation();
+  Allocation(const Allocation&) = delete;
+  Allocation& operator=(const Allocation&) = delete;
+
+  VkBuffer buffer() const { return buffer_; }
+  VkDeviceMemory block() const { return block_; }
+  VkDeviceSize block_offset() const { return offset_; }  // where this buffer starts in its block
+  VkDeviceSize size() const { return size_; }
+  void* mapped() const { return mapped_; }  // non-null when the memory is host-visible and coherent
+
+ private:
+  Memory& memory_;
+  VkBuffer buffer_;
+  VkDeviceMemory block_;
+  uint32_t block_index_;
+  VkDeviceSize offset_, size_;
+  void* mapped_;
+};
+
+struct MemoryStats {
+  uint64_t blocks = 0, block_bytes = 0, used_bytes = 0, allocations = 0;
+};
+
+class Memory {
+ public:
+  static constexpr VkDeviceSize kBlockSize = 256ull << 20;
+  static constexpr VkDeviceSize kAlignment = 256;  // >= every device's minStorageBufferOffsetAlignment
+
+  Memory(VkDevice device, VkPhysicalDevice physical);
+  ~Memory();
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
+
+  // Device-local storage (also a transfer source and destination). Never returns null: throws.
+  std::shared_ptr<Allocation> allocate(VkDeviceSize size, const char* what);
+  // Host-visible, coherent staging memory for uploads and downloads.
+  std::shared_ptr<Allocation> allocate_staging(VkDeviceSize size);
+  bool device_memory_is_mapped() const { return device_mapped_; }
+  MemoryStats stats() const;
+
+ private:
+  friend class Allocation;
+  struct Range { VkDeviceSize offset, size; };
+  struct Block {
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+    VkDeviceSize size = 0;
+    void* mapped = nullptr;
+    bool staging = false;
+    std::vector<Range> free;  // sorted by offset
+  };
+  std::shared_ptr<Allocation> allocate_in(bool staging, VkDeviceSize size, const char* what);
+  void release(uint32_t block_index, VkDeviceSize offset, VkDeviceSize size);
+  uint32_t new_block(bool staging, VkDeviceSize size, const char* what);
+
+  VkDevice device_;
+  uint32_t device_type_ = 0, staging_type_ = 0;
+  bool device_mapped_ = false;
+  mutable std::mutex mutex_;
+  std::vector<Block> blocks_;
+  uint64_t used_ = 0, live_ = 0;
+};
+
+}  // namespace ls::vk

@@ -1,0 +1,108 @@
+#include "vk/pipelines.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+
+#include "error.h"
+#include "util/atomic_file.h"
+
+namespace ls::vk {
+
+std::filesystem::path cache_directory() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "lorastudio";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "lorastudio";
+  return {};
+}
+
+Pipelines::Pipelines(VkDevice device, std::filesystem::path cache_file)
+    : device_(device), cache_file_(std::move(cache_file)) {
+  std::vector<char> initial;
+  if (!cache_file_.empty()) {
+    std::ifstream in(cache_file_, std::ios::binary);
+    if (in) initial.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  VkPipelineCacheCreateInfo cinfo{.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+                                  .initialDataSize = initial.size(), .pInitialData = initial.data()};
+  // A stale or foreign cache file is rejected by the driver's header check; start empty then.
+  if (vkCreatePipelineCache(device_, &cinfo, nullptr, &cache_) != VK_SUCCESS) {
+    cinfo.initialDataSize = 0;
+    cinfo.pInitialData = nullptr;
+    check(vkCreatePipelineCache(device_, &cinfo, nullptr, &cache_), "vkCreatePipelineCache");
+  }
+
+  VkDescriptorSetLayoutBinding bindings[kMaxBindings];
+  for (uint32_t i = 0; i < kMaxBindings; ++i)
+    bindings[i] = {.binding = i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = 1,
+                   .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT};
+  VkDescriptorSetLayoutCreateInfo sinfo{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                        .bindingCount = kMaxBindings, .pBindings = bindings};
+  check(vkCreateDescriptorSetLayout(device_, &sinfo, nullptr, &set_layout_), "vkCreateDescriptorSetLayout");
+  VkPushConstantRange push{.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = kMaxPushBytes};
+  VkPipelineLayoutCreateInfo linfo{.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
+                                   .pSetLayouts = &set_layout_, .pushConstantRangeCount = 1,
+                                   .pPushConstantRanges = &push};
+  check(vkCreatePipelineLayout(device_, &linfo, nullptr, &layout_), "vkCreatePipelineLayout");
+}
+
+Pipelines::~Pipelines() {
+  save_cache();
+  for (auto& [k, p] : pipelines_) vkDestroyPipeline(device_, p, nullptr);
+  for (auto& [k, m] : modules_) vkDestroyShaderModule(device_, m, nullptr);
+  vkDestroyPipelineLayout(device_, layout_, nullptr);
+  vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
+  vkDestroyPipelineCache(device_, cache_, nullptr);
+}
+
+void Pipelines::save_cache() {
+  if (cache_file_.empty() || pipelines_.empty()) return;
+  size_t size = 0;
+  if (vkGetPipelineCacheData(device_, cache_, &size, nullptr) != VK_SUCCESS || size == 0) return;
+  std::string data(size, '\0');
+  if (vkGetPipelineCacheData(device_, cache_, &size, data.data()) != VK_SUCCESS) return;
+  data.resize(size);
+  try {
+    std::filesystem::create_directories(cache_file_.parent_path());
+    write_file_atomically(cache_file_, data);
+  } catch (const std::exception&) {
+    // A cache that cannot be written only costs compile time on the next start.
+  }
+}
+
+size_t Pipelines::created() const {
+  std::lock_guard lock(mutex_);
+  return pipelines_.size();
+}
+
+VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) {
+  std::lock_guard lock(mutex_);
+  auto key = std::make_pair(kernel, spec);
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+
+  const KernelInfo& info = kernel_info(kernel);
+  VkShaderModule& module = modules_[kernel];
+  if (!module) {
+    VkShaderModuleCreateInfo minfo{.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+                                   .codeSize = info.word_count * sizeof(uint32_t), .pCode = info.words};
+    check(vkCreateShaderModule(device_, &minfo, nullptr, &module), info.name);
+  }
+  std::vector<uint32_t> values{spec.local_x};
+  values.insert(values.end(), spec.constants.begin(), spec.constants.end());
+  std::vector<VkSpecializationMapEntry> entries;
+  for (uint32_t i = 0; i < values.size(); ++i)
+    entries.push_back({.constantID = i, .offset = i * 4, .size = 4});
+  VkSpecializationInfo sinfo{.mapEntryCount = uint32_t(entries.size()), .pMapEntries = entries.data(),
+                             .dataSize = values.size() * 4, .pData = values.data()};
+  VkComputePipelineCreateInfo pinfo{
+      .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+      .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = module, .pName = "main", .pSpecializationInfo = &sinfo},
+      .layout = layout_};
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkResult r = vkCreateComputePipelines(device_, cache_, 1, &pinfo, nullptr, &pipeline);
+  if (r != VK_SUCCESS) throw Error(std::string("creating the pipeline for kernel ") + info.name + ": " + result_name(r));
+  pipelines_[key] = pipeline;
+  return pipeline;
+}
+
+}  // namespace ls::vk

@@ -1,0 +1,53 @@
+#pragma once
+// Compute pipelines by (kernel, specialization constants), created lazily on first use and kept for
+// the device's lifetime. Every kernel shares one layout: set 0 with kMaxBindings storage buffers and
+// kMaxPushBytes of push constants. A VkPipelineCache persists on disk (XDG cache directory, keyed by
+// device and driver) so the driver compiles each kernel once per machine, not once per start.
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include "kernels.h"
+#include "vk/vulkan.h"
+
+namespace ls::vk {
+
+constexpr uint32_t kMaxBindings = 8;
+constexpr uint32_t kMaxPushBytes = 128;
+
+// Specialization constants: id 0 is the workgroup's x size (local_size_x_id = 0); ids 1.. follow.
+struct Spec {
+  uint32_t local_x = 256;
+  std::vector<uint32_t> constants;  // ids 1, 2, ...
+  auto operator<=>(const Spec&) const = default;
+};
+
+class Pipelines {
+ public:
+  Pipelines(VkDevice device, std::filesystem::path cache_file);
+  ~Pipelines();
+  Pipelines(const Pipelines&) = delete;
+  Pipelines& operator=(const Pipelines&) = delete;
+
+  VkPipeline get(Kernel kernel, const Spec& spec);
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout set_layout() const { return set_layout_; }
+  size_t created() const;
+
+ private:
+  void save_cache();
+  VkDevice device_;
+  std::filesystem::path cache_file_;
+  VkPipelineCache cache_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  mutable std::mutex mutex_;
+  std::map<std::pair<Kernel, Spec>, VkPipeline> pipelines_;
+  std::map<Kernel, VkShaderModule> modules_;
+};
+
+// $XDG_CACHE_HOME/lorastudio (or ~/.cache/lorastudio); empty if neither is set.
+std::filesystem::path cache_directory();
+
+}  // namespace ls::vk

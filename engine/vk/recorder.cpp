@@ -1,0 +1,242 @@
+#include "vk/recorder.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "error.h"
+
+namespace ls::vk {
+
+namespace {
+constexpr uint32_t kSetsPerPool = 256;
+constexpr uint32_t kQueriesPerPool = 2048;
+
+bool overlaps(const HazardTracker::Span& a, const HazardTracker::Span& b) {
+  return a.memory == b.memory && a.begin < b.end && b.begin < a.end;
+}
+bool any_overlap(std::span<const HazardTracker::Span> xs, const std::vector<HazardTracker::Span>& ys) {
+  for (const auto& x : xs)
+    for (const auto& y : ys)
+      if (overlaps(x, y)) return true;
+  return false;
+}
+}  // namespace
+
+// [SECTION] HazardTracker
+
+bool HazardTracker::note(std::span<const Span> reads, std::span<const Span> writes) {
+  bool barrier = any_overlap(reads, writes_) || any_overlap(writes, writes_) || any_overlap(writes, reads_);
+  if (barrier) reset();
+  reads_.insert(reads_.end(), reads.begin(), reads.end());
+  writes_.insert(writes_.end(), writes.begin(), writes.end());
+  return barrier;
+}
+
+void HazardTracker::reset() {
+  reads_.clear();
+  writes_.clear();
+}
+
+// [SECTION] Program
+
+Program::~Program() { destroy(); }
+
+Program::Program(Program&& o) noexcept { *this = std::move(o); }
+
+Program& Program::operator=(Program&& o) noexcept {
+  if (this == &o) return *this;
+  destroy();
+  device_ = std::exchange(o.device_, nullptr);
+  pool_ = std::exchange(o.pool_, VK_NULL_HANDLE);
+  cb_ = std::exchange(o.cb_, VK_NULL_HANDLE);
+  descriptor_pools_ = std::move(o.descriptor_pools_);
+  query_pools_ = std::move(o.query_pools_);
+  timing_names_ = std::move(o.timing_names_);
+  keep_alive_ = std::move(o.keep_alive_);
+  plan_ = std::move(o.plan_);
+  return *this;
+}
+
+void Program::destroy() {
+  if (!device_) return;
+  VkDevice dev = device_->handle();
+  for (auto p : descriptor_pools_) vkDestroyDescriptorPool(dev, p, nullptr);
+  for (auto q : query_pools_) vkDestroyQueryPool(dev, q, nullptr);
+  if (pool_) vkDestroyCommandPool(dev, pool_, nullptr);
+  descriptor_pools_.clear();
+  query_pools_.clear();
+  keep_alive_.clear();
+  pool_ = VK_NULL_HANDLE;
+  cb_ = VK_NULL_HANDLE;
+  device_ = nullptr;
+}
+
+void Program::run() {
+  if (!device_ || !cb_) throw Error("running an empty or unfinished program");
+  device_->submit_and_wait(cb_);
+}
+
+size_t Program::barrier_count() const {
+  return size_t(std::count_if(plan_.begin(), plan_.end(), [](const PlanStep& s) { return s.barrier_before; }));
+}
+
+std::vector<Timing> Program::timings() const {
+  std::vector<Timing> out;
+  if (query_pools_.empty()) return out;
+  const double period = device_->report().timestamp_period_ns;
+  const size_t total = timing_names_.size() * 2;
+  std::vector<uint64_t> ticks(total);
+  for (size_t pi = 0; pi * kQueriesPerPool < total; ++pi) {
+    uint32_t n = uint32_t(std::min<size_t>(kQueriesPerPool, total - pi * kQueriesPerPool));
+    check(vkGetQueryPoolResults(device_->handle(), query_pools_[pi], 0, n, n * sizeof(uint64_t),
+                                ticks.data() + pi * kQueriesPerPool, sizeof(uint64_t),
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+  }
+  for (size_t i = 0; i < timing_names_.size(); ++i)
+    out.push_back({timing_names_[i], double(ticks[2 * i + 1] - ticks[2 * i]) * period});
+  return out;
+}
+
+// [SECTION] Recorder
+
+Recorder::Recorder(Device& device, RecorderOptions options) : device_(device), options_(options) {
+  if (options_.profile && !device.report().timestamps)
+    throw Error("profiling asked for, but " + device.report().name + " has no compute timestamps");
+  program_.device_ = &device;
+  VkCommandPoolCreateInfo pinfo{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                .queueFamilyIndex = device.queue_family()};
+  check(vkCreateCommandPool(device.handle(), &pinfo, nullptr, &program_.pool_), "vkCreateCommandPool");
+  VkCommandBufferAllocateInfo ainfo{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                    .commandPool = program_.pool_, .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+                                    .commandBufferCount = 1};
+  check(vkAllocateCommandBuffers(device.handle(), &ainfo, &program_.cb_), "vkAllocateCommandBuffers");
+  VkCommandBufferBeginInfo binfo{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  check(vkBeginCommandBuffer(program_.cb_, &binfo), "vkBeginCommandBuffer");
+  // Whatever ran or was copied before this program (an earlier replay, an upload) is visible to it.
+  VkMemoryBarrier start{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT,
+                        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+  vkCmdPipelineBarrier(program_.cb_, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1,
+                       &start, 0, nullptr, 0, nullptr);
+  dummy_ = device.memory().allocate(256, "dummy binding");
+}
+
+Recorder::~Recorder() = default;
+
+VkDescriptorSet Recorder::allocate_set() {
+  VkDevice dev = device_.handle();
+  if (sets_left_ == 0) {
+    VkDescriptorPoolSize size{.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = kSetsPerPool * kMaxBindings};
+    VkDescriptorPoolCreateInfo info{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = kSetsPerPool,
+                                    .poolSizeCount = 1, .pPoolSizes = &size};
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    check(vkCreateDescriptorPool(dev, &info, nullptr, &pool), "vkCreateDescriptorPool");
+    program_.descriptor_pools_.push_back(pool);
+    sets_left_ = kSetsPerPool;
+  }
+  VkDescriptorSetLayout layout = device_.pipelines().set_layout();
+  VkDescriptorSetAllocateInfo ainfo{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+                                    .descriptorPool = program_.descriptor_pools_.back(), .descriptorSetCount = 1,
+                                    .pSetLayouts = &layout};
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  check(vkAllocateDescriptorSets(dev, &ainfo, &set), "vkAllocateDescriptorSets");
+  --sets_left_;
+  return set;
+}
+
+void Recorder::write_timestamp() {
+  if (queries_used_ % kQueriesPerPool == 0 && queries_used_ / kQueriesPerPool == program_.query_pools_.size()) {
+    VkQueryPoolCreateInfo info{.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO, .queryType = VK_QUERY_TYPE_TIMESTAMP,
+                               .queryCount = kQueriesPerPool};
+    VkQueryPool pool = VK_NULL_HANDLE;
+    check(vkCreateQueryPool(device_.handle(), &info, nullptr, &pool), "vkCreateQueryPool");
+    program_.query_pools_.push_back(pool);
+    vkCmdResetQueryPool(program_.cb_, pool, 0, kQueriesPerPool);  // re-armed on every replay
+  }
+  VkQueryPool pool = program_.query_pools_[queries_used_ / kQueriesPerPool];
+  vkCmdWriteTimestamp(program_.cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, pool, queries_used_ % kQueriesPerPool);
+  ++queries_used_;
+}
+
+void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void* push, size_t push_size,
+                            Groups groups, const Spec& spec) {
+  if (finished_) throw Error("dispatch on a finished recorder");
+  const KernelInfo& info = kernel_info(kernel);
+  const DeviceReport& rep = device_.report();
+  if (uses.size() > kMaxBindings) throw Error(std::string("dispatch ") + info.name + ": too many bindings");
+  if (push_size > kMaxPushBytes) throw Error(std::string("dispatch ") + info.name + ": push constants too large");
+  if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;  // nothing to do (an empty tensor)
+  if (groups.x > 65535 || groups.y > 65535 || groups.z > 65535)
+    throw Error(std::string("dispatch ") + info.name + ": " + std::to_string(groups.x) + "x" + std::to_string(groups.y) +
+                "x" + std::to_string(groups.z) + " workgroups is past the 65535 per dimension every device allows");
+
+  std::vector<HazardTracker::Span> reads, writes;
+  VkDescriptorBufferInfo buffers[kMaxBindings];
+  for (uint32_t i = 0; i < kMaxBindings; ++i) {
+    if (i >= uses.size()) {
+      buffers[i] = {.buffer = dummy_->buffer(), .offset = 0, .range = dummy_->size()};
+      continue;
+    }
+    const BufferRange& r = uses[i].range;
+    if (!r.alloc) throw Error(std::string("dispatch ") + info.name + ": binding " + std::to_string(i) + " is an empty tensor");
+    if (r.size > rep.max_storage_range)
+      throw Error(std::string("dispatch ") + info.name + ": binding " + std::to_string(i) + " spans " +
+                  std::to_string(r.size) + " bytes, past this device's maxStorageBufferRange of " +
+                  std::to_string(rep.max_storage_range) + " (the op must split it)");
+    if (rep.storage_alignment && r.offset % rep.storage_alignment)
+      throw Error(std::string("dispatch ") + info.name + ": binding " + std::to_string(i) + " starts at byte " +
+                  std::to_string(r.offset) + ", not a multiple of minStorageBufferOffsetAlignment " +
+                  std::to_string(rep.storage_alignment));
+    buffers[i] = {.buffer = r.alloc->buffer(), .offset = r.offset, .range = std::max<VkDeviceSize>(r.size, 4)};
+    HazardTracker::Span span{reinterpret_cast<uint64_t>(r.alloc->block()), r.alloc->block_offset() + r.offset,
+                             r.alloc->block_offset() + r.offset + r.size};
+    if (uses[i].access != Access::write) reads.push_back(span);
+    if (uses[i].access != Access::read) writes.push_back(span);
+    program_.keep_alive_.push_back(r.alloc);
+  }
+
+  VkPipeline pipeline = device_.pipelines().get(kernel, spec);
+  VkDescriptorSet set = allocate_set();
+  VkWriteDescriptorSet write{.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = 0,
+                             .descriptorCount = kMaxBindings, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                             .pBufferInfo = buffers};
+  vkUpdateDescriptorSets(device_.handle(), 1, &write, 0, nullptr);
+
+  bool barrier = hazards_.note(reads, writes);
+  VkCommandBuffer cb = program_.cb_;
+  if (barrier) {
+    VkMemoryBarrier mb{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                       .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT,
+                       .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT};
+    vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                         nullptr, 0, nullptr);
+  }
+  std::string name = labels_.empty() ? info.name : labels_.back();
+  if (options_.profile) {
+    program_.timing_names_.push_back(name);
+    write_timestamp();
+  }
+  vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+  vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, device_.pipelines().layout(), 0, 1, &set, 0, nullptr);
+  if (push_size) vkCmdPushConstants(cb, device_.pipelines().layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(push_size), push);
+  vkCmdDispatch(cb, groups.x, groups.y, groups.z);
+  if (options_.profile) write_timestamp();
+  program_.plan_.push_back({std::move(name), barrier});
+}
+
+Program Recorder::finish() {
+  if (finished_) throw Error("finish() called twice on a recorder");
+  finished_ = true;
+  VkCommandBuffer cb = program_.cb_;
+  // Results are visible to the host and to transfers once the program's fence signals.
+  VkMemoryBarrier end{.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+                      .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT};
+  vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       0, 1, &end, 0, nullptr, 0, nullptr);
+  check(vkEndCommandBuffer(cb), "vkEndCommandBuffer");
+  program_.keep_alive_.push_back(dummy_);
+  return std::move(program_);
+}
+
+}  // namespace ls::vk

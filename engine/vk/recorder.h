@@ -1,0 +1,148 @@
+#pragma once
+// Record once, replay many (DESIGN.md). A Recorder writes dispatches into a command buffer and hands
+// back a Program that can be submitted any number of times. The recorder knows which byte ranges each
+// dispatch reads and writes, and puts a barrier before a dispatch only when it touches something an
+// earlier, not yet fenced dispatch wrote (read-after-write, write-after-write) or reads
+// (write-after-read). With profiling on, every dispatch is wrapped in timestamps and named by the
+// innermost Label (or by its kernel).
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels.h"
+#include "vk/device.h"
+
+namespace ls::vk {
+
+// A byte range of one allocation, as a dispatch binds it.
+struct BufferRange {
+  std::shared_ptr<const Allocation> alloc;
+  VkDeviceSize offset = 0, size = 0;  // within the allocation
+};
+
+enum class Access { read, write, read_write };
+struct Use {
+  BufferRange range;
+  Access access;
+};
+
+struct Groups {
+  uint32_t x = 1, y = 1, z = 1;
+};
+
+// What the recorder decided for one dispatch; tests read it to check barrier placement.
+struct PlanStep {
+  std::string name;
+  bool barrier_before = false;
+};
+
+// The hazard logic alone, free of Vulkan objects so it can be unit-tested.
+class HazardTracker {
+ public:
+  struct Span {
+    uint64_t memory;              // which VkDeviceMemory block
+    uint64_t begin, end;          // bytes [begin, end) within the block
+  };
+  // True when a dispatch with these accesses must wait for the earlier ones; the tracker then forgets
+  // the earlier accesses (the barrier orders all of them) and remembers this dispatch's.
+  bool note(std::span<const Span> reads, std::span<const Span> writes);
+  void reset();
+
+ private:
+  std::vector<Span> reads_, writes_;
+};
+
+struct Timing {
+  std::string name;
+  double ns = 0;
+};
+
+class Program {
+ public:
+  Program() = default;
+  ~Program();
+  Program(Program&&) noexcept;
+  Program& operator=(Program&&) noexcept;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+
+  // Submits the recorded commands and waits for them. Timings refer to the latest run.
+  void run();
+  const std::vector<PlanStep>& plan() const { return plan_; }
+  size_t dispatch_count() const { return plan_.size(); }
+  size_t barrier_count() const;
+  bool profiled() const { return !query_pools_.empty(); }
+  // One entry per dispatch, in order, GPU time from timestamps. Empty unless profiled.
+  std::vector<Timing> timings() const;
+
+ private:
+  friend class Recorder;
+  void destroy();
+  Device* device_ = nullptr;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  std::vector<VkDescriptorPool> descriptor_pools_;
+  std::vector<VkQueryPool> query_pools_;
+  std::vector<std::string> timing_names_;
+  std::vector<std::shared_ptr<const Allocation>> keep_alive_;
+  std::vector<PlanStep> plan_;
+};
+
+struct RecorderOptions {
+  bool profile = false;  // timestamps around every dispatch
+};
+
+class Recorder {
+ public:
+  explicit Recorder(Device& device, RecorderOptions options = {});
+  ~Recorder();
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+
+  Device& device() { return device_; }
+
+  // Binding i of the kernel is uses[i]. Params is the kernel's push-constant block.
+  template <class Params>
+  void dispatch(Kernel kernel, std::initializer_list<Use> uses, const Params& params, Groups groups,
+                const Spec& spec = {}) {
+    static_assert(std::is_trivially_copyable_v<Params>);
+    static_assert(sizeof(Params) <= kMaxPushBytes);
+    dispatch_raw(kernel, {uses.begin(), uses.size()}, &params, sizeof(Params), groups, spec);
+  }
+  void dispatch_raw(Kernel kernel, std::span<const Use> uses, const void* push, size_t push_size, Groups groups,
+                    const Spec& spec);
+
+  // Profiling names: dispatches recorded while a Label lives are timed under its name.
+  class Label {
+   public:
+    Label(Recorder& rec, std::string name) : rec_(rec) { rec_.labels_.push_back(std::move(name)); }
+    ~Label() { rec_.labels_.pop_back(); }
+    Label(const Label&) = delete;
+    Label& operator=(const Label&) = delete;
+
+   private:
+    Recorder& rec_;
+  };
+
+  // Ends recording. The Recorder is spent afterwards.
+  Program finish();
+
+ private:
+  VkDescriptorSet allocate_set();
+  void write_timestamp();
+
+  Device& device_;
+  RecorderOptions options_;
+  Program program_;
+  HazardTracker hazards_;
+  std::vector<std::string> labels_;
+  uint32_t sets_left_ = 0;
+  uint32_t queries_used_ = 0;
+  std::shared_ptr<const Allocation> dummy_;
+  bool finished_ = false;
+};
+
+}  // namespace ls::vk

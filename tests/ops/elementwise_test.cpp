@@ -1,0 +1,44 @@
+// add and scale against their references, every storage type. Tolerance (rel): f32 1e-6, f16 1e-3,
+// bf16 8e-3 (one rounding of the result to the storage type).
+#include "ops/elementwise.h"
+#include "support/testing.h"
+
+namespace ls {
+namespace {
+
+double tol(DType t) { return t == DType::f32 ? 1e-6 : t == DType::f16 ? 1e-3 : 8e-3; }
+
+class ElementwiseTest : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<uint32_t, DType>> {};
+
+TEST_P(ElementwiseTest, AddMatchesReference) {
+  auto [n, dtype] = GetParam();
+  auto a0 = test::rounded(test::random_values(n, 10 + n), dtype);
+  auto b0 = test::rounded(test::random_values(n, 20 + n), dtype);
+  auto a = test::tensor_from(dev(), {n}, dtype, a0);
+  auto b = test::tensor_from(dev(), {n}, dtype, b0);
+  auto y = test::poisoned(dev(), {n}, dtype);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::add_forward(rec, y.t, a, b); });
+  std::vector<float> want(n);
+  ops::ref::add_forward(want, a0, b0);
+  test::expect_close(download(y.t), test::rounded(want, dtype), tol(dtype), "add", {n});
+  y.expect_guards_intact("add");
+}
+
+TEST_P(ElementwiseTest, ScaleMatchesReference) {
+  auto [n, dtype] = GetParam();
+  auto x0 = test::rounded(test::random_values(n, 30 + n), dtype);
+  auto x = test::tensor_from(dev(), {n}, dtype, x0);
+  auto y = test::poisoned(dev(), {n}, dtype);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::scale_forward(rec, y.t, x, -0.75f); });
+  std::vector<float> want(n);
+  ops::ref::scale_forward(want, x0, -0.75f);
+  test::expect_close(download(y.t), test::rounded(want, dtype), tol(dtype), "scale", {n});
+  y.expect_guards_intact("scale");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ElementwiseTest,
+                         ::testing::Combine(::testing::Values(1u, 7u, 33u, 129u, 100003u),
+                                            ::testing::Values(DType::f32, DType::f16, DType::bf16)));
+
+}  // namespace
+}  // namespace ls

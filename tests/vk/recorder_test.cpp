@@ -1,0 +1,149 @@
+// The recorder: barrier placement (on the hazard tracker alone and on real recordings), replay
+// determinism, bad dispatches.
+#include "ops/elementwise.h"
+#include "error.h"
+#include "support/testing.h"
+
+namespace ls {
+namespace {
+
+using Span = vk::HazardTracker::Span;
+
+TEST(HazardTracker, IndependentDispatchesNeedNoBarrier) {
+  vk::HazardTracker h;
+  Span a{1, 0, 100}, b{1, 100, 200}, c{2, 0, 100};
+  EXPECT_FALSE(h.note(std::vector{a}, std::vector{b}));
+  EXPECT_FALSE(h.note(std::vector{a}, std::vector{c}));  // read a again, write another block
+}
+
+TEST(HazardTracker, ReadAfterWrite) {
+  vk::HazardTracker h;
+  EXPECT_FALSE(h.note({}, std::vector{Span{1, 0, 64}}));
+  EXPECT_TRUE(h.note(std::vector{Span{1, 32, 40}}, {}));   // overlapping read
+}
+
+TEST(HazardTracker, WriteAfterWriteAndWriteAfterRead) {
+  vk::HazardTracker h;
+  EXPECT_FALSE(h.note({}, std::vector{Span{1, 0, 64}}));
+  EXPECT_TRUE(h.note({}, std::vector{Span{1, 63, 64}}));   // WAW
+  vk::HazardTracker g;
+  EXPECT_FALSE(g.note(std::vector{Span{3, 0, 64}}, {}));
+  EXPECT_TRUE(g.note({}, std::vector{Span{3, 0, 1}}));     // WAR
+}
+
+TEST(HazardTracker, AdjacentRangesDoNotConflict) {
+  vk::HazardTracker h;
+  EXPECT_FALSE(h.note({}, std::vector{Span{1, 0, 64}}));
+  EXPECT_FALSE(h.note(std::vector{Span{1, 64, 128}}, std::vector{Span{1, 128, 256}}));
+  EXPECT_FALSE(h.note(std::vector{Span{2, 0, 64}}, {}));  // same offsets, another block
+}
+
+TEST(HazardTracker, BarrierForgetsWhatItOrdered) {
+  vk::HazardTracker h;
+  EXPECT_FALSE(h.note({}, std::vector{Span{1, 0, 64}}));
+  EXPECT_TRUE(h.note(std::vector{Span{1, 0, 64}}, std::vector{Span{1, 64, 128}}));
+  // After the barrier only the second dispatch is pending: reading [0,64) again is free.
+  EXPECT_FALSE(h.note(std::vector{Span{1, 0, 64}}, {}));
+  EXPECT_TRUE(h.note(std::vector{Span{1, 64, 65}}, {}));
+}
+
+class RecorderTest : public test::GpuTest {};
+
+TEST_F(RecorderTest, BarriersExactlyWhereDataFlows) {
+  auto& d = dev();
+  auto a = test::tensor_from(d, {1000}, DType::f32, test::random_values(1000, 1));
+  auto b = test::tensor_from(d, {1000}, DType::f32, test::random_values(1000, 2));
+  auto c = Tensor::empty(d, {1000}, DType::f32);
+  auto e = Tensor::empty(d, {1000}, DType::f32);
+  auto f = Tensor::empty(d, {1000}, DType::f32);
+  vk::Recorder rec(d);
+  ops::add_forward(rec, c, a, b);      // 0: first
+  ops::scale_forward(rec, e, a, 2.f);  // 1: reads a (read-read is fine), writes e: no barrier
+  ops::add_forward(rec, f, c, e);      // 2: reads c and e written above: barrier
+  ops::scale_forward(rec, a, b, 3.f);  // 3: writes a, which 0 and 1 read before the last barrier... ordered already: none
+  ops::scale_forward(rec, b, f, 1.f);  // 4: reads f (written by 2, unfenced): barrier
+  ops::scale_forward(rec, c, a, 1.f);  // 5: reads a written by 3 (fenced by 4's barrier): none
+  auto program = rec.finish();
+  std::vector<bool> barriers;
+  for (const auto& s : program.plan()) barriers.push_back(s.barrier_before);
+  EXPECT_EQ(barriers, (std::vector<bool>{false, false, true, false, true, false}));
+  EXPECT_EQ(program.barrier_count(), 2u);
+}
+
+TEST_F(RecorderTest, ReplayedHundredTimesGivesIdenticalResults) {
+  auto& d = dev();
+  const uint32_t n = 4099;
+  auto x0 = test::random_values(n, 3);
+  auto x = test::tensor_from(d, {n}, DType::f32, x0);
+  auto y = Tensor::empty(d, {n}, DType::f32);
+  auto z = Tensor::empty(d, {n}, DType::f32);
+  vk::Recorder rec(d);
+  ops::scale_forward(rec, y, x, 1.5f);
+  ops::add_forward(rec, z, y, x);
+  auto program = rec.finish();
+  program.run();
+  auto first = download(z);
+  std::vector<float> want(n);
+  for (uint32_t i = 0; i < n; ++i) want[i] = 1.5f * x0[i] + x0[i];
+  test::expect_close(first, want, 1e-6, "z after one run");
+  for (int i = 0; i < 99; ++i) program.run();
+  EXPECT_EQ(download(z), first);
+  // Replay sees new input values: the program binds buffers, not values.
+  auto x1 = test::random_values(n, 4);
+  upload(x, std::span<const float>(x1));
+  program.run();
+  for (uint32_t i = 0; i < n; ++i) want[i] = 1.5f * x1[i] + x1[i];
+  test::expect_close(download(z), want, 1e-6, "z after new input");
+}
+
+TEST_F(RecorderTest, ProfiledProgramReportsTimePerDispatch) {
+  auto& d = dev();
+  auto x = test::tensor_from(d, {4096}, DType::f32, test::random_values(4096, 5));
+  auto y = Tensor::empty(d, {4096}, DType::f32);
+  vk::Recorder rec(d, {.profile = true});
+  {
+    vk::Recorder::Label label(rec, "first");
+    ops::scale_forward(rec, y, x, 2.f);
+  }
+  ops::add_forward(rec, y, y, x);
+  auto program = rec.finish();
+  program.run();
+  auto t = program.timings();
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].name, "first");
+  EXPECT_EQ(t[1].name, "add_f32");
+  for (const auto& e : t) EXPECT_GT(e.ns, 0.0) << e.name;
+}
+
+TEST_F(RecorderTest, BadInputsRaiseErrorsNamingTheOp) {
+  auto& d = dev();
+  auto a = Tensor::empty(d, {4, 5}, DType::f32);
+  auto b = Tensor::empty(d, {5, 4}, DType::f32);
+  auto h = Tensor::empty(d, {4, 5}, DType::f16);
+  auto i = Tensor::empty(d, {4, 5}, DType::i32);
+  vk::Recorder rec(d);
+  try {
+    ops::add_forward(rec, a, a, b);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("add_forward"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[5, 4]"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ops::add_forward(rec, a, a, h), Error);
+  EXPECT_THROW(ops::scale_forward(rec, i, i, 1.f), Error);
+  EXPECT_THROW(ops::add_forward(rec, a, a, Tensor()), Error);
+}
+
+TEST_F(RecorderTest, MemoryIsReusedAfterFree) {
+  auto& d = dev();
+  auto before = d.memory().stats();
+  {
+    auto big = Tensor::empty(d, {1u << 20}, DType::f32);
+    EXPECT_GT(d.memory().stats().used_bytes, before.used_bytes);
+  }
+  EXPECT_EQ(d.memory().stats().used_bytes, before.used_bytes);
+  EXPECT_EQ(d.memory().stats().allocations, before.allocations);
+}
+
+}  // namespace
+}  // namespace ls
