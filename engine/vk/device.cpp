@@ -137,6 +137,8 @@ Device::Device(const DeviceOptions& options) : on_validation_message_(options.on
     uint32_t index = choose_device(reports, select);
     physical_ = devs[index];
     report_ = reports[index];
+    if (options.storage_range_limit && options.storage_range_limit < report_.max_storage_range)
+      report_.max_storage_range = options.storage_range_limit;
     create_logical_device();
     finish_setup(options.pipeline_cache);
   } catch (...) {

@@ -27,6 +27,9 @@ struct DeviceOptions {
   std::function<void(const std::string&)> on_validation_message;
   // Disk pipeline cache; empty path: the XDG cache directory. "-" disables it.
   std::string pipeline_cache = "";
+  // Lower the binding limit below the device's maxStorageBufferRange (0: keep it). Tests use it to
+  // exercise the split paths of big tensors on any device.
+  uint64_t storage_range_limit = 0;
 };
 
 // The objects a window already created, for Device to adopt without owning them.

@@ -1,0 +1,324 @@
+#include "ops/matmul.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "ops/common.h"
+
+namespace ls::ops {
+
+namespace {
+
+struct GemmParams {  // = `Params` in shaders/matmul.comp
+  uint32_t M, N, K;
+  uint32_t a_sm, a_sk, b_sn, b_sk, c_sm;
+  uint32_t a_sz, b_sz, c_sz;
+  float alpha, beta;
+  uint32_t flags;
+  uint32_t rank;
+  float lora_scale;
+};
+static_assert(sizeof(GemmParams) <= 128);
+constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4;
+constexpr uint32_t kTile = 64;
+
+// Operand layouts: element (i, k) of A sits at i*a_sm + k*a_sk, (j, k) of B at j*b_sn + k*b_sk,
+// (i, j) of C at i*c_sm + j.
+struct Gemm {
+  const char* op;
+  Tensor a, b, c, bias, lora_t, lora_l;
+  uint32_t M = 0, N = 0, K = 0, batch = 1;
+  uint32_t a_sm = 0, a_sk = 0, b_sn = 0, b_sk = 0, c_sm = 0;
+  uint32_t a_sz = 0, b_sz = 0, c_sz = 0;
+  float alpha = 1, beta = 0;
+  bool accumulate = false;
+  uint32_t rank = 0;
+  float lora_scale = 0;
+};
+
+vk::Kernel gemm_kernel(DType a, DType b, DType c, const char* op) {
+  static constexpr vk::Kernel table[] = {
+      vk::Kernel::gemm_f32_f32_f32,  vk::Kernel::gemm_f32_f32_f16,  vk::Kernel::gemm_f32_f16_f32,
+      vk::Kernel::gemm_f32_f16_f16,  vk::Kernel::gemm_f32_bf16_f32, vk::Kernel::gemm_f32_bf16_f16,
+      vk::Kernel::gemm_f16_f32_f32,  vk::Kernel::gemm_f16_f32_f16,  vk::Kernel::gemm_f16_f16_f32,
+      vk::Kernel::gemm_f16_f16_f16,  vk::Kernel::gemm_f16_bf16_f32, vk::Kernel::gemm_f16_bf16_f16,
+  };
+  size_t ai = float_index(a), bi = float_index(b), ci = float_index(c);
+  if (ai > 1 || bi > 2 || ci > 1)
+    fail(op, std::string("no kernel for ") + dtype_name(a) + " x " + dtype_name(b) + " -> " + dtype_name(c));
+  return table[ai * 6 + bi * 2 + ci];
+}
+
+// Elements [begin, begin + count) of t, as a flat tensor (for binding a chunk of an operand).
+Tensor flat_range(const Tensor& t, uint64_t begin, uint64_t count) {
+  return t.reshape({uint32_t(t.numel()), 1}).slice_rows(begin, begin + count);
+}
+
+uint64_t extent(uint32_t len1, uint32_t s1, uint32_t len2, uint32_t s2) {
+  return uint64_t(len1 - 1) * s1 + uint64_t(len2 - 1) * s2 + 1;
+}
+
+// Smallest chunk step along one dimension that keeps every binding offset it moves aligned: each
+// entry of `byte_strides` is (element stride × element size) of an operand along that dimension.
+uint32_t granule(std::initializer_list<uint64_t> byte_strides, uint64_t alignment) {
+  uint64_t g = 1;
+  for (uint64_t s : byte_strides) {
+    uint64_t need = alignment / std::gcd(alignment, s == 0 ? alignment : s);
+    g = std::lcm(g, need);
+  }
+  return uint32_t(g);
+}
+
+// Half of len rounded up to a multiple of g, or 0 when len cannot shrink.
+uint32_t halved(uint32_t len, uint32_t g) {
+  if (len <= g) return 0;
+  uint32_t h = (len + 1) / 2;
+  return (h + g - 1) / g * g;
+}
+
+void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tensor& b, const Tensor& c,
+                  const Tensor& bias, const Tensor& lt, const Tensor& ll, uint32_t M, uint32_t N, uint32_t K,
+                  uint32_t flags, float beta) {
+  const Tensor& dummy = a;  // unused bindings still need a buffer; the flags keep the kernel off them
+  rec.dispatch(gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op),
+               {in(a), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
+                in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
+               GemmParams{.M = M, .N = N, .K = K, .a_sm = g.a_sm, .a_sk = g.a_sk, .b_sn = g.b_sn, .b_sk = g.b_sk,
+                          .c_sm = g.c_sm, .a_sz = g.a_sz, .b_sz = g.b_sz, .c_sz = g.c_sz, .alpha = g.alpha,
+                          .beta = beta, .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale},
+               {ceil_div(N, kTile), ceil_div(M, kTile), g.batch});
+}
+
+void gemm(vk::Recorder& rec, const Gemm& g) {
+  if (g.M == 0 || g.N == 0) return;
+  uint32_t flags = (g.bias.defined() ? kBias : 0) | (g.accumulate ? kAccumulate : 0) | (g.rank ? kLora : 0);
+  const uint64_t limit = rec.device().report().max_storage_range;
+  auto fits = [&](const Tensor& t) { return !t.defined() || t.bytes() <= limit; };
+  if (g.K == 0) fail(g.op, "K is 0");
+  if (fits(g.a) && fits(g.b) && fits(g.c) && fits(g.bias) && fits(g.lora_t) && fits(g.lora_l)) {
+    dispatch_one(rec, g, g.a, g.b, g.c, g.bias, g.lora_t, g.lora_l, g.M, g.N, g.K, flags, g.beta);
+    return;
+  }
+  // Split into chunks of M, N and K whose bindings each fit (chunk starts are multiples of 64
+  // elements, so every binding offset is aligned).
+  if (g.batch != 1) fail(g.op, "a batched product with operands past maxStorageBufferRange is not supported");
+  const uint64_t ea = dtype_size(g.a.dtype()), eb = dtype_size(g.b.dtype()), ec = dtype_size(g.c.dtype());
+  const uint64_t align = std::max<uint64_t>(rec.device().report().storage_alignment, 4);
+  const uint64_t lora_row = uint64_t(g.rank) * 4;  // bytes per row of the LoRA t and B operands
+  const uint32_t gm = granule({g.a_sm * ea, g.c_sm * ec, lora_row}, align);
+  const uint32_t gn = granule({g.b_sn * eb, ec, eb, lora_row}, align);  // eb: the bias moves with n
+  const uint32_t gk = granule({g.a_sk * ea, g.b_sk * eb}, align);
+  uint32_t mc = g.M, nc = g.N, kc = g.K;
+  // Shrink the dimension that dominates an oversized binding (the other one if it cannot shrink).
+  auto shrink = [&](uint32_t& first, uint32_t g1, uint32_t& second, uint32_t g2) {
+    if (uint32_t h = halved(first, g1)) { first = h; return; }
+    if (uint32_t h = halved(second, g2)) { second = h; return; }
+    fail(g.op, "an operand does not fit one binding of " + std::to_string(limit) + " bytes even when split");
+  };
+  for (;;) {
+    if (extent(mc, g.a_sm, kc, g.a_sk) * ea > limit) {
+      if (uint64_t(mc) * g.a_sm >= uint64_t(kc) * g.a_sk) shrink(mc, gm, kc, gk); else shrink(kc, gk, mc, gm);
+    } else if (extent(nc, g.b_sn, kc, g.b_sk) * eb > limit) {
+      if (uint64_t(nc) * g.b_sn >= uint64_t(kc) * g.b_sk) shrink(nc, gn, kc, gk); else shrink(kc, gk, nc, gn);
+    } else if (extent(mc, g.c_sm, nc, 1) * ec > limit) {
+      if (uint64_t(mc) * g.c_sm >= nc) shrink(mc, gm, nc, gn); else shrink(nc, gn, mc, gm);
+    } else {
+      break;
+    }
+  }
+  for (uint32_t k0 = 0; k0 < g.K; k0 += kc) {
+    uint32_t kl = std::min(kc, g.K - k0);
+    // Only the first K slice adds the bias and the LoRA term; later ones accumulate.
+    uint32_t f = k0 == 0 ? flags : kAccumulate;
+    float beta = k0 == 0 ? g.beta : 1.0f;
+    for (uint32_t m0 = 0; m0 < g.M; m0 += mc) {
+      uint32_t ml = std::min(mc, g.M - m0);
+      for (uint32_t n0 = 0; n0 < g.N; n0 += nc) {
+        uint32_t nl = std::min(nc, g.N - n0);
+        Tensor a = flat_range(g.a, uint64_t(m0) * g.a_sm + uint64_t(k0) * g.a_sk, extent(ml, g.a_sm, kl, g.a_sk));
+        Tensor b = flat_range(g.b, uint64_t(n0) * g.b_sn + uint64_t(k0) * g.b_sk, extent(nl, g.b_sn, kl, g.b_sk));
+        Tensor c = flat_range(g.c, uint64_t(m0) * g.c_sm + n0, extent(ml, g.c_sm, nl, 1));
+        Tensor bias = (f & kBias) ? flat_range(g.bias, n0, nl) : Tensor();
+        Tensor lt = (f & kLora) ? flat_range(g.lora_t, uint64_t(m0) * g.rank, uint64_t(ml) * g.rank) : Tensor();
+        Tensor ll = (f & kLora) ? flat_range(g.lora_l, uint64_t(n0) * g.rank, uint64_t(nl) * g.rank) : Tensor();
+        dispatch_one(rec, g, a, b, c, bias, lt, ll, ml, nl, kl, f, beta);
+      }
+    }
+  }
+}
+
+const std::initializer_list<DType> kActivation = {DType::f32, DType::f16};
+const std::initializer_list<DType> kWeight = {DType::f32, DType::f16, DType::bf16};
+
+// x [.., K] as (rows, K); checks the last dimension.
+uint32_t rows_with_cols(const Tensor& t, uint32_t cols, const char* op, const char* name) {
+  require_defined(t, op, name);
+  if (t.cols() != cols)
+    fail(op, std::string(name) + " is " + t.describe() + "; its last dimension must be " + std::to_string(cols));
+  return uint32_t(t.rows());
+}
+
+}  // namespace
+
+void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& bias) {
+  const char* op = "matmul_forward";
+  require_dtype(x, kActivation, op, "x");
+  require_dtype(w, kWeight, op, "w");
+  require_dtype(y, kActivation, op, "y");
+  require(w.rank() == 2, op, "w is " + w.describe() + "; expected [N, K]");
+  const uint32_t N = w.dim(0), K = w.dim(1);
+  const uint32_t M = rows_with_cols(x, K, op, "x");
+  require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
+  if (bias.defined()) {
+    require_shape(bias, {N}, op, "bias");
+    require(bias.dtype() == w.dtype(), op, "bias is " + bias.describe() + "; it must have w's dtype " + dtype_name(w.dtype()));
+  }
+  gemm(rec, {.op = op, .a = x, .b = w, .c = y, .bias = bias, .M = M, .N = N, .K = K, .a_sm = K, .a_sk = 1,
+             .b_sn = K, .b_sk = 1, .c_sm = N});
+}
+
+void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate) {
+  const char* op = "matmul_backward_x";
+  require_dtype(dy, kActivation, op, "dy");
+  require_dtype(w, kWeight, op, "w");
+  require_dtype(dx, kActivation, op, "dx");
+  require(w.rank() == 2, op, "w is " + w.describe() + "; expected [N, K]");
+  const uint32_t N = w.dim(0), K = w.dim(1);
+  const uint32_t M = rows_with_cols(dy, N, op, "dy");
+  require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());
+  // dx(m, k) = Σ_n dy(m, n)·w(n, k): B's "row" index is k (stride 1), its reduction index n (stride K).
+  gemm(rec, {.op = op, .a = dy, .b = w, .c = dx, .M = M, .N = K, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
+             .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate});
+}
+
+void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale) {
+  const char* op = "matmul_backward_w";
+  require_dtype(dy, kActivation, op, "dy");
+  require_dtype(x, kActivation, op, "x");
+  require_dtype(dw, {DType::f32}, op, "dw");
+  require(dw.rank() == 2, op, "dw is " + dw.describe() + "; expected [N, K]");
+  const uint32_t N = dw.dim(0), K = dw.dim(1);
+  const uint32_t M = rows_with_cols(dy, N, op, "dy");
+  require(rows_with_cols(x, K, op, "x") == M, op, "x is " + x.describe() + " for dy " + dy.describe());
+  // dw(n, k) += scale·Σ_m dy(m, n)·x(m, k): both operands read transposed.
+  gemm(rec, {.op = op, .a = dy, .b = x, .c = dw, .M = N, .N = K, .K = M, .a_sm = 1, .a_sk = N, .b_sn = 1,
+             .b_sk = K, .c_sm = K, .alpha = scale, .beta = 1, .accumulate = true});
+}
+
+void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w) {
+  const char* op = "matmul_batched_forward";
+  require_dtype(x, kActivation, op, "x");
+  require_dtype(w, kWeight, op, "w");
+  require_dtype(y, kActivation, op, "y");
+  require(x.rank() == 3 && w.rank() == 3 && y.rank() == 3, op,
+          "expected x [Z, M, K], w [Z, N, K], y [Z, M, N]; got x " + x.describe() + ", w " + w.describe() + ", y " +
+              y.describe());
+  const uint32_t Z = x.dim(0), M = x.dim(1), K = x.dim(2), N = w.dim(1);
+  require(w.dim(0) == Z && w.dim(2) == K, op, "w is " + w.describe() + " for x " + x.describe());
+  require_shape(y, {Z, M, N}, op, "y");
+  require(Z <= 65535, op, "batch " + std::to_string(Z) + " is past 65535");
+  gemm(rec, {.op = op, .a = x, .b = w, .c = y, .M = M, .N = N, .K = K, .batch = Z, .a_sm = K, .a_sk = 1, .b_sn = K,
+             .b_sk = 1, .c_sm = N, .a_sz = M * K, .b_sz = N * K, .c_sz = M * N});
+}
+
+void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
+                  const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale) {
+  const char* op = "lora_forward";
+  require_dtype(lora_a, {DType::f32}, op, "lora_a");
+  require_dtype(lora_b, {DType::f32}, op, "lora_b");
+  require_dtype(t, {DType::f32}, op, "t");
+  require_dtype(w, kWeight, op, "w");
+  require(w.rank() == 2 && lora_a.rank() == 2 && lora_b.rank() == 2, op, "w, lora_a and lora_b must be matrices");
+  const uint32_t N = w.dim(0), K = w.dim(1), r = lora_a.dim(0);
+  require_shape(lora_a, {r, K}, op, "lora_a");
+  require_shape(lora_b, {N, r}, op, "lora_b");
+  const uint32_t M = rows_with_cols(x, K, op, "x");
+  require_shape(t, {M, r}, op, "t");
+  matmul_forward(rec, t, x, lora_a, Tensor());
+  require_dtype(y, kActivation, op, "y");
+  require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
+  if (bias.defined()) {
+    require_shape(bias, {N}, op, "bias");
+    require(bias.dtype() == w.dtype(), op, "bias is " + bias.describe() + "; it must have w's dtype");
+  }
+  gemm(rec, {.op = op, .a = x, .b = w, .c = y, .bias = bias, .lora_t = t, .lora_l = lora_b, .M = M, .N = N, .K = K,
+             .a_sm = K, .a_sk = 1, .b_sn = K, .b_sk = 1, .c_sm = N, .rank = r, .lora_scale = scale});
+}
+
+void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
+                   const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
+                   const Tensor& lora_a, const Tensor& lora_b, float scale) {
+  const char* op = "lora_backward";
+  require_dtype(lora_a, {DType::f32}, op, "lora_a");
+  require_dtype(lora_b, {DType::f32}, op, "lora_b");
+  require(lora_a.rank() == 2 && lora_b.rank() == 2, op, "lora_a and lora_b must be matrices");
+  const uint32_t r = lora_a.dim(0), K = lora_a.dim(1), N = lora_b.dim(0);
+  require_shape(lora_b, {N, r}, op, "lora_b");
+  require_shape(d_lora_a, lora_a.shape(), op, "d_lora_a");
+  require_shape(d_lora_b, lora_b.shape(), op, "d_lora_b");
+  const uint32_t M = rows_with_cols(dy, N, op, "dy");
+  require(rows_with_cols(x, K, op, "x") == M, op, "x is " + x.describe() + " for dy " + dy.describe());
+  require_shape(t, {M, r}, op, "t");
+  require_shape(dt, {M, r}, op, "dt");
+  require_dtype(dt, {DType::f32}, op, "dt");
+  matmul_backward_w(rec, d_lora_b, dy, t, scale);  // dB += s·dyᵀ·t
+  // dt(m, j) = s·Σ_n dy(m, n)·B(n, j)
+  require_dtype(dy, kActivation, op, "dy");
+  gemm(rec, {.op = op, .a = dy, .b = lora_b, .c = dt, .M = M, .N = r, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
+             .b_sk = r, .c_sm = r, .alpha = scale});
+  matmul_backward_w(rec, d_lora_a, dt, x, 1.0f);  // dA += dtᵀ·x
+  if (dx.defined()) {
+    matmul_backward_x(rec, dx, dy, w, false);
+    matmul_backward_x(rec, dx, dt, lora_a, true);
+  }
+}
+
+namespace ref {
+
+void matmul_forward(std::span<float> y, std::span<const float> x, std::span<const float> w,
+                    std::span<const float> bias, size_t M, size_t N, size_t K) {
+  for (size_t m = 0; m < M; ++m)
+    for (size_t n = 0; n < N; ++n) {
+      double s = bias.empty() ? 0.0 : bias[n];
+      for (size_t k = 0; k < K; ++k) s += double(x[m * K + k]) * w[n * K + k];
+      y[m * N + n] = float(s);
+    }
+}
+
+void matmul_backward_x(std::span<float> dx, std::span<const float> dy, std::span<const float> w, size_t M, size_t N,
+                       size_t K) {
+  for (size_t m = 0; m < M; ++m)
+    for (size_t k = 0; k < K; ++k) {
+      double s = 0;
+      for (size_t n = 0; n < N; ++n) s += double(dy[m * N + n]) * w[n * K + k];
+      dx[m * K + k] = float(s);
+    }
+}
+
+void matmul_backward_w(std::span<float> dw, std::span<const float> dy, std::span<const float> x, size_t M, size_t N,
+                       size_t K, float scale) {
+  for (size_t n = 0; n < N; ++n)
+    for (size_t k = 0; k < K; ++k) {
+      double s = 0;
+      for (size_t m = 0; m < M; ++m) s += double(dy[m * N + n]) * x[m * K + k];
+      dw[n * K + k] = float(dw[n * K + k] + scale * s);
+    }
+}
+
+void lora_forward(std::span<float> y, std::span<float> t, std::span<const float> x, std::span<const float> w,
+                  std::span<const float> bias, std::span<const float> a, std::span<const float> b, size_t M, size_t N,
+                  size_t K, size_t r, float scale) {
+  matmul_forward(t, x, a, {}, M, r, K);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t n = 0; n < N; ++n) {
+      double s = bias.empty() ? 0.0 : bias[n];
+      for (size_t k = 0; k < K; ++k) s += double(x[m * K + k]) * w[n * K + k];
+      double low = 0;
+      for (size_t j = 0; j < r; ++j) low += double(t[m * r + j]) * b[n * r + j];
+      y[m * N + n] = float(s + scale * low);
+    }
+}
+
+}  // namespace ref
+
+}  // namespace ls::ops

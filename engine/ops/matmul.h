@@ -1,0 +1,47 @@
+#pragma once
+// Linear layers: y = x·Wᵀ (+ bias), their two backward products, batched products, and the LoRA
+// layer y = x·Wᵀ + bias + s·(x·Aᵀ)·Bᵀ. Sizes: M rows (tokens; all leading dims folded), K inputs,
+// N outputs, r LoRA rank. Weights W [N, K] and bias [N] as loaded (f32, f16 or bf16); activations
+// f32 or f16; LoRA A [r, K], B [N, r] and their gradients f32; accumulation always f32.
+// Any M, N, K (not only tile multiples). A weight or activation larger than the device's
+// maxStorageBufferRange is split into several dispatches (rows of W, rows of x, or slices of K).
+#include <span>
+
+#include "tensor/tensor.h"
+#include "vk/recorder.h"
+
+namespace ls::ops {
+
+// y [.., N] = x [.., K] · w [N, K]ᵀ (+ bias [N], same dtype as w; pass Tensor() for none).
+void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& bias);
+// dx [.., K] = dy [.., N] · w [N, K]; with accumulate, dx += dy·w.
+void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate = false);
+// dw [N, K] (f32) += scale · dy [.., N]ᵀ · x [.., K]. Parameter gradients accumulate.
+void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale = 1.0f);
+// y [Z, M, N] = x [Z, M, K] · w [Z, N, K]ᵀ, one product per z.
+void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w);
+
+// t [M, r] (f32, saved for backward) = x·Aᵀ;  y = x·Wᵀ + bias + scale·t·Bᵀ  (two dispatches; the
+// low-rank term is fused into the base product's epilogue).
+void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
+                  const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale);
+// dB += scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += dtᵀ·x;  dx = dy·W + dt·A when dx is
+// defined (activation gradient through the frozen weight and the adapter).
+void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
+                   const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
+                   const Tensor& lora_a, const Tensor& lora_b, float scale);
+
+namespace ref {
+// Row-major, double accumulation. bias may be empty.
+void matmul_forward(std::span<float> y, std::span<const float> x, std::span<const float> w,
+                    std::span<const float> bias, size_t M, size_t N, size_t K);
+void matmul_backward_x(std::span<float> dx, std::span<const float> dy, std::span<const float> w, size_t M, size_t N,
+                       size_t K);
+void matmul_backward_w(std::span<float> dw, std::span<const float> dy, std::span<const float> x, size_t M, size_t N,
+                       size_t K, float scale);  // accumulates
+void lora_forward(std::span<float> y, std::span<float> t, std::span<const float> x, std::span<const float> w,
+                  std::span<const float> bias, std::span<const float> a, std::span<const float> b, size_t M, size_t N,
+                  size_t K, size_t r, float scale);
+}  // namespace ref
+
+}  // namespace ls::ops

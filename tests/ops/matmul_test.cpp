@@ -1,0 +1,293 @@
+// Linear layers and LoRA against double-accumulating references. Inputs are rounded to their storage
+// type before the reference sees them, so only accumulation order and output rounding differ.
+// Tolerance (rel, see test::expect_close): f32 output 1e-5, f16 output 2e-3.
+#include "ops/matmul.h"
+
+#include <cmath>
+
+#include "support/testing.h"
+
+namespace ls {
+namespace {
+
+struct Case {
+  uint32_t M, N, K;
+  DType x, w, y;
+};
+std::ostream& operator<<(std::ostream& o, const Case& c) {
+  return o << c.M << "x" << c.N << "x" << c.K << "_" << dtype_name(c.x) << "_" << dtype_name(c.w) << "_" << dtype_name(c.y);
+}
+
+double tol(DType out) { return out == DType::f32 ? 1e-5 : 2e-3; }
+
+class MatmulTest : public test::GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(MatmulTest, ForwardWithBiasMatchesReference) {
+  const Case c = GetParam();
+  auto x0 = test::rounded(test::random_values(size_t(c.M) * c.K, 1), c.x);
+  auto w0 = test::rounded(test::random_values(size_t(c.N) * c.K, 2), c.w);
+  auto b0 = test::rounded(test::random_values(c.N, 3), c.w);
+  auto x = test::tensor_from(dev(), {c.M, c.K}, c.x, x0);
+  auto w = test::tensor_from(dev(), {c.N, c.K}, c.w, w0);
+  auto b = test::tensor_from(dev(), {c.N}, c.w, b0);
+  auto y = test::poisoned(dev(), {c.M, c.N}, c.y);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_forward(rec, y.t, x, w, b); });
+  std::vector<float> want(size_t(c.M) * c.N);
+  ops::ref::matmul_forward(want, x0, w0, b0, c.M, c.N, c.K);
+  test::expect_close(download(y.t), test::rounded(want, c.y), tol(c.y), "matmul_forward", y.t.shape());
+  y.expect_guards_intact("matmul_forward");
+}
+
+TEST_P(MatmulTest, ForwardWithoutBiasAndBackwardX) {
+  const Case c = GetParam();
+  auto x0 = test::rounded(test::random_values(size_t(c.M) * c.K, 4), c.x);
+  auto w0 = test::rounded(test::random_values(size_t(c.N) * c.K, 5), c.w);
+  auto dy0 = test::rounded(test::random_values(size_t(c.M) * c.N, 6), c.x);
+  auto x = test::tensor_from(dev(), {c.M, c.K}, c.x, x0);
+  auto w = test::tensor_from(dev(), {c.N, c.K}, c.w, w0);
+  auto dy = test::tensor_from(dev(), {c.M, c.N}, c.x, dy0);
+  auto y = test::poisoned(dev(), {c.M, c.N}, c.y);
+  auto dx = test::poisoned(dev(), {c.M, c.K}, c.y);
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::matmul_forward(rec, y.t, x, w, Tensor());
+    ops::matmul_backward_x(rec, dx.t, dy, w);
+  });
+  std::vector<float> want_y(size_t(c.M) * c.N), want_dx(size_t(c.M) * c.K);
+  ops::ref::matmul_forward(want_y, x0, w0, {}, c.M, c.N, c.K);
+  ops::ref::matmul_backward_x(want_dx, dy0, w0, c.M, c.N, c.K);
+  test::expect_close(download(y.t), test::rounded(want_y, c.y), tol(c.y), "matmul_forward", y.t.shape());
+  test::expect_close(download(dx.t), test::rounded(want_dx, c.y), tol(c.y), "matmul_backward_x", dx.t.shape());
+  dx.expect_guards_intact("matmul_backward_x");
+}
+
+TEST_P(MatmulTest, BackwardWAccumulates) {
+  const Case c = GetParam();
+  auto x0 = test::rounded(test::random_values(size_t(c.M) * c.K, 7), c.x);
+  auto dy0 = test::rounded(test::random_values(size_t(c.M) * c.N, 8), c.x);
+  auto dw0 = test::random_values(size_t(c.N) * c.K, 9);
+  auto x = test::tensor_from(dev(), {c.M, c.K}, c.x, x0);
+  auto dy = test::tensor_from(dev(), {c.M, c.N}, c.x, dy0);
+  auto dw = test::tensor_from(dev(), {c.N, c.K}, DType::f32, dw0);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_backward_w(rec, dw, dy, x, 0.5f); });
+  auto want = dw0;
+  ops::ref::matmul_backward_w(want, dy0, x0, c.M, c.N, c.K, 0.5f);
+  test::expect_close(download(dw), want, 1e-5, "matmul_backward_w", dw.shape());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MatmulTest,
+    ::testing::Values(Case{1, 1, 1, DType::f32, DType::f32, DType::f32}, Case{7, 33, 129, DType::f32, DType::f32, DType::f32},
+                      Case{33, 7, 64, DType::f32, DType::bf16, DType::f32}, Case{129, 65, 33, DType::f16, DType::f16, DType::f16},
+                      Case{17, 129, 7, DType::f16, DType::bf16, DType::f32}, Case{65, 64, 100, DType::f32, DType::f16, DType::f16},
+                      Case{1, 896, 896, DType::f32, DType::bf16, DType::f32},
+                      Case{64, 4864, 896, DType::f16, DType::bf16, DType::f16}),
+    [](const auto& param_info) {
+      std::ostringstream o;
+      o << param_info.param;
+      return o.str();
+    });
+
+class MatmulBatchedTest : public test::GpuTest {};
+
+TEST_F(MatmulBatchedTest, EachBatchIsItsOwnProduct) {
+  const uint32_t Z = 3, M = 17, N = 9, K = 33;
+  auto x0 = test::random_values(size_t(Z) * M * K, 10);
+  auto w0 = test::rounded(test::random_values(size_t(Z) * N * K, 11), DType::f16);
+  auto x = test::tensor_from(dev(), {Z, M, K}, DType::f32, x0);
+  auto w = test::tensor_from(dev(), {Z, N, K}, DType::f16, w0);
+  auto y = test::poisoned(dev(), {Z, M, N}, DType::f32);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_batched_forward(rec, y.t, x, w); });
+  std::vector<float> want(size_t(Z) * M * N);
+  for (uint32_t z = 0; z < Z; ++z)
+    ops::ref::matmul_forward(std::span(want).subspan(size_t(z) * M * N, size_t(M) * N),
+                             std::span<const float>(x0).subspan(size_t(z) * M * K, size_t(M) * K),
+                             std::span<const float>(w0).subspan(size_t(z) * N * K, size_t(N) * K), {}, M, N, K);
+  test::expect_close(download(y.t), want, 1e-5, "matmul_batched_forward", y.t.shape());
+  y.expect_guards_intact("matmul_batched_forward");
+}
+
+// [SECTION] LoRA
+
+struct LoraCase {
+  uint32_t M, N, K, r;
+};
+
+class LoraTest : public test::GpuTest, public ::testing::WithParamInterface<LoraCase> {};
+
+TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
+  auto [M, N, K, r] = GetParam();
+  const float scale = 16.0f / float(r);
+  auto x0 = test::random_values(size_t(M) * K, 20);
+  auto w0 = test::rounded(test::random_values(size_t(N) * K, 21), DType::bf16);
+  auto bias0 = test::rounded(test::random_values(N, 22), DType::bf16);
+  auto a0 = test::random_values(size_t(r) * K, 23, 0.1f);
+  auto b0 = test::random_values(size_t(N) * r, 24, 0.1f);
+  auto dy0 = test::random_values(size_t(M) * N, 25);
+  auto da0 = test::random_values(size_t(r) * K, 26, 0.01f);
+  auto db0 = test::random_values(size_t(N) * r, 27, 0.01f);
+  auto& d = dev();
+  auto x = test::tensor_from(d, {M, K}, DType::f32, x0);
+  auto w = test::tensor_from(d, {N, K}, DType::bf16, w0);
+  auto bias = test::tensor_from(d, {N}, DType::bf16, bias0);
+  auto a = test::tensor_from(d, {r, K}, DType::f32, a0);
+  auto b = test::tensor_from(d, {N, r}, DType::f32, b0);
+  auto dy = test::tensor_from(d, {M, N}, DType::f32, dy0);
+  auto da = test::tensor_from(d, {r, K}, DType::f32, da0);
+  auto db = test::tensor_from(d, {N, r}, DType::f32, db0);
+  auto y = test::poisoned(d, {M, N}, DType::f32);
+  auto t = test::poisoned(d, {M, r}, DType::f32);
+  auto dt = test::poisoned(d, {M, r}, DType::f32);
+  auto dx = test::poisoned(d, {M, K}, DType::f32);
+  test::run(d, [&](vk::Recorder& rec) {
+    ops::lora_forward(rec, y.t, t.t, x, w, bias, a, b, scale);
+    ops::lora_backward(rec, dx.t, da, db, dt.t, dy, x, t.t, w, a, b, scale);
+  });
+
+  std::vector<float> want_y(size_t(M) * N), want_t(size_t(M) * r);
+  ops::ref::lora_forward(want_y, want_t, x0, w0, bias0, a0, b0, M, N, K, r, scale);
+  test::expect_close(download(t.t), want_t, 1e-5, "lora t", t.t.shape());
+  test::expect_close(download(y.t), want_y, 1e-5, "lora y", y.t.shape());
+
+  // Backward reference written out from the same formulas the op documents.
+  std::vector<float> want_db = db0, want_dt(size_t(M) * r), want_da = da0, want_dx(size_t(M) * K), tmp(size_t(M) * K);
+  ops::ref::matmul_backward_w(want_db, dy0, want_t, M, N, r, scale);
+  ops::ref::matmul_backward_x(want_dt, dy0, b0, M, N, r);
+  for (auto& v : want_dt) v *= scale;
+  ops::ref::matmul_backward_w(want_da, want_dt, x0, M, r, K, 1.0f);
+  ops::ref::matmul_backward_x(want_dx, dy0, w0, M, N, K);
+  ops::ref::matmul_backward_x(tmp, want_dt, a0, M, r, K);
+  for (size_t i = 0; i < tmp.size(); ++i) want_dx[i] += tmp[i];
+  test::expect_close(download(db), want_db, 1e-5, "lora dB", db.shape());
+  test::expect_close(download(dt.t), want_dt, 1e-5, "lora dt", dt.t.shape());
+  test::expect_close(download(da), want_da, 1e-5, "lora dA", da.shape());
+  test::expect_close(download(dx.t), want_dx, 1e-5, "lora dx", dx.t.shape());
+  for (auto* p : {&y, &t, &dt, &dx}) p->expect_guards_intact("lora");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
+                         ::testing::Values(LoraCase{1, 1, 1, 1}, LoraCase{7, 33, 129, 8}, LoraCase{33, 65, 17, 4},
+                                           LoraCase{130, 96, 64, 16}));
+
+// The reference LoRA gradients against central differences of a double-precision forward of
+// L = Σ dy ⊙ y(x, A, B).
+TEST(LoraReference, BackwardIsTheGradientOfTheForward) {
+  const size_t M = 3, N = 4, K = 5, r = 2;
+  const double s = 1.5;
+  auto x = test::random_values(M * K, 30);
+  auto w = test::random_values(N * K, 31);
+  auto a = test::random_values(r * K, 32);
+  auto b = test::random_values(N * r, 33);
+  auto dy = test::random_values(M * N, 34);
+  auto loss = [&](const std::vector<double>& xd, const std::vector<double>& ad, const std::vector<double>& bd) {
+    double L = 0;
+    for (size_t m = 0; m < M; ++m)
+      for (size_t n = 0; n < N; ++n) {
+        double y = 0;
+        for (size_t k = 0; k < K; ++k) y += xd[m * K + k] * w[n * K + k];
+        for (size_t j = 0; j < r; ++j) {
+          double t = 0;
+          for (size_t k = 0; k < K; ++k) t += xd[m * K + k] * ad[j * K + k];
+          y += s * t * bd[n * r + j];
+        }
+        L += dy[m * N + n] * y;
+      }
+    return L;
+  };
+  std::vector<double> xd(x.begin(), x.end()), ad(a.begin(), a.end()), bd(b.begin(), b.end());
+  auto fd = [&](std::vector<double>& v, size_t i) {
+    const double h = 1e-6, keep = v[i];
+    v[i] = keep + h;
+    double up = loss(xd, ad, bd);
+    v[i] = keep - h;
+    double down = loss(xd, ad, bd);
+    v[i] = keep;
+    return (up - down) / (2 * h);
+  };
+  // Reference gradients (the same composition lora_backward performs).
+  std::vector<float> t(M * r), y(M * N), da(r * K, 0.f), db(N * r, 0.f), dt(M * r), dx(M * K), tmp(M * K);
+  ops::ref::lora_forward(y, t, x, w, {}, a, b, M, N, K, r, float(s));
+  ops::ref::matmul_backward_w(db, dy, t, M, N, r, float(s));
+  ops::ref::matmul_backward_x(dt, dy, b, M, N, r);
+  for (auto& v : dt) v *= float(s);
+  ops::ref::matmul_backward_w(da, dt, x, M, r, K, 1.0f);
+  ops::ref::matmul_backward_x(dx, dy, w, M, N, K);
+  ops::ref::matmul_backward_x(tmp, dt, a, M, r, K);
+  for (size_t i = 0; i < M * K; ++i) EXPECT_NEAR(dx[i] + tmp[i], fd(xd, i), 1e-4) << "dx " << i;
+  for (size_t i = 0; i < r * K; ++i) EXPECT_NEAR(da[i], fd(ad, i), 1e-4) << "dA " << i;
+  for (size_t i = 0; i < N * r; ++i) EXPECT_NEAR(db[i], fd(bd, i), 1e-4) << "dB " << i;
+}
+
+// [SECTION] Operands past the binding limit are split
+
+TEST(MatmulSplit, OperandsLargerThanOneBindingAreSplit) {
+  std::vector<std::string> messages;
+  vk::DeviceOptions opts;
+  opts.validation = true;
+  opts.on_validation_message = [&](const std::string& m) { messages.push_back(m); };
+  opts.storage_range_limit = 64 * 1024;  // 64 KiB: every operand below is split
+  vk::Device d(opts);
+  const uint32_t M = 300, N = 1000, K = 40;
+  auto x0 = test::random_values(size_t(M) * K, 40);
+  auto w0 = test::rounded(test::random_values(size_t(N) * K, 41), DType::bf16);
+  auto b0 = test::rounded(test::random_values(N, 42), DType::bf16);
+  auto dy0 = test::random_values(size_t(M) * N, 43);
+  auto x = test::tensor_from(d, {M, K}, DType::f32, x0);
+  auto w = test::tensor_from(d, {N, K}, DType::bf16, w0);
+  auto b = test::tensor_from(d, {N}, DType::bf16, b0);
+  auto dy = test::tensor_from(d, {M, N}, DType::f32, dy0);
+  const uint32_t r = 8;
+  auto a0 = test::random_values(size_t(r) * K, 44, 0.1f);
+  auto lb0 = test::random_values(size_t(N) * r, 45, 0.1f);
+  auto la = test::tensor_from(d, {r, K}, DType::f32, a0);
+  auto lb = test::tensor_from(d, {N, r}, DType::f32, lb0);
+  auto y = Tensor::empty(d, {M, N}, DType::f32);
+  auto yl = Tensor::empty(d, {M, N}, DType::f32);
+  auto t = Tensor::empty(d, {M, r}, DType::f32);
+  auto dx = Tensor::empty(d, {M, K}, DType::f32);
+  vk::Recorder rec(d);
+  ops::matmul_forward(rec, y, x, w, b);
+  ops::matmul_backward_x(rec, dx, dy, w);  // K = N = 1000 rows of dy per row: split along the reduction
+  ops::lora_forward(rec, yl, t, x, w, b, la, lb, 2.0f);
+  auto program = rec.finish();
+  EXPECT_GT(program.dispatch_count(), 2u);
+  program.run();
+  std::vector<float> want_y(size_t(M) * N), want_dx(size_t(M) * K);
+  ops::ref::matmul_forward(want_y, x0, w0, b0, M, N, K);
+  ops::ref::matmul_backward_x(want_dx, dy0, w0, M, N, K);
+  test::expect_close(download(y), want_y, 1e-5, "split matmul_forward", y.shape());
+  test::expect_close(download(dx), want_dx, 1e-5, "split matmul_backward_x", dx.shape());
+  std::vector<float> want_yl(size_t(M) * N), want_t(size_t(M) * r);
+  ops::ref::lora_forward(want_yl, want_t, x0, w0, b0, a0, lb0, M, N, K, r, 2.0f);
+  test::expect_close(download(yl), want_yl, 1e-5, "split lora_forward", yl.shape());
+  for (const auto& m : messages) ADD_FAILURE() << "Vulkan validation message: " << m;
+}
+
+// [SECTION] Bad input
+
+class MatmulErrors : public test::GpuTest {};
+
+TEST_F(MatmulErrors, ShapeAndDtypeMistakesNameTheOp) {
+  auto& d = dev();
+  auto x = Tensor::empty(d, {4, 8}, DType::f32);
+  auto w = Tensor::empty(d, {6, 9}, DType::bf16);
+  auto y = Tensor::empty(d, {4, 6}, DType::f32);
+  auto wi = Tensor::empty(d, {6, 8}, DType::i32);
+  vk::Recorder rec(d);
+  try {
+    ops::matmul_forward(rec, y, x, w, Tensor());
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("matmul_forward"), std::string::npos) << m;
+    EXPECT_NE(m.find("[4, 8]"), std::string::npos) << m;
+  }
+  EXPECT_THROW(ops::matmul_forward(rec, y, x, wi, Tensor()), Error);
+  auto w_ok = Tensor::empty(d, {6, 8}, DType::bf16);
+  auto bias_f32 = Tensor::empty(d, {6}, DType::f32);
+  EXPECT_THROW(ops::matmul_forward(rec, y, x, w_ok, bias_f32), Error);
+  auto dw16 = Tensor::empty(d, {6, 8}, DType::f16);
+  EXPECT_THROW(ops::matmul_backward_w(rec, dw16, y, x), Error);
+}
+
+}  // namespace
+}  // namespace ls
