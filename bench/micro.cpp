@@ -1,0 +1,169 @@
+#include "micro.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <random>
+
+#include "ops/matmul.h"
+#include "ops/norms.h"
+#include "ops/softmax.h"
+#include "tensor/tensor.h"
+#include "vk/recorder.h"
+
+namespace ls::bench {
+
+namespace {
+
+Tensor random_tensor(vk::Device& dev, Shape shape, DType dtype, uint32_t seed, float scale = 1.0f) {
+  Tensor t = Tensor::empty(dev, std::move(shape), dtype, "bench input");
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(-scale, scale);
+  std::vector<float> v(t.numel());
+  for (auto& x : v) x = d(gen);
+  upload(t, v);
+  return t;
+}
+
+struct Case {
+  std::string name;
+  std::string what;  // dtypes and shape, for the table
+  double flops = 0, bytes = 0;
+  std::function<void(vk::Recorder&)> record;  // records one op (one or more dispatches)
+};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+int run_micro(vk::Device& dev, int iters, const std::string& json_path) {
+  using DT = DType;
+  std::vector<Case> cases;
+  uint32_t seed = 1;
+
+  auto rms = [&](std::string name, uint32_t rows, uint32_t cols) {
+    auto x = random_tensor(dev, {rows, cols}, DT::f32, seed++);
+    auto w = random_tensor(dev, {cols}, DT::f32, seed++);
+    auto y = Tensor::empty(dev, {rows, cols}, DT::f32);
+    auto rstd = Tensor::empty(dev, {rows}, DT::f32);
+    cases.push_back({name, "f32 [" + std::to_string(rows) + ", " + std::to_string(cols) + "]", 4.0 * rows * cols,
+                     8.0 * rows * cols, [=](vk::Recorder& rec) { ops::rms_norm_forward(rec, y, rstd, x, w, 1e-6f); }});
+  };
+  auto softmax = [&](std::string name, uint32_t rows, uint32_t cols) {
+    auto x = random_tensor(dev, {rows, cols}, DT::f32, seed++);
+    auto y = Tensor::empty(dev, {rows, cols}, DT::f32);
+    cases.push_back({name, "f32 [" + std::to_string(rows) + ", " + std::to_string(cols) + "]", 5.0 * rows * cols,
+                     8.0 * rows * cols, [=](vk::Recorder& rec) { ops::softmax_forward(rec, y, x); }});
+  };
+  auto lora_delta = [&](std::string name, uint32_t M, uint32_t K, uint32_t N, uint32_t r) {
+    // The adapter path as the peer times it: (x·Aᵀ)·Bᵀ·s, s folded into B here.
+    auto x = random_tensor(dev, {M, K}, DT::f16, seed++);
+    auto a = random_tensor(dev, {r, K}, DT::f32, seed++, 0.02f);
+    auto b = random_tensor(dev, {N, r}, DT::f32, seed++, 0.04f);
+    auto t = Tensor::empty(dev, {M, r}, DT::f32);
+    auto y = Tensor::empty(dev, {M, N}, DT::f16);
+    cases.push_back({name, "x f16 [" + std::to_string(M) + ", " + std::to_string(K) + "], A/B f32 r" + std::to_string(r),
+                     2.0 * M * r * (K + N), 2.0 * M * (K + N) + 4.0 * r * (K + N) + 4.0 * M * r,
+                     [=](vk::Recorder& rec) {
+                       ops::matmul_forward(rec, t, x, a, Tensor());
+                       ops::matmul_forward(rec, y, t, b, Tensor());
+                     }});
+  };
+  auto lora_layer = [&](std::string name, uint32_t M, uint32_t K, uint32_t N, uint32_t r) {
+    // The whole LoRA linear layer: y = x·Wᵀ + bias + s·(x·Aᵀ)·Bᵀ, W and bias bf16 as loaded.
+    auto x = random_tensor(dev, {M, K}, DT::f16, seed++);
+    auto w = random_tensor(dev, {N, K}, DT::bf16, seed++, 0.05f);
+    auto bias = random_tensor(dev, {N}, DT::bf16, seed++);
+    auto a = random_tensor(dev, {r, K}, DT::f32, seed++, 0.02f);
+    auto b = random_tensor(dev, {N, r}, DT::f32, seed++, 0.02f);
+    auto t = Tensor::empty(dev, {M, r}, DT::f32);
+    auto y = Tensor::empty(dev, {M, N}, DT::f16);
+    cases.push_back({name, "x f16 [" + std::to_string(M) + ", " + std::to_string(K) + "], W bf16 [" + std::to_string(N) +
+                               ", " + std::to_string(K) + "], r" + std::to_string(r),
+                     2.0 * M * N * K + 2.0 * M * r * (K + N), 2.0 * (M * K + N * K + M * N),
+                     [=](vk::Recorder& rec) { ops::lora_forward(rec, y, t, x, w, bias, a, b, 2.0f); }});
+  };
+  auto matmul = [&](std::string name, uint32_t M, uint32_t K, uint32_t N) {
+    auto x = random_tensor(dev, {M, K}, DT::f16, seed++);
+    auto w = random_tensor(dev, {N, K}, DT::f16, seed++, 0.05f);
+    auto y = Tensor::empty(dev, {M, N}, DT::f16);
+    cases.push_back({name, "f16 [" + std::to_string(M) + ", " + std::to_string(K) + "] x [" + std::to_string(K) + ", " +
+                               std::to_string(N) + "]",
+                     2.0 * M * N * K, 2.0 * (M * K + N * K + M * N),
+                     [=](vk::Recorder& rec) { ops::matmul_forward(rec, y, x, w, Tensor()); }});
+  };
+
+  softmax("softmax_1024", 1, 1024);
+  {
+    auto x = random_tensor(dev, {1, 1024}, DT::f32, seed++);
+    auto w = random_tensor(dev, {1024}, DT::f32, seed++);
+    auto b = random_tensor(dev, {1024}, DT::f32, seed++);
+    auto y = Tensor::empty(dev, {1, 1024}, DT::f32);
+    auto mean = Tensor::empty(dev, {1}, DT::f32);
+    auto rstd = Tensor::empty(dev, {1}, DT::f32);
+    cases.push_back({"layer_norm_1024", "f32 [1, 1024]", 8.0 * 1024, 12.0 * 1024,
+                     [=](vk::Recorder& rec) { ops::layer_norm_forward(rec, y, mean, rstd, x, w, b, 1e-5f); }});
+  }
+  rms("rms_norm_1024", 1, 1024);
+  lora_delta("lora_512x512_r8", 1, 512, 512, 8);
+  lora_delta("lora_1024x1024_r8", 1, 1024, 1024, 8);
+  lora_delta("lora_2048x2048_r8", 1, 2048, 2048, 8);
+  for (uint32_t r : {4u, 8u, 16u, 32u, 64u}) lora_delta("lora_1024x1024_r" + std::to_string(r) + "_scaling", 1, 1024, 1024, r);
+  matmul("matmul_1024x1024x1024", 1024, 1024, 1024);
+  rms("rms_norm_512x896", 512, 896);
+  softmax("softmax_14x512x512", 14 * 512, 512);
+  lora_delta("lora_512tok_896x896_r8", 512, 896, 896, 8);
+  lora_layer("lora_layer_512tok_896x896_r8", 512, 896, 896, 8);
+  matmul("matmul_512x896x4864", 512, 896, 4864);
+
+  nlohmann::json results = nlohmann::json::array();
+  std::printf("%-32s %-44s %11s %11s %10s %10s\n", "case", "operands", "gpu us/op", "wall us", "GFLOP/s", "GB/s");
+  for (const auto& c : cases) {
+    // GPU time: `iters` ops in one command buffer, timestamps around each dispatch.
+    vk::Recorder rec(dev, {.profile = true});
+    for (int i = 0; i < iters; ++i) c.record(rec);
+    auto program = rec.finish();
+    program.run();  // warm-up (first touch of memory, pipeline creation already done at record)
+    program.run();
+    auto timings = program.timings();
+    const size_t per_op = timings.size() / size_t(iters);
+    std::vector<double> op_ns;
+    for (size_t i = 0; i + per_op <= timings.size(); i += per_op) {
+      double ns = 0;
+      for (size_t j = 0; j < per_op; ++j) ns += timings[i + j].ns;
+      op_ns.push_back(ns);
+    }
+    double gpu_us = median(op_ns) / 1e3;
+    // Wall time of one submit+wait of a single op (what an un-batched caller pays).
+    vk::Recorder one(dev);
+    c.record(one);
+    auto single = one.finish();
+    single.run();
+    std::vector<double> wall;
+    for (int i = 0; i < 30; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      single.run();
+      wall.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    }
+    double wall_us = median(wall);
+    double gflops = c.flops / (gpu_us * 1e3), gbs = c.bytes / (gpu_us * 1e3);
+    std::printf("%-32s %-44s %11.2f %11.1f %10.1f %10.1f\n", c.name.c_str(), c.what.c_str(), gpu_us, wall_us, gflops, gbs);
+    results.push_back({{"name", c.name}, {"operands", c.what}, {"gpu_us", gpu_us}, {"wall_us_submit_wait", wall_us},
+                       {"dispatches_per_op", per_op}, {"gflops", gflops}, {"gbytes_per_s", gbs}});
+  }
+  if (!json_path.empty()) {
+    nlohmann::json doc{{"device", dev.report().name}, {"driver", dev.report().driver_version}, {"iters", iters},
+                       {"micro", results}};
+    std::ofstream(json_path) << doc.dump(1) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace ls::bench

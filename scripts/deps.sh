@@ -1,0 +1,21 @@
+# Sourced by run.sh and test.sh: installs the Debian 12 packages lorastudio builds and runs with,
+# only those missing (so a second run costs nothing). Needs root (or sudo) when something is missing.
+LS_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
+  libglfw3-dev libimgui-dev libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
+  libcli11-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
+)
+
+ls_install_deps() {
+  local missing=()
+  for p in "${LS_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}

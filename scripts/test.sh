@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine, builds the test preset and runs every test with ctest.
+# Tests run on the default Vulkan device (lavapipe on a machine without a GPU; LORASTUDIO_DEVICE
+# picks another) with the Khronos validation layer on: any validation message fails a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/deps.sh
+ls_install_deps
+cmake --preset test >/dev/null
+cmake --build --preset test
+ctest --preset test -j "$(nproc)" "$@"
