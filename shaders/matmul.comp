@@ -9,22 +9,8 @@
 
 layout(local_size_x = 16, local_size_y = 16) in;
 
-layout(binding = 0) readonly buffer BufA { STORE(A_T) a[]; };
-layout(binding = 1) readonly buffer BufB { STORE(B_T) b[]; };
-layout(binding = 2) buffer BufC { STORE(C_T) c[]; };
-layout(binding = 3) readonly buffer BufBias { STORE(B_T) bias[]; };
-layout(binding = 4) readonly buffer BufT { float lora_t[]; };
-layout(binding = 5) readonly buffer BufL { float lora_l[]; };
-
-layout(push_constant) uniform Params {
-  uint M, N, K;
-  uint a_sm, a_sk, b_sn, b_sk, c_sm;  // element strides
-  uint a_sz, b_sz, c_sz;              // batch strides (z = gl_WorkGroupID.z)
-  float alpha, beta;
-  uint flags;                         // 1: bias, 2: accumulate into C (beta), 4: LoRA epilogue
-  uint rank;
-  float lora_scale;
-} p;
+#include "common/gemm_interface.glsl"
+#include "common/gemm_epilogue.glsl"
 
 const uint BM = 64, BN = 64, BK = 16;
 shared float tile_a[BK][BM];
@@ -66,20 +52,9 @@ void main() {
 
   for (uint i = 0u; i < 4u; ++i) {
     uint m = m0 + ty + 16u * i;
-    if (m >= p.M) continue;
     for (uint j = 0u; j < 4u; ++j) {
       uint n = n0 + tx + 16u * j;
-      if (n >= p.N) continue;
-      float v = p.alpha * acc[i][j];
-      if ((p.flags & 1u) != 0u) v += TO_F32(B_T, bias[n]);
-      if ((p.flags & 4u) != 0u) {
-        float s = 0.0;
-        for (uint r = 0u; r < p.rank; ++r) s = fma(lora_t[m * p.rank + r], lora_l[n * p.rank + r], s);
-        v = fma(p.lora_scale, s, v);
-      }
-      uint ci = c_base + m * p.c_sm + n;
-      if ((p.flags & 2u) != 0u) v = fma(p.beta, TO_F32(C_T, c[ci]), v);
-      c[ci] = FROM_F32(C_T, v);
+      if (m < p.M && n < p.N) gemm_store(m, n, acc[i][j], c_base);
     }
   }
 }

@@ -7,3 +7,10 @@ foreach(a f32 f16)
     endforeach()
   endforeach()
 endforeach()
+# Tensor cores (VK_NV_cooperative_matrix), chosen at run time when the device has them: f16
+# activations with f16 or bf16 weights.
+foreach(b f16 bf16)
+  foreach(c f32 f16)
+    ls_kernel(gemm_coopmat_f16_${b}_${c} matmul_coopmat.comp A_T=f16 B_T=${b} C_T=${c})
+  endforeach()
+endforeach()

@@ -49,6 +49,13 @@ vk::Kernel gemm_kernel(DType a, DType b, DType c, const char* op) {
   return table[ai * 6 + bi * 2 + ci];
 }
 
+// f16 activations × f16/bf16 weights on tensor cores (shaders/matmul_coopmat.comp).
+vk::Kernel coopmat_kernel(DType b, DType c) {
+  static constexpr vk::Kernel table[] = {vk::Kernel::gemm_coopmat_f16_f16_f32, vk::Kernel::gemm_coopmat_f16_f16_f16,
+                                         vk::Kernel::gemm_coopmat_f16_bf16_f32, vk::Kernel::gemm_coopmat_f16_bf16_f16};
+  return table[(b == DType::bf16 ? 2 : 0) + (c == DType::f16 ? 1 : 0)];
+}
+
 // Elements [begin, begin + count) of t, as a flat tensor (for binding a chunk of an operand).
 Tensor flat_range(const Tensor& t, uint64_t begin, uint64_t count) {
   return t.reshape({uint32_t(t.numel()), 1}).slice_rows(begin, begin + count);
@@ -80,13 +87,16 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
                   const Tensor& bias, const Tensor& lt, const Tensor& ll, uint32_t M, uint32_t N, uint32_t K,
                   uint32_t flags, float beta) {
   const Tensor& dummy = a;  // unused bindings still need a buffer; the flags keep the kernel off them
-  rec.dispatch(gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op),
+  bool tensor_cores = rec.device().coopmat() && a.dtype() == DType::f16 &&
+                      (b.dtype() == DType::f16 || b.dtype() == DType::bf16);
+  vk::Kernel kernel = tensor_cores ? coopmat_kernel(b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
+  rec.dispatch(kernel,
                {in(a), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
                 in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
                GemmParams{.M = M, .N = N, .K = K, .a_sm = g.a_sm, .a_sk = g.a_sk, .b_sn = g.b_sn, .b_sk = g.b_sk,
                           .c_sm = g.c_sm, .a_sz = g.a_sz, .b_sz = g.b_sz, .c_sz = g.c_sz, .alpha = g.alpha,
                           .beta = beta, .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale},
-               {ceil_div(N, kTile), ceil_div(M, kTile), g.batch});
+               {ceil_div(N, kTile), ceil_div(M, kTile), g.batch}, {.local_x = tensor_cores ? 128u : 256u});
 }
 
 void gemm(vk::Recorder& rec, const Gemm& g) {

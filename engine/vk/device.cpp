@@ -181,6 +181,10 @@ void Device::create_logical_device() {
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     coop.cooperativeMatrix = VK_TRUE;
     f12.pNext = &coop;
+    bool shape = std::any_of(report_.coopmat_shapes.begin(), report_.coopmat_shapes.end(), [](const CoopMatShape& s) {
+      return s.m == 16 && s.n == 16 && s.k == 16 && s.a == "f16" && s.b == "f16" && s.c == "f32";
+    });
+    coopmat_ = shape && report_.subgroup_size == 32 && report_.float16 && !env_flag("LORASTUDIO_NO_COOPMAT");
   }
   VkDeviceCreateInfo dinfo{.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &features,
                            .queueCreateInfoCount = 1, .pQueueCreateInfos = &qinfo,

@@ -66,6 +66,9 @@ class Device {
   void read(const Allocation& src, VkDeviceSize offset, void* data, VkDeviceSize size);
 
   size_t validation_messages() const { return validation_messages_.load(); }
+  // Tensor-core kernels (VK_NV_cooperative_matrix, f16 16x16x16, subgroups of 32) are usable.
+  // LORASTUDIO_NO_COOPMAT=1 turns them off (to compare with the scalar path).
+  bool coopmat() const { return coopmat_; }
 
  private:
   void release();
@@ -78,6 +81,7 @@ class Device {
                                                           const VkDebugUtilsMessengerCallbackDataEXT*, void*);
 
   bool owns_ = true;
+  bool coopmat_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;

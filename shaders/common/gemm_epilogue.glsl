@@ -1,0 +1,14 @@
+// The epilogue both matmul kernels share: alpha, bias, the LoRA low-rank term and accumulation into
+// C, for one output element. Expects the buffers and `p` of shaders/matmul.comp.
+void gemm_store(uint m, uint n, float acc, uint c_base) {
+  float v = p.alpha * acc;
+  if ((p.flags & 1u) != 0u) v += TO_F32(B_T, bias[n]);
+  if ((p.flags & 4u) != 0u) {
+    float s = 0.0;
+    for (uint r = 0u; r < p.rank; ++r) s = fma(lora_t[m * p.rank + r], lora_l[n * p.rank + r], s);
+    v = fma(p.lora_scale, s, v);
+  }
+  uint ci = c_base + m * p.c_sm + n;
+  if ((p.flags & 2u) != 0u) v = fma(p.beta, TO_F32(C_T, c[ci]), v);
+  c[ci] = FROM_F32(C_T, v);
+}
