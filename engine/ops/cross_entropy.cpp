@@ -1,0 +1,165 @@
+#include "ops/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ops/common.h"
+
+namespace ls::ops {
+
+namespace {
+struct RowsParams {  // = Params in shaders/cross_entropy_forward.comp, cross_entropy_reduce.comp, argmax.comp
+  uint32_t rows;
+  uint32_t cols;
+};
+static_assert(sizeof(RowsParams) <= 128);
+
+struct CrossEntropyBackwardParams {  // = Params in shaders/cross_entropy_backward.comp
+  uint32_t rows;
+  uint32_t cols;
+  float dloss_scale;
+};
+static_assert(sizeof(CrossEntropyBackwardParams) <= 128);
+
+// One workgroup per row: wider workgroups for longer rows (a vocabulary row has ~150k columns).
+uint32_t row_threads(uint32_t cols) { return cols <= 128 ? 64 : cols <= 4096 ? 256 : 1024; }
+vk::Groups row_groups(uint64_t rows) { return {uint32_t(std::min<uint64_t>(rows, 65535)), 1, 1}; }
+constexpr uint32_t kReduceThreads = 256;
+
+// logits/x as [N, V] with N, V > 0 and 32-bit element indices in the kernels.
+void require_matrix(const Tensor& t, const char* op, const char* name) {
+  require(t.rank() >= 1 && t.cols() > 0 && t.rows() > 0, op,
+          std::string(name) + " is " + t.describe() + "; expected [..., V] with no empty dimension");
+  require(t.numel() <= std::numeric_limits<uint32_t>::max(), op,
+          std::string(name) + " is " + t.describe() + "; more than 2^32 - 1 elements");
+}
+
+void require_row_vector(const Tensor& t, DType dtype, uint64_t rows, const char* op, const char* name) {
+  require_dtype(t, {dtype}, op, name);
+  require_numel(t, rows, op, name);
+}
+
+bool counted(int32_t target, uint32_t vocab) { return target >= 0 && uint32_t(target) < vocab; }
+}  // namespace
+
+void cross_entropy_forward(vk::Recorder& rec, const Tensor& loss, const Tensor& row_loss, const Tensor& lse,
+                           const Tensor& logits, const Tensor& targets) {
+  const char* op = "cross_entropy_forward";
+  require_dtype(logits, {DType::f32, DType::f16, DType::bf16}, op, "logits");
+  require_matrix(logits, op, "logits");
+  uint64_t n = logits.rows();
+  require_row_vector(targets, DType::i32, n, op, "targets");
+  require_row_vector(lse, DType::f32, n, op, "lse");
+  require_row_vector(row_loss, DType::f32, n, op, "row_loss");
+  require_dtype(loss, {DType::f32}, op, "loss");
+  require_shape(loss, {2}, op, "loss");
+  static constexpr vk::Kernel kernels[] = {vk::Kernel::cross_entropy_forward_f32, vk::Kernel::cross_entropy_forward_f16,
+                                           vk::Kernel::cross_entropy_forward_bf16};
+  RowsParams params{.rows = uint32_t(n), .cols = logits.cols()};
+  rec.dispatch(kernels[float_index(logits.dtype())], {in(logits), in(targets), out(lse), out(row_loss)}, params,
+               row_groups(n), {.local_x = row_threads(logits.cols())});
+  rec.dispatch(vk::Kernel::cross_entropy_reduce, {in(row_loss), in(targets), out(loss)}, params, {1, 1, 1},
+               {.local_x = kReduceThreads});
+}
+
+void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
+                            const Tensor& lse, const Tensor& loss, float dloss_scale) {
+  const char* op = "cross_entropy_backward";
+  require_dtype(logits, {DType::f32, DType::f16, DType::bf16}, op, "logits");
+  require_matrix(logits, op, "logits");
+  uint64_t n = logits.rows();
+  require_shape(dlogits, logits.shape(), op, "dlogits");
+  require(dlogits.dtype() == DType::f32 || dlogits.dtype() == logits.dtype(), op,
+          "dlogits is " + dlogits.describe() + "; expected f32 or the dtype of logits " + logits.describe());
+  require_row_vector(targets, DType::i32, n, op, "targets");
+  require_row_vector(lse, DType::f32, n, op, "lse");
+  require_dtype(loss, {DType::f32}, op, "loss");
+  require_shape(loss, {2}, op, "loss");
+  vk::Kernel kernel = vk::Kernel::cross_entropy_backward_f32_f32;
+  bool to_f32 = dlogits.dtype() == DType::f32;
+  switch (logits.dtype()) {
+    case DType::f16:
+      kernel = to_f32 ? vk::Kernel::cross_entropy_backward_f16_f32 : vk::Kernel::cross_entropy_backward_f16_f16;
+      break;
+    case DType::bf16:
+      kernel = to_f32 ? vk::Kernel::cross_entropy_backward_bf16_f32 : vk::Kernel::cross_entropy_backward_bf16_bf16;
+      break;
+    default: break;
+  }
+  rec.dispatch(kernel, {in(logits), in(targets), in(lse), in(loss), out(dlogits)},
+               CrossEntropyBackwardParams{.rows = uint32_t(n), .cols = logits.cols(), .dloss_scale = dloss_scale},
+               row_groups(n), {.local_x = row_threads(logits.cols())});
+}
+
+void argmax_forward(vk::Recorder& rec, const Tensor& idx, const Tensor& x) {
+  const char* op = "argmax_forward";
+  require_dtype(x, {DType::f32, DType::f16, DType::bf16}, op, "x");
+  require_matrix(x, op, "x");
+  require(x.cols() <= (1u << 24), op, "x is " + x.describe() + "; rows longer than 2^24 are not supported");
+  require_row_vector(idx, DType::i32, x.rows(), op, "idx");
+  static constexpr vk::Kernel kernels[] = {vk::Kernel::argmax_f32, vk::Kernel::argmax_f16, vk::Kernel::argmax_bf16};
+  rec.dispatch(kernels[float_index(x.dtype())], {in(x), out(idx)},
+               RowsParams{.rows = uint32_t(x.rows()), .cols = x.cols()}, row_groups(x.rows()),
+               {.local_x = row_threads(x.cols())});
+}
+
+namespace ref {
+template <class F>
+void cross_entropy_forward(std::span<F> loss, std::span<F> row_loss, std::span<F> lse, std::span<const F> logits,
+                           std::span<const int32_t> targets, uint32_t vocab) {
+  double sum = 0;
+  size_t count = 0;
+  for (size_t r = 0; r < targets.size(); ++r) {
+    const F* row = logits.data() + r * vocab;
+    double m = -std::numeric_limits<double>::infinity();
+    for (size_t c = 0; c < vocab; ++c) m = std::max(m, double(row[c]));
+    double s = 0;
+    for (size_t c = 0; c < vocab; ++c) s += std::exp(double(row[c]) - m);
+    double row_lse = m + std::log(s);
+    double l = counted(targets[r], vocab) ? row_lse - double(row[targets[r]]) : 0.0;
+    lse[r] = F(row_lse);
+    row_loss[r] = F(l);
+    if (counted(targets[r], vocab)) {
+      sum += l;
+      ++count;
+    }
+  }
+  loss[0] = F(count ? sum / double(count) : 0.0);
+  loss[1] = F(count);
+}
+
+template <class F>
+void cross_entropy_backward(std::span<F> dlogits, std::span<const F> logits, std::span<const int32_t> targets,
+                            std::span<const F> lse, std::span<const F> loss, uint32_t vocab, double dloss_scale) {
+  double count = double(loss[1]);
+  double row_scale = count > 0 ? dloss_scale / count : 0.0;
+  for (size_t r = 0; r < targets.size(); ++r) {
+    for (size_t c = 0; c < vocab; ++c) {
+      size_t i = r * vocab + c;
+      double g = 0;
+      if (counted(targets[r], vocab))
+        g = row_scale * (std::exp(double(logits[i]) - double(lse[r])) - (size_t(targets[r]) == c ? 1.0 : 0.0));
+      dlogits[i] = F(g);
+    }
+  }
+}
+
+void argmax_forward(std::span<int32_t> idx, std::span<const float> x, uint32_t cols) {
+  for (size_t r = 0; r < idx.size(); ++r) {
+    const float* row = x.data() + r * cols;
+    idx[r] = int32_t(std::max_element(row, row + cols) - row);  // the first maximum
+  }
+}
+
+template void cross_entropy_forward<float>(std::span<float>, std::span<float>, std::span<float>,
+                                           std::span<const float>, std::span<const int32_t>, uint32_t);
+template void cross_entropy_forward<double>(std::span<double>, std::span<double>, std::span<double>,
+                                            std::span<const double>, std::span<const int32_t>, uint32_t);
+template void cross_entropy_backward<float>(std::span<float>, std::span<const float>, std::span<const int32_t>,
+                                            std::span<const float>, std::span<const float>, uint32_t, double);
+template void cross_entropy_backward<double>(std::span<double>, std::span<const double>, std::span<const int32_t>,
+                                             std::span<const double>, std::span<const double>, uint32_t, double);
+}  // namespace ref
+
+}  // namespace ls::ops
