@@ -1,0 +1,269 @@
+#include "ops/norms.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <vector>
+
+#include "ops/common.h"
+
+namespace ls::ops {
+
+namespace {
+struct NormParams {  // = Params in shaders/rms_norm.comp and shaders/layer_norm.comp
+  uint32_t rows, cols;
+  float eps;
+};
+static_assert(sizeof(NormParams) <= 128);
+
+struct NormBackwardParams {  // = Params in shaders/rms_norm_backward.comp and shaders/layer_norm_backward.comp
+  uint32_t rows, cols;
+};
+static_assert(sizeof(NormBackwardParams) <= 128);
+
+// One workgroup per row, sized to the row (64..256 threads), so short rows (per-head norms, C = 128)
+// don't leave most threads idle. Rows beyond 65535 are covered by the kernels' grid-stride loop.
+vk::Spec row_threads(uint32_t cols) { return {.local_x = std::clamp<uint32_t>(std::bit_ceil(cols), 64, 256)}; }
+vk::Groups row_groups(uint64_t rows) { return {uint32_t(std::min<uint64_t>(rows, 65535)), 1, 1}; }
+// The weight-gradient kernels: 32 columns per workgroup, grid-stride beyond 65535 workgroups.
+constexpr uint32_t kGradCols = 32;
+vk::Groups column_groups(uint32_t cols) { return {std::min<uint32_t>(ceil_div(cols, kGradCols), 65535), 1, 1}; }
+
+constexpr std::initializer_list<DType> kActivationTypes = {DType::f32, DType::f16};
+constexpr std::initializer_list<DType> kWeightTypes = {DType::f32, DType::f16, DType::bf16};
+
+// x: a defined tensor of rank >= 1 with a non-empty last dimension (the normalised one).
+void require_rows(const Tensor& x, const char* op, const char* name) {
+  require_defined(x, op, name);
+  require(x.rank() >= 1 && x.cols() > 0, op,
+          std::string(name) + " is " + x.describe() + "; the last dimension must be non-empty");
+}
+
+void require_weight(const Tensor& w, uint32_t cols, const char* op, const char* name) {
+  require_dtype(w, kWeightTypes, op, name);
+  require_shape(w, {cols}, op, name);
+}
+
+void require_stat(const Tensor& s, uint64_t rows, const char* op, const char* name) {
+  require_dtype(s, {DType::f32}, op, name);
+  require_numel(s, rows, op, name);
+}
+
+void require_eps(float eps, const char* op) {
+  require(std::isfinite(eps) && eps >= 0.0f, op, "eps must be finite and >= 0, got " + std::to_string(eps));
+}
+
+// Forward checks shared by both norms: x f32/f16, y like x, w [C] of a weight dtype.
+void require_forward(const Tensor& y, const Tensor& x, const Tensor& w, float eps, const char* op) {
+  require_rows(x, op, "x");
+  require_dtype(x, kActivationTypes, op, "x");
+  require_shape(y, x.shape(), op, "y");
+  require(y.dtype() == x.dtype(), op, "dtypes differ: y " + y.describe() + ", x " + x.describe());
+  require_weight(w, x.cols(), op, "w");
+  require_eps(eps, op);
+}
+
+// Backward checks shared by both norms: dy, x, dx f32 of one shape, w [C] of a weight dtype.
+void require_backward(const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& w, const char* op) {
+  require_rows(x, op, "x");
+  require_dtype(x, {DType::f32}, op, "x");
+  require_dtype(dy, {DType::f32}, op, "dy");
+  require_shape(dy, x.shape(), op, "dy");
+  require_dtype(dx, {DType::f32}, op, "dx");
+  require_shape(dx, x.shape(), op, "dx");
+  require_weight(w, x.cols(), op, "w");
+}
+
+void require_grad(const Tensor& g, uint32_t cols, const char* op, const char* name) {
+  require_dtype(g, {DType::f32}, op, name);
+  require_shape(g, {cols}, op, name);
+}
+
+using vk::Kernel;
+constexpr Kernel kRmsNorm[2][3] = {{Kernel::rms_norm_f32_f32, Kernel::rms_norm_f32_f16, Kernel::rms_norm_f32_bf16},
+                                   {Kernel::rms_norm_f16_f32, Kernel::rms_norm_f16_f16, Kernel::rms_norm_f16_bf16}};
+constexpr Kernel kRmsNormBackward[3] = {Kernel::rms_norm_backward_f32_f32, Kernel::rms_norm_backward_f32_f16,
+                                        Kernel::rms_norm_backward_f32_bf16};
+constexpr Kernel kLayerNorm[2][3] = {
+    {Kernel::layer_norm_f32_f32, Kernel::layer_norm_f32_f16, Kernel::layer_norm_f32_bf16},
+    {Kernel::layer_norm_f16_f32, Kernel::layer_norm_f16_f16, Kernel::layer_norm_f16_bf16}};
+constexpr Kernel kLayerNormBackward[3] = {Kernel::layer_norm_backward_f32_f32, Kernel::layer_norm_backward_f32_f16,
+                                          Kernel::layer_norm_backward_f32_bf16};
+}  // namespace
+
+void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
+                      float eps) {
+  const char* op = "rms_norm_forward";
+  require_forward(y, x, w, eps, op);
+  require_stat(rstd, x.rows(), op, "rstd");
+  rec.dispatch(kRmsNorm[float_index(x.dtype())][float_index(w.dtype())], {in(x), in(w), out(y), out(rstd)},
+               NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, row_groups(x.rows()),
+               row_threads(x.cols()));
+}
+
+void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,
+                       const Tensor& w, const Tensor& rstd) {
+  const char* op = "rms_norm_backward";
+  require_backward(dx, dy, x, w, op);
+  require_stat(rstd, x.rows(), op, "rstd");
+  if (dw.defined()) require_grad(dw, x.cols(), op, "dw");
+  const NormBackwardParams params{.rows = uint32_t(x.rows()), .cols = x.cols()};
+  // dw first: the two kernels are independent, so no barrier separates them.
+  if (dw.defined())
+    rec.dispatch(Kernel::rms_norm_backward_dw, {in(dy), in(x), in(rstd), inout(dw)}, params, column_groups(x.cols()));
+  rec.dispatch(kRmsNormBackward[float_index(w.dtype())], {in(dy), in(x), in(w), in(rstd), out(dx)}, params,
+               row_groups(x.rows()), row_threads(x.cols()));
+}
+
+void layer_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
+                        const Tensor& w, const Tensor& b, float eps) {
+  const char* op = "layer_norm_forward";
+  require_forward(y, x, w, eps, op);
+  require_weight(b, x.cols(), op, "b");
+  require(b.dtype() == w.dtype(), op, "dtypes differ: b " + b.describe() + ", w " + w.describe());
+  require_stat(mean, x.rows(), op, "mean");
+  require_stat(rstd, x.rows(), op, "rstd");
+  rec.dispatch(kLayerNorm[float_index(x.dtype())][float_index(w.dtype())],
+               {in(x), in(w), in(b), out(y), out(mean), out(rstd)},
+               NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, row_groups(x.rows()),
+               row_threads(x.cols()));
+}
+
+void layer_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, const Tensor& db, const Tensor& dy,
+                         const Tensor& x, const Tensor& w, const Tensor& mean, const Tensor& rstd) {
+  const char* op = "layer_norm_backward";
+  require_backward(dx, dy, x, w, op);
+  require_stat(mean, x.rows(), op, "mean");
+  require_stat(rstd, x.rows(), op, "rstd");
+  require(dw.defined() == db.defined(), op, "dw and db must both be given or both be empty");
+  if (dw.defined()) {
+    require_grad(dw, x.cols(), op, "dw");
+    require_grad(db, x.cols(), op, "db");
+  }
+  const NormBackwardParams params{.rows = uint32_t(x.rows()), .cols = x.cols()};
+  if (dw.defined())
+    rec.dispatch(Kernel::layer_norm_backward_dw_db, {in(dy), in(x), in(mean), in(rstd), inout(dw), inout(db)}, params,
+                 column_groups(x.cols()));
+  rec.dispatch(kLayerNormBackward[float_index(w.dtype())], {in(dy), in(x), in(w), in(mean), in(rstd), out(dx)},
+               params, row_groups(x.rows()), row_threads(x.cols()));
+}
+
+namespace ref {
+namespace {
+template <class T>
+void rms_norm_forward_impl(std::span<T> y, std::span<T> rstd, std::span<const T> x, std::span<const T> w, T eps) {
+  const size_t cols = w.size(), rows = x.size() / cols;
+  for (size_t r = 0; r < rows; ++r) {
+    const T* xr = &x[r * cols];
+    double sum_sq = 0;
+    for (size_t c = 0; c < cols; ++c) sum_sq += double(xr[c]) * double(xr[c]);
+    const double s = 1.0 / std::sqrt(sum_sq / double(cols) + double(eps));
+    rstd[r] = T(s);
+    for (size_t c = 0; c < cols; ++c) y[r * cols + c] = T(double(xr[c]) * s * double(w[c]));
+  }
+}
+
+template <class T>
+void rms_norm_backward_impl(std::span<T> dx, std::span<T> dw, std::span<const T> dy, std::span<const T> x,
+                            std::span<const T> w, std::span<const T> rstd) {
+  const size_t cols = w.size(), rows = x.size() / cols;
+  std::vector<double> dw_sum(cols, 0.0);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t base = r * cols;
+    const double s = rstd[r];
+    double sum_gx = 0;
+    for (size_t c = 0; c < cols; ++c) sum_gx += double(w[c]) * double(dy[base + c]) * double(x[base + c]);
+    const double k = s * s * s * sum_gx / double(cols);
+    for (size_t c = 0; c < cols; ++c) {
+      dx[base + c] = T(s * double(w[c]) * double(dy[base + c]) - k * double(x[base + c]));
+      dw_sum[c] += double(dy[base + c]) * double(x[base + c]) * s;
+    }
+  }
+  if (!dw.empty())
+    for (size_t c = 0; c < cols; ++c) dw[c] = T(double(dw[c]) + dw_sum[c]);
+}
+
+template <class T>
+void layer_norm_forward_impl(std::span<T> y, std::span<T> mean, std::span<T> rstd, std::span<const T> x,
+                             std::span<const T> w, std::span<const T> b, T eps) {
+  const size_t cols = w.size(), rows = x.size() / cols;
+  for (size_t r = 0; r < rows; ++r) {
+    const T* xr = &x[r * cols];
+    double sum = 0;
+    for (size_t c = 0; c < cols; ++c) sum += double(xr[c]);
+    const double m = sum / double(cols);
+    double sum_sq = 0;
+    for (size_t c = 0; c < cols; ++c) sum_sq += (double(xr[c]) - m) * (double(xr[c]) - m);
+    const double s = 1.0 / std::sqrt(sum_sq / double(cols) + double(eps));
+    mean[r] = T(m);
+    rstd[r] = T(s);
+    for (size_t c = 0; c < cols; ++c) y[r * cols + c] = T((double(xr[c]) - m) * s * double(w[c]) + double(b[c]));
+  }
+}
+
+template <class T>
+void layer_norm_backward_impl(std::span<T> dx, std::span<T> dw, std::span<T> db, std::span<const T> dy,
+                              std::span<const T> x, std::span<const T> w, std::span<const T> mean,
+                              std::span<const T> rstd) {
+  const size_t cols = w.size(), rows = x.size() / cols;
+  std::vector<double> dw_sum(cols, 0.0), db_sum(cols, 0.0);
+  for (size_t r = 0; r < rows; ++r) {
+    const size_t base = r * cols;
+    const double m = mean[r], s = rstd[r];
+    auto xhat = [&](size_t c) { return (double(x[base + c]) - m) * s; };
+    double sum_g = 0, sum_gxhat = 0;
+    for (size_t c = 0; c < cols; ++c) {
+      const double g = double(w[c]) * double(dy[base + c]);
+      sum_g += g;
+      sum_gxhat += g * xhat(c);
+    }
+    const double mean_g = sum_g / double(cols), mean_gxhat = sum_gxhat / double(cols);
+    for (size_t c = 0; c < cols; ++c) {
+      const double g = double(w[c]) * double(dy[base + c]);
+      dx[base + c] = T(s * (g - mean_g - xhat(c) * mean_gxhat));
+      dw_sum[c] += double(dy[base + c]) * xhat(c);
+      db_sum[c] += double(dy[base + c]);
+    }
+  }
+  for (size_t c = 0; c < dw.size(); ++c) dw[c] = T(double(dw[c]) + dw_sum[c]);
+  for (size_t c = 0; c < db.size(); ++c) db[c] = T(double(db[c]) + db_sum[c]);
+}
+}  // namespace
+
+void rms_norm_forward(std::span<float> y, std::span<float> rstd, std::span<const float> x, std::span<const float> w,
+                      float eps) {
+  rms_norm_forward_impl(y, rstd, x, w, eps);
+}
+void rms_norm_forward(std::span<double> y, std::span<double> rstd, std::span<const double> x,
+                      std::span<const double> w, double eps) {
+  rms_norm_forward_impl(y, rstd, x, w, eps);
+}
+void rms_norm_backward(std::span<float> dx, std::span<float> dw, std::span<const float> dy, std::span<const float> x,
+                       std::span<const float> w, std::span<const float> rstd) {
+  rms_norm_backward_impl(dx, dw, dy, x, w, rstd);
+}
+void rms_norm_backward(std::span<double> dx, std::span<double> dw, std::span<const double> dy,
+                       std::span<const double> x, std::span<const double> w, std::span<const double> rstd) {
+  rms_norm_backward_impl(dx, dw, dy, x, w, rstd);
+}
+void layer_norm_forward(std::span<float> y, std::span<float> mean, std::span<float> rstd, std::span<const float> x,
+                        std::span<const float> w, std::span<const float> b, float eps) {
+  layer_norm_forward_impl(y, mean, rstd, x, w, b, eps);
+}
+void layer_norm_forward(std::span<double> y, std::span<double> mean, std::span<double> rstd,
+                        std::span<const double> x, std::span<const double> w, std::span<const double> b, double eps) {
+  layer_norm_forward_impl(y, mean, rstd, x, w, b, eps);
+}
+void layer_norm_backward(std::span<float> dx, std::span<float> dw, std::span<float> db, std::span<const float> dy,
+                         std::span<const float> x, std::span<const float> w, std::span<const float> mean,
+                         std::span<const float> rstd) {
+  layer_norm_backward_impl(dx, dw, db, dy, x, w, mean, rstd);
+}
+void layer_norm_backward(std::span<double> dx, std::span<double> dw, std::span<double> db,
+                         std::span<const double> dy, std::span<const double> x, std::span<const double> w,
+                         std::span<const double> mean, std::span<const double> rstd) {
+  layer_norm_backward_impl(dx, dw, db, dy, x, w, mean, rstd);
+}
+}  // namespace ref
+
+}  // namespace ls::ops

@@ -1,0 +1,31 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// RMSNorm (HF Qwen2/Llama): per row of x viewed as [rows, C],
+//   rstd = 1 / sqrt(mean(x^2) + eps),  y = (x * rstd) * w
+// normalised in f32, then multiplied by the weight. rstd is saved (f32) for the backward.
+// X_T: storage type of x and y; W_T: of w. One workgroup per row, grid-stride over rows.
+#include "common/types.glsl"
+#include "common/reduce.glsl"
+layout(local_size_x_id = 0) in;
+
+layout(binding = 0) readonly buffer X { STORE(X_T) x[]; };
+layout(binding = 1) readonly buffer W { STORE(W_T) w[]; };
+layout(binding = 2) writeonly buffer Y { STORE(X_T) y[]; };
+layout(binding = 3) writeonly buffer Rstd { float rstd[]; };
+layout(push_constant) uniform Params { uint rows; uint cols; float eps; } p;
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x, threads = gl_WorkGroupSize.x;
+  for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+    const uint base = row * p.cols;
+    float sum_sq = 0.0;
+    for (uint c = tid; c < p.cols; c += threads) {
+      float v = TO_F32(X_T, x[base + c]);
+      sum_sq += v * v;
+    }
+    const float r = 1.0 / sqrt(workgroup_sum(sum_sq) / float(p.cols) + p.eps);
+    for (uint c = tid; c < p.cols; c += threads)
+      y[base + c] = FROM_F32(X_T, (TO_F32(X_T, x[base + c]) * r) * TO_F32(W_T, w[c]));
+    if (tid == 0u) rstd[row] = r;
+  }
+}

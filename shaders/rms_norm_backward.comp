@@ -1,0 +1,63 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// RMSNorm backward, per row (r = rstd saved by the forward, C = cols):
+//   dx = r * (w*dy - x * r^2 * mean(w*dy*x))        (default: one workgroup per row)
+//   dw[c] += sum over rows of dy[row, c] * x[row, c] * r[row]   (GRAD_W: one thread column per c)
+// dy, x, dx are f32; W_T is the weight's storage type. The GRAD_W variant sums the rows in a fixed
+// order (8 strided lanes, then the lanes in order), so dw is deterministic without atomics.
+#include "common/types.glsl"
+
+layout(push_constant) uniform Params { uint rows; uint cols; } p;
+
+#ifndef GRAD_W
+#include "common/reduce.glsl"
+layout(local_size_x_id = 0) in;
+
+layout(binding = 0) readonly buffer DY { float dy[]; };
+layout(binding = 1) readonly buffer X { float x[]; };
+layout(binding = 2) readonly buffer W { STORE(W_T) w[]; };
+layout(binding = 3) readonly buffer Rstd { float rstd[]; };
+layout(binding = 4) writeonly buffer DX { float dx[]; };
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x, threads = gl_WorkGroupSize.x;
+  for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
+    const uint base = row * p.cols;
+    const float r = rstd[row];
+    float sum_gx = 0.0;
+    for (uint c = tid; c < p.cols; c += threads) sum_gx += TO_F32(W_T, w[c]) * dy[base + c] * x[base + c];
+    const float k = r * r * r * (workgroup_sum(sum_gx) / float(p.cols));
+    for (uint c = tid; c < p.cols; c += threads)
+      dx[base + c] = r * (TO_F32(W_T, w[c]) * dy[base + c]) - k * x[base + c];
+  }
+}
+
+#else
+const uint kCols = 32u, kLanes = 8u;  // a workgroup covers 32 columns; 8 lanes split the rows
+layout(local_size_x = 32, local_size_y = 8) in;
+
+layout(binding = 0) readonly buffer DY { float dy[]; };
+layout(binding = 1) readonly buffer X { float x[]; };
+layout(binding = 2) readonly buffer Rstd { float rstd[]; };
+layout(binding = 3) buffer DW { float dw[]; };
+
+shared float lane_sums[kLanes][kCols];
+
+void main() {
+  const uint lx = gl_LocalInvocationID.x, lane = gl_LocalInvocationID.y;
+  for (uint block = gl_WorkGroupID.x; block * kCols < p.cols; block += gl_NumWorkGroups.x) {
+    const uint c = block * kCols + lx;
+    float acc = 0.0;
+    if (c < p.cols)
+      for (uint row = lane; row < p.rows; row += kLanes) acc += dy[row * p.cols + c] * x[row * p.cols + c] * rstd[row];
+    lane_sums[lane][lx] = acc;
+    barrier();
+    if (lane == 0u && c < p.cols) {
+      float total = 0.0;
+      for (uint i = 0u; i < kLanes; ++i) total += lane_sums[i][lx];
+      dw[c] += total;
+    }
+    barrier();  // the sums are read before the next block overwrites them
+  }
+}
+#endif
