@@ -1,0 +1,199 @@
+#include "ops/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "ops/common.h"
+
+namespace ls::ops {
+
+namespace {
+struct AttentionParams {  // = `Params` in shaders/attention.comp and attention_backward.comp
+  uint32_t B, T, S, H, KV, D;
+  float scale;
+};
+static_assert(sizeof(AttentionParams) <= 128);
+
+constexpr uint32_t kThreads = 64;  // = WG in the shaders (fixed there: it sizes per-thread arrays)
+
+AttentionParams params_for(const AttentionDims& d, float scale) {
+  return {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .KV = d.KV, .D = d.D, .scale = scale};
+}
+
+// One workgroup per row; rows are folded into x and y so each count stays <= 65535.
+vk::Groups row_groups(uint64_t rows, const char* op) {
+  constexpr uint32_t kMaxX = 32768;
+  require(rows <= uint64_t(kMaxX) * 65535, op, std::to_string(rows) + " rows is more than one dispatch can take");
+  uint32_t x = uint32_t(std::min<uint64_t>(rows, kMaxX));
+  return {x, ceil_div(rows, x), 1};
+}
+
+std::string describe(const Tensor& q, const Tensor& k, const Tensor& v) {
+  return "q " + q.describe() + ", k " + k.describe() + ", v " + v.describe();
+}
+
+// Checks q [B, T, H, D], k and v [B, S, KV, D] of one of `dtypes`, and reads the dims off them.
+AttentionDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, std::initializer_list<DType> dtypes,
+                             const char* op) {
+  require_dtype(q, dtypes, op, "q");
+  require_dtype(k, dtypes, op, "k");
+  require_dtype(v, dtypes, op, "v");
+  require(q.dtype() == k.dtype() && v.dtype() == q.dtype(), op, "dtypes differ: " + describe(q, k, v));
+  require(q.rank() == 4 && k.rank() == 4, op,
+          "expected q [B, T, H, D] and k, v [B, S, KV, D]; got " + describe(q, k, v));
+  require_shape(v, k.shape(), op, "v");
+  AttentionDims d{.B = q.dim(0), .T = q.dim(1), .S = k.dim(1), .H = q.dim(2), .KV = k.dim(2), .D = q.dim(3)};
+  require(q.numel() > 0 && k.numel() > 0, op, "zero-sized dimension: " + describe(q, k, v));
+  require(k.dim(0) == d.B, op, "batch sizes differ: " + describe(q, k, v));
+  require(k.dim(3) == d.D, op, "head dims differ: " + describe(q, k, v));
+  require(d.D <= kAttentionMaxHeadDim, op,
+          "head dim " + std::to_string(d.D) + " is over " + std::to_string(kAttentionMaxHeadDim) + ": " +
+              describe(q, k, v));
+  require(d.H % d.KV == 0, op,
+          "query heads " + std::to_string(d.H) + " are not a multiple of kv heads " + std::to_string(d.KV) + ": " +
+              describe(q, k, v));
+  require(d.S >= d.T, op, "fewer keys than queries (S < T): " + describe(q, k, v));
+  return d;
+}
+}  // namespace
+
+void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v, float scale) {
+  const char* op = "attention_forward";
+  AttentionDims d = attention_dims(q, k, v, {DType::f32, DType::f16}, op);
+  require_shape(o, q.shape(), op, "o");
+  require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
+  require_shape(lse, {d.B, d.H, d.T}, op, "lse");
+  require_dtype(lse, {DType::f32}, op, "lse");
+  static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
+  rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k), in(v), out(o), out(lse)}, params_for(d, scale),
+               row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
+}
+
+void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                        float scale) {
+  const char* op = "attention_backward";
+  AttentionDims d = attention_dims(q, k, v, {DType::f32}, op);
+  require_shape(o, q.shape(), op, "o");
+  require_shape(do_, q.shape(), op, "do");
+  require_shape(dq, q.shape(), op, "dq");
+  require_shape(dk, k.shape(), op, "dk");
+  require_shape(dv, k.shape(), op, "dv");
+  require_shape(lse, {d.B, d.H, d.T}, op, "lse");
+  require_dtype(o, {DType::f32}, op, "o");
+  require_dtype(do_, {DType::f32}, op, "do");
+  require_dtype(dq, {DType::f32}, op, "dq");
+  require_dtype(dk, {DType::f32}, op, "dk");
+  require_dtype(dv, {DType::f32}, op, "dv");
+  require_dtype(lse, {DType::f32}, op, "lse");
+  Tensor delta = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention_backward delta");
+  AttentionParams params = params_for(d, scale);
+  rec.dispatch(vk::Kernel::attention_backward_dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq), out(delta)},
+               params, row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
+  rec.dispatch(vk::Kernel::attention_backward_dkdv,
+               {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk), out(dv)}, params,
+               row_groups(uint64_t(d.B) * d.S * d.KV, op), {.local_x = kThreads});
+}
+
+namespace ref {
+namespace {
+// Flat offsets of q/o/do [B, T, H, D], k/v [B, S, KV, D] rows and lse [B, H, T].
+struct Index {
+  const AttentionDims& d;
+  size_t query(uint32_t b, uint32_t t, uint32_t h) const { return ((size_t(b) * d.T + t) * d.H + h) * d.D; }
+  size_t key(uint32_t b, uint32_t j, uint32_t g) const { return ((size_t(b) * d.S + j) * d.KV + g) * d.D; }
+  size_t stat(uint32_t b, uint32_t h, uint32_t t) const { return (size_t(b) * d.H + h) * d.T + t; }
+};
+
+template <class F>
+double dot(const F* a, const F* b, uint32_t n) {
+  double s = 0;
+  for (uint32_t i = 0; i < n; ++i) s += double(a[i]) * double(b[i]);
+  return s;
+}
+
+template <class F>
+void forward(std::span<F> o, std::span<F> lse, std::span<const F> q, std::span<const F> k, std::span<const F> v,
+             const AttentionDims& d, double scale) {
+  Index ix{d};
+  std::vector<double> scores(d.S), acc(d.D);
+  for (uint32_t b = 0; b < d.B; ++b)
+    for (uint32_t t = 0; t < d.T; ++t)
+      for (uint32_t h = 0; h < d.H; ++h) {
+        uint32_t g = h / (d.H / d.KV), n_keys = d.past() + t + 1;
+        const F* qr = &q[ix.query(b, t, h)];
+        double m = -INFINITY;
+        for (uint32_t j = 0; j < n_keys; ++j) {
+          scores[j] = scale * dot(qr, &k[ix.key(b, j, g)], d.D);
+          m = std::max(m, scores[j]);
+        }
+        double sum = 0;
+        std::fill(acc.begin(), acc.end(), 0.0);
+        for (uint32_t j = 0; j < n_keys; ++j) {
+          double e = std::exp(scores[j] - m);
+          sum += e;
+          const F* vr = &v[ix.key(b, j, g)];
+          for (uint32_t c = 0; c < d.D; ++c) acc[c] += e * double(vr[c]);
+        }
+        for (uint32_t c = 0; c < d.D; ++c) o[ix.query(b, t, h) + c] = F(acc[c] / sum);
+        lse[ix.stat(b, h, t)] = F(m + std::log(sum));
+      }
+}
+
+template <class F>
+void backward(std::span<F> dq, std::span<F> dk, std::span<F> dv, std::span<const F> do_, std::span<const F> q,
+              std::span<const F> k, std::span<const F> v, std::span<const F> o, std::span<const F> lse,
+              const AttentionDims& d, double scale) {
+  Index ix{d};
+  std::vector<double> gq(dq.size()), gk(dk.size()), gv(dv.size());
+  for (uint32_t b = 0; b < d.B; ++b)
+    for (uint32_t t = 0; t < d.T; ++t)
+      for (uint32_t h = 0; h < d.H; ++h) {
+        uint32_t g = h / (d.H / d.KV), n_keys = d.past() + t + 1;
+        size_t qi = ix.query(b, t, h);
+        double delta = dot(&do_[qi], &o[qi], d.D);
+        double row_lse = double(lse[ix.stat(b, h, t)]);
+        for (uint32_t j = 0; j < n_keys; ++j) {
+          size_t kj = ix.key(b, j, g);
+          double p = std::exp(scale * dot(&q[qi], &k[kj], d.D) - row_lse);
+          double ds = p * (dot(&do_[qi], &v[kj], d.D) - delta);
+          for (uint32_t c = 0; c < d.D; ++c) {
+            gq[qi + c] += scale * ds * double(k[kj + c]);
+            gk[kj + c] += scale * ds * double(q[qi + c]);
+            gv[kj + c] += p * double(do_[qi + c]);
+          }
+        }
+      }
+  for (size_t i = 0; i < gq.size(); ++i) dq[i] = F(gq[i]);
+  for (size_t i = 0; i < gk.size(); ++i) dk[i] = F(gk[i]);
+  for (size_t i = 0; i < gv.size(); ++i) dv[i] = F(gv[i]);
+}
+}  // namespace
+
+void attention_forward(std::span<float> o, std::span<float> lse, std::span<const float> q, std::span<const float> k,
+                       std::span<const float> v, const AttentionDims& dims, double scale) {
+  forward(o, lse, q, k, v, dims, scale);
+}
+void attention_forward(std::span<double> o, std::span<double> lse, std::span<const double> q,
+                       std::span<const double> k, std::span<const double> v, const AttentionDims& dims, double scale) {
+  forward(o, lse, q, k, v, dims, scale);
+}
+void attention_backward(std::span<float> dq, std::span<float> dk, std::span<float> dv, std::span<const float> do_,
+                        std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                        std::span<const float> o, std::span<const float> lse, const AttentionDims& dims,
+                        double scale) {
+  backward(dq, dk, dv, do_, q, k, v, o, lse, dims, scale);
+}
+void attention_backward(std::span<double> dq, std::span<double> dk, std::span<double> dv,
+                        std::span<const double> do_, std::span<const double> q, std::span<const double> k,
+                        std::span<const double> v, std::span<const double> o, std::span<const double> lse,
+                        const AttentionDims& dims, double scale) {
+  backward(dq, dk, dv, do_, q, k, v, o, lse, dims, scale);
+}
+}  // namespace ref
+
+}  // namespace ls::ops

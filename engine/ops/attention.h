@@ -1,0 +1,52 @@
+#pragma once
+// Causal self-attention with grouped-query heads (Qwen2.5: H = 14 query heads, KV = 2 kv heads, D = 64).
+//   q [B, T, H, D], k and v [B, S, KV, D], o [B, T, H, D], lse [B, H, T] f32.
+// S = past + T: the keys start with a KV-cache prefix of `past` positions (training: past = 0, S = T).
+// Query head h reads kv head g = h / (H / KV). Query t (0-based within this call) sees keys j <= past + t:
+//   s_j = scale * q[b,t,h,:] . k[b,j,g,:]
+//   lse[b,h,t] = log sum_j exp(s_j),   o[b,t,h,:] = sum_j exp(s_j - lse) * v[b,j,g,:]
+// scale is usually 1 / sqrt(D). D <= 256, any S. Straightforward (not flash-tuned) kernels, f32 math.
+#include <span>
+
+#include "tensor/tensor.h"
+#include "vk/recorder.h"
+
+namespace ls::ops {
+
+struct AttentionDims {
+  uint32_t B = 1, T = 1, S = 1, H = 1, KV = 1, D = 1;
+  uint32_t past() const { return S - T; }
+};
+
+constexpr uint32_t kAttentionMaxHeadDim = 256;
+
+// q, k, v, o: f32 or f16 (all the same); lse: f32, saved for the backward. past = S - T from the shapes.
+void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
+                       const Tensor& v, float scale);
+
+// All f32. With delta[b,h,t] = do[b,t,h,:] . o[b,t,h,:], p = exp(s_j - lse), ds = p * (do . v_j - delta):
+//   dq[b,t,h,:] = scale * sum_j ds * k[b,j,g,:]
+//   dk[b,j,g,:] = scale * sum_{h in g, t} ds * q[b,t,h,:],   dv[b,j,g,:] = sum_{h in g, t} p * do[b,t,h,:]
+// dq, dk, dv are overwritten. Two dispatches (dq and delta, then dk and dv); delta lives in a scratch tensor the
+// recorded program keeps alive. Deterministic (no atomics).
+void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                        float scale);
+
+// CPU reference, double accumulation. Same layouts as above, flat row-major spans.
+namespace ref {
+void attention_forward(std::span<float> o, std::span<float> lse, std::span<const float> q, std::span<const float> k,
+                       std::span<const float> v, const AttentionDims& dims, double scale);
+void attention_forward(std::span<double> o, std::span<double> lse, std::span<const double> q,
+                       std::span<const double> k, std::span<const double> v, const AttentionDims& dims, double scale);
+void attention_backward(std::span<float> dq, std::span<float> dk, std::span<float> dv, std::span<const float> do_,
+                        std::span<const float> q, std::span<const float> k, std::span<const float> v,
+                        std::span<const float> o, std::span<const float> lse, const AttentionDims& dims,
+                        double scale);
+void attention_backward(std::span<double> dq, std::span<double> dk, std::span<double> dv,
+                        std::span<const double> do_, std::span<const double> q, std::span<const double> k,
+                        std::span<const double> v, std::span<const double> o, std::span<const double> lse,
+                        const AttentionDims& dims, double scale);
+}  // namespace ref
+
+}  // namespace ls::ops

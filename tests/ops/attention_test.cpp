@@ -1,0 +1,289 @@
+// Causal grouped-query attention against the CPU reference (double accumulation).
+// Tolerances (relative, test::expect_close): forward f32 1e-5, f16 2e-3 (f16 inputs, one rounding of the
+// output; lse stays f32: 1e-5); backward (f32) 1e-5. The reference backward is checked by central finite
+// differences of the reference forward in double (|fd - analytic| <= 1e-8 + 1e-6 |analytic|).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "ops/attention.h"
+#include "support/testing.h"
+
+namespace ls {
+namespace {
+
+using ops::AttentionDims;
+
+double tol(DType t) { return t == DType::f32 ? 1e-5 : 2e-3; }
+float default_scale(const AttentionDims& d) { return 1.0f / std::sqrt(float(d.D)); }
+
+Shape q_shape(const AttentionDims& d) { return {d.B, d.T, d.H, d.D}; }
+Shape kv_shape(const AttentionDims& d) { return {d.B, d.S, d.KV, d.D}; }
+Shape lse_shape(const AttentionDims& d) { return {d.B, d.H, d.T}; }
+size_t numel(const Shape& s) {
+  size_t n = 1;
+  for (auto x : s) n *= x;
+  return n;
+}
+
+// expect_close, plus the measured error on stdout for the record: the largest
+// |actual - expected| / (|expected| + mean |expected|), the quantity expect_close holds to rtol.
+void check(std::span<const float> actual, std::span<const float> expected, double rtol, const std::string& what,
+           const Shape& shape) {
+  test::expect_close(actual, expected, rtol, what, shape);
+  double mean = 0, worst = 0;
+  for (float e : expected) mean += std::fabs(e);
+  mean /= double(expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    double err = std::fabs(double(actual[i]) - expected[i]), scale = std::fabs(expected[i]) + mean;
+    if (err > 0) worst = std::max(worst, scale > 0 ? err / scale : INFINITY);
+  }
+  std::printf("  [measured] %-28s %-18s rel err %.2e (rtol %.0e), max abs err %.2e\n", what.c_str(),
+              shape_string(shape).c_str(), worst, rtol, test::compare(actual, expected).max_abs);
+}
+
+std::string name_of(const AttentionDims& d) {
+  return "B" + std::to_string(d.B) + "_T" + std::to_string(d.T) + "_S" + std::to_string(d.S) + "_H" +
+         std::to_string(d.H) + "_KV" + std::to_string(d.KV) + "_D" + std::to_string(d.D);
+}
+
+// Random inputs as the GPU sees them in `dtype`. q is drawn at 4x scale so the softmax is far from flat.
+struct Inputs {
+  std::vector<float> q, k, v;
+  Inputs(const AttentionDims& d, DType dtype, uint32_t seed)
+      : q(test::rounded(test::random_values(numel(q_shape(d)), seed + 1, 4.0f), dtype)),
+        k(test::rounded(test::random_values(numel(kv_shape(d)), seed + 2), dtype)),
+        v(test::rounded(test::random_values(numel(kv_shape(d)), seed + 3), dtype)) {}
+};
+
+struct ForwardResult {
+  std::vector<float> o, lse;
+};
+
+ForwardResult gpu_forward(vk::Device& dev, const AttentionDims& d, DType dtype, const Inputs& x, float scale) {
+  auto q = test::tensor_from(dev, q_shape(d), dtype, x.q);
+  auto k = test::tensor_from(dev, kv_shape(d), dtype, x.k);
+  auto v = test::tensor_from(dev, kv_shape(d), dtype, x.v);
+  auto o = test::poisoned(dev, q_shape(d), dtype);
+  auto lse = test::poisoned(dev, lse_shape(d), DType::f32);
+  test::run(dev, [&](vk::Recorder& rec) { ops::attention_forward(rec, o.t, lse.t, q, k, v, scale); });
+  o.expect_guards_intact("attention o");
+  lse.expect_guards_intact("attention lse");
+  return {download(o.t), download(lse.t)};
+}
+
+ForwardResult ref_forward(const AttentionDims& d, const Inputs& x, float scale) {
+  ForwardResult r{std::vector<float>(numel(q_shape(d))), std::vector<float>(numel(lse_shape(d)))};
+  ops::ref::attention_forward(r.o, r.lse, x.q, x.k, x.v, d, scale);
+  return r;
+}
+
+// (B, T, S, H, KV, D): S = past + T.
+const AttentionDims kCases[] = {
+    {.B = 1, .T = 1, .S = 1, .H = 1, .KV = 1, .D = 8},
+    {.B = 1, .T = 7, .S = 7, .H = 4, .KV = 2, .D = 16},
+    {.B = 2, .T = 33, .S = 33, .H = 6, .KV = 2, .D = 64},
+    {.B = 1, .T = 129, .S = 129, .H = 14, .KV = 2, .D = 64},  // Qwen2.5-0.5B heads, 3 key chunks
+    {.B = 1, .T = 5, .S = 12, .H = 14, .KV = 2, .D = 64},     // KV cache: past = 7
+    {.B = 1, .T = 1, .S = 20, .H = 14, .KV = 2, .D = 64},     // decode: one new token
+    {.B = 1, .T = 3, .S = 131, .H = 2, .KV = 1, .D = 256},    // largest head dim, past = 128 over chunks
+    {.B = 2, .T = 70, .S = 70, .H = 3, .KV = 3, .D = 40},     // plain MHA, odd head dim, 2 query chunks
+    {.B = 33000, .T = 1, .S = 2, .H = 1, .KV = 1, .D = 4},    // > 32768 rows: workgroups fold into y
+};
+
+class AttentionForward : public test::GpuTest,
+                         public ::testing::WithParamInterface<std::tuple<AttentionDims, DType>> {};
+
+TEST_P(AttentionForward, MatchesReference) {
+  auto [d, dtype] = GetParam();
+  float scale = default_scale(d);
+  Inputs x(d, dtype, 100 + d.T * 7 + d.S);
+  auto got = gpu_forward(dev(), d, dtype, x, scale);
+  auto want = ref_forward(d, x, scale);
+  std::string tag = std::string("attention_forward ") + dtype_name(dtype);
+  check(got.o, test::rounded(want.o, dtype), tol(dtype), tag + " o", q_shape(d));
+  check(got.lse, want.lse, 1e-5, tag + " lse", lse_shape(d));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionForward,
+                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(DType::f32, DType::f16)),
+                         [](const auto& p) {
+                           return name_of(std::get<0>(p.param)) + "_" + dtype_name(std::get<1>(p.param));
+                         });
+
+class AttentionBackward : public test::GpuTest, public ::testing::WithParamInterface<AttentionDims> {};
+
+struct Gradients {
+  std::vector<float> dq, dk, dv;
+};
+
+TEST_P(AttentionBackward, MatchesReference) {
+  const AttentionDims d = GetParam();
+  float scale = default_scale(d);
+  Inputs x(d, DType::f32, 300 + d.T * 7 + d.S);
+  auto dout = test::random_values(numel(q_shape(d)), 400 + d.T);
+  auto saved = ref_forward(d, x, scale);  // the forward's saved o and lse: reference values for GPU and CPU alike
+
+  auto& gpu = dev();
+  auto q = test::tensor_from(gpu, q_shape(d), DType::f32, x.q);
+  auto k = test::tensor_from(gpu, kv_shape(d), DType::f32, x.k);
+  auto v = test::tensor_from(gpu, kv_shape(d), DType::f32, x.v);
+  auto o = test::tensor_from(gpu, q_shape(d), DType::f32, saved.o);
+  auto lse = test::tensor_from(gpu, lse_shape(d), DType::f32, saved.lse);
+  auto dO = test::tensor_from(gpu, q_shape(d), DType::f32, dout);
+  auto dq = test::poisoned(gpu, q_shape(d), DType::f32);
+  auto dk = test::poisoned(gpu, kv_shape(d), DType::f32);
+  auto dv = test::poisoned(gpu, kv_shape(d), DType::f32);
+  vk::Recorder rec(gpu);
+  ops::attention_backward(rec, dq.t, dk.t, dv.t, dO, q, k, v, o, lse, scale);
+  auto program = rec.finish();
+  program.run();
+  Gradients got{download(dq.t), download(dk.t), download(dv.t)};
+
+  Gradients want{std::vector<float>(x.q.size()), std::vector<float>(x.k.size()), std::vector<float>(x.v.size())};
+  ops::ref::attention_backward(want.dq, want.dk, want.dv, dout, x.q, x.k, x.v, saved.o, saved.lse, d, scale);
+  check(got.dq, want.dq, 1e-5, "attention_backward dq", q_shape(d));
+  check(got.dk, want.dk, 1e-5, "attention_backward dk", kv_shape(d));
+  check(got.dv, want.dv, 1e-5, "attention_backward dv", kv_shape(d));
+  dq.expect_guards_intact("attention dq");
+  dk.expect_guards_intact("attention dk");
+  dv.expect_guards_intact("attention dv");
+
+  // Replaying overwrites (no accumulation) and gives the same bits (no atomics).
+  program.run();
+  EXPECT_EQ(download(dq.t), got.dq);
+  EXPECT_EQ(download(dk.t), got.dk);
+  EXPECT_EQ(download(dv.t), got.dv);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionBackward, ::testing::ValuesIn(kCases),
+                         [](const auto& p) { return name_of(p.param); });
+
+// A key j may only change queries with past + t >= j. NaN in the last key (seen only by the last
+// query) must leave every other query's output bit-identical, and poison the last one.
+class AttentionMask : public test::GpuTest, public ::testing::WithParamInterface<AttentionDims> {};
+
+TEST_P(AttentionMask, MaskedKeysHaveNoInfluence) {
+  const AttentionDims d = GetParam();
+  float scale = default_scale(d);
+  Inputs x(d, DType::f32, 500);
+  auto clean = gpu_forward(dev(), d, DType::f32, x, scale);
+  for (uint32_t g = 0; g < d.KV; ++g)
+    for (uint32_t c = 0; c < d.D; ++c) {
+      size_t i = ((size_t(d.S) - 1) * d.KV + g) * d.D + c;  // batch 0, key S - 1
+      x.k[i] = NAN;
+      x.v[i] = NAN;
+    }
+  auto dirty = gpu_forward(dev(), d, DType::f32, x, scale);
+  size_t row = size_t(d.H) * d.D;  // one query position, all heads
+  for (uint32_t t = 0; t + 1 < d.T; ++t)
+    for (size_t i = t * row; i < (t + 1) * row; ++i)
+      ASSERT_EQ(dirty.o[i], clean.o[i]) << "query " << t << ", element " << i;
+  for (uint32_t h = 0; h < d.H; ++h)
+    for (uint32_t t = 0; t + 1 < d.T; ++t) ASSERT_EQ(dirty.lse[h * d.T + t], clean.lse[h * d.T + t]);
+  for (size_t i = (d.T - 1) * row; i < d.T * row; ++i)
+    ASSERT_TRUE(std::isnan(dirty.o[i])) << "the last query must see key S - 1";
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, AttentionMask,
+                         ::testing::Values(AttentionDims{.B = 1, .T = 7, .S = 7, .H = 4, .KV = 2, .D = 16},
+                                           AttentionDims{.B = 1, .T = 70, .S = 70, .H = 2, .KV = 1, .D = 8},
+                                           AttentionDims{.B = 1, .T = 5, .S = 12, .H = 4, .KV = 2, .D = 16}),
+                         [](const auto& p) { return name_of(p.param); });
+
+// L = sum(dO * o(q, k, v)); the reference backward must match central differences of the reference
+// forward, all in double.
+TEST(AttentionReference, BackwardMatchesFiniteDifferences) {
+  for (AttentionDims d : {AttentionDims{.B = 1, .T = 4, .S = 4, .H = 2, .KV = 1, .D = 4},
+                          AttentionDims{.B = 1, .T = 2, .S = 5, .H = 2, .KV = 1, .D = 4}}) {
+    SCOPED_TRACE(name_of(d));
+    const double scale = 0.7;
+    auto to_double = [](const std::vector<float>& f) { return std::vector<double>(f.begin(), f.end()); };
+    std::vector<double> q = to_double(test::random_values(numel(q_shape(d)), 1, 2.0f));
+    std::vector<double> k = to_double(test::random_values(numel(kv_shape(d)), 2));
+    std::vector<double> v = to_double(test::random_values(numel(kv_shape(d)), 3));
+    std::vector<double> dout = to_double(test::random_values(numel(q_shape(d)), 4));
+    std::vector<double> o(q.size()), lse(numel(lse_shape(d)));
+    auto loss = [&] {
+      ops::ref::attention_forward(std::span<double>(o), std::span<double>(lse), std::span<const double>(q),
+                                  std::span<const double>(k), std::span<const double>(v), d, scale);
+      double l = 0;
+      for (size_t i = 0; i < o.size(); ++i) l += dout[i] * o[i];
+      return l;
+    };
+    loss();
+    std::vector<double> dq(q.size()), dk(k.size()), dv(v.size());
+    ops::ref::attention_backward(std::span<double>(dq), std::span<double>(dk), std::span<double>(dv),
+                                 std::span<const double>(dout), std::span<const double>(q),
+                                 std::span<const double>(k), std::span<const double>(v),
+                                 std::span<const double>(o), std::span<const double>(lse), d, scale);
+    const double eps = 1e-5;
+    auto check_fd = [&](std::vector<double>& x, const std::vector<double>& grad, const char* what) {
+      for (size_t i = 0; i < x.size(); ++i) {
+        double keep = x[i];
+        x[i] = keep + eps;
+        double up = loss();
+        x[i] = keep - eps;
+        double down = loss();
+        x[i] = keep;
+        double fd = (up - down) / (2 * eps);
+        EXPECT_NEAR(grad[i], fd, 1e-8 + 1e-6 * std::fabs(fd)) << what << "[" << i << "]";
+      }
+    };
+    check_fd(q, dq, "dq");
+    check_fd(k, dk, "dk");
+    check_fd(v, dv, "dv");
+  }
+}
+
+class AttentionBadInputs : public test::GpuTest {};
+
+TEST_F(AttentionBadInputs, RaiseErrorsNamingTheOp) {
+  auto& d = dev();
+  auto t = [&](Shape s, DType dt = DType::f32) { return Tensor::empty(d, std::move(s), dt); };
+  auto expect_error = [](const std::function<void()>& f, const char* op, const char* detail) {
+    try {
+      f();
+      ADD_FAILURE() << "no error for: " << detail;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(detail), std::string::npos) << e.what();
+    }
+  };
+  vk::Recorder rec(d);
+  auto q = t({1, 4, 4, 8}), k = t({1, 4, 2, 8}), o = t({1, 4, 4, 8}), lse = t({1, 4, 4});
+  // H = 3 is not a multiple of KV = 2.
+  expect_error([&] { ops::attention_forward(rec, t({1, 4, 3, 8}), t({1, 3, 4}), t({1, 4, 3, 8}), k, k, 1.f); },
+               "attention_forward", "not a multiple");
+  // Head dims differ.
+  expect_error([&] { ops::attention_forward(rec, o, lse, q, t({1, 4, 2, 16}), t({1, 4, 2, 16}), 1.f); },
+               "attention_forward", "head dims differ");
+  // S = 3 keys for T = 4 queries.
+  expect_error([&] { ops::attention_forward(rec, o, lse, q, t({1, 3, 2, 8}), t({1, 3, 2, 8}), 1.f); },
+               "attention_forward", "S < T");
+  // v shaped unlike k.
+  expect_error([&] { ops::attention_forward(rec, o, lse, q, k, t({1, 5, 2, 8}), 1.f); }, "attention_forward",
+               "[1, 5, 2, 8]");
+  // Mixed dtypes, bf16, empty tensor, head dim over 256, lse of the wrong shape.
+  expect_error([&] { ops::attention_forward(rec, o, lse, q, k, t({1, 4, 2, 8}, DType::f16), 1.f); },
+               "attention_forward", "dtypes differ");
+  expect_error([&] {
+    auto b = t({1, 4, 2, 8}, DType::bf16);
+    ops::attention_forward(rec, b, lse, b, b, b, 1.f);
+  }, "attention_forward", "bf16");
+  expect_error([&] { ops::attention_forward(rec, o, lse, Tensor(), k, k, 1.f); }, "attention_forward", "empty");
+  expect_error([&] {
+    auto big = t({1, 2, 1, 320}), lb = t({1, 1, 2});
+    ops::attention_forward(rec, big, lb, big, big, big, 1.f);
+  }, "attention_forward", "over 256");
+  expect_error([&] { ops::attention_forward(rec, o, t({1, 4, 5}), q, k, k, 1.f); }, "attention_forward", "lse");
+  // Backward: f32 only, gradients shaped like their inputs.
+  auto h = t({1, 4, 4, 8}, DType::f16), hk = t({1, 4, 2, 8}, DType::f16);
+  expect_error([&] { ops::attention_backward(rec, q, k, k, q, h, hk, hk, o, lse, 1.f); }, "attention_backward",
+               "f16");
+  expect_error([&] { ops::attention_backward(rec, q, q, k, q, q, k, k, o, lse, 1.f); }, "attention_backward", "dk");
+}
+
+}  // namespace
+}  // namespace ls
