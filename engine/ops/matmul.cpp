@@ -49,6 +49,17 @@ vk::Kernel gemm_kernel(DType a, DType b, DType c, const char* op) {
   return table[ai * 6 + bi * 2 + ci];
 }
 
+vk::Kernel matvec_kernel(DType a, DType b, DType c) {
+  static constexpr vk::Kernel table[] = {
+      vk::Kernel::matvec_f32_f32_f32,  vk::Kernel::matvec_f32_f32_f16,  vk::Kernel::matvec_f32_f16_f32,
+      vk::Kernel::matvec_f32_f16_f16,  vk::Kernel::matvec_f32_bf16_f32, vk::Kernel::matvec_f32_bf16_f16,
+      vk::Kernel::matvec_f16_f32_f32,  vk::Kernel::matvec_f16_f32_f16,  vk::Kernel::matvec_f16_f16_f32,
+      vk::Kernel::matvec_f16_f16_f16,  vk::Kernel::matvec_f16_bf16_f32, vk::Kernel::matvec_f16_bf16_f16,
+  };
+  return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
+}
+constexpr uint32_t kMatvecMaxRows = 4, kMatvecCols = 4;
+
 // f16 activations × f16/bf16 weights on tensor cores (shaders/matmul_coopmat.comp).
 vk::Kernel coopmat_kernel(DType b, DType c) {
   static constexpr vk::Kernel table[] = {vk::Kernel::gemm_coopmat_f16_f16_f32, vk::Kernel::gemm_coopmat_f16_f16_f16,
@@ -87,16 +98,24 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
                   const Tensor& bias, const Tensor& lt, const Tensor& ll, uint32_t M, uint32_t N, uint32_t K,
                   uint32_t flags, float beta) {
   const Tensor& dummy = a;  // unused bindings still need a buffer; the flags keep the kernel off them
+  const GemmParams params{.M = M, .N = N, .K = K, .a_sm = g.a_sm, .a_sk = g.a_sk, .b_sn = g.b_sn, .b_sk = g.b_sk,
+                          .c_sm = g.c_sm, .a_sz = g.a_sz, .b_sz = g.b_sz, .c_sz = g.c_sz, .alpha = g.alpha,
+                          .beta = beta, .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale};
+  const std::initializer_list<vk::Use> uses = {
+      in(a), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
+      in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)};
+  if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1) {
+    // One output column per 64 threads: no 64x64 tile half empty when M is 1.
+    uint32_t groups = ceil_div(N, kMatvecCols);
+    rec.dispatch(matvec_kernel(a.dtype(), b.dtype(), c.dtype()), uses, params,
+                 {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
+    return;
+  }
   bool tensor_cores = rec.device().coopmat() && a.dtype() == DType::f16 &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16);
   vk::Kernel kernel = tensor_cores ? coopmat_kernel(b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
-  rec.dispatch(kernel,
-               {in(a), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
-                in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
-               GemmParams{.M = M, .N = N, .K = K, .a_sm = g.a_sm, .a_sk = g.a_sk, .b_sn = g.b_sn, .b_sk = g.b_sk,
-                          .c_sm = g.c_sm, .a_sz = g.a_sz, .b_sz = g.b_sz, .c_sz = g.c_sz, .alpha = g.alpha,
-                          .beta = beta, .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale},
-               {ceil_div(N, kTile), ceil_div(M, kTile), g.batch}, {.local_x = tensor_cores ? 128u : 256u});
+  rec.dispatch(kernel, uses, params, {ceil_div(N, kTile), ceil_div(M, kTile), g.batch},
+               {.local_x = tensor_cores ? 128u : 256u});
 }
 
 void gemm(vk::Recorder& rec, const Gemm& g) {
