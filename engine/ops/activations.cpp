@@ -1,0 +1,90 @@
+#include "ops/activations.h"
+
+#include <cmath>
+
+#include "ops/common.h"
+
+namespace ls::ops {
+
+namespace {
+struct SiluMulParams {  // = `Params` in shaders/silu_mul.comp and shaders/silu_mul_backward.comp
+  uint32_t n;
+};
+static_assert(sizeof(SiluMulParams) <= 128);
+
+constexpr uint32_t kThreads = 256;
+vk::Groups groups_for(uint64_t n) { return {std::min<uint32_t>(ceil_div(n, kThreads), 4096), 1, 1}; }
+
+// Every tensor has `like`'s shape and dtype.
+void require_like(const Tensor& t, const Tensor& like, const char* op, const char* name, const char* like_name) {
+  require_shape(t, like.shape(), op, name);
+  require(t.dtype() == like.dtype(), op,
+          std::string("dtypes differ: ") + name + " " + t.describe() + ", " + like_name + " " + like.describe());
+}
+}  // namespace
+
+void silu_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gate, const Tensor& up) {
+  const char* op = "silu_mul_forward";
+  require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
+  require_like(up, gate, op, "up", "gate");
+  require_like(y, gate, op, "y", "gate");
+  static constexpr vk::Kernel kernels[] = {vk::Kernel::silu_mul_f32, vk::Kernel::silu_mul_f16,
+                                           vk::Kernel::silu_mul_bf16};
+  rec.dispatch(kernels[float_index(gate.dtype())], {in(gate), in(up), out(y)},
+               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
+}
+
+void silu_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup, const Tensor& dy, const Tensor& gate,
+                       const Tensor& up) {
+  const char* op = "silu_mul_backward";
+  require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
+  require_like(up, gate, op, "up", "gate");
+  require_like(dy, gate, op, "dy", "gate");
+  require_like(dgate, gate, op, "dgate", "gate");
+  require_like(dup, gate, op, "dup", "gate");
+  static constexpr vk::Kernel kernels[] = {vk::Kernel::silu_mul_backward_f32, vk::Kernel::silu_mul_backward_f16,
+                                           vk::Kernel::silu_mul_backward_bf16};
+  rec.dispatch(kernels[float_index(gate.dtype())], {in(dy), in(gate), in(up), out(dgate), out(dup)},
+               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
+}
+
+namespace ref {
+namespace {
+template <class F>
+F sigmoid(F g) {
+  return F(1) / (F(1) + std::exp(-g));
+}
+
+template <class F>
+void forward(std::span<F> y, std::span<const F> gate, std::span<const F> up) {
+  for (size_t i = 0; i < y.size(); ++i) y[i] = gate[i] * sigmoid(gate[i]) * up[i];
+}
+
+template <class F>
+void backward(std::span<F> dgate, std::span<F> dup, std::span<const F> dy, std::span<const F> gate,
+              std::span<const F> up) {
+  for (size_t i = 0; i < dy.size(); ++i) {
+    F g = gate[i], u = up[i], d = dy[i], s = sigmoid(g);
+    dgate[i] = d * u * s * (F(1) + g * (F(1) - s));
+    dup[i] = d * g * s;
+  }
+}
+}  // namespace
+
+void silu_mul_forward(std::span<float> y, std::span<const float> gate, std::span<const float> up) {
+  forward(y, gate, up);
+}
+void silu_mul_forward(std::span<double> y, std::span<const double> gate, std::span<const double> up) {
+  forward(y, gate, up);
+}
+void silu_mul_backward(std::span<float> dgate, std::span<float> dup, std::span<const float> dy,
+                       std::span<const float> gate, std::span<const float> up) {
+  backward(dgate, dup, dy, gate, up);
+}
+void silu_mul_backward(std::span<double> dgate, std::span<double> dup, std::span<const double> dy,
+                       std::span<const double> gate, std::span<const double> up) {
+  backward(dgate, dup, dy, gate, up);
+}
+}  // namespace ref
+
+}  // namespace ls::ops

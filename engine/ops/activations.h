@@ -1,0 +1,29 @@
+#pragma once
+// SwiGLU's elementwise part (the MLP of Qwen2/Llama: down(silu(gate(x)) * up(x))). gate, up, y: any
+// shape, all the same, one dtype: f32, f16 or bf16 (computed in f32).
+//   y = silu(gate) * up,  silu(g) = g * sigmoid(g) = g / (1 + exp(-g))
+// sigmoid is evaluated so that no |g| overflows (|g| = 30, 100, 1e30 give no NaN).
+#include <span>
+
+#include "tensor/tensor.h"
+#include "vk/recorder.h"
+
+namespace ls::ops {
+
+// y = silu(gate) * up. y may alias gate or up.
+void silu_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gate, const Tensor& up);
+// dup = dy * silu(g);  dgate = dy * up * s * (1 + g * (1 - s)), s = sigmoid(g). All tensors one shape
+// and dtype. dgate may alias gate and dup may alias up (dy is read first too).
+void silu_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup, const Tensor& dy, const Tensor& gate,
+                       const Tensor& up);
+
+namespace ref {
+void silu_mul_forward(std::span<float> y, std::span<const float> gate, std::span<const float> up);
+void silu_mul_forward(std::span<double> y, std::span<const double> gate, std::span<const double> up);
+void silu_mul_backward(std::span<float> dgate, std::span<float> dup, std::span<const float> dy,
+                       std::span<const float> gate, std::span<const float> up);
+void silu_mul_backward(std::span<double> dgate, std::span<double> dup, std::span<const double> dy,
+                       std::span<const double> gate, std::span<const double> up);
+}  // namespace ref
+
+}  // namespace ls::ops

@@ -1,0 +1,41 @@
+#pragma once
+// Rotary position embedding (RoPE), HF Qwen2/Llama convention (rotate_half: the pairs are (i, i + D/2)).
+// x, y: [..., H, D] f32, f16 or bf16 (the leading dims, e.g. B, T, are the tokens; H heads; D head dim,
+// even). positions: [tokens] i32, the position id of each token (it carries the offset while decoding
+// with a KV cache, and lives on the device so a recorded program can be replayed with new positions).
+//   inv_freq[i] = 1 / theta^(2i / D) for i < D/2, computed in f32 exactly as HF does (rope_inv_freq)
+//   a = f32(position) * inv_freq[i]  (rounded to f32 like HF; it matters for large positions)
+//   y[i] = x[i] cos a - x[i + D/2] sin a,   y[i + D/2] = x[i + D/2] cos a + x[i] sin a
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tensor/tensor.h"
+#include "vk/recorder.h"
+
+namespace ls::ops {
+
+// y = RoPE(x). y may alias x (in place). Each call uploads a small [D/2] f32 inv_freq table, at record
+// time; the recorded program keeps it.
+void rope_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& positions, float theta);
+// dx = the transpose of RoPE applied to dy (rotation by -a). dx may alias dy.
+void rope_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& positions, float theta);
+
+// HF's f32 inverse frequencies: 1 / pow(theta, f32(2i) / f32(D)), every step rounded to f32
+// (pow correctly rounded; torch's own pow may differ from it by an ulp).
+std::vector<float> rope_inv_freq(uint32_t head_dim, float theta);
+
+namespace ref {
+// x, y: [tokens * heads, head_dim] row-major; positions: [tokens]. The angle and its cos/sin are
+// computed in f32 as HF does (cos, sin correctly rounded); the rotation in F.
+void rope_forward(std::span<float> y, std::span<const float> x, std::span<const int32_t> positions, uint32_t head_dim,
+                  float theta);
+void rope_forward(std::span<double> y, std::span<const double> x, std::span<const int32_t> positions, uint32_t head_dim,
+                  float theta);
+void rope_backward(std::span<float> dx, std::span<const float> dy, std::span<const int32_t> positions,
+                   uint32_t head_dim, float theta);
+void rope_backward(std::span<double> dx, std::span<const double> dy, std::span<const int32_t> positions,
+                   uint32_t head_dim, float theta);
+}  // namespace ref
+
+}  // namespace ls::ops

@@ -1,0 +1,65 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// y = x converted from S to D (f32, f16, bf16): through f32, rounding to nearest even as torch does;
+// f16 overflow gives inf, subnormals are kept, NaN stays NaN (quiet). COPY (S == D) copies the bits.
+// All on the raw bits with integer ops, so the result is the same on every device and bit-equal to
+// ls::f32_to_f16 / f32_to_bf16: float16_t() and float moves may flush subnormals, and Vulkan allows a
+// round-toward-zero conversion unless the float-controls rounding mode is requested.
+// One thread per element, grid-stride over n.
+#include "common/types.glsl"
+layout(local_size_x_id = 0) in;
+
+#define BITS_f32 uint
+#define BITS_f16 uint16_t
+#define BITS_bf16 uint16_t
+#define BITS(T) LS_CAT(BITS_, T)
+
+layout(binding = 0) readonly buffer X { BITS(S) x[]; };
+layout(binding = 1) writeonly buffer Y { BITS(D) y[]; };
+layout(push_constant) uniform Params { uint n; } p;
+
+// To f32 bits: exact.
+uint f32_from_f32(uint u) { return u; }
+uint f32_from_bf16(uint b) { return b << 16; }
+uint f32_from_f16(uint h) {
+  uint sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 31u) return sign | 0x7f800000u | (m << 13);
+  if (e != 0u) return sign | ((e + 112u) << 23) | (m << 13);
+  if (m == 0u) return sign;
+  int top = findMSB(m);  // subnormal m * 2^-24 = 2^(top - 24) * 1.f: normal in f32
+  return sign | (uint(top + 103) << 23) | ((m << uint(23 - top)) & 0x7fffffu);
+}
+
+// From f32 bits, rounding to nearest even.
+uint bf16_from_f32(uint u) {
+  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu) != 0u) return (u >> 16) | 0x40u;  // quiet NaN
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+uint f16_from_f32(uint u) {  // as ls::f32_to_f16
+  uint sign = (u >> 16) & 0x8000u, exponent = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
+  if (exponent == 0xffu) return sign | 0x7c00u | (mant != 0u ? 0x200u : 0u);
+  int e = int(exponent) - 127 + 15;
+  if (e >= 31) return sign | 0x7c00u;
+  if (e <= 0) {  // a subnormal half, or zero
+    if (e < -10) return sign;
+    mant |= 0x800000u;
+    uint shift = uint(14 - e);
+    uint h = mant >> shift, rest = mant & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
+    if (rest > halfway || (rest == halfway && (h & 1u) != 0u)) ++h;
+    return sign | h;
+  }
+  uint h = (uint(e) << 10) | (mant >> 13), rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0u)) ++h;  // a carry into the exponent is right too
+  return sign | h;
+}
+
+void main() {
+  uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+#ifdef COPY
+    y[i] = x[i];
+#else
+    y[i] = BITS(D)(LS_CAT(D, _from_f32)(LS_CAT(f32_from_, S)(uint(x[i]))));
+#endif
+  }
+}

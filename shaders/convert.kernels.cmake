@@ -1,0 +1,10 @@
+# Dtype conversion y = x between f32, f16 and bf16, bit-exact on the raw bits (S: source, D: destination).
+foreach(s f32 f16 bf16)
+  foreach(d f32 f16 bf16)
+    if(s STREQUAL d)
+      ls_kernel(convert_${s}_to_${d} convert.comp S=${s} D=${d} COPY)
+    else()
+      ls_kernel(convert_${s}_to_${d} convert.comp S=${s} D=${d})
+    endif()
+  endforeach()
+endforeach()

@@ -1,0 +1,161 @@
+// silu_mul forward/backward against the CPU reference, every storage type; the reference backward
+// against central finite differences of the reference forward in double. Tolerance (rel): f32 1e-5
+// (exp and division differ by a few ulp between devices), f16 2e-3, bf16 1e-2 (storage roundings).
+#include "ops/activations.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "support/testing.h"
+
+namespace ls {
+namespace {
+
+double tol(DType t) { return t == DType::f32 ? 1e-5 : t == DType::f16 ? 2e-3 : 1e-2; }
+
+void record_max_rel(const char* key, std::span<const float> actual, std::span<const float> expected) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", test::compare(actual, expected).max_rel);
+  ::testing::Test::RecordProperty(key, text);
+}
+
+// gate spans [-8, 8] so that sigmoid covers both tails; up and dy in [-1, 1].
+std::vector<float> gate_values(size_t n, uint32_t seed) { return test::random_values(n, seed, 8.0f); }
+
+using Case = std::tuple<uint32_t, DType>;  // columns, dtype (3 rows)
+std::string case_name(const ::testing::TestParamInfo<Case>& c) {
+  return "c" + std::to_string(std::get<0>(c.param)) + "_" + dtype_name(std::get<1>(c.param));
+}
+class SiluMulTest : public test::GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(SiluMulTest, ForwardMatchesReference) {
+  auto [cols, dtype] = GetParam();
+  const Shape shape{3, cols};
+  const uint32_t n = 3 * cols;
+  auto g0 = test::rounded(gate_values(n, 1 + n), dtype);
+  auto u0 = test::rounded(test::random_values(n, 2 + n), dtype);
+  auto gate = test::tensor_from(dev(), shape, dtype, g0);
+  auto up = test::tensor_from(dev(), shape, dtype, u0);
+  auto y = test::poisoned(dev(), shape, dtype);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::silu_mul_forward(rec, y.t, gate, up); });
+  std::vector<float> want(n);
+  ops::ref::silu_mul_forward(want, g0, u0);
+  want = test::rounded(want, dtype);
+  auto got = download(y.t);
+  test::expect_close(got, want, tol(dtype), "silu_mul_forward", shape);
+  record_max_rel("max_rel_err", got, want);
+  y.expect_guards_intact("silu_mul_forward");
+}
+
+TEST_P(SiluMulTest, BackwardMatchesReference) {
+  auto [cols, dtype] = GetParam();
+  const Shape shape{3, cols};
+  const uint32_t n = 3 * cols;
+  auto g0 = test::rounded(gate_values(n, 3 + n), dtype);
+  auto u0 = test::rounded(test::random_values(n, 4 + n), dtype);
+  auto dy0 = test::rounded(test::random_values(n, 5 + n), dtype);
+  auto gate = test::tensor_from(dev(), shape, dtype, g0);
+  auto up = test::tensor_from(dev(), shape, dtype, u0);
+  auto dy = test::tensor_from(dev(), shape, dtype, dy0);
+  auto dgate = test::poisoned(dev(), shape, dtype);
+  auto dup = test::poisoned(dev(), shape, dtype);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::silu_mul_backward(rec, dgate.t, dup.t, dy, gate, up); });
+  std::vector<float> want_dgate(n), want_dup(n);
+  ops::ref::silu_mul_backward(want_dgate, want_dup, dy0, g0, u0);
+  want_dgate = test::rounded(want_dgate, dtype);
+  want_dup = test::rounded(want_dup, dtype);
+  auto got_dgate = download(dgate.t), got_dup = download(dup.t);
+  test::expect_close(got_dgate, want_dgate, tol(dtype), "silu_mul_backward dgate", shape);
+  test::expect_close(got_dup, want_dup, tol(dtype), "silu_mul_backward dup", shape);
+  record_max_rel("max_rel_err_dgate", got_dgate, want_dgate);
+  record_max_rel("max_rel_err_dup", got_dup, want_dup);
+  dgate.expect_guards_intact("silu_mul_backward dgate");
+  dup.expect_guards_intact("silu_mul_backward dup");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, SiluMulTest,
+                         ::testing::Combine(::testing::Values(1u, 7u, 33u, 129u, 4864u),
+                                            ::testing::Values(DType::f32, DType::f16, DType::bf16)),
+                         case_name);
+
+// Gates far into both tails of the sigmoid: finite, no NaN, and still matching the reference.
+class SiluMulLargeGateTest : public test::GpuTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(SiluMulLargeGateTest, NoNaNAndMatchesReference) {
+  const DType dtype = GetParam();
+  const std::vector<float> g0{30, -30, 50, -50, 88.5f, -88.5f, 100, -100, 1000, -1000, 20000, -20000};
+  const uint32_t n = uint32_t(g0.size());
+  auto u0 = test::rounded(test::random_values(n, 7), dtype);
+  auto dy0 = test::rounded(test::random_values(n, 8), dtype);
+  auto gate = test::tensor_from(dev(), {n}, dtype, g0);
+  auto up = test::tensor_from(dev(), {n}, dtype, u0);
+  auto dy = test::tensor_from(dev(), {n}, dtype, dy0);
+  auto y = test::poisoned(dev(), {n}, dtype);
+  auto dgate = test::poisoned(dev(), {n}, dtype);
+  auto dup = test::poisoned(dev(), {n}, dtype);
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::silu_mul_forward(rec, y.t, gate, up);
+    ops::silu_mul_backward(rec, dgate.t, dup.t, dy, gate, up);
+  });
+  std::vector<float> want_y(n), want_dgate(n), want_dup(n);
+  ops::ref::silu_mul_forward(want_y, g0, u0);
+  ops::ref::silu_mul_backward(want_dgate, want_dup, dy0, g0, u0);
+  auto got_y = download(y.t), got_dgate = download(dgate.t), got_dup = download(dup.t);
+  for (uint32_t i = 0; i < n; ++i) {
+    EXPECT_TRUE(std::isfinite(got_y[i]) && std::isfinite(got_dgate[i]) && std::isfinite(got_dup[i]))
+        << "gate " << g0[i] << ": y " << got_y[i] << ", dgate " << got_dgate[i] << ", dup " << got_dup[i];
+  }
+  test::expect_close(got_y, test::rounded(want_y, dtype), tol(dtype), "silu_mul_forward large gates", {n});
+  test::expect_close(got_dgate, test::rounded(want_dgate, dtype), tol(dtype), "silu_mul_backward dgate", {n});
+  test::expect_close(got_dup, test::rounded(want_dup, dtype), tol(dtype), "silu_mul_backward dup", {n});
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, SiluMulLargeGateTest, ::testing::Values(DType::f32, DType::f16, DType::bf16),
+                         [](const ::testing::TestParamInfo<DType>& c) { return std::string(dtype_name(c.param)); });
+
+// The reference backward is the gradient of L = sum(dy * y(gate, up)), by central differences in double.
+TEST(SiluMulReference, BackwardMatchesFiniteDifferences) {
+  const size_t n = 40;
+  std::vector<double> g(n), u(n), dy(n), y(n), dgate(n), dup(n);
+  auto gr = gate_values(n, 11), ur = test::random_values(n, 12), dyr = test::random_values(n, 13);
+  for (size_t i = 0; i < n; ++i) g[i] = gr[i], u[i] = ur[i], dy[i] = dyr[i];
+  g[0] = 30, g[1] = -30;
+  ops::ref::silu_mul_backward(std::span<double>(dgate), std::span<double>(dup), dy, g, u);
+  auto loss = [&](const std::vector<double>& gate, const std::vector<double>& up) {
+    ops::ref::silu_mul_forward(std::span<double>(y), gate, up);
+    double l = 0;
+    for (size_t i = 0; i < n; ++i) l += dy[i] * y[i];
+    return l;
+  };
+  const double h = 1e-6;
+  for (size_t k = 0; k < n; ++k) {
+    auto gp = g, gm = g, up = u, um = u;
+    gp[k] += h, gm[k] -= h, up[k] += h, um[k] -= h;
+    EXPECT_NEAR(dgate[k], (loss(gp, u) - loss(gm, u)) / (2 * h), 1e-7 * (1 + std::fabs(dgate[k]))) << "dgate " << k;
+    EXPECT_NEAR(dup[k], (loss(g, up) - loss(g, um)) / (2 * h), 1e-7 * (1 + std::fabs(dup[k]))) << "dup " << k;
+  }
+}
+
+TEST_F(SiluMulTest, BadInputsThrow) {
+  auto a = Tensor::empty(dev(), {4, 8}, DType::f32);
+  auto b = Tensor::empty(dev(), {4, 9}, DType::f32);
+  auto h = Tensor::empty(dev(), {4, 8}, DType::f16);
+  auto ints = Tensor::empty(dev(), {4, 8}, DType::i32);
+  auto expect_error = [&](const std::function<void(vk::Recorder&)>& body, const char* op) {
+    vk::Recorder rec(dev());
+    try {
+      body(rec);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&](vk::Recorder& r) { ops::silu_mul_forward(r, a, a, b); }, "silu_mul_forward");
+  expect_error([&](vk::Recorder& r) { ops::silu_mul_forward(r, h, a, a); }, "silu_mul_forward");
+  expect_error([&](vk::Recorder& r) { ops::silu_mul_forward(r, ints, ints, ints); }, "silu_mul_forward");
+  expect_error([&](vk::Recorder& r) { ops::silu_mul_backward(r, a, Tensor(), a, a, a); }, "silu_mul_backward");
+  expect_error([&](vk::Recorder& r) { ops::silu_mul_backward(r, a, a, b, a, a); }, "silu_mul_backward");
+}
+
+}  // namespace
+}  // namespace ls
