@@ -122,6 +122,9 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path) {
   lora_delta("lora_512tok_896x896_r8", 512, 896, 896, 8);
   lora_layer("lora_layer_512tok_896x896_r8", 512, 896, 896, 8);
   matmul("matmul_512x896x4864", 512, 896, 4864);
+  matmul("matmul_512x896x896", 512, 896, 896);
+  matmul("matmul_512x4864x896", 512, 4864, 896);
+  matmul("matmul_4096x4096x4096", 4096, 4096, 4096);
 
   nlohmann::json results = nlohmann::json::array();
   std::printf("%-32s %-44s %11s %11s %10s %10s\n", "case", "operands", "gpu us/op", "wall us", "GFLOP/s", "GB/s");

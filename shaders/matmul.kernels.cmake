@@ -11,7 +11,11 @@ endforeach()
 # activations with f16 or bf16 weights.
 foreach(b f16 bf16)
   foreach(c f32 f16)
-    ls_kernel(gemm_coopmat_f16_${b}_${c} matmul_coopmat.comp A_T=f16 B_T=${b} C_T=${c})
+    if(b STREQUAL "bf16")
+      ls_kernel(gemm_coopmat_f16_${b}_${c} matmul_coopmat.comp A_T=f16 B_T=${b} C_T=${c} B_IS_BF16)
+    else()
+      ls_kernel(gemm_coopmat_f16_${b}_${c} matmul_coopmat.comp A_T=f16 B_T=${b} C_T=${c})
+    endif()
   endforeach()
 endforeach()
 # A few rows (M <= 4) with unit-stride operands: a bandwidth-bound matrix-vector kernel.

@@ -114,8 +114,9 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   bool tensor_cores = rec.device().coopmat() && a.dtype() == DType::f16 &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16);
   vk::Kernel kernel = tensor_cores ? coopmat_kernel(b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
-  rec.dispatch(kernel, uses, params, {ceil_div(N, kTile), ceil_div(M, kTile), g.batch},
-               {.local_x = tensor_cores ? 128u : 256u});
+  // Tiles: 64x64 on the scalar path, 64 (M) x 128 (N) on tensor cores (shaders/matmul_coopmat.comp).
+  rec.dispatch(kernel, uses, params, {ceil_div(N, tensor_cores ? 2 * kTile : kTile), ceil_div(M, kTile), g.batch},
+               {.local_x = 256u});
 }
 
 void gemm(vk::Recorder& rec, const Gemm& g) {
