@@ -21,7 +21,10 @@ layout(binding = 1) readonly buffer K { STORE(T) k[]; };
 layout(binding = 2) readonly buffer V { STORE(T) v[]; };
 layout(binding = 3) writeonly buffer O { STORE(T) o[]; };
 layout(binding = 4) writeonly buffer Lse { float lse[]; };
-layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; } p;
+// With past_on_device, k and v are KV caches of capacity S (keys past .. past + T - 1 already hold this
+// call's tokens) and past = past_buf[0], written by the host before each run of a recorded program.
+layout(binding = 5) readonly buffer Past { int past_buf[]; };
+layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint past_on_device; } p;
 
 // result = sum over i_ < p.D of (A) * (B), with A and B written in terms of i_. Four interleaved partial
 // sums: rounding error grows more slowly than in one running sum. `precise` (no fma contraction) makes
@@ -43,7 +46,8 @@ void main() {
   uint h = row % p.H, t = (row / p.H) % p.T, b = row / (p.H * p.T);
   uint g = h / (p.H / p.KV);
   uint tid = gl_LocalInvocationID.x;
-  uint n_keys = p.S - p.T + t + 1u;              // keys 0 .. past + t
+  uint past = p.past_on_device != 0u ? uint(max(past_buf[0], 0)) : p.S - p.T;
+  uint n_keys = min(past + t + 1u, p.S);         // keys 0 .. past + t
   uint key_stride = p.KV * p.D;                  // from key j to key j + 1 of the same kv head
   uint key0 = (b * p.S * p.KV + g) * p.D;        // key 0 of kv head g
 

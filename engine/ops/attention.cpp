@@ -14,13 +14,14 @@ namespace {
 struct AttentionParams {  // = `Params` in shaders/attention.comp and attention_backward.comp
   uint32_t B, T, S, H, KV, D;
   float scale;
+  uint32_t past_on_device;  // forward only: past from a device buffer, k and v are caches of capacity S
 };
 static_assert(sizeof(AttentionParams) <= 128);
 
 constexpr uint32_t kThreads = 64;  // = WG in the shaders (fixed there: it sizes per-thread arrays)
 
 AttentionParams params_for(const AttentionDims& d, float scale) {
-  return {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .KV = d.KV, .D = d.D, .scale = scale};
+  return {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .KV = d.KV, .D = d.D, .scale = scale, .past_on_device = 0};
 }
 
 // One workgroup per row; rows are folded into x and y so each count stays <= 65535.
@@ -69,8 +70,26 @@ void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, co
   require_shape(lse, {d.B, d.H, d.T}, op, "lse");
   require_dtype(lse, {DType::f32}, op, "lse");
   static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
-  rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k), in(v), out(o), out(lse)}, params_for(d, scale),
-               row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
+  // Binding 5 (past on the device) is unused here; lse stands in for it.
+  rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k), in(v), out(o), out(lse), in(lse)},
+               params_for(d, scale), row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
+}
+
+void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
+                              const Tensor& v_cache, const Tensor& past, float scale) {
+  const char* op = "attention_cached_forward";
+  AttentionDims d = attention_dims(q, k_cache, v_cache, {DType::f32, DType::f16}, op);
+  require_shape(o, q.shape(), op, "o");
+  require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
+  require_dtype(past, {DType::i32}, op, "past");
+  require(past.numel() >= 1, op, "past is empty");
+  // The log-sum-exp is not needed at inference; the kernel writes it to a scratch the program keeps.
+  Tensor lse = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention lse (unused)");
+  AttentionParams params = params_for(d, scale);
+  params.past_on_device = 1;
+  static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
+  rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k_cache), in(v_cache), out(o), out(lse), in(past)},
+               params, row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
 }
 
 void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,

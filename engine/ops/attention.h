@@ -24,6 +24,13 @@ constexpr uint32_t kAttentionMaxHeadDim = 256;
 void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
                        const Tensor& v, float scale);
 
+// Attention over KV caches whose fill level lives on the device, for programs recorded once and
+// replayed at every position: k_cache, v_cache [B, S_max, KV, D] already hold this call's T keys and
+// values at positions past .. past + T - 1 (see ops/copy_rows.h), and past = past[0] (i32, host-written
+// before each run). Query t sees keys 0 .. past + t (clamped to S_max). No lse output.
+void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
+                              const Tensor& v_cache, const Tensor& past, float scale);
+
 // All f32. With delta[b,h,t] = do[b,t,h,:] . o[b,t,h,:], p = exp(s_j - lse), ds = p * (do . v_j - delta):
 //   dq[b,t,h,:] = scale * sum_j ds * k[b,j,g,:]
 //   dk[b,j,g,:] = scale * sum_{h in g, t} ds * q[b,t,h,:],   dv[b,j,g,:] = sum_{h in g, t} p * do[b,t,h,:]

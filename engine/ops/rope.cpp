@@ -16,7 +16,8 @@ static_assert(sizeof(RopeParams) <= 128);
 
 constexpr uint32_t kThreads = 256;
 
-void rope(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& positions, float theta, bool backward) {
+void rope(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& positions, const Tensor& inv_freq,
+          bool backward) {
   const char* op = backward ? "rope_backward" : "rope_forward";
   const char* x_name = backward ? "dy" : "x";
   const char* y_name = backward ? "dx" : "y";
@@ -30,11 +31,8 @@ void rope(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& pos
           std::string("dtypes differ: ") + y_name + " " + y.describe() + ", " + x_name + " " + x.describe());
   require_dtype(positions, {DType::i32}, op, "positions");
   require_numel(positions, x.numel() / (uint64_t(heads) * head_dim), op, "positions");
-  require(theta > 0, op, "theta must be positive, got " + std::to_string(theta));
-
-  auto inv_freq_values = rope_inv_freq(head_dim, theta);
-  Tensor inv_freq = Tensor::empty(rec.device(), {head_dim / 2}, DType::f32, "rope inv_freq");
-  upload(inv_freq, inv_freq_values);
+  require_dtype(inv_freq, {DType::f32}, op, "inv_freq");
+  require_numel(inv_freq, head_dim / 2, op, "inv_freq");
 
   static constexpr vk::Kernel forward_kernels[] = {vk::Kernel::rope_forward_f32, vk::Kernel::rope_forward_f16,
                                                    vk::Kernel::rope_forward_bf16};
@@ -48,12 +46,35 @@ void rope(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& pos
 }
 }  // namespace
 
+Tensor rope_inv_freq_tensor(vk::Device& device, std::span<const float> inv_freq) {
+  Tensor t = Tensor::empty(device, {uint32_t(inv_freq.size())}, DType::f32, "rope inv_freq");
+  upload(t, inv_freq);
+  return t;
+}
+
+namespace {
+Tensor inv_freq_for(vk::Recorder& rec, const Tensor& x, float theta, const char* op) {
+  require(theta > 0, op, "theta must be positive, got " + std::to_string(theta));
+  require(x.rank() >= 1 && x.dim(-1) % 2 == 0, op, "x is " + x.describe() + "; expected [..., H, D] with D even");
+  return rope_inv_freq_tensor(rec.device(), rope_inv_freq(x.dim(-1), theta));
+}
+}  // namespace
+
 void rope_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& positions, float theta) {
-  rope(rec, y, x, positions, theta, false);
+  rope(rec, y, x, positions, inv_freq_for(rec, x, theta, "rope_forward"), false);
 }
 
 void rope_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& positions, float theta) {
-  rope(rec, dx, dy, positions, theta, true);
+  rope(rec, dx, dy, positions, inv_freq_for(rec, dy, theta, "rope_backward"), true);
+}
+
+void rope_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& positions, const Tensor& inv_freq) {
+  rope(rec, y, x, positions, inv_freq, false);
+}
+
+void rope_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& positions,
+                   const Tensor& inv_freq) {
+  rope(rec, dx, dy, positions, inv_freq, true);
 }
 
 std::vector<float> rope_inv_freq(uint32_t head_dim, float theta) {

@@ -21,6 +21,14 @@ void rope_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Ten
 // dx = the transpose of RoPE applied to dy (rotation by -a). dx may alias dy.
 void rope_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& positions, float theta);
 
+// The same with the inverse frequencies given as a [D/2] f32 tensor (a model's, e.g. with Llama 3's
+// rope scaling applied: see model/config.h).
+void rope_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& positions, const Tensor& inv_freq);
+void rope_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& positions,
+                   const Tensor& inv_freq);
+// A device copy of inverse frequencies for the overloads above.
+Tensor rope_inv_freq_tensor(vk::Device& device, std::span<const float> inv_freq);
+
 // HF's f32 inverse frequencies: 1 / pow(theta, f32(2i) / f32(D)), every step rounded to f32
 // (pow correctly rounded; torch's own pow may differ from it by an ulp).
 std::vector<float> rope_inv_freq(uint32_t head_dim, float theta);

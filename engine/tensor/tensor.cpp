@@ -21,6 +21,21 @@ Tensor Tensor::empty(vk::Device& device, Shape shape, DType dtype, const char* w
   return t;
 }
 
+Tensor Tensor::empty_host(vk::Device& device, Shape shape, DType dtype, const char* what) {
+  Tensor t;
+  t.device_ = &device;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  (void)what;
+  t.alloc_ = device.memory().allocate_staging(t.bytes());
+  return t;
+}
+
+void* Tensor::mapped() const {
+  if (!alloc_ || !alloc_->mapped()) return nullptr;
+  return static_cast<char*>(alloc_->mapped()) + offset_;
+}
+
 uint32_t Tensor::dim(int i) const {
   int r = int(shape_.size());
   int k = i < 0 ? r + i : i;

@@ -20,6 +20,9 @@ class Tensor {
  public:
   Tensor() = default;
   static Tensor empty(vk::Device& device, Shape shape, DType dtype, const char* what = "tensor");
+  // In host-visible, coherent memory that kernels read directly: for the few values a replayed program
+  // takes per run (positions, lengths, token ids) and for results the host reads at once (logits).
+  static Tensor empty_host(vk::Device& device, Shape shape, DType dtype, const char* what = "host tensor");
 
   bool defined() const { return alloc_ != nullptr; }
   vk::Device& device() const { return *device_; }
@@ -41,6 +44,9 @@ class Tensor {
   // Rows [begin, end) of the matrix view, as a tensor of shape [end - begin, cols].
   Tensor slice_rows(uint64_t begin, uint64_t end) const;
   uint64_t byte_offset() const { return offset_; }
+  // The tensor's bytes when its memory is host-visible (empty_host, or any tensor on a device whose
+  // memory is all host-visible), else nullptr. Write them only while no submitted program uses them.
+  void* mapped() const;
 
   vk::BufferRange range() const;
 

@@ -291,6 +291,10 @@ void Device::copy(const Allocation& src, VkDeviceSize src_offset, const Allocati
   vkFreeCommandBuffers(device_, transfer_pool_, 1, &cb);
 }
 
+// Transfers through staging memory go in slices of at most this many bytes, so that loading a
+// multi-GB model does not hold a staging buffer as large as its biggest tensor.
+constexpr VkDeviceSize kStagingSlice = VkDeviceSize(64) << 20;
+
 void Device::write(const Allocation& dst, VkDeviceSize offset, const void* data, VkDeviceSize size) {
   if (offset + size > dst.size()) throw Error("device write past the end of a buffer");
   if (size == 0) return;
@@ -298,9 +302,13 @@ void Device::write(const Allocation& dst, VkDeviceSize offset, const void* data,
     std::memcpy(static_cast<char*>(dst.mapped()) + offset, data, size);
     return;
   }
-  auto staging = memory_->allocate_staging(size);
-  std::memcpy(staging->mapped(), data, size);
-  copy(*staging, 0, dst, offset, size);
+  auto staging = memory_->allocate_staging(std::min(size, kStagingSlice));
+  for (VkDeviceSize done = 0; done < size;) {
+    VkDeviceSize n = std::min(size - done, kStagingSlice);
+    std::memcpy(staging->mapped(), static_cast<const char*>(data) + done, n);
+    copy(*staging, 0, dst, offset + done, n);
+    done += n;
+  }
 }
 
 void Device::read(const Allocation& src, VkDeviceSize offset, void* data, VkDeviceSize size) {
@@ -310,9 +318,13 @@ void Device::read(const Allocation& src, VkDeviceSize offset, void* data, VkDevi
     std::memcpy(data, static_cast<const char*>(src.mapped()) + offset, size);
     return;
   }
-  auto staging = memory_->allocate_staging(size);
-  copy(src, offset, *staging, 0, size);
-  std::memcpy(data, staging->mapped(), size);
+  auto staging = memory_->allocate_staging(std::min(size, kStagingSlice));
+  for (VkDeviceSize done = 0; done < size;) {
+    VkDeviceSize n = std::min(size - done, kStagingSlice);
+    copy(src, offset + done, *staging, 0, n);
+    std::memcpy(static_cast<char*>(data) + done, staging->mapped(), n);
+    done += n;
+  }
 }
 
 }  // namespace ls::vk

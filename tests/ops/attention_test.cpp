@@ -287,3 +287,61 @@ TEST_F(AttentionBadInputs, RaiseErrorsNamingTheOp) {
 
 }  // namespace
 }  // namespace ls
+
+namespace ls {
+namespace {
+
+// A program recorded once over KV caches of capacity S_max, replayed with the fill level `past` written
+// into a host-visible tensor between runs, must give what plain attention over the first past + T keys
+// gives (the decode and chunked-prefill path of engine/infer).
+class AttentionCached : public test::GpuTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
+  const DType dtype = GetParam();
+  const AttentionDims cache{.B = 1, .T = 3, .S = 37, .H = 4, .KV = 2, .D = 16};
+  const Inputs x(AttentionDims{.B = 1, .T = 37, .S = 37, .H = 4, .KV = 2, .D = 16}, dtype, 71);
+  auto k = test::tensor_from(dev(), kv_shape(cache), dtype, x.k);
+  auto v = test::tensor_from(dev(), kv_shape(cache), dtype, x.v);
+  std::vector<float> q_values(x.q.begin(), x.q.begin() + numel(q_shape(cache)));
+  auto q = test::tensor_from(dev(), q_shape(cache), dtype, q_values);
+  auto o = test::poisoned(dev(), q_shape(cache), dtype);
+  auto past = Tensor::empty_host(dev(), {1}, DType::i32, "past");
+  const float scale = default_scale(cache);
+  vk::Recorder rec(dev());
+  ops::attention_cached_forward(rec, o.t, q, k, v, past, scale);
+  auto program = rec.finish();
+  for (uint32_t p : {0u, 1u, 17u, 34u}) {
+    upload(past, std::vector<int32_t>{int32_t(p)});
+    program.run();
+    // The reference sees exactly the keys 0 .. p + T - 1 and the queries at positions p .. p + T - 1.
+    AttentionDims d = cache;
+    d.S = p + cache.T;
+    const size_t kv_row = size_t(cache.KV) * cache.D;
+    std::vector<float> kp(x.k.begin(), x.k.begin() + d.S * kv_row), vp(x.v.begin(), x.v.begin() + d.S * kv_row);
+    std::vector<float> expected(numel(q_shape(d))), lse(numel(lse_shape(d)));
+    ops::ref::attention_forward(expected, lse, q_values, kp, vp, d, scale);
+    check(download(o.t), expected, tol(dtype), "cached o past=" + std::to_string(p), q_shape(d));
+  }
+  o.expect_guards_intact("cached attention o");
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionCached, ::testing::Values(DType::f32, DType::f16),
+                         [](const auto& p) { return std::string(dtype_name(p.param)); });
+
+TEST_F(AttentionCached, RejectsBadPast) {
+  const AttentionDims d{.B = 1, .T = 2, .S = 8, .H = 2, .KV = 1, .D = 8};
+  auto q = Tensor::empty(dev(), q_shape(d), DType::f32);
+  auto k = Tensor::empty(dev(), kv_shape(d), DType::f32);
+  auto o = Tensor::empty(dev(), q_shape(d), DType::f32);
+  auto past_f = Tensor::empty(dev(), {1}, DType::f32);
+  vk::Recorder rec(dev());
+  try {
+    ops::attention_cached_forward(rec, o, q, k, k, past_f, 0.5f);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("attention_cached_forward"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace ls
