@@ -3,14 +3,18 @@
 // RMSNorm (HF Qwen2/Llama): per row of x viewed as [rows, C],
 //   rstd = 1 / sqrt(mean(x^2) + eps),  y = (x * rstd) * w
 // normalised in f32, then multiplied by the weight. rstd is saved (f32) for the backward.
-// X_T: storage type of x and y; W_T: of w. One workgroup per row, grid-stride over rows.
+// X_T: storage type of x and y (Y_T, when given, of y: the f32 residual stream normalised into f16
+// matmul inputs); W_T: of w. One workgroup per row, grid-stride over rows.
 #include "common/types.glsl"
 #include "common/reduce.glsl"
 layout(local_size_x_id = 0) in;
+#ifndef Y_T
+#define Y_T X_T
+#endif
 
 layout(binding = 0) readonly buffer X { STORE(X_T) x[]; };
 layout(binding = 1) readonly buffer W { STORE(W_T) w[]; };
-layout(binding = 2) writeonly buffer Y { STORE(X_T) y[]; };
+layout(binding = 2) writeonly buffer Y { STORE(Y_T) y[]; };
 layout(binding = 3) writeonly buffer Rstd { float rstd[]; };
 layout(push_constant) uniform Params { uint rows; uint cols; float eps; } p;
 
@@ -25,7 +29,7 @@ void main() {
     }
     const float r = 1.0 / sqrt(workgroup_sum(sum_sq) / float(p.cols) + p.eps);
     for (uint c = tid; c < p.cols; c += threads)
-      y[base + c] = FROM_F32(X_T, (TO_F32(X_T, x[base + c]) * r) * TO_F32(W_T, w[c]));
+      y[base + c] = FROM_F32(Y_T, (TO_F32(X_T, x[base + c]) * r) * TO_F32(W_T, w[c]));
     if (tid == 0u) rstd[row] = r;
   }
 }

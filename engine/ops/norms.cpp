@@ -54,11 +54,12 @@ void require_eps(float eps, const char* op) {
 }
 
 // Forward checks shared by both norms: x f32/f16, y like x, w [C] of a weight dtype.
-void require_forward(const Tensor& y, const Tensor& x, const Tensor& w, float eps, const char* op) {
+void require_forward(const Tensor& y, const Tensor& x, const Tensor& w, float eps, const char* op,
+                     bool mixed_ok = false) {
   require_rows(x, op, "x");
   require_dtype(x, kActivationTypes, op, "x");
   require_shape(y, x.shape(), op, "y");
-  require(y.dtype() == x.dtype(), op, "dtypes differ: y " + y.describe() + ", x " + x.describe());
+  require(mixed_ok || y.dtype() == x.dtype(), op, "dtypes differ: y " + y.describe() + ", x " + x.describe());
   require_weight(w, x.cols(), op, "w");
   require_eps(eps, op);
 }
@@ -94,9 +95,14 @@ constexpr Kernel kLayerNormBackward[3] = {Kernel::layer_norm_backward_f32_f32, K
 void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
                       float eps) {
   const char* op = "rms_norm_forward";
-  require_forward(y, x, w, eps, op);
+  // f32 x into f16 y is the one mixed pair (the residual stream into f16 matmul inputs).
+  const bool to_f16 = x.dtype() == DType::f32 && y.dtype() == DType::f16;
+  require_forward(y, x, w, eps, op, to_f16);
   require_stat(rstd, x.rows(), op, "rstd");
-  rec.dispatch(kRmsNorm[float_index(x.dtype())][float_index(w.dtype())], {in(x), in(w), out(y), out(rstd)},
+  static constexpr Kernel kToF16[3] = {Kernel::rms_norm_f32_to_f16_f32, Kernel::rms_norm_f32_to_f16_f16,
+                                       Kernel::rms_norm_f32_to_f16_bf16};
+  const Kernel kernel = to_f16 ? kToF16[float_index(w.dtype())] : kRmsNorm[float_index(x.dtype())][float_index(w.dtype())];
+  rec.dispatch(kernel, {in(x), in(w), out(y), out(rstd)},
                NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, row_groups(x.rows()),
                row_threads(x.cols()));
 }

@@ -241,6 +241,27 @@ TEST_F(NormTest, RmsNormBackwardWithoutDw) {
 
 // More rows than workgroups one dimension allows (65535): the kernels' grid-stride loop over rows, and
 // a [B, T, C] input whose saved statistics are [B, T].
+// The residual stream (f32) normalised straight into f16 matmul inputs: the f32 result rounded once.
+TEST_F(NormTest, RmsNormF32IntoF16) {
+  for (DType wt : {DType::f32, DType::f16, DType::bf16}) {
+    for (uint32_t cols : {7u, 896u}) {
+      const uint32_t rows = 5;
+      auto x0 = test::random_values(size_t(rows) * cols, 11 + cols, 3.0f);
+      auto w0 = test::rounded(test::random_values(cols, 12 + cols, 2.0f), wt);
+      auto x = test::tensor_from(dev(), {rows, cols}, DType::f32, x0);
+      auto w = test::tensor_from(dev(), {cols}, wt, w0);
+      auto y = test::poisoned(dev(), {rows, cols}, DType::f16);
+      auto rstd = test::poisoned(dev(), {rows}, DType::f32);
+      test::run(dev(), [&](vk::Recorder& rec) { ops::rms_norm_forward(rec, y.t, rstd.t, x, w, kRmsEps); });
+      auto want_y = zeros(x0.size()), want_rstd = zeros(rows);
+      ops::ref::rms_norm_forward(want_y, want_rstd, x0, w0, kRmsEps);
+      expect_close(download(y.t), test::rounded(want_y, DType::f16), 2e-3, "y f16", {rows, cols});
+      expect_close(download(rstd.t), want_rstd, 1e-5, "rstd", {rows});
+      y.expect_guards_intact("y");
+    }
+  }
+}
+
 TEST_F(NormTest, RmsNormManyRows) {
   const uint32_t batch = 2, seq = 33000, cols = 4;
   const size_t n = size_t(batch) * seq * cols;
@@ -360,7 +381,7 @@ TEST_F(NormTest, BadInputsRaiseErrorsNamingTheOp) {
   // Wrong dtypes.
   auto x_bf16 = t({3, 8}, DType::bf16);
   expect_error([&] { ops::rms_norm_forward(rec, x_bf16, rstd, x_bf16, w, 1e-6f); }, fwd);
-  expect_error([&] { ops::rms_norm_forward(rec, t({3, 8}, DType::f16), rstd, x, w, 1e-6f); }, fwd);
+  expect_error([&] { ops::rms_norm_forward(rec, y, rstd, t({3, 8}, DType::f16), w, 1e-6f); }, fwd);  // f16 x into f32 y
   expect_error([&] { ops::rms_norm_forward(rec, y, t({3}, DType::f16), x, w, 1e-6f); }, fwd);
   expect_error([&] { ops::rms_norm_forward(rec, y, rstd, x, t({8}, DType::i32), 1e-6f); }, fwd);
   expect_error([&] { ops::rms_norm_backward(rec, y, dw, x, t({3, 8}, DType::f16), w, rstd); }, bwd);
