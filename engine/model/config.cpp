@@ -82,7 +82,9 @@ class Keys {
 
  private:
   uint32_t to_positive_u32(const std::string& key, const json& v) const {
-    if (!v.is_number_unsigned() || v.get<uint64_t>() == 0 || v.get<uint64_t>() > std::numeric_limits<uint32_t>::max())
+    // (parsed text holds non-negative integers as unsigned; a json built in C++ may hold them as signed)
+    const bool positive = v.is_number_unsigned() ? v.get<uint64_t>() > 0 : v.is_number_integer() && v.get<int64_t>() > 0;
+    if (!positive || v.get<uint64_t>() > std::numeric_limits<uint32_t>::max())
       fail(key, "must be a positive integer, got " + v.dump());
     return uint32_t(v.get<uint64_t>());
   }
