@@ -30,17 +30,25 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     t.push_back({p + "input_layernorm.weight", {C}});
-    const struct { const char* name; uint64_t out, in; bool bias; } linears[] = {
-        {"self_attn.q_proj", Q, C, c.qkv_bias},  {"self_attn.k_proj", KV, C, c.qkv_bias},
-        {"self_attn.v_proj", KV, C, c.qkv_bias}, {"self_attn.o_proj", C, Q, c.o_bias},
+    const struct {
+      const char* name;
+      uint64_t out, in;
+      bool bias;
+    } linears[] = {
+        {"self_attn.q_proj", Q, C, c.qkv_bias},
+        {"self_attn.k_proj", KV, C, c.qkv_bias},
+        {"self_attn.v_proj", KV, C, c.qkv_bias},
+        {"self_attn.o_proj", C, Q, c.o_bias},
     };
     for (const auto& l : linears) {
       t.push_back({p + l.name + ".weight", {l.out, l.in}});
       if (l.bias) t.push_back({p + l.name + ".bias", {l.out}});
     }
     t.push_back({p + "post_attention_layernorm.weight", {C}});
-    const struct { const char* name; uint64_t out, in; } mlp[] = {
-        {"mlp.gate_proj", I, C}, {"mlp.up_proj", I, C}, {"mlp.down_proj", C, I}};
+    const struct {
+      const char* name;
+      uint64_t out, in;
+    } mlp[] = {{"mlp.gate_proj", I, C}, {"mlp.up_proj", I, C}, {"mlp.down_proj", C, I}};
     for (const auto& l : mlp) {
       t.push_back({p + l.name + ".weight", {l.out, l.in}});
       if (c.mlp_bias) t.push_back({p + l.name + ".bias", {l.out}});

@@ -83,7 +83,8 @@ class Keys {
  private:
   uint32_t to_positive_u32(const std::string& key, const json& v) const {
     // (parsed text holds non-negative integers as unsigned; a json built in C++ may hold them as signed)
-    const bool positive = v.is_number_unsigned() ? v.get<uint64_t>() > 0 : v.is_number_integer() && v.get<int64_t>() > 0;
+    const bool positive =
+        v.is_number_unsigned() ? v.get<uint64_t>() > 0 : v.is_number_integer() && v.get<int64_t>() > 0;
     if (!positive || v.get<uint64_t>() > std::numeric_limits<uint32_t>::max())
       fail(key, "must be a positive integer, got " + v.dump());
     return uint32_t(v.get<uint64_t>());
@@ -108,7 +109,8 @@ const ArchInfo& architecture_of(const Keys& k, const std::string& where) {
   } else {
     throw Error(where + ": missing required key \"architectures\" (or \"model_type\")");
   }
-  throw Error(where + ": architecture \"" + name + "\" is not supported (supported: " + supported_architectures() + ")");
+  throw Error(where + ": architecture \"" + name + "\" is not supported (supported: " + supported_architectures() +
+              ")");
 }
 
 // rope_scaling {"rope_type" (or legacy "type"): "linear" | "llama3" | "default", "factor", ...}.
@@ -178,8 +180,9 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
     c.head_dim = k.positive_u32("head_dim");
   } else {
     if (c.hidden_size % c.num_heads != 0)
-      throw Error(where + ": hidden_size " + std::to_string(c.hidden_size) + " is not a multiple of num_attention_heads " +
-                  std::to_string(c.num_heads) + " (and no \"head_dim\" is given)");
+      throw Error(where + ": hidden_size " + std::to_string(c.hidden_size) +
+                  " is not a multiple of num_attention_heads " + std::to_string(c.num_heads) +
+                  " (and no \"head_dim\" is given)");
     c.head_dim = c.hidden_size / c.num_heads;
   }
   if (c.num_heads % c.num_kv_heads != 0)
@@ -195,7 +198,8 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   // RoPE: transformers 5 writes {"rope_parameters": {"rope_type", "rope_theta", ...}}; earlier versions
   // "rope_theta" and "rope_scaling" at the top level.
   if (const json* p = k.get("rope_parameters"); p && p->is_object()) {
-    c.rope_theta = Keys(*p, where + ": \"rope_parameters\"").positive_float("rope_theta", k.positive_float("rope_theta", 10000));
+    c.rope_theta =
+        Keys(*p, where + ": \"rope_parameters\"").positive_float("rope_theta", k.positive_float("rope_theta", 10000));
     c.rope_scaling = rope_scaling_of(*p, "rope_parameters", where, true);
   } else {
     if (p) k.fail("rope_parameters", "must be an object, got " + p->dump());

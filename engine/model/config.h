@@ -25,7 +25,6 @@ struct RopeScaling {
 struct ModelConfig {
   Architecture arch = Architecture::Llama;
   std::string architecture_name;  // e.g. "Qwen2ForCausalLM" (from "architectures", or from "model_type")
-  std::string model_type;         // as written ("qwen2", "llama", "mistral"), "" if absent
   uint32_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_layers = 0, num_heads = 0, num_kv_heads = 0,
            head_dim = 0;
   uint32_t max_position_embeddings = 0;
@@ -42,6 +41,7 @@ struct ModelConfig {
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // "eos_token_id" may be an int or a list
   std::string torch_dtype;             // "torch_dtype" (or transformers 5's "dtype") as written, "" if absent
+  std::string model_type;              // as written ("qwen2", "llama", "mistral"), "" if absent
 };
 
 // Reads `config_json`, or `config_json`/config.json when it is a folder. Throws ls::Error naming the file

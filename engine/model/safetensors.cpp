@@ -1,7 +1,6 @@
 #include "model/safetensors.h"
 
 #include <algorithm>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
@@ -36,9 +35,9 @@ std::optional<DType> float_dtype(std::string_view name) {
 
 // Every other dtype the format defines (as of safetensors 0.6): known, but not ours to read.
 bool other_safetensors_dtype(std::string_view name) {
-  static constexpr std::string_view kOthers[] = {"BOOL", "U8",  "I8",  "F8_E5M2", "F8_E4M3", "F8_E8M0", "I16",
-                                                 "U16",  "I32", "U32", "I64",     "U64",     "F64",     "C64",
-                                                 "F4",   "F6_E2M3", "F6_E3M2"};
+  static constexpr std::string_view kOthers[] = {"BOOL", "U8",  "I8",  "F8_E5M2", "F8_E4M3", "F8_E8M0",
+                                                 "I16",  "U16", "I32", "U32",     "I64",     "U64",
+                                                 "F64",  "C64", "F4",  "F6_E2M3", "F6_E3M2"};
   return std::find(std::begin(kOthers), std::end(kOthers), name) != std::end(kOthers);
 }
 
@@ -72,7 +71,8 @@ void read_header(const MappedFile& file, std::vector<TensorInfo>& out, std::map<
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | uint64_t(bytes[size_t(i)]);
   if (n > kMaxHeaderBytes)
-    throw Error(where + ": header length " + std::to_string(n) + " is above the 100 MB limit (not a safetensors file?)");
+    throw Error(where + ": header length " + std::to_string(n) +
+                " is above the 100 MB limit (not a safetensors file?)");
   if (n > bytes.size() - 8)
     throw Error(where + ": header length " + std::to_string(n) + " runs past the end of the file (" +
                 std::to_string(bytes.size()) + " bytes)");
@@ -123,7 +123,8 @@ void read_header(const MappedFile& file, std::vector<TensorInfo>& out, std::map<
     if (!shape_j.is_array()) throw Error(tensor + "shape is not an array");
     std::vector<uint64_t> shape;
     for (const json& d : shape_j) {
-      if (!d.is_number_unsigned()) throw Error(tensor + "shape " + shape_j.dump() + " has an entry that is not a non-negative integer");
+      if (!d.is_number_unsigned())
+        throw Error(tensor + "shape " + shape_j.dump() + " has an entry that is not a non-negative integer");
       shape.push_back(d.get<uint64_t>());
     }
 
@@ -141,10 +142,13 @@ void read_header(const MappedFile& file, std::vector<TensorInfo>& out, std::map<
     std::optional<uint64_t> expected = byte_count(shape, dtype_size(*dtype));
     if (!expected) throw Error(tensor + "shape " + shape_string(shape) + " overflows");
     if (*expected != end - begin)
-      throw Error(tensor + "shape " + shape_string(shape) + " of " + dtype_name + " needs " + std::to_string(*expected) +
-                  " bytes, data_offsets " + range + " hold " + std::to_string(end - begin));
+      throw Error(tensor + "shape " + shape_string(shape) + " of " + dtype_name + " needs " +
+                  std::to_string(*expected) + " bytes, data_offsets " + range + " hold " + std::to_string(end - begin));
 
-    found.push_back({.name = name, .dtype = *dtype, .shape = std::move(shape), .bytes = data.subspan(begin, end - begin),
+    found.push_back({.name = name,
+                     .dtype = *dtype,
+                     .shape = std::move(shape),
+                     .bytes = data.subspan(begin, end - begin),
                      .file = file.path()});
     ranges.emplace_back(begin, end);
   }
@@ -158,7 +162,8 @@ void read_header(const MappedFile& file, std::vector<TensorInfo>& out, std::map<
     if (ranges[i].first == ranges[i].second) continue;
     if (furthest && ranges[i].first < ranges[*furthest].second) {
       auto show = [&](size_t k) {
-        return in_quotes(found[k].name) + " [" + std::to_string(ranges[k].first) + ", " + std::to_string(ranges[k].second) + ")";
+        return in_quotes(found[k].name) + " [" + std::to_string(ranges[k].first) + ", " +
+               std::to_string(ranges[k].second) + ")";
       };
       throw Error(where + ": tensor " + show(i) + " overlaps tensor " + show(*furthest));
     }
@@ -252,7 +257,8 @@ SafeTensors SafeTensors::open(const std::filesystem::path& path) {
         throw Error(where + ": tensor " + in_quotes(t.name) + " is in two shards, " + it->second + " and " + shard);
       auto listed = shard_of.find(t.name);
       if (listed == shard_of.end())
-        throw Error(where + ": tensor " + in_quotes(t.name) + " is in shard " + shard + " but the weight_map does not list it");
+        throw Error(where + ": tensor " + in_quotes(t.name) + " is in shard " + shard +
+                    " but the weight_map does not list it");
       if (listed->second != shard)
         throw Error(where + ": tensor " + in_quotes(t.name) + " is in shard " + shard + " but the weight_map names " +
                     listed->second + " for it");
@@ -261,7 +267,8 @@ SafeTensors SafeTensors::open(const std::filesystem::path& path) {
   }
   for (const auto& [name, shard] : shard_of)
     if (!found_in.contains(name))
-      throw Error(where + ": weight_map lists tensor " + in_quotes(name) + " in " + shard + " but that shard does not hold it");
+      throw Error(where + ": weight_map lists tensor " + in_quotes(name) + " in " + shard +
+                  " but that shard does not hold it");
   sort_by_name(st.tensors_);
   return st;
 }

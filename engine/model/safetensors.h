@@ -25,10 +25,10 @@ namespace ls::model {
 // One tensor of a (possibly sharded) safetensors model.
 struct TensorInfo {
   std::string name;
-  DType dtype;                        // f32, f16 or bf16
-  std::vector<uint64_t> shape;        // [] is a scalar (one element); a 0 dimension is an empty tensor
-  std::span<const std::byte> bytes;   // into the memory map, valid while the SafeTensors lives
-  std::filesystem::path file;         // the .safetensors file holding it
+  DType dtype;                       // f32, f16 or bf16
+  std::vector<uint64_t> shape;       // [] is a scalar (one element); a 0 dimension is an empty tensor
+  std::span<const std::byte> bytes;  // into the memory map, valid while the SafeTensors lives
+  std::filesystem::path file;        // the .safetensors file holding it
   uint64_t numel() const;
 };
 
@@ -42,12 +42,12 @@ class SafeTensors {
   // two shards. Shard names must be plain file names beside the index.
   static SafeTensors open(const std::filesystem::path& path);
 
-  const TensorInfo* find(std::string_view name) const;   // nullptr if absent
-  const TensorInfo& at(std::string_view name) const;     // ls::Error naming the tensor and path if absent
-  const std::vector<TensorInfo>& tensors() const { return tensors_; }          // sorted by name
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }  // "__metadata__" of the
-                                                                                      // (first) file
-  const std::filesystem::path& path() const { return path_; }   // as given to open()
+  const TensorInfo* find(std::string_view name) const;                 // nullptr if absent
+  const TensorInfo& at(std::string_view name) const;                   // ls::Error naming the tensor and path if absent
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }  // sorted by name
+  // "__metadata__" of the (first) file
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::filesystem::path& path() const { return path_; }      // as given to open()
   const std::vector<MappedFile>& files() const { return files_; }  // in the order opened
 
  private:
@@ -62,7 +62,7 @@ const char* safetensors_dtype_name(DType t);
 
 struct TensorToWrite {
   std::string name;
-  DType dtype;                       // f32, f16, bf16 or i32 (written, though open() reads floats only)
+  DType dtype;  // f32, f16, bf16 or i32 (written, though open() reads floats only)
   std::vector<uint64_t> shape;
   std::span<const std::byte> bytes;  // numel(shape) * dtype_size(dtype) bytes, row-major, little-endian
 };

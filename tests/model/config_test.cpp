@@ -53,8 +53,8 @@ const json kMistral7B = json::parse(R"({
 
 // Only the required keys.
 json minimal(const char* architecture) {
-  return json{{"architectures", {architecture}}, {"hidden_size", 256}, {"num_hidden_layers", 2},
-              {"num_attention_heads", 8}, {"intermediate_size", 512}, {"vocab_size", 1000}};
+  return json{{"architectures", {architecture}}, {"hidden_size", 256},       {"num_hidden_layers", 2},
+              {"num_attention_heads", 8},        {"intermediate_size", 512}, {"vocab_size", 1000}};
 }
 
 ModelConfig parse(const json& j) { return parse_config(j, "config.json"); }
@@ -221,9 +221,9 @@ TEST(Config, RopeVariants) {
   json v5 = kLlama32;
   v5.erase("rope_scaling");
   v5.erase("rope_theta");
-  v5["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 500000.0}, {"factor", 32.0},
-                           {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
-                           {"original_max_position_embeddings", 8192}};
+  v5["rope_parameters"] = {{"rope_type", "llama3"},   {"rope_theta", 500000.0},
+                           {"factor", 32.0},          {"low_freq_factor", 1.0},
+                           {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
   const ModelConfig c = parse(v5);
   EXPECT_EQ(c.rope_theta, 500000.0f);
   EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Llama3);
@@ -236,7 +236,8 @@ TEST(Config, RopeVariants) {
 }
 
 TEST(Config, MissingRequiredKeys) {
-  for (const char* key : {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size"}) {
+  for (const char* key :
+       {"hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "vocab_size"}) {
     json j = kQwen25;
     j.erase(key);
     EXPECT_TRUE(throws_error([&] { parse(j); }, {"config.json", "missing required key", key}));
@@ -276,15 +277,20 @@ TEST(Config, Refusals) {
       {with(kQwen25, "eos_token_id", {1, "x"}), {"\"eos_token_id\" must hold token ids"}},
       {with(kQwen25, "bos_token_id", -1), {"\"bos_token_id\" must hold token ids"}},
       {with(kQwen25, "rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}), {"type \"yarn\" is not supported"}},
-      {with(kQwen25, "rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}), {"type \"dynamic\" is not supported"}},
+      {with(kQwen25, "rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}),
+       {"type \"dynamic\" is not supported"}},
       {with(kQwen25, "rope_scaling", {{"factor", 4.0}}), {"\"rope_scaling\" has no \"rope_type\""}},
       {with(kQwen25, "rope_scaling", 4), {"\"rope_scaling\" must be an object"}},
       {with(kQwen25, "rope_scaling", {{"type", "linear"}}), {"(linear) has no \"factor\""}},
-      {with(kLlama32, "rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0},
-                                       {"high_freq_factor", 4.0}}),
+      {with(kLlama32, "rope_scaling",
+            {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0}}),
        {"(llama3) has no \"original_max_position_embeddings\""}},
-      {with(kLlama32, "rope_scaling", {{"rope_type", "llama3"}, {"factor", 32.0}, {"low_freq_factor", 4.0},
-                                       {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}),
+      {with(kLlama32, "rope_scaling",
+            {{"rope_type", "llama3"},
+             {"factor", 32.0},
+             {"low_freq_factor", 4.0},
+             {"high_freq_factor", 4.0},
+             {"original_max_position_embeddings", 8192}}),
        {"low_freq_factor 4", "must be below high_freq_factor 4"}},
       {json::array({1, 2}), {"not a JSON object"}},
   };
@@ -390,7 +396,8 @@ TEST(RopeInvFreq, LinearDividesByFactor) {
 // The bits transformers itself computed (tests/fixtures/model_io_reference.py, run on a machine with torch).
 TEST(RopeInvFreq, MatchesTransformersWhenFixturePresent) {
   const auto fixture = test::fixtures_dir() / "model_io_reference.json";
-  if (!std::filesystem::exists(fixture)) GTEST_SKIP() << fixture << " not generated (run tests/fixtures/model_io_reference.py)";
+  if (!std::filesystem::exists(fixture))
+    GTEST_SKIP() << fixture << " not generated (run tests/fixtures/model_io_reference.py)";
   const json ref = json::parse(test::read_text(fixture));
   for (const auto& [name, entry] : ref.at("inv_freq").items()) {
     const std::vector<float> got = rope_inv_freq(parse_config(entry.at("config"), name));

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <bit>
-#include <cstring>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -40,7 +39,9 @@ std::string f32_bytes(std::initializer_list<float> values) {
   return out;
 }
 
-std::string as_string(std::span<const std::byte> b) { return std::string(reinterpret_cast<const char*>(b.data()), b.size()); }
+std::string as_string(std::span<const std::byte> b) {
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Writer: exact bytes
@@ -110,16 +111,19 @@ TEST(SafetensorsWrite, OrdersByDtypeAlignmentThenName) {
       R"("d":{"dtype":"I32","shape":[2],"data_offsets":[4,12]},"b":{"dtype":"BF16","shape":[2,2],"data_offsets":[12,20]},)"
       R"("a":{"dtype":"F16","shape":[3],"data_offsets":[20,26]}})";
   const size_t padded = (header.size() + 7) / 8 * 8;
-  EXPECT_EQ(out, raw_file(header + std::string(padded - header.size(), ' '),
-                          as_string(bytes_of(c)) + as_string(bytes_of(d)) + as_string(bytes_of(b)) + as_string(bytes_of(a))));
+  EXPECT_EQ(
+      out, raw_file(header + std::string(padded - header.size(), ' '),
+                    as_string(bytes_of(c)) + as_string(bytes_of(d)) + as_string(bytes_of(b)) + as_string(bytes_of(a))));
 }
 
 TEST(SafetensorsWrite, EscapesNamesAsSerdeJson) {
   const std::vector<float> v = {1.0f};
   const TensorToWrite t[] = {{"\xc3\xa9/\"q\"\n\\x\x01", DType::f32, {1}, bytes_of(v)}};
-  const std::string header = "{\"\xc3\xa9/\\\"q\\\"\\n\\\\x\\u0001\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+  const std::string header =
+      "{\"\xc3\xa9/\\\"q\\\"\\n\\\\x\\u0001\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
   const size_t padded = (header.size() + 7) / 8 * 8;
-  EXPECT_EQ(serialize_safetensors(t, {}, "x"), raw_file(header + std::string(padded - header.size(), ' '), f32_bytes({1})));
+  EXPECT_EQ(serialize_safetensors(t, {}, "x"),
+            raw_file(header + std::string(padded - header.size(), ' '), f32_bytes({1})));
 }
 
 TEST(SafetensorsWrite, RefusesInconsistentInput) {
@@ -230,44 +234,80 @@ TEST(SafetensorsRead, MalformedHeaders) {
       {"no dtype", R"({"x":{"shape":[2],"data_offsets":[0,8]}})", eight, {"tensor \"x\"", "no \"dtype\""}},
       {"no shape", R"({"x":{"dtype":"F32","data_offsets":[0,8]}})", eight, {"tensor \"x\"", "no \"shape\""}},
       {"no offsets", R"({"x":{"dtype":"F32","shape":[2]}})", eight, {"tensor \"x\"", "no \"data_offsets\""}},
-      {"dtype not a string", R"({"x":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", eight,
+      {"dtype not a string",
+       R"({"x":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})",
+       eight,
        {"tensor \"x\"", "dtype is not a string"}},
-      {"unknown dtype", R"({"x":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})", eight,
+      {"unknown dtype",
+       R"({"x":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})",
+       eight,
        {"tensor \"x\"", "unknown dtype \"F33\""}},
-      {"unsupported dtype", R"({"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})", eight,
+      {"unsupported dtype",
+       R"({"x":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}})",
+       eight,
        {"tensor \"x\"", "dtype I64 is not supported"}},
-      {"shape not an array", R"({"x":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})", eight,
+      {"shape not an array",
+       R"({"x":{"dtype":"F32","shape":"2","data_offsets":[0,8]}})",
+       eight,
        {"tensor \"x\"", "shape is not an array"}},
-      {"negative shape", R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", eight,
+      {"negative shape",
+       R"({"x":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})",
+       eight,
        {"tensor \"x\"", "[-2]", "not a non-negative integer"}},
-      {"fractional shape", R"({"x":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})", eight,
+      {"fractional shape",
+       R"({"x":{"dtype":"F32","shape":[2.0],"data_offsets":[0,8]}})",
+       eight,
        {"tensor \"x\"", "not a non-negative integer"}},
-      {"one offset", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", eight,
+      {"one offset",
+       R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0]}})",
+       eight,
        {"tensor \"x\"", "not two non-negative integers"}},
-      {"string offset", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,"8"]}})", eight,
+      {"string offset",
+       R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,"8"]}})",
+       eight,
        {"tensor \"x\"", "not two non-negative integers"}},
-      {"negative offset", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[-1,8]}})", eight,
+      {"negative offset",
+       R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[-1,8]}})",
+       eight,
        {"tensor \"x\"", "not two non-negative integers"}},
-      {"begin after end", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", eight,
+      {"begin after end",
+       R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})",
+       eight,
        {"tensor \"x\"", "[8, 0) begin after they end"}},
-      {"end past data", R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", eight,
+      {"end past data",
+       R"({"x":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
+       eight,
        {"tensor \"x\"", "[0, 16) run past the data section (8 bytes)"}},
-      {"shape vs bytes", R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", eight,
+      {"shape vs bytes",
+       R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
+       eight,
        {"tensor \"x\"", "shape [3] of F32 needs 12 bytes", "[0, 8) hold 8"}},
-      {"shape overflows", R"({"x":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})", eight,
+      {"shape overflows",
+       R"({"x":{"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[0,8]}})",
+       eight,
        {"tensor \"x\"", "overflows"}},
-      {"overlap", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-       twelve, {"tensor \"y\" [4, 12) overlaps tensor \"x\" [0, 8)"}},
-      {"overlap inside", R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-       twelve, {"tensor \"y\" [4, 8) overlaps tensor \"x\" [0, 12)"}},
+      {"overlap",
+       R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"y":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+       twelve,
+       {"tensor \"y\" [4, 12) overlaps tensor \"x\" [0, 8)"}},
+      {"overlap inside",
+       R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},"y":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       twelve,
+       {"tensor \"y\" [4, 8) overlaps tensor \"x\" [0, 12)"}},
       {"overlap past an empty tensor",
        R"({"x":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},"e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]},)"
        R"("y":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-       twelve, {"tensor \"y\" [8, 12) overlaps tensor \"x\" [0, 12)"}},
-      {"same tensor twice", R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-       eight, {"tensor \"x\" appears twice"}},
+       twelve,
+       {"tensor \"y\" [8, 12) overlaps tensor \"x\" [0, 12)"}},
+      {"same tensor twice",
+       R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+       eight,
+       {"tensor \"x\" appears twice"}},
       {"metadata not an object", R"({"__metadata__":[1]})", "", {"\"__metadata__\" is not an object"}},
-      {"metadata value not a string", R"({"__metadata__":{"n":1}})", "", {"\"__metadata__\" value of \"n\" is not a string"}},
+      {"metadata value not a string",
+       R"({"__metadata__":{"n":1}})",
+       "",
+       {"\"__metadata__\" value of \"n\" is not a string"}},
   };
   TempDir dir;
   const auto p = dir / "bad.safetensors";
@@ -341,9 +381,9 @@ TEST_F(Sharded, IndexMustAgreeWithShards) {
   write_shard(kShard1, {"a", "b"});
   write_shard(kShard2, {"c", "d"});
   write_index({{"a", kShard1}, {"b", kShard1}, {"c", kShard2}, {"d", kShard2}, {"e", kShard2}});
-  EXPECT_TRUE(throws_error([&] { SafeTensors::open(index()); },
-                           {"model.safetensors.index.json", "lists tensor \"e\" in model-00002-of-00002.safetensors",
-                            "does not hold it"}));
+  EXPECT_TRUE(throws_error(
+      [&] { SafeTensors::open(index()); },
+      {"model.safetensors.index.json", "lists tensor \"e\" in model-00002-of-00002.safetensors", "does not hold it"}));
   write_index({{"a", kShard1}, {"b", kShard1}, {"c", kShard2}});
   EXPECT_TRUE(throws_error([&] { SafeTensors::open(index()); },
                            {"model.safetensors.index.json", "tensor \"d\" is in shard model-00002-of-00002.safetensors",
@@ -354,9 +394,9 @@ TEST_F(Sharded, IndexMustAgreeWithShards) {
                             "names model-00001-of-00002.safetensors for it"}));
   write_shard(kShard2, {"b", "c"});
   write_index({{"a", kShard1}, {"b", kShard1}, {"c", kShard2}});
-  EXPECT_TRUE(throws_error([&] { SafeTensors::open(index()); },
-                           {"tensor \"b\" is in two shards", "model-00001-of-00002.safetensors",
-                            "model-00002-of-00002.safetensors"}));
+  EXPECT_TRUE(throws_error(
+      [&] { SafeTensors::open(index()); },
+      {"tensor \"b\" is in two shards", "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}));
 }
 
 TEST_F(Sharded, BadIndexOrMissingShard) {
@@ -367,7 +407,8 @@ TEST_F(Sharded, BadIndexOrMissingShard) {
   EXPECT_TRUE(throws_error([&] { SafeTensors::open(index()); },
                            {"model.safetensors.index.json", "tensor \"a\"", "not a plain file name"}));
   write_index({{"a", 3}});
-  EXPECT_TRUE(throws_error([&] { SafeTensors::open(index()); }, {"model.safetensors.index.json", "shard is not a string"}));
+  EXPECT_TRUE(
+      throws_error([&] { SafeTensors::open(index()); }, {"model.safetensors.index.json", "shard is not a string"}));
   write_text(index(), R"({"metadata": {}})");
   EXPECT_TRUE(throws_error([&] { SafeTensors::open(index()); }, {"model.safetensors.index.json", "no \"weight_map\""}));
   write_text(index(), R"({"weight_map": {"a": )");
@@ -399,7 +440,8 @@ TEST(MappedFile, MapsFilesAndRefusesOthers) {
 
 TEST(SafetensorsReference, MatchesPythonLibraryBytes) {
   const auto fixture = test::fixtures_dir() / "model_io_reference.json";
-  if (!std::filesystem::exists(fixture)) GTEST_SKIP() << fixture << " not generated (run tests/fixtures/model_io_reference.py)";
+  if (!std::filesystem::exists(fixture))
+    GTEST_SKIP() << fixture << " not generated (run tests/fixtures/model_io_reference.py)";
   const nlohmann::json ref = nlohmann::json::parse(test::read_text(fixture));
   TempDir dir;
   for (const nlohmann::json& c : ref.at("safetensors")) {
