@@ -1,0 +1,289 @@
+#include "model/config.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <numbers>
+
+#include "error.h"
+#include "ops/rope.h"
+#include "util/mapped_file.h"
+
+namespace ls::model {
+namespace {
+
+using nlohmann::json;
+
+struct ArchInfo {
+  Architecture arch;
+  const char* name;        // "architectures"[0]
+  const char* model_type;  // "model_type"
+};
+constexpr ArchInfo kArchitectures[] = {
+    {Architecture::Qwen2, "Qwen2ForCausalLM", "qwen2"},
+    {Architecture::Llama, "LlamaForCausalLM", "llama"},
+    {Architecture::Mistral, "MistralForCausalLM", "mistral"},
+};
+
+// Typed access to one JSON object's keys, with errors that name the file and the key. A key set to null
+// counts as absent, as it does for transformers' configs.
+class Keys {
+ public:
+  Keys(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    throw Error(where_ + ": \"" + key + "\" " + problem);
+  }
+  const json* get(const std::string& key) const {
+    auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  bool has(const std::string& key) const { return get(key) != nullptr; }
+
+  uint32_t positive_u32(const std::string& key) const {
+    const json* v = get(key);
+    if (!v) throw Error(where_ + ": missing required key \"" + key + "\"");
+    return to_positive_u32(key, *v);
+  }
+  uint32_t positive_u32(const std::string& key, uint32_t fallback) const {
+    const json* v = get(key);
+    return v ? to_positive_u32(key, *v) : fallback;
+  }
+  float positive_float(const std::string& key, double fallback) const {
+    const json* v = get(key);
+    if (!v) return float(fallback);
+    if (!v->is_number() || !(v->get<double>() > 0) || !std::isfinite(v->get<double>()))
+      fail(key, "must be a positive number, got " + v->dump());
+    return float(v->get<double>());
+  }
+  float number(const std::string& key) const {  // required, any finite number
+    const json* v = get(key);
+    if (!v) throw Error(where_ + ": missing required key \"" + key + "\"");
+    if (!v->is_number() || !std::isfinite(v->get<double>())) fail(key, "must be a number, got " + v->dump());
+    return float(v->get<double>());
+  }
+  bool boolean(const std::string& key, bool fallback) const {
+    const json* v = get(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) fail(key, "must be true or false, got " + v->dump());
+    return v->get<bool>();
+  }
+  std::string string(const std::string& key) const {
+    const json* v = get(key);
+    if (!v) return "";
+    if (!v->is_string()) fail(key, "must be a string, got " + v->dump());
+    return v->get<std::string>();
+  }
+  int32_t token_id(const std::string& key, const json& v) const {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      fail(key, "must hold token ids (non-negative integers), got " + v.dump());
+    return int32_t(v.get<int64_t>());
+  }
+
+ private:
+  uint32_t to_positive_u32(const std::string& key, const json& v) const {
+    // (parsed text holds non-negative integers as unsigned; a json built in C++ may hold them as signed)
+    const bool positive =
+        v.is_number_unsigned() ? v.get<uint64_t>() > 0 : v.is_number_integer() && v.get<int64_t>() > 0;
+    if (!positive || v.get<uint64_t>() > std::numeric_limits<uint32_t>::max())
+      fail(key, "must be a positive integer, got " + v.dump());
+    return uint32_t(v.get<uint64_t>());
+  }
+
+  const json& j_;
+  std::string where_;
+};
+
+const ArchInfo& architecture_of(const Keys& k, const std::string& where) {
+  std::string name;
+  if (const json* a = k.get("architectures")) {
+    if (!a->is_array() || a->empty() || !(*a)[0].is_string())
+      k.fail("architectures", "must be a list of names, got " + a->dump());
+    name = (*a)[0].get<std::string>();
+    for (const ArchInfo& info : kArchitectures)
+      if (name == info.name) return info;
+  } else if (k.has("model_type")) {
+    name = k.string("model_type");
+    for (const ArchInfo& info : kArchitectures)
+      if (name == info.model_type) return info;
+  } else {
+    throw Error(where + ": missing required key \"architectures\" (or \"model_type\")");
+  }
+  throw Error(where + ": architecture \"" + name + "\" is not supported (supported: " + supported_architectures() +
+              ")");
+}
+
+// rope_scaling {"rope_type" (or legacy "type"): "linear" | "llama3" | "default", "factor", ...}.
+RopeScaling rope_scaling_of(const json& s, const std::string& key, const std::string& where, bool type_optional) {
+  Keys k(s, where + ": \"" + key + "\"");
+  if (!s.is_object()) throw Error(where + ": \"" + key + "\" must be an object, got " + s.dump());
+  std::string type = k.has("rope_type") ? k.string("rope_type") : k.string("type");
+  if (type.empty() && !type_optional) throw Error(where + ": \"" + key + "\" has no \"rope_type\"");
+  RopeScaling r;
+  if (type.empty() || type == "default") return r;
+  if (type == "linear") {
+    if (!k.has("factor")) throw Error(where + ": \"" + key + "\" (linear) has no \"factor\"");
+    r.type = RopeScaling::Type::Linear;
+    r.factor = k.positive_float("factor", 1);
+    return r;
+  }
+  if (type == "llama3") {
+    for (const char* needed : {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"})
+      if (!k.has(needed)) throw Error(where + ": \"" + key + "\" (llama3) has no \"" + needed + "\"");
+    r.type = RopeScaling::Type::Llama3;
+    r.factor = k.positive_float("factor", 1);
+    r.low_freq_factor = k.positive_float("low_freq_factor", 1);
+    r.high_freq_factor = k.positive_float("high_freq_factor", 4);
+    r.original_max_position_embeddings = k.positive_u32("original_max_position_embeddings");
+    if (!(r.low_freq_factor < r.high_freq_factor))
+      throw Error(where + ": \"" + key + "\" (llama3): low_freq_factor " + std::to_string(r.low_freq_factor) +
+                  " must be below high_freq_factor " + std::to_string(r.high_freq_factor));
+    return r;
+  }
+  throw Error(where + ": \"" + key + "\" type \"" + type + "\" is not supported (supported: default, linear, llama3)");
+}
+
+}  // namespace
+
+const char* supported_architectures() { return "Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM"; }
+
+ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_errors) {
+  const std::string where = source_for_errors.string();
+  if (!j.is_object()) throw Error(where + ": not a JSON object");
+  const Keys k(j, where);
+  ModelConfig c;
+
+  const ArchInfo& arch = architecture_of(k, where);
+  c.arch = arch.arch;
+  c.architecture_name = arch.name;
+  c.model_type = k.string("model_type");
+  const bool qwen2 = c.arch == Architecture::Qwen2, llama = c.arch == Architecture::Llama,
+             mistral = c.arch == Architecture::Mistral;
+
+  if (k.has("quantization_config"))
+    throw Error(where + ": quantized models are not supported (\"quantization_config\" is present)");
+  if (std::string act = k.string("hidden_act"); !act.empty() && act != "silu" && act != "swish")
+    k.fail("hidden_act", "is \"" + act + "\"; only \"silu\" is supported");
+
+  c.hidden_size = k.positive_u32("hidden_size");
+  c.num_layers = k.positive_u32("num_hidden_layers");
+  c.num_heads = k.positive_u32("num_attention_heads");
+  c.intermediate_size = k.positive_u32("intermediate_size");
+  c.vocab_size = k.positive_u32("vocab_size");
+  // transformers' defaults when the key is absent: Qwen2Config 32, MistralConfig 8, LlamaConfig the query
+  // heads. An explicit null means the query heads for all three.
+  if (!j.contains("num_key_value_heads"))
+    c.num_kv_heads = qwen2 ? 32 : mistral ? 8 : c.num_heads;
+  else
+    c.num_kv_heads = k.positive_u32("num_key_value_heads", c.num_heads);
+  if (k.has("head_dim")) {
+    c.head_dim = k.positive_u32("head_dim");
+  } else {
+    if (c.hidden_size % c.num_heads != 0)
+      throw Error(where + ": hidden_size " + std::to_string(c.hidden_size) +
+                  " is not a multiple of num_attention_heads " + std::to_string(c.num_heads) +
+                  " (and no \"head_dim\" is given)");
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  if (c.num_heads % c.num_kv_heads != 0)
+    throw Error(where + ": num_attention_heads " + std::to_string(c.num_heads) +
+                " is not a multiple of num_key_value_heads " + std::to_string(c.num_kv_heads));
+  if (c.head_dim % 2 != 0)
+    throw Error(where + ": head_dim " + std::to_string(c.head_dim) + " is odd (rotary embeddings need pairs)");
+
+  c.max_position_embeddings = k.positive_u32("max_position_embeddings", qwen2 ? 32768 : mistral ? 4096 * 32 : 2048);
+  c.rms_norm_eps = k.positive_float("rms_norm_eps", 1e-6);
+  c.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
+
+  // RoPE: transformers 5 writes {"rope_parameters": {"rope_type", "rope_theta", ...}}; earlier versions
+  // "rope_theta" and "rope_scaling" at the top level.
+  if (const json* p = k.get("rope_parameters"); p && p->is_object()) {
+    c.rope_theta =
+        Keys(*p, where + ": \"rope_parameters\"").positive_float("rope_theta", k.positive_float("rope_theta", 10000));
+    c.rope_scaling = rope_scaling_of(*p, "rope_parameters", where, true);
+  } else {
+    if (p) k.fail("rope_parameters", "must be an object, got " + p->dump());
+    c.rope_theta = k.positive_float("rope_theta", 10000);
+    if (const json* s = k.get("rope_scaling")) c.rope_scaling = rope_scaling_of(*s, "rope_scaling", where, false);
+  }
+
+  if (qwen2) {
+    c.qkv_bias = true;
+  } else if (llama) {
+    c.qkv_bias = c.o_bias = k.boolean("attention_bias", false);
+    c.mlp_bias = k.boolean("mlp_bias", false);
+  }
+
+  // Sliding window: absent means transformers' default 4096, null means none.
+  const bool windowed = mistral || (qwen2 && k.boolean("use_sliding_window", false));
+  if (windowed && !j.contains("sliding_window"))
+    c.sliding_window = 4096;
+  else if (windowed && k.has("sliding_window"))
+    c.sliding_window = k.positive_u32("sliding_window");
+
+  const bool llama_like = llama || mistral;  // LlamaConfig and MistralConfig default bos 1, eos 2
+  if (!j.contains("bos_token_id")) {
+    if (llama_like) c.bos_token_id = 1;
+  } else if (const json* bos = k.get("bos_token_id")) {
+    c.bos_token_id = k.token_id("bos_token_id", *bos);
+  }
+  if (!j.contains("eos_token_id")) {
+    if (llama_like) c.eos_token_ids = {2};
+  } else if (const json* eos = k.get("eos_token_id")) {
+    if (eos->is_array()) {
+      for (const json& id : *eos) c.eos_token_ids.push_back(k.token_id("eos_token_id", id));
+    } else {
+      c.eos_token_ids.push_back(k.token_id("eos_token_id", *eos));
+    }
+  }
+
+  c.torch_dtype = k.has("torch_dtype") ? k.string("torch_dtype") : k.string("dtype");
+  return c;
+}
+
+ModelConfig load_config(const std::filesystem::path& config_json) {
+  std::error_code ec;
+  const std::filesystem::path path =
+      std::filesystem::is_directory(config_json, ec) ? config_json / "config.json" : config_json;
+  MappedFile file(path);
+  const char* text = reinterpret_cast<const char*>(file.bytes().data());
+  json j;
+  try {
+    j = json::parse(text, text + file.size());
+  } catch (const json::exception& e) {
+    throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
+  }
+  return parse_config(j, path);
+}
+
+// Each line is one torch op on f32 tensors; Python scalars enter as f32. (No FMA contraction: the build
+// targets baseline x86-64, which has none.)
+std::vector<float> rope_inv_freq(const ModelConfig& c) {
+  std::vector<float> inv_freq = ops::rope_inv_freq(c.head_dim, c.rope_theta);
+  const RopeScaling& r = c.rope_scaling;
+  if (r.type == RopeScaling::Type::Linear) {
+    for (float& f : inv_freq) f = f / r.factor;
+  } else if (r.type == RopeScaling::Type::Llama3) {
+    const float two_pi = float(2 * std::numbers::pi);  // Python's 2 * math.pi, cast to f32 by torch
+    const float old_context = float(r.original_max_position_embeddings);
+    // old_context_len / low_freq_factor etc. are Python float divisions, compared against f32 tensors.
+    const float low_freq_wavelen = float(double(r.original_max_position_embeddings) / double(r.low_freq_factor));
+    const float high_freq_wavelen = float(double(r.original_max_position_embeddings) / double(r.high_freq_factor));
+    const float factor_span = float(double(r.high_freq_factor) - double(r.low_freq_factor));
+    for (float& f : inv_freq) {
+      const float wavelen = (1.0f / f) * two_pi;  // 2 * math.pi / inv_freq
+      if (wavelen < high_freq_wavelen) continue;  // high frequencies: kept
+      if (wavelen > low_freq_wavelen) {           // low frequencies: divided by factor
+        f = f / r.factor;
+        continue;
+      }
+      const float smooth = ((1.0f / wavelen) * old_context - r.low_freq_factor) / factor_span;
+      const float scaled = ((1.0f - smooth) * f) / r.factor;
+      const float kept = smooth * f;
+      f = scaled + kept;
+    }
+  }
+  return inv_freq;
+}
+
+}  // namespace ls::model

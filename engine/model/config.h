@@ -1,0 +1,71 @@
+#pragma once
+// A Hugging Face config.json for the decoder-only models we run: Qwen2ForCausalLM, LlamaForCausalLM,
+// MistralForCausalLM. Keys missing from the file take the defaults of transformers' Qwen2Config,
+// LlamaConfig and MistralConfig, except the sizes (below), which must be given.
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ls::model {
+
+enum class Architecture { Qwen2, Llama, Mistral };
+
+// HF rope_scaling (or, as transformers 5 writes it, rope_parameters): "llama3" (Llama 3.1/3.2), "linear",
+// or none ("default" or absent). Any other type is refused.
+struct RopeScaling {
+  enum class Type { None, Linear, Llama3 } type = Type::None;
+  float factor = 1, low_freq_factor = 1, high_freq_factor = 4;
+  uint32_t original_max_position_embeddings = 8192;
+};
+
+// Sizes: V vocab_size, C hidden_size, I intermediate_size, H num_heads, KV num_kv_heads, D head_dim.
+struct ModelConfig {
+  Architecture arch = Architecture::Llama;
+  std::string architecture_name;  // e.g. "Qwen2ForCausalLM" (from "architectures", or from "model_type")
+  uint32_t vocab_size = 0, hidden_size = 0, intermediate_size = 0, num_layers = 0, num_heads = 0, num_kv_heads = 0,
+           head_dim = 0;
+  uint32_t max_position_embeddings = 0;
+  float rms_norm_eps = 1e-6f;
+  float rope_theta = 10000;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool qkv_bias = false;  // Qwen2: always (HF Qwen2Attention has bias on q, k, v, not o); Llama: "attention_bias"
+  bool o_bias = false;    // Llama "attention_bias" also puts a bias on o_proj; Qwen2, Mistral: never
+  bool mlp_bias = false;  // Llama "mlp_bias" (bias on gate, up and down)
+  // Mistral ("sliding_window", default 4096, null for none) and Qwen2 (only when "use_sliding_window" is
+  // true, and then only on layers >= "max_window_layers"). Inference may refuse contexts longer than this.
+  std::optional<uint32_t> sliding_window;
+  std::optional<int32_t> bos_token_id;
+  std::vector<int32_t> eos_token_ids;  // "eos_token_id" may be an int or a list
+  std::string torch_dtype;             // "torch_dtype" (or transformers 5's "dtype") as written, "" if absent
+  std::string model_type;              // as written ("qwen2", "llama", "mistral"), "" if absent
+};
+
+// Reads `config_json`, or `config_json`/config.json when it is a folder. Throws ls::Error naming the file
+// and the key on a missing required size (hidden_size, num_hidden_layers, num_attention_heads,
+// intermediate_size, vocab_size; architectures or model_type), a value of the wrong type or range, an
+// unsupported architecture (the message lists the supported ones), an activation other than SiLU, a
+// quantized model, inconsistent sizes (hidden_size % heads without "head_dim", heads % kv_heads, odd
+// head_dim) or an unsupported rope_scaling type.
+ModelConfig load_config(const std::filesystem::path& config_json);
+ModelConfig parse_config(const nlohmann::json& j, const std::filesystem::path& source_for_errors);
+
+// The names of the supported architectures, for messages: "Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM".
+const char* supported_architectures();
+
+// HF's rotary inverse frequencies, [D/2] f32, as transformers computes them on the CPU:
+//   inv_freq = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.int64).float() / D))
+// every step rounded to f32 (base ** x computed in double and rounded to f32: torch's own f32 pow may differ
+// from that by an ulp); this is ops::rope_inv_freq(D, rope_theta). Then, per rope_scaling:
+//   linear: inv_freq / factor (in f32). transformers now does exactly this (_compute_linear_scaling_rope_
+//     parameters); older versions divided the positions instead, the same angle up to f32 rounding.
+//   llama3: transformers' _compute_llama3_parameters step by step in f32 (torch's CPU order of operations:
+//     Python scalars become f32, `scalar / tensor` is reciprocal(tensor) * scalar):
+//     wavelen = (1 / inv_freq) * f32(2 pi); wavelen < orig / high: kept; wavelen > orig / low: inv_freq / factor;
+//     otherwise s = ((1 / wavelen) * orig - low) / (high - low) and ((1 - s) * inv_freq) / factor + s * inv_freq.
+std::vector<float> rope_inv_freq(const ModelConfig& c);
+
+}  // namespace ls::model
