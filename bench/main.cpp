@@ -1,9 +1,11 @@
 // lorastudio-bench: GPU timings of the engine. `micro` times single kernels (the seed documents'
-// table plus the model's real shapes). decode, prefill and train arrive with the model issues.
+// table plus the model's real shapes). `inference` times prefill and decode on a model
+// folder; train arrives with the training issue.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
+#include "inference.h"
 #include "micro.h"
 #include "vk/device.h"
 
@@ -15,12 +17,21 @@ int main(int argc, char** argv) {
   auto* micro = app.add_subcommand("micro", "time single kernels: per-dispatch GPU time and submit+wait wall time");
   micro->add_option("--json", json, "also write the results as JSON to this file");
   micro->add_option("--iters", iters, "ops recorded per case (median taken)")->check(CLI::Range(10, 100000));
+  ls::bench::InferenceBenchOptions inf;
+  auto* inference = app.add_subcommand("inference", "prefill and greedy decode tokens/s on a model folder");
+  inference->add_option("--model", inf.model_dir, "Hugging Face model folder")->required();
+  inference->add_option("--prefill", inf.prefill_tokens, "prefill length")->check(CLI::Range(1, 1 << 16));
+  inference->add_option("--prompt", inf.prompt_tokens, "decode: prompt length")->check(CLI::Range(1, 1 << 16));
+  inference->add_option("--new-tokens", inf.new_tokens, "decode: tokens timed")->check(CLI::Range(1, 1 << 16));
+  inference->add_option("--act", inf.act, "activations: f32, f16 or auto")->check(CLI::IsMember({"f32", "f16", "auto"}));
+  inference->add_option("--json", inf.json, "also write the results as JSON to this file");
   app.add_option("--device", device, "Vulkan device: number or part of the name (default: LORASTUDIO_DEVICE, else best)");
   CLI11_PARSE(app, argc, argv);
   try {
     ls::vk::Device dev({.select = device});
     std::cout << ls::vk::format_report(dev.report());
     if (*micro) return ls::bench::run_micro(dev, iters, json);
+    if (*inference) return ls::bench::run_inference(dev, inf);
   } catch (const std::exception& e) {
     std::cerr << "lorastudio-bench: " << e.what() << "\n";
     return 1;

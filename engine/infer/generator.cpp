@@ -1,0 +1,156 @@
+#include "infer/generator.h"
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+
+#include "error.h"
+
+namespace ls::infer {
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+Generator::Generator(vk::Device& device, const model::Model& model, const model::LoraAdapter* adapter,
+                     GeneratorOptions options)
+    : device_(device), model_(model), adapter_(adapter), options_(options) {
+  if (options_.act != DType::f32 && options_.act != DType::f16)
+    throw Error("generator: activations must be f32 or f16, got " + std::string(dtype_name(options_.act)));
+  const uint32_t max_pos = model.config.max_position_embeddings;
+  options_.context = std::max<uint32_t>(1, max_pos ? std::min(options_.context, max_pos) : options_.context);
+  options_.max_chunk = std::max<uint32_t>(1, std::bit_floor(std::min(options_.max_chunk, options_.context)));
+  cache_ = model::KvCache::allocate(device, model.config, options_.context, options_.act);
+}
+
+Generator::Chunk& Generator::chunk(uint32_t size) {
+  auto it = chunks_.find(size);
+  if (it != chunks_.end()) return it->second;
+  Chunk c;
+  c.in.ids = Tensor::empty_host(device_, {size}, DType::i32, "ids");
+  c.in.positions = Tensor::empty_host(device_, {size}, DType::i32, "positions");
+  c.in.step = Tensor::empty_host(device_, {model::kStepSlots}, DType::i32, "step");
+  c.logits = Tensor::empty_host(device_, {1, model_.config.vocab_size}, DType::f32, "logits");
+  vk::Recorder rec(device_, {.profile = options_.profile});
+  model::record_forward(rec, model_, adapter_, cache_, c.in, c.logits, options_.act);
+  c.program = rec.finish();
+  return chunks_.emplace(size, std::move(c)).first->second;
+}
+
+// Runs one chunk of at most max_chunk tokens, padded up to a power of two. The padding rows compute
+// junk that lands in the cache past the real tokens, where the next tokens overwrite it; no real
+// query ever sees it (causal).
+void Generator::run_chunk(std::span<const int32_t> ids) {
+  const uint32_t n = uint32_t(ids.size());
+  const uint32_t size = std::bit_ceil(n);
+  Chunk& c = chunk(size);
+  std::vector<int32_t> padded(size, 0), positions(size), step(model::kStepSlots);
+  std::copy(ids.begin(), ids.end(), padded.begin());
+  for (uint32_t t = 0; t < size; ++t) positions[t] = int32_t(position_ + t);
+  step[model::kPastSlot] = int32_t(position_);
+  step[model::kLastRowSlot] = int32_t(n - 1);
+  upload(c.in.ids, padded);
+  upload(c.in.positions, positions);
+  upload(c.in.step, step);
+  c.program.run();
+  position_ += n;
+  if (const void* p = c.logits.mapped()) {
+    last_logits_ = static_cast<const float*>(p);
+  } else {
+    logits_copy_ = download(c.logits);
+    last_logits_ = logits_copy_.data();
+  }
+}
+
+void Generator::prefill(std::span<const int32_t> ids) {
+  if (ids.empty()) throw Error("generator: prefill of no tokens");
+  if (uint64_t(position_) + ids.size() > cache_.capacity)
+    throw Error("generator: " + std::to_string(position_ + ids.size()) + " tokens do not fit the context of " +
+                std::to_string(cache_.capacity));
+  const int32_t vocab = int32_t(model_.config.vocab_size);
+  for (int32_t id : ids)
+    if (id < 0 || id >= vocab) throw Error("generator: token id " + std::to_string(id) + " is outside the vocabulary");
+  for (size_t done = 0; done < ids.size();) {
+    size_t n = std::min<size_t>(ids.size() - done, options_.max_chunk);
+    run_chunk(ids.subspan(done, n));
+    done += n;
+  }
+  history_.insert(history_.end(), ids.begin(), ids.end());
+}
+
+void Generator::truncate(uint32_t n) {
+  if (n > position_) throw Error("generator: cannot truncate the context to more tokens than it holds");
+  position_ = n;
+  history_.resize(n);
+  last_logits_ = nullptr;
+}
+
+void Generator::decode(int32_t id) { prefill(std::span<const int32_t>(&id, 1)); }
+
+std::span<const float> Generator::logits() const {
+  if (!last_logits_) throw Error("generator: no logits yet (nothing was prefilled)");
+  return {last_logits_, model_.config.vocab_size};
+}
+
+std::vector<float> Generator::logits_of_every_position(std::span<const int32_t> ids) {
+  const uint32_t T = uint32_t(ids.size());
+  if (T == 0 || T > cache_.capacity) throw Error("generator: logits_of_every_position needs 1 .. context tokens");
+  model::ForwardInputs in{Tensor::empty_host(device_, {T}, DType::i32, "ids"),
+                          Tensor::empty_host(device_, {T}, DType::i32, "positions"),
+                          Tensor::empty_host(device_, {model::kStepSlots}, DType::i32, "step")};
+  Tensor logits = Tensor::empty(device_, {T, model_.config.vocab_size}, DType::f32, "logits");
+  vk::Recorder rec(device_);
+  model::record_forward(rec, model_, adapter_, cache_, in, logits, options_.act);
+  vk::Program program = rec.finish();
+  std::vector<int32_t> positions(T);
+  for (uint32_t t = 0; t < T; ++t) positions[t] = int32_t(t);
+  upload(in.ids, ids);
+  upload(in.positions, positions);
+  upload(in.step, std::vector<int32_t>{0, int32_t(T - 1)});
+  program.run();
+  position_ = T;
+  history_.assign(ids.begin(), ids.end());
+  last_logits_ = nullptr;
+  return download(logits);
+}
+
+GenerateStats Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                                  const std::function<bool(int32_t)>& on_token) {
+  GenerateStats stats;
+  Sampler sampler(options.sampling);
+  auto t0 = std::chrono::steady_clock::now();
+  prefill(prompt);
+  stats.prompt_tokens = uint32_t(prompt.size());
+  stats.prefill_seconds = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  stats.stop_reason = "max tokens";
+  for (uint32_t i = 0; i < options.max_new_tokens; ++i) {
+    int32_t id = sampler.sample(logits(), history_);
+    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end()) {
+      stats.stop_reason = "eos";
+      break;
+    }
+    ++stats.new_tokens;
+    if (!on_token(id)) {
+      stats.stop_reason = "stopped";
+      break;
+    }
+    if (i + 1 == options.max_new_tokens) break;  // the last token's logits are never needed
+    if (position_ >= cache_.capacity) {
+      stats.stop_reason = "context full";
+      break;
+    }
+    decode(id);
+  }
+  stats.decode_seconds = seconds_since(t0);
+  return stats;
+}
+
+std::vector<vk::Timing> Generator::decode_timings() const {
+  auto it = chunks_.find(1);
+  return it == chunks_.end() ? std::vector<vk::Timing>{} : it->second.program.timings();
+}
+
+}  // namespace ls::infer

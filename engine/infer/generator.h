@@ -1,0 +1,98 @@
+#pragma once
+// Generation on one model: a KV cache on the device, prefill programs per chunk size and a decode
+// program, each recorded once and replayed (DESIGN.md). The context grows with prefill() and
+// decode(); reset() empties it. Not thread-safe: one generator per thread.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "infer/sampler.h"
+#include "model/forward.h"
+#include "vk/recorder.h"
+
+namespace ls::infer {
+
+struct GeneratorOptions {
+  uint32_t context = 4096;        // KV-cache capacity in tokens (capped at the model's max positions)
+  DType act = DType::f32;         // activations entering matmuls: f32, or f16 (tensor cores)
+  uint32_t max_chunk = 512;       // longest prefill chunk; prompts go in chunks of powers of two up to it
+  bool profile = false;           // timestamps around every dispatch (timings())
+};
+
+struct GenerateOptions {
+  uint32_t max_new_tokens = 256;
+  SamplerOptions sampling;
+  std::vector<int32_t> stop_ids;  // end of sequence (eos) ids; the stop token is not passed on
+};
+
+struct GenerateStats {
+  uint32_t prompt_tokens = 0, new_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  std::string stop_reason;        // "eos", "max tokens", "context full", "stopped"
+  double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
+  double decode_tokens_per_second() const { return decode_seconds > 0 ? new_tokens / decode_seconds : 0; }
+};
+
+class Generator {
+ public:
+  Generator(vk::Device& device, const model::Model& model, const model::LoraAdapter* adapter, GeneratorOptions options);
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  uint32_t position() const { return position_; }
+  uint32_t capacity() const { return cache_.capacity; }
+  const GeneratorOptions& options() const { return options_; }
+  void reset() { truncate(0); }
+  // The token ids the KV cache holds, in order (the newest generated token is not among them until it
+  // is decoded; a chat front end reuses the common prefix of a re-rendered conversation).
+  std::span<const int32_t> context() const { return history_; }
+  // Keeps the first n tokens of the context (n <= position()).
+  void truncate(uint32_t n);
+
+  // Appends tokens to the context; afterwards logits() are those of the last one. Throws when the
+  // context would overflow.
+  void prefill(std::span<const int32_t> ids);
+  // Appends one token (a prefill of one, on the decode program).
+  void decode(int32_t id);
+  // f32 logits [V] of the last token appended.
+  std::span<const float> logits() const;
+
+  // Prefill of `ids` on an empty context returning the logits of every position, [T × V] row-major
+  // (tests compare them with transformers'). Leaves the context holding ids.
+  std::vector<float> logits_of_every_position(std::span<const int32_t> ids);
+
+  // Prefills the prompt (appended to the current context), then samples up to max_new_tokens,
+  // calling on_token with each new id; on_token returns false to stop. The history the repetition
+  // penalty sees is the whole context. Every new token but the last one returned is in the context
+  // afterwards.
+  GenerateStats generate(std::span<const int32_t> prompt, const GenerateOptions& options,
+                         const std::function<bool(int32_t)>& on_token);
+
+  // GPU time per label of the latest run of the decode program (profile on), for benches.
+  std::vector<vk::Timing> decode_timings() const;
+
+ private:
+  struct Chunk {
+    model::ForwardInputs in;
+    Tensor logits;
+    vk::Program program;
+  };
+  Chunk& chunk(uint32_t size);
+  void run_chunk(std::span<const int32_t> ids);
+
+  vk::Device& device_;
+  const model::Model& model_;
+  const model::LoraAdapter* adapter_;
+  GeneratorOptions options_;
+  model::KvCache cache_;
+  std::map<uint32_t, Chunk> chunks_;
+  uint32_t position_ = 0;
+  const float* last_logits_ = nullptr;
+  std::vector<float> logits_copy_;   // when the logits tensor is not host-visible
+  std::vector<int32_t> history_;
+};
+
+}  // namespace ls::infer
