@@ -1,10 +1,28 @@
-// lorastudio: command line entry. Until the GUI lands, it reports the version and the Vulkan devices.
+// lorastudio: command line entry. `generate` and `chat` run a model from the terminal; with no
+// command it reports the version and the Vulkan devices (the GUI arrives with its issue).
+// Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "error.h"
+#include "generate_command.h"
 #include "vk/device.h"
+
+namespace {
+
+int report_devices(const std::string& device) {
+  auto reports = ls::vk::list_devices();
+  const char* env = std::getenv("LORASTUDIO_DEVICE");
+  uint32_t chosen = ls::vk::choose_device(reports, device.empty() && env ? env : device);
+  for (const auto& r : reports) {
+    std::cout << ls::vk::format_report(r);
+    if (r.index == chosen) std::cout << "  (selected)\n";
+  }
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"lorastudio — LoRA fine-tuning of language models on any Vulkan GPU"};
@@ -15,21 +33,32 @@ int main(int argc, char** argv) {
   app.add_option("--device", device,
                  "Vulkan device to use: its number from --devices or part of its name "
                  "(default: LORASTUDIO_DEVICE, else discrete > integrated > CPU)");
+  ls::app::GenerateArgs gen_args, chat_args;
+  auto* generate = app.add_subcommand("generate", "Generate a reply to a prompt, streamed to stdout");
+  ls::app::add_generation_options(*generate, gen_args);
+  generate->add_option("--prompt", gen_args.prompt, "the user message (or, with --raw, the exact text to continue)")
+      ->required();
+  generate->add_flag("--raw", gen_args.raw, "continue the prompt text as is, without the chat template");
+  auto* chat = app.add_subcommand("chat", "Interactive chat in the terminal, with the model's chat template");
+  ls::app::add_generation_options(*chat, chat_args);
+  chat_args.temperature = 0.7f;
+  app.footer("Exit codes: 0 success, 1 error (one line on stderr), 2 bad command line.\n");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (*generate) {
+      if (gen_args.device.empty()) gen_args.device = device;
+      return ls::app::run_generate(gen_args);
+    }
+    if (*chat) {
+      if (chat_args.device.empty()) chat_args.device = device;
+      return ls::app::run_chat(chat_args);
+    }
     if (version) {
       std::cout << "lorastudio " << LS_VERSION << "\n";
       if (!devices) return 0;
     }
-    auto reports = ls::vk::list_devices();
-    uint32_t chosen = ls::vk::choose_device(reports, device.empty() && std::getenv("LORASTUDIO_DEVICE")
-                                                         ? std::getenv("LORASTUDIO_DEVICE") : device);
-    for (const auto& r : reports) {
-      std::cout << ls::vk::format_report(r);
-      if (r.index == chosen) std::cout << "  (selected)\n";
-    }
-    return 0;
+    return report_devices(device);
   } catch (const std::exception& e) {
     std::cerr << "lorastudio: " << e.what() << "\n";
     return 1;

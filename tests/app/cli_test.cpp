@@ -1,0 +1,169 @@
+// The lorastudio binary, as users run it: `generate` on the golden fixture models prints exactly
+// transformers' greedy text, and a broken model folder gives one clear error line on stderr and exit
+// code 1 (truncated file, header length past EOF, overlapping offsets, wrong shape, missing tensor,
+// unknown architecture, missing tokenizer), never a crash.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/safetensors.h"
+
+namespace ls {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFixtures = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models";
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs the binary with arguments (each single-quoted for the shell), capturing stdout and stderr.
+Result run(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const fs::path err_file = fs::temp_directory_path() / ("ls_cli_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
+  std::string cmd = std::string("'") + LS_APP_BINARY + "'";
+  for (const auto& a : args) cmd += " '" + a + "'";
+  cmd += " 2>'" + err_file.string() + "'";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream e(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(e), {});
+  fs::remove(err_file);
+  return r;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+void write_text(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ls_cli_model_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::copy(kFixtures / "qwen2_tiny", dir_, fs::copy_options::recursive);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // generate on the broken folder: exit 1, one line on stderr containing every piece of `want`.
+  void expect_one_line_error(const std::vector<std::string>& want) {
+    auto r = run({"generate", "--model", dir_.string(), "--prompt", "hi", "--max-tokens", "2"});
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    ASSERT_FALSE(r.err.empty());
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    for (const auto& w : want) EXPECT_NE(r.err.find(w), std::string::npos) << "\"" << w << "\" not in: " << r.err;
+  }
+
+  // Rewrites model.safetensors through our writer after `edit` changes the tensor list.
+  void rewrite_weights(const std::function<void(std::vector<model::TensorToWrite>&)>& edit) {
+    std::string bytes;
+    {
+      auto st = model::SafeTensors::open(dir_ / "model.safetensors");
+      std::vector<model::TensorToWrite> tensors;
+      for (const auto& t : st.tensors()) tensors.push_back({t.name, t.dtype, t.shape, t.bytes});
+      edit(tensors);
+      bytes = model::serialize_safetensors(tensors, {}, dir_ / "model.safetensors");
+    }
+    write_text(dir_ / "model.safetensors", bytes);
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, GeneratePrintsTransformersGreedyText) {
+  for (const char* name : {"qwen2_tiny", "llama_tiny"}) {
+    auto expected = nlohmann::json::parse(read_text(kFixtures / name / "expected.json"));
+    auto r = run({"generate", "--model", (kFixtures / name).string(), "--prompt", expected["messages"][0]["content"],
+                  "--max-tokens", "20", "--ignore-eos", "--act", "f32"});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, expected["greedy_text"].get<std::string>() + "\n") << name;
+    EXPECT_NE(r.err.find("decode 20 tokens"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(Cli, TruncatedWeights) {
+  auto s = read_text(dir_ / "model.safetensors");
+  write_text(dir_ / "model.safetensors", s.substr(0, s.size() / 2));
+  expect_one_line_error({"model.safetensors"});
+}
+
+TEST_F(Cli, HeaderLengthPastEndOfFile) {
+  auto s = read_text(dir_ / "model.safetensors");
+  uint64_t n = s.size() + 1000;
+  std::memcpy(s.data(), &n, 8);
+  write_text(dir_ / "model.safetensors", s);
+  expect_one_line_error({"model.safetensors", "header"});
+}
+
+TEST_F(Cli, OverlappingOffsets) {
+  const std::string header =
+      R"({"model.norm.weight":{"dtype":"F32","shape":[4],"data_offsets":[0,16]},)"
+      R"("model.embed_tokens.weight":{"dtype":"F32","shape":[4],"data_offsets":[8,24]}})";
+  std::string s(8, '\0');
+  uint64_t n = header.size();
+  std::memcpy(s.data(), &n, 8);
+  s += header + std::string(24, '\x01');
+  write_text(dir_ / "model.safetensors", s);
+  expect_one_line_error({"model.safetensors", "overlap"});
+}
+
+TEST_F(Cli, WrongShape) {
+  rewrite_weights([](auto& tensors) {
+    for (auto& t : tensors)
+      if (t.name == "model.norm.weight") t.shape = {32}, t.bytes = t.bytes.first(32 * 4);
+  });
+  expect_one_line_error({"model.norm.weight", "shape"});
+}
+
+TEST_F(Cli, MissingTensor) {
+  rewrite_weights([](auto& tensors) {
+    std::erase_if(tensors, [](const auto& t) { return t.name == "model.layers.1.mlp.up_proj.weight"; });
+  });
+  expect_one_line_error({"missing", "model.layers.1.mlp.up_proj.weight"});
+}
+
+TEST_F(Cli, UnknownArchitecture) {
+  auto c = nlohmann::json::parse(read_text(dir_ / "config.json"));
+  c["architectures"] = {"GPT2LMHeadModel"};
+  c["model_type"] = "gpt2";
+  write_text(dir_ / "config.json", c.dump());
+  expect_one_line_error({"config.json", "GPT2LMHeadModel", "Qwen2ForCausalLM"});
+}
+
+TEST_F(Cli, MissingTokenizer) {
+  fs::remove(dir_ / "tokenizer.json");
+  expect_one_line_error({"tokenizer.json"});
+}
+
+TEST_F(Cli, MissingFolder) {
+  fs::remove_all(dir_);
+  expect_one_line_error({dir_.string()});
+}
+
+TEST_F(Cli, BadSamplingOption) {
+  auto r = run({"generate", "--model", dir_.string(), "--prompt", "hi", "--top-p", "1.5"});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("top_p"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ls
