@@ -65,10 +65,13 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
   prof.prefill(short_prompt);
   prof.decode(1);
   std::map<std::string, double> by_label;
+  std::map<std::string, std::pair<double, int>> by_kernel;
   double gpu_ns = 0;
   size_t dispatches = 0;
   for (const auto& t : prof.decode_timings()) {
     by_label[t.name] += t.ns;
+    by_kernel[t.kernel].first += t.ns;
+    by_kernel[t.kernel].second += 1;
     gpu_ns += t.ns;
     ++dispatches;
   }
@@ -81,6 +84,10 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
               o.prompt_tokens, stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens), decode_tps);
   std::printf("one decode token, profiled: %zu dispatches, %.1f us GPU in total\n", dispatches, gpu_ns / 1e3);
   for (const auto& [name, ns] : by_label) std::printf("  %-24s %9.1f us\n", name.c_str(), ns / 1e3);
+  std::printf("by kernel:\n");
+  for (const auto& [name, v] : by_kernel)
+    std::printf("  %-32s %9.1f us in %4d dispatches (%.2f us each)\n", name.c_str(), v.first / 1e3, v.second,
+                v.first / 1e3 / v.second);
 
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model_dir},
@@ -95,6 +102,7 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
                         {"decode_tok_s", decode_tps},
                         {"decode_dispatches", dispatches},
                         {"decode_gpu_us_by_group", by_label}};
+    for (const auto& [name, v] : by_kernel) j["decode_gpu_us_by_kernel"][name] = v.first / 1e3;
     std::ofstream(o.json) << j.dump(1) << "\n";
   }
   return 0;

@@ -21,8 +21,11 @@ layout(binding = 0) readonly buffer BufA8 { uvec4 a8[]; };  // the same buffers,
 layout(binding = 1) readonly buffer BufB8 { uvec4 b8[]; };
 
 const uint BM = 64u, BN = 128u, BK = 64u, BK8 = BK / 8u;
-shared uvec4 tile_a[BM * BK8];  // [m][k / 8]
-shared uvec4 tile_b[BN * BK8];  // [n][k / 8]
+// Rows of the staged tiles are BK8 + 1 uvec4 apart: a 144-byte stride spreads the 16 rows a
+// cooperative load reads over the shared-memory banks (128 bytes would put them all on the same ones).
+const uint LD = BK8 + 1u;
+shared uvec4 tile_a[BM * LD];  // [m][k / 8]
+shared uvec4 tile_b[BN * LD];  // [n][k / 8]
 shared float scratch[8u * 256u];
 
 uint pack_pair(float lo, float hi) { return packHalf2x16(vec2(lo, hi)); }
@@ -71,20 +74,20 @@ void main() {
     for (uint r = 0u; r < (BM * BK8) / 256u; ++r) {
       uint idx = tid + r * 256u, mm = idx / BK8, kq = idx % BK8;
       uint m = m0 + mm, k = k0 + kq * 8u;
-      if (vec_a) tile_a[idx] = (m < p.M && k < p.K) ? a8[(a_base + m * p.a_sm + k) / 8u] : uvec4(0u);
-      else tile_a[idx] = gather_a(m, k, a_base);
+      if (vec_a) tile_a[mm * LD + kq] = (m < p.M && k < p.K) ? a8[(a_base + m * p.a_sm + k) / 8u] : uvec4(0u);
+      else tile_a[mm * LD + kq] = gather_a(m, k, a_base);
     }
     for (uint r = 0u; r < (BN * BK8) / 256u; ++r) {
       uint idx = tid + r * 256u, nn = idx / BK8, kq = idx % BK8;
       uint n = n0 + nn, k = k0 + kq * 8u;
-      if (vec_b) tile_b[idx] = (n < p.N && k < p.K) ? b8_as_half(b8[(b_base + n * p.b_sn + k) / 8u]) : uvec4(0u);
-      else tile_b[idx] = gather_b(n, k, b_base);
+      if (vec_b) tile_b[nn * LD + kq] = (n < p.N && k < p.K) ? b8_as_half(b8[(b_base + n * p.b_sn + k) / 8u]) : uvec4(0u);
+      else tile_b[nn * LD + kq] = gather_b(n, k, b_base);
     }
     barrier();
     for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[2], mb[2];
-      for (uint i = 0u; i < 2u; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 32u + i * 16u) * BK8 + kk, BK8, false);
-      for (uint j = 0u; j < 2u; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 32u + j * 16u) * BK8 + kk, BK8, true);
+      for (uint i = 0u; i < 2u; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 32u + i * 16u) * LD + kk, LD, false);
+      for (uint j = 0u; j < 2u; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 32u + j * 16u) * LD + kk, LD, true);
       for (uint i = 0u; i < 2u; ++i)
         for (uint j = 0u; j < 2u; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
     }

@@ -19,6 +19,7 @@ struct AttentionParams {  // = `Params` in shaders/attention.comp and attention_
 static_assert(sizeof(AttentionParams) <= 128);
 
 constexpr uint32_t kThreads = 64;  // = WG in the shaders (fixed there: it sizes per-thread arrays)
+constexpr uint32_t kSplitMaxQueries = 4;  // query rows per sequence up to which decoding splits the keys
 
 AttentionParams params_for(const AttentionDims& d, float scale) {
   return {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .KV = d.KV, .D = d.D, .scale = scale, .past_on_device = 0};
@@ -83,13 +84,35 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
   require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
   require_dtype(past, {DType::i32}, op, "past");
   require(past.numel() >= 1, op, "past is empty");
-  // The log-sum-exp is not needed at inference; the kernel writes it to a scratch the program keeps.
-  Tensor lse = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention lse (unused)");
   AttentionParams params = params_for(d, scale);
   params.past_on_device = 1;
+  const uint64_t rows = uint64_t(d.B) * d.T * d.H;
+  if (d.T <= kSplitMaxQueries && rows <= 65535) {
+    // A few query rows (decoding): split the keys over workgroups, then combine.
+    const uint32_t splits = ceil_div(d.S, kThreads);
+    struct SplitParams {  // = `Params` in shaders/attention_split.comp
+      uint32_t B, T, S, H, KV, D;
+      float scale;
+      uint32_t splits;
+    } sp{d.B, d.T, d.S, d.H, d.KV, d.D, scale, splits};
+    static_assert(sizeof(SplitParams) <= 128);
+    Tensor part = Tensor::empty(rec.device(), {uint32_t(rows), splits, d.D + 2}, DType::f32, "attention partials");
+    static constexpr vk::Kernel partial[] = {vk::Kernel::attention_split_partial_f32,
+                                             vk::Kernel::attention_split_partial_f16};
+    static constexpr vk::Kernel combine[] = {vk::Kernel::attention_split_combine_f32,
+                                             vk::Kernel::attention_split_combine_f16};
+    const size_t i = float_index(q.dtype());
+    rec.dispatch(partial[i], {in(q), in(k_cache), in(v_cache), in(o), out(part), in(past)}, sp,
+                 {uint32_t(rows), splits, 1}, {.local_x = kThreads});
+    rec.dispatch(combine[i], {in(q), in(k_cache), in(v_cache), out(o), in(part), in(past)}, sp,
+                 {uint32_t(rows), 1, 1}, {.local_x = kThreads});
+    return;
+  }
+  // The log-sum-exp is not needed at inference; the kernel writes it to a scratch the program keeps.
+  Tensor lse = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention lse (unused)");
   static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
   rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k_cache), in(v_cache), out(o), out(lse), in(past)},
-               params, row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
+               params, row_groups(rows, op), {.local_x = kThreads});
 }
 
 void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,

@@ -60,6 +60,17 @@ vk::Kernel matvec_kernel(DType a, DType b, DType c) {
 }
 constexpr uint32_t kMatvecMaxRows = 4, kMatvecCols = 4;
 
+// The 16-byte-load variant (shaders/matvec8.comp).
+vk::Kernel matvec8_kernel(DType a, DType b, DType c) {
+  static constexpr vk::Kernel table[] = {
+      vk::Kernel::matvec8_f32_f32_f32,  vk::Kernel::matvec8_f32_f32_f16,  vk::Kernel::matvec8_f32_f16_f32,
+      vk::Kernel::matvec8_f32_f16_f16,  vk::Kernel::matvec8_f32_bf16_f32, vk::Kernel::matvec8_f32_bf16_f16,
+      vk::Kernel::matvec8_f16_f32_f32,  vk::Kernel::matvec8_f16_f32_f16,  vk::Kernel::matvec8_f16_f16_f32,
+      vk::Kernel::matvec8_f16_f16_f16,  vk::Kernel::matvec8_f16_bf16_f32, vk::Kernel::matvec8_f16_bf16_f16,
+  };
+  return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
+}
+
 // f16 activations × f16/bf16 weights on tensor cores (shaders/matmul_coopmat.comp).
 vk::Kernel coopmat_kernel(DType b, DType c) {
   static constexpr vk::Kernel table[] = {vk::Kernel::gemm_coopmat_f16_f16_f32, vk::Kernel::gemm_coopmat_f16_f16_f16,
@@ -104,6 +115,15 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   const std::initializer_list<vk::Use> uses = {
       in(a), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
       in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)};
+  if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1 && K % 8 == 0 && g.a_sm % 8 == 0 &&
+      g.b_sn % 8 == 0) {
+    // One subgroup per output column, 16-byte loads.
+    const uint32_t per_group = std::max(1u, 256u / std::max(1u, rec.device().report().subgroup_size));
+    uint32_t groups = ceil_div(N, per_group);
+    rec.dispatch(matvec8_kernel(a.dtype(), b.dtype(), c.dtype()), uses, params,
+                 {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
+    return;
+  }
   if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1) {
     // One output column per 64 threads: no 64x64 tile half empty when M is 1.
     uint32_t groups = ceil_div(N, kMatvecCols);

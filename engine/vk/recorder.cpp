@@ -52,6 +52,7 @@ Program& Program::operator=(Program&& o) noexcept {
   descriptor_pools_ = std::move(o.descriptor_pools_);
   query_pools_ = std::move(o.query_pools_);
   timing_names_ = std::move(o.timing_names_);
+  timing_kernels_ = std::move(o.timing_kernels_);
   keep_alive_ = std::move(o.keep_alive_);
   plan_ = std::move(o.plan_);
   return *this;
@@ -94,7 +95,7 @@ std::vector<Timing> Program::timings() const {
           "vkGetQueryPoolResults");
   }
   for (size_t i = 0; i < timing_names_.size(); ++i)
-    out.push_back({timing_names_[i], double(ticks[2 * i + 1] - ticks[2 * i]) * period});
+    out.push_back({timing_names_[i], double(ticks[2 * i + 1] - ticks[2 * i]) * period, timing_kernels_[i]});
   return out;
 }
 
@@ -215,6 +216,7 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
   std::string name = labels_.empty() ? info.name : labels_.back();
   if (options_.profile) {
     program_.timing_names_.push_back(name);
+    program_.timing_kernels_.push_back(info.name);
     write_timestamp();
   }
   vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);

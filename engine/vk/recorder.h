@@ -56,8 +56,9 @@ class HazardTracker {
 };
 
 struct Timing {
-  std::string name;
+  std::string name;    // the innermost Label, else the kernel
   double ns = 0;
+  std::string kernel;  // the kernel's name
 };
 
 class Program {
@@ -86,7 +87,7 @@ class Program {
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   std::vector<VkDescriptorPool> descriptor_pools_;
   std::vector<VkQueryPool> query_pools_;
-  std::vector<std::string> timing_names_;
+  std::vector<std::string> timing_names_, timing_kernels_;
   std::vector<std::shared_ptr<const Allocation>> keep_alive_;
   std::vector<PlanStep> plan_;
 };

@@ -32,7 +32,9 @@ struct Result {
 Result run(const std::vector<std::string>& args) {
   static int counter = 0;
   const fs::path err_file = fs::temp_directory_path() / ("ls_cli_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-  std::string cmd = std::string("'") + LS_APP_BINARY + "'";
+  // LS_APP_BINARY in the environment overrides the build's path (stripped binaries on another machine).
+  const char* binary = std::getenv("LS_APP_BINARY") ? std::getenv("LS_APP_BINARY") : LS_APP_BINARY;
+  std::string cmd = std::string("'") + binary + "'";
   for (const auto& a : args) cmd += " '" + a + "'";
   cmd += " 2>'" + err_file.string() + "'";
   Result r;

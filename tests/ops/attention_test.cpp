@@ -298,8 +298,11 @@ class AttentionCached : public test::GpuTest, public ::testing::WithParamInterfa
 
 TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
   const DType dtype = GetParam();
-  const AttentionDims cache{.B = 1, .T = 3, .S = 37, .H = 4, .KV = 2, .D = 16};
-  const Inputs x(AttentionDims{.B = 1, .T = 37, .S = 37, .H = 4, .KV = 2, .D = 16}, dtype, 71);
+  // T = 3: the split-keys decoding kernels (S = 137: three splits of 64 keys); T = 6: one workgroup per query.
+  for (uint32_t T : {3u, 6u})
+  for (uint32_t S : {37u, 137u}) {
+  const AttentionDims cache{.B = 1, .T = T, .S = S, .H = 4, .KV = 2, .D = 16};
+  const Inputs x(AttentionDims{.B = 1, .T = S, .S = S, .H = 4, .KV = 2, .D = 16}, dtype, 71);
   auto k = test::tensor_from(dev(), kv_shape(cache), dtype, x.k);
   auto v = test::tensor_from(dev(), kv_shape(cache), dtype, x.v);
   std::vector<float> q_values(x.q.begin(), x.q.begin() + numel(q_shape(cache)));
@@ -310,19 +313,24 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
   vk::Recorder rec(dev());
   ops::attention_cached_forward(rec, o.t, q, k, v, past, scale);
   auto program = rec.finish();
-  for (uint32_t p : {0u, 1u, 17u, 34u}) {
+  for (uint32_t p : {0u, 1u, 17u, S - T, S - 1}) {
     upload(past, std::vector<int32_t>{int32_t(p)});
     program.run();
     // The reference sees exactly the keys 0 .. p + T - 1 and the queries at positions p .. p + T - 1.
     AttentionDims d = cache;
-    d.S = p + cache.T;
+    d.S = std::min(p + cache.T, S);
+    d.T = d.S - p;  // queries past the cache's end are not checked
     const size_t kv_row = size_t(cache.KV) * cache.D;
     std::vector<float> kp(x.k.begin(), x.k.begin() + d.S * kv_row), vp(x.v.begin(), x.v.begin() + d.S * kv_row);
     std::vector<float> expected(numel(q_shape(d))), lse(numel(lse_shape(d)));
-    ops::ref::attention_forward(expected, lse, q_values, kp, vp, d, scale);
-    check(download(o.t), expected, tol(dtype), "cached o past=" + std::to_string(p), q_shape(d));
+    std::vector<float> qp(q_values.begin(), q_values.begin() + expected.size());
+    ops::ref::attention_forward(expected, lse, qp, kp, vp, d, scale);
+    auto got = download(o.t);
+    got.resize(expected.size());
+    check(got, expected, tol(dtype), "cached o T=" + std::to_string(T) + " past=" + std::to_string(p), q_shape(d));
   }
   o.expect_guards_intact("cached attention o");
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionCached, ::testing::Values(DType::f32, DType::f16),

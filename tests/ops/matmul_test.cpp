@@ -80,6 +80,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{33, 7, 64, DType::f32, DType::bf16, DType::f32}, Case{129, 65, 33, DType::f16, DType::f16, DType::f16},
                       Case{17, 129, 7, DType::f16, DType::bf16, DType::f32}, Case{65, 64, 100, DType::f32, DType::f16, DType::f16},
                       Case{1, 896, 896, DType::f32, DType::bf16, DType::f32},
+                      // few rows (matvec kernels): 16-byte loads when K % 8 == 0, element by element otherwise
+                      Case{3, 40, 136, DType::f16, DType::f16, DType::f16}, Case{4, 37, 64, DType::f16, DType::bf16, DType::f32},
+                      Case{2, 9, 24, DType::f32, DType::f32, DType::f16}, Case{1, 300, 8, DType::f16, DType::bf16, DType::f16},
+                      Case{2, 5, 12, DType::f16, DType::f16, DType::f32},
                       Case{64, 4864, 896, DType::f16, DType::bf16, DType::f16}),
     [](const auto& param_info) {
       std::ostringstream o;
