@@ -101,7 +101,8 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
                         {"decode_ms_per_token", stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens)},
                         {"decode_tok_s", decode_tps},
                         {"decode_dispatches", dispatches},
-                        {"decode_gpu_us_by_group", by_label}};
+                        {"decode_gpu_us_by_group", nlohmann::json::object()}};
+    for (const auto& [name, ns] : by_label) j["decode_gpu_us_by_group"][name] = ns / 1e3;
     for (const auto& [name, v] : by_kernel) j["decode_gpu_us_by_kernel"][name] = v.first / 1e3;
     std::ofstream(o.json) << j.dump(1) << "\n";
   }
