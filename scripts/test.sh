@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
-ls_install_deps "${LS_TEST_PACKAGES[@]}"
+ls_install_deps "${LS_TEST_PACKAGES[@]+"${LS_TEST_PACKAGES[@]}"}"
 scripts/fetch_tokenizers.sh
 cmake --preset test >/dev/null
 cmake --build --preset test
