@@ -297,7 +297,7 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
 
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
                    const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
-                   const Tensor& lora_a, const Tensor& lora_b, float scale) {
+                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate) {
   const char* op = "lora_backward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -318,7 +318,7 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
              .b_sk = r, .c_sm = r, .alpha = scale});
   matmul_backward_w(rec, d_lora_a, dt, x, 1.0f);  // dA += dtᵀ·x
   if (dx.defined()) {
-    matmul_backward_x(rec, dx, dy, w, false);
+    matmul_backward_x(rec, dx, dy, w, accumulate);
     matmul_backward_x(rec, dx, dt, lora_a, true);
   }
 }

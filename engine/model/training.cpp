@@ -1,0 +1,180 @@
+#include "model/training.h"
+
+#include <cmath>
+
+#include "error.h"
+#include "ops/activations.h"
+#include "ops/attention.h"
+#include "ops/cross_entropy.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+#include "ops/norms.h"
+#include "ops/rope.h"
+
+namespace ls::model {
+
+namespace {
+
+// What one projection saves for its backward.
+struct Linear {
+  const LinearWeights* w = nullptr;
+  const LoraPair* lora = nullptr;  // null: not adapted
+  const LoraPair* grad = nullptr;
+  Tensor x, t;                     // input, and x·Aᵀ when adapted
+};
+
+// Saved activations of one layer.
+struct LayerActs {
+  Tensor x_in, rstd1, h1, q, k, v, attn, lse, x_mid, rstd2, h2, gate, up, act;
+  Linear q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj;
+};
+
+Tensor f32(vk::Device& dev, Shape s, const char* what) { return Tensor::empty(dev, std::move(s), DType::f32, what); }
+
+void forward_linear(vk::Recorder& rec, Linear& l, const Tensor& y, const Tensor& x, float scale, uint32_t rank) {
+  l.x = x;
+  if (l.lora) {
+    l.t = f32(rec.device(), {uint32_t(x.rows()), rank}, "lora t");
+    ops::lora_forward(rec, y, l.t, x, l.w->w, l.w->b, l.lora->a, l.lora->b, scale);
+  } else {
+    ops::matmul_forward(rec, y, x, l.w->w, l.w->b);
+  }
+}
+
+// dx (+)= dy·W (+ the adapter's term); LoRA gradients accumulate.
+void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const Tensor& dy, bool accumulate,
+                     float scale, uint32_t rank) {
+  if (l.lora) {
+    Tensor dt = f32(rec.device(), {uint32_t(dy.rows()), rank}, "lora dt");
+    ops::lora_backward(rec, dx, l.grad->a, l.grad->b, dt, dy, l.x, l.t, l.w->w, l.lora->a, l.lora->b, scale, accumulate);
+  } else {
+    ops::matmul_backward_x(rec, dx, dy, l.w->w, accumulate);
+  }
+}
+
+}  // namespace
+
+LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
+  LoraAdapter g = adapter;
+  for (auto& layer : g.layers)
+    for (auto& p : layer) {
+      if (!p.defined()) continue;
+      p.a = Tensor::empty(device, p.a.shape(), DType::f32, "lora grad A");
+      p.b = Tensor::empty(device, p.b.shape(), DType::f32, "lora grad B");
+      upload(p.a, std::vector<float>(p.a.numel(), 0.0f));
+      upload(p.b, std::vector<float>(p.b.numel(), 0.0f));
+    }
+  return g;
+}
+
+void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
+                       const TrainBatch& batch, const Tensor& loss) {
+  const ModelConfig& c = model.config;
+  const ModelWeights& w = model.weights;
+  vk::Device& dev = rec.device();
+  const uint32_t B = batch.B, T = batch.T, M = B * T;
+  const uint32_t C = c.hidden_size, H = c.num_heads, KV = c.num_kv_heads, D = c.head_dim, I = c.intermediate_size,
+                 V = c.vocab_size, r = adapter.rank;
+  if (adapter.layers.size() != c.num_layers || grads.layers.size() != c.num_layers)
+    throw Error("record_train_step: the adapter does not match the model's layers");
+  const float s = adapter.scale(), att_scale = 1.0f / std::sqrt(float(D)), eps = c.rms_norm_eps;
+
+  std::vector<LayerActs> acts(c.num_layers);
+  Tensor x = f32(dev, {M, C}, "residual");
+  {
+    vk::Recorder::Label label(rec, "forward");
+    ops::embedding_forward(rec, x, w.embed, batch.ids);
+    for (uint32_t i = 0; i < c.num_layers; ++i) {
+      const LayerWeights& lw = w.layers[i];
+      LayerActs& a = acts[i];
+      auto bind = [&](Linear& l, const LinearWeights& lwts, LoraTarget t) {
+        l.w = &lwts;
+        if (adapter.at(i, t).defined()) l.lora = &adapter.at(i, t), l.grad = &grads.at(i, t);
+      };
+      bind(a.q_proj, lw.q, LoraTarget::q_proj);
+      bind(a.k_proj, lw.k, LoraTarget::k_proj);
+      bind(a.v_proj, lw.v, LoraTarget::v_proj);
+      bind(a.o_proj, lw.o, LoraTarget::o_proj);
+      bind(a.gate_proj, lw.gate, LoraTarget::gate_proj);
+      bind(a.up_proj, lw.up, LoraTarget::up_proj);
+      bind(a.down_proj, lw.down, LoraTarget::down_proj);
+
+      a.x_in = x;
+      a.rstd1 = f32(dev, {M}, "rstd");
+      a.h1 = f32(dev, {M, C}, "normed");
+      ops::rms_norm_forward(rec, a.h1, a.rstd1, x, lw.input_norm, eps);
+      a.q = f32(dev, {B, T, H, D}, "q");
+      a.k = f32(dev, {B, T, KV, D}, "k");
+      a.v = f32(dev, {B, T, KV, D}, "v");
+      forward_linear(rec, a.q_proj, a.q.reshape({M, H * D}), a.h1, s, r);
+      forward_linear(rec, a.k_proj, a.k.reshape({M, KV * D}), a.h1, s, r);
+      forward_linear(rec, a.v_proj, a.v.reshape({M, KV * D}), a.h1, s, r);
+      ops::rope_forward(rec, a.q, a.q, batch.positions, w.inv_freq);
+      ops::rope_forward(rec, a.k, a.k, batch.positions, w.inv_freq);
+      a.attn = f32(dev, {B, T, H, D}, "attention");
+      a.lse = f32(dev, {B, H, T}, "lse");
+      ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, att_scale);
+      Tensor proj = f32(dev, {M, C}, "o_proj out");
+      forward_linear(rec, a.o_proj, proj, a.attn.reshape({M, H * D}), s, r);
+      a.x_mid = f32(dev, {M, C}, "residual mid");
+      ops::add_forward(rec, a.x_mid, x, proj);
+      a.rstd2 = f32(dev, {M}, "rstd");
+      a.h2 = f32(dev, {M, C}, "normed");
+      ops::rms_norm_forward(rec, a.h2, a.rstd2, a.x_mid, lw.post_attention_norm, eps);
+      a.gate = f32(dev, {M, I}, "gate");
+      a.up = f32(dev, {M, I}, "up");
+      forward_linear(rec, a.gate_proj, a.gate, a.h2, s, r);
+      forward_linear(rec, a.up_proj, a.up, a.h2, s, r);
+      a.act = f32(dev, {M, I}, "silu*up");
+      ops::silu_mul_forward(rec, a.act, a.gate, a.up);
+      Tensor down = f32(dev, {M, C}, "down out");
+      forward_linear(rec, a.down_proj, down, a.act, s, r);
+      Tensor x_next = f32(dev, {M, C}, "residual");
+      ops::add_forward(rec, x_next, a.x_mid, down);
+      x = x_next;
+    }
+  }
+  // Head and loss.
+  Tensor rstd_f = f32(dev, {M}, "rstd"), hf = f32(dev, {M, C}, "final normed");
+  Tensor logits = f32(dev, {M, V}, "logits"), row_loss = f32(dev, {M}, "row loss"), lse = f32(dev, {M}, "lse");
+  Tensor dx = f32(dev, {M, C}, "d residual"), tmp = f32(dev, {M, C}, "d scratch");
+  {
+    vk::Recorder::Label label(rec, "loss");
+    ops::rms_norm_forward(rec, hf, rstd_f, x, w.final_norm, eps);
+    ops::matmul_forward(rec, logits, hf, w.lm_head, Tensor());
+    ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, batch.targets);
+    ops::cross_entropy_backward(rec, logits, logits, batch.targets, lse, loss);  // dlogits in place
+    ops::matmul_backward_x(rec, tmp, logits, w.lm_head);                          // d hf
+    ops::rms_norm_backward(rec, dx, Tensor(), tmp, x, w.final_norm, rstd_f);
+  }
+  // Backward through the layers; dx is d(residual out) of the current layer.
+  vk::Recorder::Label label(rec, "backward");
+  Tensor d_act = f32(dev, {M, I}, "d act"), d_gate = f32(dev, {M, I}, "d gate"), d_up = f32(dev, {M, I}, "d up");
+  Tensor d_attn = f32(dev, {B, T, H, D}, "d attention");
+  Tensor dq = f32(dev, {B, T, H, D}, "dq"), dk = f32(dev, {B, T, KV, D}, "dk"), dv = f32(dev, {B, T, KV, D}, "dv");
+  Tensor dh = f32(dev, {M, C}, "d normed");
+  for (uint32_t i = c.num_layers; i-- > 0;) {
+    const LayerWeights& lw = w.layers[i];
+    const LayerActs& a = acts[i];
+    // MLP: x_out = x_mid + down(silu(gate) * up), gate/up from h2 = norm(x_mid).
+    backward_linear(rec, a.down_proj, d_act, dx, false, s, r);
+    ops::silu_mul_backward(rec, d_gate, d_up, d_act, a.gate, a.up);
+    backward_linear(rec, a.gate_proj, dh, d_gate, false, s, r);
+    backward_linear(rec, a.up_proj, dh, d_up, true, s, r);
+    ops::rms_norm_backward(rec, tmp, Tensor(), dh, a.x_mid, lw.post_attention_norm, a.rstd2);
+    ops::add_forward(rec, dx, dx, tmp);  // d x_mid
+    // Attention: x_mid = x_in + o(attn(rope(q), rope(k), v)), q/k/v from h1 = norm(x_in).
+    backward_linear(rec, a.o_proj, d_attn.reshape({M, H * D}), dx, false, s, r);
+    ops::attention_backward(rec, dq, dk, dv, d_attn, a.q, a.k, a.v, a.attn, a.lse, att_scale);
+    ops::rope_backward(rec, dq, dq, batch.positions, w.inv_freq);
+    ops::rope_backward(rec, dk, dk, batch.positions, w.inv_freq);
+    backward_linear(rec, a.q_proj, dh, dq.reshape({M, H * D}), false, s, r);
+    backward_linear(rec, a.k_proj, dh, dk.reshape({M, KV * D}), true, s, r);
+    backward_linear(rec, a.v_proj, dh, dv.reshape({M, KV * D}), true, s, r);
+    ops::rms_norm_backward(rec, tmp, Tensor(), dh, a.x_in, lw.input_norm, a.rstd1);
+    ops::add_forward(rec, dx, dx, tmp);  // d x_in
+  }
+}
+
+}  // namespace ls::model

@@ -1,0 +1,33 @@
+#pragma once
+// One LoRA training step's forward and backward through the transformer, written out layer by layer
+// (DESIGN.md: no general autograd): activations the backward needs are kept in tensors the recorded
+// program owns; gradients flow through the frozen weights to the inputs of each adapted projection,
+// and only the LoRA matrices get gradients (ACCUMULATED into `grads`, so several micro-batches can
+// add up before the optimiser; zero them first for a plain gradient).
+// Loss: mean cross-entropy over the counted targets (target < 0 is ignored, -100 by convention).
+// This first version computes in f32 throughout (the backward kernels are f32) and the logits of all
+// B × T rows at once (fine for small vocabularies and short rows; chunking comes with the trainer).
+#include <cstdint>
+
+#include "model/lora.h"
+#include "model/weights.h"
+#include "vk/recorder.h"
+
+namespace ls::model {
+
+struct TrainBatch {
+  uint32_t B = 1, T = 1;
+  Tensor ids;        // [B*T] i32
+  Tensor positions;  // [B*T] i32 (position of each token in its row)
+  Tensor targets;    // [B*T] i32, the next token to predict, or < 0 to ignore
+};
+
+// Records forward + backward. loss: [2] f32 = {mean loss, counted targets}. grads: same layout as
+// adapter (defined where the adapter is), f32, accumulated.
+void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
+                       const TrainBatch& batch, const Tensor& loss);
+
+// Zero-initialised gradient tensors shaped like the adapter's.
+LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter);
+
+}  // namespace ls::model
