@@ -1,6 +1,7 @@
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <array>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
@@ -56,11 +57,13 @@ struct Tokenizer::Impl {
   Vocab added_by_content;
   std::optional<int32_t> bos, eos, pad;
   size_t vocab_size = 0;
+  std::array<bool, 256> added_first_byte{};  // bytes an added token can start with (a fast skip)
 
   // Leftmost-longest match of an added token (of the given normalized kind) at or after `from`.
   // Returns (begin, end, token index) of the whole match including lstrip/rstrip whitespace.
   bool find_added(std::string_view text, size_t from, bool normalized, size_t* b, size_t* e, size_t* which) const {
     for (size_t i = from; i < text.size(); ++i) {
+      if (!added_first_byte[static_cast<unsigned char>(text[i])]) continue;
       for (size_t k = 0; k < added.size(); ++k) {
         const AddedToken& t = added[k];
         if (t.normalized != normalized || t.content.empty()) continue;
@@ -157,7 +160,10 @@ Tokenizer Tokenizer::load(const fs::path& where) {
   for (size_t i : order) sorted.push_back(impl->added[i]);
   impl->added = std::move(sorted);
   impl->added_by_id.clear();
-  for (size_t i = 0; i < impl->added.size(); ++i) impl->added_by_id[impl->added[i].id] = i;
+  for (size_t i = 0; i < impl->added.size(); ++i) {
+    impl->added_by_id[impl->added[i].id] = i;
+    if (!impl->added[i].content.empty()) impl->added_first_byte[static_cast<unsigned char>(impl->added[i].content[0])] = true;
+  }
   impl->vocab_size = impl->bpe->tokens().size();
   for (const auto& t : impl->added) impl->vocab_size = std::max(impl->vocab_size, size_t(t.id) + 1);
 
