@@ -1,55 +1,57 @@
 #include "tokenizer/chat_template.h"
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
-#include <regex>
-
+#include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "error.h"
+#include "tokenizer/jinja_source.h"
+#include "tokenizer/py_str.h"
 
 namespace ls::tok {
 
 namespace {
 
-bool has(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
-
-// Jinja's trim / Python's str.strip(): whitespace off both ends.
-std::string strip(std::string_view s, std::string_view chars = " \t\n\r\v\f") {
-  size_t b = s.find_first_not_of(chars);
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(chars);
-  return std::string(s.substr(b, e - b + 1));
-}
-std::string lstrip(std::string_view s, std::string_view chars) {
-  size_t b = s.find_first_not_of(chars);
-  return b == std::string_view::npos ? std::string() : std::string(s.substr(b));
-}
-std::string rstrip(std::string_view s, std::string_view chars) {
-  size_t e = s.find_last_not_of(chars);
-  return e == std::string_view::npos ? std::string() : std::string(s.substr(0, e + 1));
-}
-
-void check_roles(std::span<const ChatMessage> messages) {
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const auto& r = messages[i].role;
-    if (r != "system" && r != "user" && r != "assistant")
-      throw Error("chat template: message " + std::to_string(i) + " has role \"" + r +
-                  "\" (supported: system, user, assistant)");
-    if (r == "system" && i != 0) throw Error("chat template: a system message must come first");
-  }
-}
-
-struct Out {
-  std::vector<ChatSegment> segs;
-  void add(std::string text, bool trainable = false) {
-    if (text.empty()) return;
-    if (!segs.empty() && segs.back().trainable == trainable) segs.back().text += text;
-    else segs.push_back({std::move(text), trainable});
-  }
+// Fingerprints (jinja_source.h) of the templates in tests/fixtures/chat_templates; the test
+// KnownTemplatesAreRecognisedWithoutWarning keeps this list and those files in step.
+constexpr uint64_t kKnownTemplates[] = {
+    0xc79d80da63b0eb83ull,  // qwen2.5-instruct.jinja (Qwen2.5 and Qwen2.5-Coder Instruct)
+    0xa799e64210fd92a4ull,  // qwen3.jinja
+    0x79eb7b804c10bab6ull,  // chatml.jinja
+    0x22361440775808a8ull,  // smollm2-instruct.jinja
+    0x34018151acee5356ull,  // llama3-npm.jinja (Llama 3 as first released)
+    0x5b7709ece02c8fa2ull,  // llama3-instruct.jinja
+    0xb6e32cbc8a5de960ull,  // llama3.1-instruct.jinja
+    0x62f26ad3d68a16d4ull,  // llama3.2-instruct.jinja
+    0x824ea90a39362265ull,  // llama2-chat.jinja
+    0x1c4043d8fddb4d5bull,  // mistral-instruct-legacy.jinja
+    0x9f85cf5b906ec937ull,  // mistral-instruct-system.jinja
+    0x138bfc2fb124e3c5ull,  // mistral-instruct-v0.3.jinja
+    0xc3ef162edd203514ull,  // zephyr.jinja
 };
 
-std::string today_llama() {  // strftime("%d %b %Y") as transformers' strftime_now gives it
+bool has(std::string_view s, std::string_view what) { return s.find(what) != std::string_view::npos; }
+
+bool has_literal(const JinjaSource& src, std::string_view value) {
+  return std::find(src.literals.begin(), src.literals.end(), value) != src.literals.end();
+}
+
+// The default system turn of a ChatML template: a literal "<|im_start|>system\n{text}<|im_end|>\n".
+std::optional<std::string> default_system_turn(const JinjaSource& src) {
+  constexpr std::string_view kHead = "<|im_start|>system\n", kTail = "<|im_end|>\n";
+  for (const auto& v : src.literals) {
+    if (v.size() > kHead.size() + kTail.size() && v.starts_with(kHead) && v.ends_with(kTail)) {
+      std::string text = v.substr(kHead.size(), v.size() - kHead.size() - kTail.size());
+      if (!has(text, "<|im_start|>") && !has(text, "<|im_end|>")) return text;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string today() {  // strftime("%d %b %Y") of the local date, as transformers' strftime_now gives it
   std::time_t t = std::time(nullptr);
   std::tm tm{};
   localtime_r(&t, &tm);
@@ -58,192 +60,355 @@ std::string today_llama() {  // strftime("%d %b %Y") as transformers' strftime_n
   return buf;
 }
 
-}  // namespace
+// Segments are built by appending; neighbours of the same kind merge, empty texts vanish.
+struct Segments {
+  std::vector<ChatSegment> list;
+  void add(std::string_view text, bool trainable = false) {
+    if (text.empty()) return;
+    if (!list.empty() && list.back().trainable == trainable)
+      list.back().text += text;
+    else
+      list.push_back({std::string(text), trainable});
+  }
+};
 
-ChatTemplate ChatTemplate::recognise(std::string_view j, const std::string& source, std::vector<std::string>* warnings) {
-  ChatTemplate t;
-  if (has(j, "<|im_start|>")) {
-    if (has(j, "<think>") && has(j, "reasoning_content")) {
-      t.format_ = ChatFormat::ChatMLQwen3;
-    } else {
-      // A literal default system turn, e.g. '<|im_start|>system\nYou are Qwen, ...<|im_end|>\n'.
-      static const std::regex kDefault(R"(<\|im_start\|>system\\n([^'"{}+]+?)<\|im_end\|>)");
-      std::match_results<std::string_view::const_iterator> m;
-      if (std::regex_search(j.begin(), j.end(), m, kDefault)) {
-        t.format_ = ChatFormat::ChatMLQwen25;
-        t.default_system_ = m[1].str();
-      } else {
-        t.format_ = ChatFormat::ChatML;
-      }
-    }
-    return t;
-  }
-  if (has(j, "<|start_header_id|>")) {
-    t.format_ = has(j, "Cutting Knowledge Date") ? ChatFormat::Llama31 : ChatFormat::Llama3;
-    t.always_generation_prompt_ = !has(j, "add_generation_prompt");
-    t.date_from_clock_ = has(j, "strftime_now");
-    return t;
-  }
-  if (has(j, "[INST]")) {
-    t.format_ = has(j, "<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral;
-    return t;
-  }
-  if (warnings)
-    warnings->push_back(source + ": " + (j.empty() ? "no chat template" : "chat template not recognised") +
-                        "; using ChatML (<|im_start|>role ... <|im_end|>), which may differ from the model's own");
+// Qwen3's split of an assistant message into reasoning and answer (its template, without
+// message.reasoning_content): content.split('</think>')[-1].lstrip('\n') is the answer and
+// content.split('</think>')[0].rstrip('\n').split('<think>')[-1].lstrip('\n') the reasoning.
+struct Thought {
+  std::string reasoning, answer;
+};
+Thought split_think(const std::string& content) {
+  constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+  const size_t first_close = content.find(kClose);
+  if (first_close == std::string::npos) return {"", content};
+  Thought t;
+  t.answer = py_lstrip(std::string_view(content).substr(content.rfind(kClose) + kClose.size()), "\n");
+  const std::string before = py_rstrip(std::string_view(content).substr(0, first_close), "\n");
+  const size_t open = before.rfind(kOpen);
+  t.reasoning = py_lstrip(
+      open == std::string::npos ? std::string_view(before) : std::string_view(before).substr(open + kOpen.size()),
+      "\n");
   return t;
 }
 
-ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& path, std::vector<std::string>* warnings) {
-  std::ifstream in(path);
-  if (!in) throw Error(path.string() + ": cannot open");
+}  // namespace
+
+uint64_t ChatTemplate::fingerprint(std::string_view jinja) { return scan_jinja(jinja).fingerprint; }
+
+ChatTemplate ChatTemplate::recognise(std::string_view jinja, const std::string& source,
+                                     std::vector<std::string>* warnings) {
+  const JinjaSource src = scan_jinja(jinja);
+  ChatTemplate t;
+  t.source_ = source;
+  t.known_text_ =
+      std::find(std::begin(kKnownTemplates), std::end(kKnownTemplates), src.fingerprint) != std::end(kKnownTemplates);
+  bool recognised = true;
+  if (has(jinja, "<|im_start|>")) {
+    if (has(jinja, "<think>") && has(jinja, "reasoning_content") && has(jinja, "last_query_index")) {
+      t.format_ = ChatFormat::ChatMLQwen3;
+      t.name_ = "ChatML (Qwen3)";
+    } else if (auto system = default_system_turn(src)) {
+      t.format_ = ChatFormat::ChatMLQwen25;
+      t.default_system_ = *system;
+      t.name_ = system->starts_with("You are Qwen") ? "ChatML (Qwen2.5)" : "ChatML (default system prompt)";
+    } else {
+      t.format_ = ChatFormat::ChatML;
+      t.name_ = "ChatML";
+    }
+  } else if (has(jinja, "<|start_header_id|>")) {
+    t.bos_ = "<|begin_of_text|>";
+    t.eos_ = "<|eot_id|>";
+    if (has(jinja, "Cutting Knowledge Date")) {
+      t.format_ = ChatFormat::Llama31;
+      t.variant_ = has(jinja, "strftime_now") ? Variant::llama32 : Variant::none;
+      t.name_ = t.variant_ == Variant::llama32 ? "Llama 3.2" : "Llama 3.1";
+    } else {
+      t.format_ = ChatFormat::Llama3;
+      t.variant_ = has(jinja, "add_generation_prompt") ? Variant::none : Variant::llama3_always_prompt;
+      t.name_ = t.variant_ == Variant::none ? "Llama 3" : "Llama 3 (always adds the assistant header)";
+    }
+  } else if (has(jinja, "[INST]")) {
+    t.bos_ = "<s>";
+    t.eos_ = "</s>";
+    if (has(jinja, "<<SYS>>")) {
+      t.format_ = ChatFormat::Llama2;
+      t.name_ = "Llama 2";
+    } else {
+      t.format_ = ChatFormat::Mistral;
+      if (has_literal(src, "[/INST]")) {
+        t.variant_ = Variant::mistral_v3;
+        t.name_ = "Mistral v0.3";
+      } else if (has_literal(src, " [INST] ")) {
+        t.variant_ = Variant::mistral_system;
+        t.name_ = "Mistral (system in the first [INST])";
+      } else {
+        t.variant_ = Variant::mistral_legacy;
+        t.name_ = "Mistral";
+      }
+    }
+  } else if (has_literal(src, "<|user|>\n") && has_literal(src, "<|assistant|>\n")) {
+    t.format_ = ChatFormat::Zephyr;
+    t.name_ = "Zephyr";
+    t.bos_ = "<s>";
+    t.eos_ = "</s>";
+  } else {
+    recognised = false;
+    t.name_ = "ChatML (fallback)";
+  }
+  if (warnings && !recognised)
+    warnings->push_back(source + ": " + (jinja.empty() ? "no chat template" : "chat template not recognised") +
+                        "; using ChatML (<|im_start|>role\\n...<|im_end|>), which may differ from the model's own");
+  else if (warnings && !t.known_text_)
+    warnings->push_back(source + ": chat template is not one of the known texts; rendering it as " + t.name_ +
+                        ", which may differ from the model's own template");
+  return t;
+}
+
+ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& path,
+                                                 std::vector<std::string>* warnings) {
+  const std::string file = path.string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(file + ": cannot open");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
   } catch (const std::exception& e) {
-    throw Error(path.string() + ": not valid JSON: " + e.what());
+    throw Error(file + ": not valid JSON: " + e.what());
   }
-  std::string jinja;
-  if (j.is_object() && j.contains("chat_template")) {
+  if (!j.is_object()) throw Error(file + ": expected a JSON object, found " + j.type_name());
+
+  std::string jinja, source = file;
+  const auto jinja_file = path.parent_path() / "chat_template.jinja";
+  if (std::filesystem::exists(jinja_file)) {
+    std::ifstream f(jinja_file, std::ios::binary);
+    if (!f) throw Error(jinja_file.string() + ": cannot open");
+    jinja.assign(std::istreambuf_iterator<char>(f), {});
+    source = jinja_file.string();
+  } else if (j.contains("chat_template") && !j["chat_template"].is_null()) {
     const auto& c = j["chat_template"];
     if (c.is_string()) {
       jinja = c.get<std::string>();
     } else if (c.is_array()) {
-      for (const auto& e : c)
-        if (e.is_object() && e.value("name", "") == "default") jinja = e.value("template", "");
+      std::string names;
+      bool found = false;
+      for (size_t i = 0; i < c.size(); ++i) {
+        const auto& e = c[i];
+        if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") ||
+            !e["template"].is_string())
+          throw Error(file + ": \"chat_template\"[" + std::to_string(i) +
+                      "]: expected {\"name\": string, \"template\": string}");
+        const std::string name = e["name"].get<std::string>();
+        names += (names.empty() ? "" : ", ") + name;
+        if (name == "default") {
+          jinja = e["template"].get<std::string>();
+          found = true;
+        }
+      }
+      if (!found) throw Error(file + ": \"chat_template\" lists templates without a \"default\" one (" + names + ")");
+    } else {
+      throw Error(file + ": \"chat_template\" is " + c.type_name() +
+                  " (expected a string or a list of {name, template})");
     }
-  } else if (auto jinja_file = path.parent_path() / "chat_template.jinja"; std::filesystem::exists(jinja_file)) {
-    std::ifstream f(jinja_file);
-    jinja.assign(std::istreambuf_iterator<char>(f), {});
   }
-  return recognise(jinja, path.string(), warnings);
-}
-
-std::string_view ChatTemplate::name() const {
-  switch (format_) {
-    case ChatFormat::ChatMLQwen25: return "ChatML (Qwen2.5, default system prompt)";
-    case ChatFormat::ChatMLQwen3: return "ChatML (Qwen3)";
-    case ChatFormat::ChatML: return "ChatML";
-    case ChatFormat::Llama3: return "Llama 3";
-    case ChatFormat::Llama31: return "Llama 3.1";
-    case ChatFormat::Llama2: return "Llama 2";
-    case ChatFormat::Mistral: return "Mistral";
-  }
-  return "?";
+  ChatTemplate t = recognise(jinja, source, warnings);
+  auto token = [&](const char* key) -> std::optional<std::string> {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    const auto& v = j[key];
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    throw Error(file + ": \"" + key + "\" is " + v.type_name() + " (expected a string or {\"content\": string})");
+  };
+  if (auto bos = token("bos_token")) t.bos_ = *bos;
+  if (auto eos = token("eos_token")) t.eos_ = *eos;
+  return t;
 }
 
 std::vector<std::string> ChatTemplate::stop_strings() const {
+  std::vector<std::string> stops;
+  switch (format_) {
+    case ChatFormat::ChatML:
+    case ChatFormat::ChatMLQwen25:
+    case ChatFormat::ChatMLQwen3:
+      stops = {"<|im_end|>", "<|endoftext|>"};
+      break;
+    case ChatFormat::Llama3:
+    case ChatFormat::Llama31:
+      stops = {"<|eot_id|>", "<|end_of_text|>"};
+      break;
+    case ChatFormat::Llama2:
+    case ChatFormat::Mistral:
+    case ChatFormat::Zephyr:
+      break;
+  }
+  if (!eos_.empty() && std::find(stops.begin(), stops.end(), eos_) == stops.end()) stops.push_back(eos_);
+  return stops;
+}
+
+std::string ChatTemplate::bos_text() const {
   switch (format_) {
     case ChatFormat::Llama3:
-    case ChatFormat::Llama31: return {"<|eot_id|>", "<|end_of_text|>"};
+    case ChatFormat::Llama31:
     case ChatFormat::Llama2:
-    case ChatFormat::Mistral: return {"</s>"};
-    default: return {"<|im_end|>", "<|endoftext|>"};
+    case ChatFormat::Mistral:
+      return bos_;
+    default:
+      return "";
   }
 }
 
 std::vector<ChatSegment> ChatTemplate::render(std::span<const ChatMessage> messages, bool gen) const {
-  check_roles(messages);
-  Out out;
-  const bool has_system = !messages.empty() && messages[0].role == "system";
+  const std::string where = source_ + ": chat template (" + name_ + "): ";
+  if (messages.empty()) throw Error(where + "no messages to render");
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const auto& r = messages[i].role;
+    if (r != "system" && r != "user" && r != "assistant")
+      throw Error(where + "message " + std::to_string(i) + " has role \"" + r +
+                  "\" (supported: system, user, assistant)");
+  }
+  const bool has_system = messages[0].role == "system";
+  // Llama 2 and Mistral: after the optional first system message, user and assistant alternate.
+  auto check_alternation = [&](std::span<const ChatMessage> loop, const std::string& message) {
+    for (size_t k = 0; k < loop.size(); ++k)
+      if ((loop[k].role == "user") != (k % 2 == 0))
+        throw Error(where + message + " (message " + std::to_string(k + messages.size() - loop.size()) + " is " +
+                    loop[k].role + ")");
+  };
+  Segments out;
   switch (format_) {
-    case ChatFormat::ChatMLQwen25:
-    case ChatFormat::ChatML: {
+    case ChatFormat::ChatML:
+    case ChatFormat::ChatMLQwen25: {
       if (format_ == ChatFormat::ChatMLQwen25 && !has_system)
         out.add("<|im_start|>system\n" + default_system_ + "<|im_end|>\n");
       for (const auto& m : messages) {
         out.add("<|im_start|>" + m.role + "\n");
-        if (m.role == "assistant") {
-          out.add(m.content + "<|im_end|>", true);
-          out.add("\n");
-        } else {
-          out.add(m.content + "<|im_end|>\n");
-        }
+        const bool assistant = m.role == "assistant";
+        out.add(m.content + "<|im_end|>", assistant);
+        out.add("\n");
       }
       if (gen) out.add("<|im_start|>assistant\n");
       break;
     }
     case ChatFormat::ChatMLQwen3: {
-      size_t last_query = messages.size() - 1;  // messages|length - 1 when there is no user message
-      for (size_t i = messages.size(); i-- > 0;)
-        if (messages[i].role == "user") {
+      // The last user message that is not a tool response wrapped in <tool_response> tags.
+      size_t last_query = messages.size() - 1;
+      for (size_t i = messages.size(); i-- > 0;) {
+        const auto& c = messages[i].content;
+        if (messages[i].role == "user" && !(c.starts_with("<tool_response>") && c.ends_with("</tool_response>"))) {
           last_query = i;
           break;
         }
+      }
       for (size_t i = 0; i < messages.size(); ++i) {
         const auto& m = messages[i];
         if (m.role != "assistant") {
           out.add("<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n");
           continue;
         }
-        std::string content = m.content, reasoning;
-        if (has(m.content, "</think>")) {
-          const size_t close = m.content.rfind("</think>");
-          content = lstrip(std::string_view(m.content).substr(close + 8), "\n");
-          std::string before = rstrip(std::string_view(m.content).substr(0, m.content.find("</think>")), "\n");
-          const size_t open = before.rfind("<think>");
-          reasoning = lstrip(open == std::string::npos ? before : before.substr(open + 7), "\n");
-        }
-        const bool last = i + 1 == messages.size();
+        const Thought t = split_think(m.content);
         out.add("<|im_start|>assistant\n");
-        if (i > last_query && (last || !reasoning.empty()))
-          out.add("<think>\n" + strip(reasoning, "\n") + "\n</think>\n\n" + lstrip(content, "\n") + "<|im_end|>", true);
+        if (i > last_query && (i + 1 == messages.size() || !t.reasoning.empty()))
+          out.add(
+              "<think>\n" + py_strip(t.reasoning, "\n") + "\n</think>\n\n" + py_lstrip(t.answer, "\n") + "<|im_end|>",
+              true);
         else
-          out.add(content + "<|im_end|>", true);
+          out.add(t.answer + "<|im_end|>", true);
         out.add("\n");
       }
-      if (gen) out.add("<|im_start|>assistant\n");
+      if (gen) out.add(enable_thinking_ ? "<|im_start|>assistant\n" : "<|im_start|>assistant\n<think>\n\n</think>\n\n");
       break;
     }
     case ChatFormat::Llama3:
     case ChatFormat::Llama31: {
-      out.add("<|begin_of_text|>");
       size_t first = 0;
       if (format_ == ChatFormat::Llama31) {
-        const std::string system = has_system ? strip(messages[0].content) : "";
+        const std::string date = !date_string_.empty()          ? date_string_
+                                 : variant_ == Variant::llama32 ? today()
+                                                                : "26 Jul 2024";
+        out.add(bos_ +
+                "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " +
+                date + "\n\n" + (has_system ? py_strip(messages[0].content) : "") + "<|eot_id|>");
         first = has_system ? 1 : 0;
-        out.add("<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " +
-                (date_from_clock_ ? today_llama() : std::string("26 Jul 2024")) + "\n\n" + system + "<|eot_id|>");
       }
       for (size_t i = first; i < messages.size(); ++i) {
         const auto& m = messages[i];
-        out.add("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n");
-        out.add(strip(m.content) + "<|eot_id|>", m.role == "assistant");
+        out.add((format_ == ChatFormat::Llama3 && i == 0 ? bos_ : "") + "<|start_header_id|>" + m.role +
+                "<|end_header_id|>\n\n");
+        out.add(py_strip(m.content) + "<|eot_id|>", m.role == "assistant");
       }
-      if (gen || always_generation_prompt_) out.add("<|start_header_id|>assistant<|end_header_id|>\n\n");
+      if (gen || variant_ == Variant::llama3_always_prompt)
+        out.add("<|start_header_id|>assistant<|end_header_id|>\n\n");
       break;
     }
     case ChatFormat::Llama2: {
-      size_t first = has_system ? 1 : 0;
-      for (size_t i = first; i < messages.size(); ++i) {
-        const auto& m = messages[i];
-        if ((m.role == "user") != ((i - first) % 2 == 0))
-          throw Error("chat template (Llama 2): conversation roles must alternate user/assistant/user/...");
-        std::string content = m.content;
-        if (i == first && has_system) content = "<<SYS>>\n" + messages[0].content + "\n<</SYS>>\n\n" + content;
-        if (m.role == "user") {
-          out.add("<s>[INST] " + strip(content) + " [/INST]");
-        } else {
-          out.add(" ");
-          out.add(strip(content) + " </s>", true);
-        }
+      const auto loop = messages.subspan(has_system ? 1 : 0);
+      check_alternation(loop, "Conversation roles must alternate user/assistant/user/assistant/...");
+      for (size_t k = 0; k < loop.size(); ++k) {
+        const auto& m = loop[k];
+        const std::string content =
+            k == 0 && has_system ? "<<SYS>>\n" + messages[0].content + "\n<</SYS>>\n\n" + m.content : m.content;
+        if (m.role == "user")
+          out.add(bos_ + "[INST] " + py_strip(content) + " [/INST]");
+        else if (m.role == "assistant")
+          out.add(" " + py_strip(content) + " " + eos_, true);
+        // (a system message at an odd place passes the alternation check and renders nothing)
       }
       break;
     }
     case ChatFormat::Mistral: {
-      if (has_system) throw Error("chat template (Mistral): this template has no system role");
-      out.add("<s>");
+      const bool system_first = variant_ != Variant::mistral_legacy && has_system;
+      const auto loop = messages.subspan(system_first ? 1 : 0);
+      check_alternation(loop, variant_ == Variant::mistral_legacy
+                                  ? "Conversation roles must alternate user/assistant/user/assistant/..."
+                                  : "After the optional system message, conversation roles must alternate "
+                                    "user/assistant/user/assistant/...");
+      out.add(bos_);
+      for (size_t k = 0; k < loop.size(); ++k) {
+        const auto& m = loop[k];
+        if (m.role == "system")
+          throw Error(where +
+                      (variant_ == Variant::mistral_legacy
+                           ? "Only user and assistant roles are supported!"
+                           : "Only user and assistant roles are supported, with the exception of an initial "
+                             "optional system message!") +
+                      " (message " + std::to_string(k + messages.size() - loop.size()) + ")");
+        const bool user = m.role == "user";
+        switch (variant_) {
+          case Variant::mistral_legacy:
+            if (user)
+              out.add("[INST] " + m.content + " [/INST]");
+            else
+              out.add(m.content + eos_, true);
+            break;
+          case Variant::mistral_system:
+            if (user)
+              out.add(" [INST] " + (k == 0 && system_first ? messages[0].content + "\n\n" : "") + m.content +
+                      " [/INST]");
+            else
+              out.add(" " + m.content + eos_, true);
+            break;
+          default:  // v0.3: the system message goes before the last message when that is a user one
+            if (user)
+              out.add("[INST] " + (k + 1 == loop.size() && system_first ? messages[0].content + "\n\n" : "") +
+                      m.content + "[/INST]");
+            else
+              out.add(" " + py_strip(m.content) + eos_, true);
+        }
+      }
+      break;
+    }
+    case ChatFormat::Zephyr: {
       for (size_t i = 0; i < messages.size(); ++i) {
         const auto& m = messages[i];
-        if ((m.role == "user") != (i % 2 == 0))
-          throw Error("chat template (Mistral): conversation roles must alternate user/assistant/user/...");
-        if (m.role == "user") out.add("[INST] " + m.content + " [/INST]");
-        else out.add(m.content + "</s>", true);
+        out.add("<|" + m.role + "|>\n");
+        out.add(m.content + eos_, m.role == "assistant");
+        out.add("\n");
+        if (i + 1 == messages.size() && gen) out.add("<|assistant|>\n");
       }
       break;
     }
   }
-  return out.segs;
+  return out.list;
 }
 
 std::string ChatTemplate::render_text(std::span<const ChatMessage> messages, bool gen) const {

@@ -1,11 +1,40 @@
 #pragma once
-// Chat templates. Model folders carry a Jinja template in tokenizer_config.json; we do not run Jinja:
-// the template's family is recognised from its text and rendered by hand exactly as
-// transformers' apply_chat_template renders plain system/user/assistant conversations. Families:
-// ChatML as Qwen2/Qwen2.5 write it (a default system turn when none is given, its text read from the
-// template), as Qwen3 writes it (<think> handling), plain ChatML (SmolLM2), Llama 3 (3.0, and 3.1/3.2
-// with their "Cutting Knowledge Date" system block), Llama 2 and Mistral ([INST]). An unknown
-// template falls back to ChatML with a warning.
+// Chat templates. A model folder's tokenizer_config.json carries a Jinja template; we do not run
+// Jinja: the template's family is recognised from its text and the conversation is rendered by hand,
+// byte for byte as transformers' apply_chat_template(tokenize=False) renders plain system / user /
+// assistant conversations with that template (no tools). tests/fixtures/chat_templates/ holds the
+// real templates of each family (templates.json says which models carry them) and
+// tests/fixtures/chat_rendered.json their renderings, which the tests compare with ours.
+//
+// Families (ChatFormat) and their variants (name()):
+//   ChatML        plain ChatML (OpenHermes, SmolLM v1): "<|im_start|>{role}\n{content}<|im_end|>\n" per
+//                 message, generation prompt "<|im_start|>assistant\n". Also the fallback for an
+//                 unknown template (with a warning).
+//   ChatMLQwen25  ChatML with a default system turn when the first message is not a system one; its
+//                 text is read from the template (Qwen2/2.5 and Qwen2.5-Coder: "You are Qwen, created
+//                 by Alibaba Cloud. You are a helpful assistant."; SmolLM2: "You are a helpful AI
+//                 assistant named SmolLM, trained by Hugging Face").
+//   ChatMLQwen3   Qwen3: no default system; an assistant turn's "<think>...</think>" reasoning is dropped
+//                 before the last user query and rendered as "<think>\n{reasoning}\n</think>\n\n" after
+//                 it (for the last message always); enable_thinking=false adds an empty think block to
+//                 the generation prompt.
+//   Llama3        Llama 3: bos + "<|start_header_id|>{role}<|end_header_id|>\n\n{content|trim}<|eot_id|>";
+//                 the first release's template always appends the assistant header.
+//   Llama31       Llama 3.1 / 3.2: a system turn always comes first, "Cutting Knowledge Date: December
+//                 2023\nToday Date: {date}\n\n{system|trim}"; the date is 26 Jul 2024 (3.1) or today
+//                 (3.2, strftime_now), unless set_date_string() gives one.
+//   Llama2        "<s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user|trim} [/INST] {assistant|trim} </s>".
+//   Mistral       [INST] templates without <<SYS>>: the first release (no system role, no trimming),
+//                 the 2024 revision (" [INST] ", system before the first user message) and v0.3
+//                 ("[INST] ...[/INST]", system before the LAST user message, assistant content trimmed).
+//   Zephyr        TinyLlama-Chat / zephyr: "<|{role}|>\n{content}</s>\n", generation prompt "<|assistant|>\n".
+//
+// Trainable segments are what the model is trained to emit: an assistant message's rendered content
+// and its end-of-turn text ("<|im_end|>", "<|eot_id|>", "</s>"); for [INST] families also the space
+// the template puts between "[/INST]" and the answer (SentencePiece tokenizers fold it into the
+// answer's first token). Headers, user and system turns, separators after the end-of-turn text and
+// the generation prompt are not trainable.
+#include <cstdint>
 #include <filesystem>
 #include <span>
 #include <string>
@@ -19,37 +48,65 @@ struct ChatMessage {
   std::string content;
 };
 
-// A piece of the rendered text; trainable pieces are what the model is trained to emit (the
-// assistant's content and its end-of-turn text).
+// A piece of the rendered text. Concatenated in order, the segments are the whole rendering.
 struct ChatSegment {
   std::string text;
   bool trainable = false;
 };
 
-enum class ChatFormat { ChatMLQwen25, ChatMLQwen3, ChatML, Llama3, Llama31, Llama2, Mistral };
+enum class ChatFormat { ChatMLQwen25, ChatMLQwen3, ChatML, Llama3, Llama31, Llama2, Mistral, Zephyr };
 
 class ChatTemplate {
  public:
-  // Recognises the family of a Jinja template; an unknown or empty one gives ChatML and a warning
-  // naming source_name.
+  // Recognises the family of a Jinja template. An empty or unknown template gives ChatML and a
+  // warning; a template of a known family whose text is not one of the known templates' gives that
+  // family and a warning. Warnings name source_name and say the output may differ from the model's.
   static ChatTemplate recognise(std::string_view jinja, const std::string& source_name,
                                 std::vector<std::string>* warnings);
-  // The chat_template of a tokenizer_config.json (a string, or a list of {name, template}: "default").
-  static ChatTemplate from_tokenizer_config(const std::filesystem::path& path, std::vector<std::string>* warnings);
+  // The template of a tokenizer_config.json: chat_template.jinja beside it when present (it takes
+  // precedence, as in transformers), else "chat_template" (a string, or a list of {name, template}
+  // whose "default" is used). bos_token / eos_token (strings or {"content": ...}) replace the
+  // family's defaults. Throws ls::Error naming the file for unreadable or malformed JSON and for a
+  // chat_template that is neither (or a list without "default"); a missing one gives ChatML + warning.
+  static ChatTemplate from_tokenizer_config(const std::filesystem::path& tokenizer_config_json,
+                                            std::vector<std::string>* warnings);
 
   ChatFormat format() const { return format_; }
-  std::string_view name() const;
-  // Throws ls::Error for a conversation the real template would refuse (unknown role, system not
-  // first, Mistral with a system message, Llama 2 turns out of order).
+  std::string_view name() const { return name_; }
+
+  // The rendering in segments. add_generation_prompt appends the assistant header (ignored, as by the
+  // templates, for Llama 2 and Mistral). Throws ls::Error naming the source for an empty conversation,
+  // a role other than system / user / assistant, and where the real template raises (Llama 2 and
+  // Mistral: roles not alternating user/assistant after an optional first system message).
   std::vector<ChatSegment> render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
   std::string render_text(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
-  std::vector<std::string> stop_strings() const;  // end-of-turn texts
+
+  std::vector<std::string> stop_strings() const;  // end-of-turn texts: "<|im_end|>", "<|eot_id|>", "</s>", ...
+  std::string bos_text() const;                   // what the rendering begins with that is the bos token; "" if none
+
+  // Template arguments transformers would take as apply_chat_template(..., name=value).
+  void set_date_string(std::string date) { date_string_ = std::move(date); }  // Llama 3.1/3.2: "26 Jul 2024"
+  void set_enable_thinking(bool on) { enable_thinking_ = on; }                // Qwen3
+  void set_bos_token(std::string bos) { bos_ = std::move(bos); }
+  void set_eos_token(std::string eos) { eos_ = std::move(eos); }
+
+  // Whether the template's text is one of the known templates of tests/fixtures/chat_templates.
+  bool known_text() const { return known_text_; }
+  // The identity recognise() looks up known templates by (see jinja_source.h).
+  static uint64_t fingerprint(std::string_view jinja);
 
  private:
+  enum class Variant { none, llama3_always_prompt, llama32, mistral_legacy, mistral_system, mistral_v3 };
+
   ChatFormat format_ = ChatFormat::ChatML;
-  std::string default_system_;      // ChatMLQwen25: the system turn used when none is given
-  bool always_generation_prompt_ = false;  // Llama 3 templates that append the header unconditionally
-  bool date_from_clock_ = false;    // Llama 3.2: "Today Date" is today (strftime_now) rather than 26 Jul 2024
+  Variant variant_ = Variant::none;
+  std::string name_ = "ChatML";
+  std::string source_;          // where the template came from, for messages
+  std::string default_system_;  // ChatMLQwen25
+  std::string bos_, eos_;
+  std::string date_string_;  // Llama31: empty = the template's own default
+  bool enable_thinking_ = true;
+  bool known_text_ = false;
 };
 
 }  // namespace ls::tok
