@@ -31,6 +31,7 @@ class Sampler {
   SamplerOptions options_;
   std::mt19937_64 rng_;
   std::vector<float> scratch_;
+  std::vector<double> weights_;
   std::vector<int32_t> candidates_;
 };
 

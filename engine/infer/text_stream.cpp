@@ -5,12 +5,21 @@
 namespace ls::infer {
 
 TextStream::TextStream(const tok::Tokenizer& tokenizer, std::vector<std::string> stop_strings)
-    : decoder_(tokenizer, true), stops_(std::move(stop_strings)) {
+    : tokenizer_(tokenizer), decoder_(tokenizer, true), stops_(std::move(stop_strings)) {
   std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }
 
 std::string TextStream::push(int32_t id) {
   if (stopped_) return {};
+  // Special tokens are not shown, but one that is a stop string (e.g. <|im_end|>) ends the stream.
+  if (tokenizer_.is_special(id) &&
+      std::find(stops_.begin(), stops_.end(), std::string(tokenizer_.token(id))) != stops_.end()) {
+    std::string out = pending_ + decoder_.flush();
+    pending_.clear();
+    stopped_ = true;
+    shown_ += out;
+    return out;
+  }
   pending_ += decoder_.push(id);
   return release(false);
 }

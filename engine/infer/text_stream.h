@@ -23,6 +23,7 @@ class TextStream {
 
  private:
   std::string release(bool at_end);
+  const tok::Tokenizer& tokenizer_;
   tok::StreamDecoder decoder_;
   std::vector<std::string> stops_;
   std::string pending_, shown_;
