@@ -1,5 +1,6 @@
 #include "model/training.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "error.h"
@@ -54,6 +55,13 @@ void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const
 }
 
 }  // namespace
+
+uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab) {
+  // At most 64 MiB of f32 logits, and a multiple of 16 rows so every chunk's bindings stay aligned.
+  const uint64_t budget = uint64_t(64) << 20;
+  uint64_t n = std::max<uint64_t>(16, budget / (uint64_t(vocab) * 4) / 16 * 16);
+  return uint32_t(std::min<uint64_t>(n, rows));
+}
 
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
   LoraAdapter g = adapter;
@@ -135,17 +143,32 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       x = x_next;
     }
   }
-  // Head and loss.
+  // Head and loss, over chunks of rows so that [M, V] f32 logits never exist at once (Qwen's 151,936
+  // columns are 0.6 MB a row): per chunk, logits -> lse and row losses -> dlogits in place -> d(normed).
+  // The backward's normaliser (the number of counted targets) comes first, from the targets alone.
   Tensor rstd_f = f32(dev, {M}, "rstd"), hf = f32(dev, {M, C}, "final normed");
-  Tensor logits = f32(dev, {M, V}, "logits"), row_loss = f32(dev, {M}, "row loss"), lse = f32(dev, {M}, "lse");
+  Tensor row_loss = f32(dev, {M}, "row loss"), lse = f32(dev, {M}, "lse");
   Tensor dx = f32(dev, {M, C}, "d residual"), tmp = f32(dev, {M, C}, "d scratch");
+  const uint32_t chunk = logit_rows_per_chunk(M, V);
+  Tensor logits = f32(dev, {chunk, V}, "logits chunk");
+  Tensor count = f32(dev, {2}, "counted targets"), zeros = f32(dev, {M}, "zeros");
+  upload(zeros, std::vector<float>(M, 0.0f));
+  const Tensor targets = batch.targets.reshape({M, 1});
   {
     vk::Recorder::Label label(rec, "loss");
     ops::rms_norm_forward(rec, hf, rstd_f, x, w.final_norm, eps);
-    ops::matmul_forward(rec, logits, hf, w.lm_head, Tensor());
-    ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, batch.targets);
-    ops::cross_entropy_backward(rec, logits, logits, batch.targets, lse, loss);  // dlogits in place
-    ops::matmul_backward_x(rec, tmp, logits, w.lm_head);                          // d hf
+    ops::cross_entropy_reduce(rec, count, zeros, batch.targets, V);
+    for (uint32_t r0 = 0; r0 < M; r0 += chunk) {
+      const uint32_t n = std::min(chunk, M - r0);
+      const Tensor lg = logits.slice_rows(0, n), tg = targets.slice_rows(r0, r0 + n).reshape({n});
+      const Tensor rl = row_loss.reshape({M, 1}).slice_rows(r0, r0 + n).reshape({n});
+      const Tensor ls = lse.reshape({M, 1}).slice_rows(r0, r0 + n).reshape({n});
+      ops::matmul_forward(rec, lg, hf.slice_rows(r0, r0 + n), w.lm_head, Tensor());
+      ops::cross_entropy_rows(rec, rl, ls, lg, tg);
+      ops::cross_entropy_backward(rec, lg, lg, tg, ls, count);  // dlogits in place
+      ops::matmul_backward_x(rec, tmp.slice_rows(r0, r0 + n), lg, w.lm_head);  // d hf
+    }
+    ops::cross_entropy_reduce(rec, loss, row_loss, batch.targets, V);
     ops::rms_norm_backward(rec, dx, Tensor(), tmp, x, w.final_norm, rstd_f);
   }
   // Backward through the layers; dx is d(residual out) of the current layer.

@@ -5,8 +5,8 @@
 // and only the LoRA matrices get gradients (ACCUMULATED into `grads`, so several micro-batches can
 // add up before the optimiser; zero them first for a plain gradient).
 // Loss: mean cross-entropy over the counted targets (target < 0 is ignored, -100 by convention).
-// This first version computes in f32 throughout (the backward kernels are f32) and the logits of all
-// B × T rows at once (fine for small vocabularies and short rows; chunking comes with the trainer).
+// This first version computes in f32 throughout (the backward kernels are f32). The vocabulary
+// projection and cross-entropy go a chunk of rows at a time (logit_rows_per_chunk).
 #include <cstdint>
 
 #include "model/lora.h"
@@ -26,6 +26,9 @@ struct TrainBatch {
 // adapter (defined where the adapter is), f32, accumulated.
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
                        const TrainBatch& batch, const Tensor& loss);
+
+// Rows of logits computed at once by the step (≤ 64 MiB of f32, a multiple of 16 rows, at most `rows`).
+uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab);
 
 // Zero-initialised gradient tensors shaped like the adapter's.
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter);

@@ -43,24 +43,55 @@ void require_row_vector(const Tensor& t, DType dtype, uint64_t rows, const char*
 bool counted(int32_t target, uint32_t vocab) { return target >= 0 && uint32_t(target) < vocab; }
 }  // namespace
 
-void cross_entropy_forward(vk::Recorder& rec, const Tensor& loss, const Tensor& row_loss, const Tensor& lse,
-                           const Tensor& logits, const Tensor& targets) {
-  const char* op = "cross_entropy_forward";
+namespace {
+void rows_impl(vk::Recorder& rec, const Tensor& row_loss, const Tensor& lse, const Tensor& logits,
+               const Tensor& targets, const char* op) {
   require_dtype(logits, {DType::f32, DType::f16, DType::bf16}, op, "logits");
   require_matrix(logits, op, "logits");
   uint64_t n = logits.rows();
   require_row_vector(targets, DType::i32, n, op, "targets");
   require_row_vector(lse, DType::f32, n, op, "lse");
   require_row_vector(row_loss, DType::f32, n, op, "row_loss");
-  require_dtype(loss, {DType::f32}, op, "loss");
-  require_shape(loss, {2}, op, "loss");
   static constexpr vk::Kernel kernels[] = {vk::Kernel::cross_entropy_forward_f32, vk::Kernel::cross_entropy_forward_f16,
                                            vk::Kernel::cross_entropy_forward_bf16};
   RowsParams params{.rows = uint32_t(n), .cols = logits.cols()};
   rec.dispatch(kernels[float_index(logits.dtype())], {in(logits), in(targets), out(lse), out(row_loss)}, params,
                row_groups(n), {.local_x = row_threads(logits.cols())});
+}
+
+void reduce_impl(vk::Recorder& rec, const Tensor& loss, const Tensor& row_loss, const Tensor& targets,
+                 uint32_t vocab, const char* op) {
+  uint64_t n = row_loss.numel();
+  require_row_vector(targets, DType::i32, n, op, "targets");
+  require_row_vector(row_loss, DType::f32, n, op, "row_loss");
+  require_dtype(loss, {DType::f32}, op, "loss");
+  require_shape(loss, {2}, op, "loss");
+  RowsParams params{.rows = uint32_t(n), .cols = vocab};
   rec.dispatch(vk::Kernel::cross_entropy_reduce, {in(row_loss), in(targets), out(loss)}, params, {1, 1, 1},
                {.local_x = kReduceThreads});
+}
+
+}  // namespace
+
+void cross_entropy_rows(vk::Recorder& rec, const Tensor& row_loss, const Tensor& lse, const Tensor& logits,
+                        const Tensor& targets) {
+  rows_impl(rec, row_loss, lse, logits, targets, "cross_entropy_rows");
+}
+
+void cross_entropy_reduce(vk::Recorder& rec, const Tensor& loss, const Tensor& row_loss, const Tensor& targets,
+                          uint32_t vocab) {
+  reduce_impl(rec, loss, row_loss, targets, vocab, "cross_entropy_reduce");
+}
+
+void cross_entropy_forward(vk::Recorder& rec, const Tensor& loss, const Tensor& row_loss, const Tensor& lse,
+                           const Tensor& logits, const Tensor& targets) {
+  const char* op = "cross_entropy_forward";
+  require_dtype(logits, {DType::f32, DType::f16, DType::bf16}, op, "logits");
+  require_matrix(logits, op, "logits");
+  require_dtype(loss, {DType::f32}, op, "loss");
+  require_shape(loss, {2}, op, "loss");
+  rows_impl(rec, row_loss, lse, logits, targets, op);
+  reduce_impl(rec, loss, row_loss, targets, logits.cols(), op);
 }
 
 void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tensor& logits, const Tensor& targets,

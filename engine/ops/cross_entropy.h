@@ -18,6 +18,15 @@ namespace ls::ops {
 void cross_entropy_forward(vk::Recorder& rec, const Tensor& loss, const Tensor& row_loss, const Tensor& lse,
                            const Tensor& logits, const Tensor& targets);
 
+// The two halves of cross_entropy_forward, for logits computed a chunk of rows at a time: per chunk,
+// lse and row_loss of its rows; then, once over all N rows, loss = {mean over counted rows, count}
+// (vocab = V decides which targets count). With row_loss all zeros the reduce gives {0, count}: the
+// normaliser a chunked backward needs before any chunk's loss is known.
+void cross_entropy_rows(vk::Recorder& rec, const Tensor& row_loss, const Tensor& lse, const Tensor& logits,
+                        const Tensor& targets);
+void cross_entropy_reduce(vk::Recorder& rec, const Tensor& loss, const Tensor& row_loss, const Tensor& targets,
+                          uint32_t vocab);
+
 // dlogits [N, V] = dloss_scale * (softmax(logits) - onehot(target)) / count for counted rows, 0 for
 // ignored rows (and everywhere when count = 0). count is read on the device from loss[1]. dlogits is
 // f32 or the dtype of logits, and may alias logits (same dtype) to save the second [N, V] buffer.
