@@ -4,7 +4,7 @@ LS_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libglfw3-dev libimgui-dev libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
-  libcli11-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
+  libcli11-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev npm
 )
 
 ls_install_deps() {

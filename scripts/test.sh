@@ -8,4 +8,5 @@ source scripts/deps.sh
 ls_install_deps
 cmake --preset test >/dev/null
 cmake --build --preset test
+scripts/fetch_tokenizers.sh
 ctest --preset test -j "$(nproc)" "$@"
