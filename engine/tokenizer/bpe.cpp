@@ -77,10 +77,15 @@ Bpe Bpe::from_json(const Json& model, const Where& w) {
   if (!vocab.is_object()) w.at("vocab").fail("expected an object of token -> id");
   int64_t max_id = -1;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() >= INT32_MAX) {
-      w.at("vocab").fail("token \"" + it.key() + "\": id must be an integer in [0, 2^31 - 1)");
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > kMaxTokenId) {
+      w.at("vocab").fail("token \"" + it.key() + "\": id must be an integer in [0, " + std::to_string(kMaxTokenId) + "]");
     }
     max_id = std::max(max_id, it->get<int64_t>());
+  }
+  // Ids index a table: a file whose ids are mostly holes would make it needlessly large.
+  if (max_id >= int64_t(2 * vocab.size() + 1024)) {
+    w.at("vocab").fail("ids go up to " + std::to_string(max_id) + " for " + std::to_string(vocab.size()) +
+                       " tokens: too sparse");
   }
   bpe.id_to_token_.resize(size_t(max_id + 1));
   bpe.vocab_.reserve(vocab.size());

@@ -17,6 +17,9 @@
 
 namespace ls::tok {
 
+// The largest token id accepted anywhere (real vocabularies stay below 300,000).
+inline constexpr int64_t kMaxTokenId = (1 << 24) - 1;
+
 class Bpe {
  public:
   // Throws ls::Error naming the file and the item: a merge naming a token missing from the vocab, ...

@@ -32,7 +32,7 @@ void PostProcessor::add(const Json& j, const Where& w) {
         const Json& ids = member(*special, "ids", w.at("special_tokens").at(name));
         if (!ids.is_array()) w.at("special_tokens").at(name).fail("\"ids\" must be an array");
         for (const Json& id : ids) {
-          if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= INT32_MAX) {
+          if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
             w.at("special_tokens").at(name).fail("\"ids\" must hold token ids");
           }
           (seen_sequence ? t.after : t.before).push_back(int32_t(id.get<int64_t>()));

@@ -39,9 +39,19 @@ struct Tokenizer::Impl {
 
   // The token's string ("" for an id that is neither added nor in the vocab).
   std::string_view token_string(int32_t id) const;
+  std::optional<int32_t> token_id(std::string_view token) const;
   void encode_text(std::string_view text, bool at_input_start, std::vector<int32_t>& ids) const;
   // A <0xNN> token that the decoder joins with the byte tokens after it.
   bool joins_with_next(int32_t id) const;
+
+  // Loading. tokenizer.json's model and pipeline components:
+  void read_pipeline(const Json& root, const Where& w);
+  // Added tokens into the two matchers (special ones first, as HF orders them), the id maps, the
+  // vocab size and the ids that decode skips as special.
+  void add_added_tokens(std::vector<AddedToken> added);
+  // tokenizer_config.json: bos/eos/pad tokens (a name that is not a token gives none), add_bos_token,
+  // chat_template (a string, or the "default" of a list of {"name", "template"}).
+  void read_config(const Json& config, const std::filesystem::path& path);
 };
 
 namespace {
@@ -73,7 +83,7 @@ std::vector<AddedToken> read_added_tokens(const Json& root, const Where& w) {
     const Json& j = (*list)[i];
     Where wi = w.at("added_tokens").at(i);
     int64_t id = int_member(j, "id", wi, -1);
-    if (id < 0 || id >= INT32_MAX) wi.at("id").fail("expected a token id");
+    if (id < 0 || id > kMaxTokenId) wi.at("id").fail("expected a token id in [0, " + std::to_string(kMaxTokenId) + "]");
     AddedToken t{.id = int32_t(id),
                  .content = string_member(j, "content", wi),
                  .single_word = bool_member(j, "single_word", wi, false),
@@ -98,7 +108,6 @@ std::optional<std::string> config_token(const Json& config, const char* key) {
 }
 
 }  // namespace
-
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
@@ -137,6 +146,92 @@ void Tokenizer::Impl::encode_text(std::string_view text, bool at_input_start, st
   }
 }
 
+void Tokenizer::Impl::read_pipeline(const Json& root, const Where& w) {
+  if (!root.is_object()) w.fail("expected a JSON object");
+  const Json& j = member(root, "model", w);
+  Where wm = w.at("model");
+  if (!j.is_object()) wm.fail("expected an object");
+  if (const Json* type = optional_member(j, "type", wm)) {
+    if (!type->is_string() || type->get<std::string>() != "BPE") {
+      wm.fail("unsupported model type " + type->dump() + " (only BPE is implemented)");
+    }
+  } else if (!j.contains("merges")) {
+    wm.fail("no \"type\" and no \"merges\": not a BPE model");
+  }
+  model = Bpe::from_json(j, wm);
+
+  auto component = [&](const char* key) -> const Json& {
+    static const Json null_json;
+    const Json* c = optional_member(root, key, w);
+    return c ? *c : null_json;
+  };
+  normalizer = Normalizer::from_json(component("normalizer"), w.at("normalizer"));
+  pre_tokenizer = PreTokenizer::from_json(component("pre_tokenizer"), w.at("pre_tokenizer"));
+  post_processor = PostProcessor::from_json(component("post_processor"), w.at("post_processor"));
+  decoder = Decoder::from_json(component("decoder"), w.at("decoder"));
+}
+
+void Tokenizer::Impl::add_added_tokens(std::vector<AddedToken> added) {
+  std::stable_partition(added.begin(), added.end(), [](const AddedToken& t) { return t.special; });
+  std::vector<AddedToken> raw, normalized;
+  std::vector<std::string> raw_patterns, normalized_patterns;
+  std::unordered_set<std::string> special_contents;
+  size_t limit = model.id_limit();
+  for (const AddedToken& t : added) {
+    if (added_by_content.contains(t.content)) continue;
+    added_by_content.emplace(t.content, t.id);
+    added_by_id[t.id] = t.content;
+    if (t.special) special_contents.insert(t.content);
+    limit = std::max(limit, size_t(t.id) + 1);
+    if (t.normalized) {
+      normalized_patterns.push_back(normalizer.apply(t.content));
+      normalized.push_back(t);
+    } else {
+      raw_patterns.push_back(t.content);
+      raw.push_back(t);
+    }
+  }
+  raw_matcher = AddedTokenMatcher(std::move(raw), std::move(raw_patterns));
+  normalized_matcher = AddedTokenMatcher(std::move(normalized), std::move(normalized_patterns));
+  vocab_size = limit;
+
+  // HF's decode skips every token whose string is a special token's content, whatever its id.
+  special.assign(vocab_size, 0);
+  for (const std::string& c : special_contents) {
+    special[size_t(added_by_content.at(c))] = 1;
+    if (auto v = model.token_to_id(c); v && !added_by_id.contains(*v)) special[size_t(*v)] = 1;
+  }
+}
+
+void Tokenizer::Impl::read_config(const Json& config, const std::filesystem::path& path) {
+  if (!config.is_object()) throw Error(path.string() + ": expected a JSON object");
+  auto resolve = [&](const char* key) -> std::optional<int32_t> {
+    auto name = config_token(config, key);
+    return name ? token_id(*name) : std::nullopt;
+  };
+  bos = resolve("bos_token");
+  eos = resolve("eos_token");
+  pad = resolve("pad_token");
+  if (auto it = config.find("add_bos_token"); it != config.end() && it->is_boolean()) add_bos = it->get<bool>();
+  if (auto it = config.find("chat_template"); it != config.end()) {
+    if (it->is_string()) {
+      chat_template = it->get<std::string>();
+    } else if (it->is_array()) {
+      for (const Json& t : *it) {
+        if (t.is_object() && t.contains("name") && t["name"] == "default" && t.contains("template") &&
+            t["template"].is_string()) {
+          chat_template = t["template"].get<std::string>();
+        }
+      }
+    }
+  }
+}
+
+std::optional<int32_t> Tokenizer::Impl::token_id(std::string_view token) const {
+  if (auto it = added_by_content.find(std::string(token)); it != added_by_content.end()) return it->second;
+  return model.token_to_id(token);
+}
+
 Tokenizer Tokenizer::load(const std::filesystem::path& model_dir_or_tokenizer_json) {
   auto impl = std::make_unique<Impl>();
   std::filesystem::path path = model_dir_or_tokenizer_json;
@@ -144,87 +239,18 @@ Tokenizer Tokenizer::load(const std::filesystem::path& model_dir_or_tokenizer_js
   impl->source = path;
   Json root = parse_json(path);
   Where w{path.string(), ""};
-  if (!root.is_object()) w.fail("expected a JSON object");
-
-  const Json& model = member(root, "model", w);
-  Where wm = w.at("model");
-  if (!model.is_object()) wm.fail("expected an object");
-  if (const Json* type = optional_member(model, "type", wm)) {
-    if (!type->is_string() || type->get<std::string>() != "BPE") {
-      wm.fail("unsupported model type " + type->dump() + " (only BPE is implemented)");
-    }
-  } else if (!model.contains("merges")) {
-    wm.fail("no \"type\" and no \"merges\": not a BPE model");
+  try {
+    impl->read_pipeline(root, w);
+    impl->add_added_tokens(read_added_tokens(root, w));
+  } catch (const Json::exception& e) {  // a shape the field readers did not check
+    throw Error(path.string() + ": " + e.what());
   }
-  impl->model = Bpe::from_json(model, wm);
-
-  auto component = [&](const char* key) -> const Json& {
-    static const Json null_json;
-    const Json* j = optional_member(root, key, w);
-    return j ? *j : null_json;
-  };
-  impl->normalizer = Normalizer::from_json(component("normalizer"), w.at("normalizer"));
-  impl->pre_tokenizer = PreTokenizer::from_json(component("pre_tokenizer"), w.at("pre_tokenizer"));
-  impl->post_processor = PostProcessor::from_json(component("post_processor"), w.at("post_processor"));
-  impl->decoder = Decoder::from_json(component("decoder"), w.at("decoder"));
-
-  // Added tokens: special ones first in the matchers, as HF orders them.
-  std::vector<AddedToken> added = read_added_tokens(root, w);
-  std::stable_partition(added.begin(), added.end(), [](const AddedToken& t) { return t.special; });
-  std::vector<AddedToken> raw, normalized;
-  std::vector<std::string> raw_patterns, normalized_patterns;
-  std::unordered_set<std::string> special_contents;
-  size_t vocab_size = impl->model.id_limit();
-  for (const AddedToken& t : added) {
-    if (impl->added_by_content.contains(t.content)) continue;
-    impl->added_by_content.emplace(t.content, t.id);
-    impl->added_by_id[t.id] = t.content;
-    if (t.special) special_contents.insert(t.content);
-    vocab_size = std::max(vocab_size, size_t(t.id) + 1);
-    if (t.normalized) {
-      normalized_patterns.push_back(impl->normalizer.apply(t.content));
-      normalized.push_back(t);
-    } else {
-      raw_patterns.push_back(t.content);
-      raw.push_back(t);
-    }
-  }
-  impl->raw_matcher = AddedTokenMatcher(std::move(raw), std::move(raw_patterns));
-  impl->normalized_matcher = AddedTokenMatcher(std::move(normalized), std::move(normalized_patterns));
-  impl->vocab_size = vocab_size;
-
-  // decode skips every id whose string is a special token's content (HF compares strings).
-  impl->special.assign(vocab_size, 0);
-  for (const std::string& c : special_contents) {
-    impl->special[size_t(impl->added_by_content.at(c))] = 1;
-    if (auto v = impl->model.token_to_id(c); v && !impl->added_by_id.contains(*v)) impl->special[size_t(*v)] = 1;
-  }
-
   std::filesystem::path config_path = path.parent_path() / "tokenizer_config.json";
   if (std::filesystem::exists(config_path)) {
-    Json config = parse_json(config_path);
-    if (!config.is_object()) throw Error(config_path.string() + ": expected a JSON object");
-    Tokenizer probe(std::move(impl));
-    auto resolve = [&](const char* key) -> std::optional<int32_t> {
-      auto name = config_token(config, key);
-      return name ? probe.token_id(*name) : std::nullopt;  // a name not in the vocab: none
-    };
-    std::optional<int32_t> bos = resolve("bos_token"), eos = resolve("eos_token"), pad = resolve("pad_token");
-    impl = std::move(probe.impl_);
-    impl->bos = bos;
-    impl->eos = eos;
-    impl->pad = pad;
-    if (auto it = config.find("add_bos_token"); it != config.end() && it->is_boolean()) impl->add_bos = it->get<bool>();
-    if (auto it = config.find("chat_template"); it != config.end()) {
-      if (it->is_string()) {
-        impl->chat_template = it->get<std::string>();
-      } else if (it->is_array()) {  // [{"name": "default", "template": "..."}, ...]
-        for (const Json& t : *it) {
-          if (t.is_object() && t.value("name", "") == "default" && t.contains("template") && t["template"].is_string()) {
-            impl->chat_template = t["template"].get<std::string>();
-          }
-        }
-      }
+    try {
+      impl->read_config(parse_json(config_path), config_path);
+    } catch (const Json::exception& e) {
+      throw Error(config_path.string() + ": " + e.what());
     }
   }
   return Tokenizer(std::move(impl));
@@ -265,12 +291,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
 
 std::string_view Tokenizer::token(int32_t id) const { return impl_->token_string(id); }
 
-std::optional<int32_t> Tokenizer::token_id(std::string_view token) const {
-  if (auto it = impl_->added_by_content.find(std::string(token)); it != impl_->added_by_content.end()) {
-    return it->second;
-  }
-  return impl_->model.token_to_id(token);
-}
+std::optional<int32_t> Tokenizer::token_id(std::string_view token) const { return impl_->token_id(token); }
 
 bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && size_t(id) < impl_->vocab_size && impl_->special[size_t(id)];

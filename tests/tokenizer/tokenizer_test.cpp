@@ -454,6 +454,12 @@ TEST_F(TokenizerFiles, MalformedFilesNameTheFileAndTheProblem) {
   j["model"]["vocab"]["x"] = -3;
   expect_load_error(j, "model.vocab: token \"x\": id must be an integer");
   j = byte_level();
+  j["model"]["vocab"]["far"] = 2000000;
+  expect_load_error(j, "model.vocab: ids go up to 2000000 for 257 tokens: too sparse");
+  j = byte_level();
+  j["added_tokens"] = {added(2147483000, "<far>")};
+  expect_load_error(j, "added_tokens[0].id: expected a token id in [0, 16777215]");
+  j = byte_level();
   j["model"]["vocab"] = json::array();
   expect_load_error(j, "model.vocab: expected an object");
   j = byte_level();
@@ -479,6 +485,69 @@ TEST_F(TokenizerFiles, MalformedFilesNameTheFileAndTheProblem) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(config.string() + ": invalid JSON"), std::string::npos) << e.what();
   }
+}
+
+TEST_F(TokenizerFiles, DamagedFilesGiveErrorsNeverCrashes) {
+  // A file using every supported component, then 600 copies with one value replaced by a wrong type,
+  // removed, or the text cut short: each loads or throws ls::Error; what loads encodes and decodes.
+  json base = byte_level({"a b"});
+  base["model"]["vocab"]["ab"] = 256;
+  base["model"]["byte_fallback"] = false;
+  base.update(json::parse(R"({
+    "normalizer": {"type": "Sequence", "normalizers": [
+      {"type": "NFC"}, {"type": "Replace", "pattern": {"String": " "}, "content": " "}, {"type": "Prepend", "prepend": "x"}]},
+    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": "\\s+|\\p{L}+"}, "behavior": "Isolated", "invert": false},
+      {"type": "Metaspace", "replacement": "_", "prepend_scheme": "first", "split": true},
+      {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]},
+    "post_processor": {"type": "TemplateProcessing",
+      "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+      "special_tokens": {"<s>": {"id": "<s>", "ids": [257], "tokens": ["<s>"]}}},
+    "decoder": {"type": "Sequence", "decoders": [
+      {"type": "Replace", "pattern": {"String": "_"}, "content": " "}, {"type": "ByteFallback"}, {"type": "ByteLevel"},
+      {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+  })"));
+  base["added_tokens"] = {added(257, "<s>"), added(258, "<t>", {{"lstrip", true}, {"single_word", true}})};
+  ASSERT_NO_THROW(Tokenizer::load(write(base)));
+
+  std::vector<std::string> leaves;
+  json flat = base.flatten();
+  for (auto& [k, v] : flat.items()) leaves.push_back(k);
+  const std::vector<json> wrong = {nullptr, 5, -1, "x", "", json::array(), json::object(), true, 1e30, 4294967296.0};
+  std::mt19937 rng(17);
+  int loaded = 0;
+  for (int i = 0; i < 600; ++i) {
+    std::string text;
+    if (i % 5 == 4) {  // cut short
+      text = base.dump();
+      text.resize(rng() % text.size());
+    } else {
+      json j = base;
+      json::json_pointer at(leaves[rng() % leaves.size()]);
+      if (i % 5 == 3) at = at.parent_pointer();  // a whole component or list
+      if (rng() % 4 == 0 && !at.empty()) {
+        json& parent = j[at.parent_pointer()];
+        if (parent.is_object()) parent.erase(at.back());
+        else if (parent.is_array() && !parent.empty()) parent.erase(parent.size() - 1);
+      } else {
+        j[at] = wrong[rng() % wrong.size()];
+      }
+      text = j.dump();
+    }
+    std::filesystem::path p = write("tokenizer.json", text);
+    try {
+      Tokenizer t = Tokenizer::load(p);
+      ++loaded;
+      std::vector<int32_t> ids = t.encode("a b <s> ab\u00e9 <t>x", true);
+      t.decode(ids, false);
+      t.decode(ids, true);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(p.string()), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not an ls::Error: " << e.what() << "\n" << text;
+    }
+  }
+  std::printf("%d of 600 damaged files loaded\n", loaded);
 }
 
 TEST_F(TokenizerFiles, EncodeRejectsInvalidUtf8) {
