@@ -58,15 +58,17 @@ class StreamDecoder {
  public:
   explicit StreamDecoder(const Tokenizer& t, bool skip_special_tokens = true);
   std::string push(int32_t id);
-  std::string flush();  // whatever is held back (an unfinished character as U+FFFD); then starts afresh
+  // What is held back (an unfinished character as U+FFFD, as decode() gives it); pushing more
+  // continues the same text.
+  std::string flush();
 
  private:
   std::string emit(bool final);
 
-  const Tokenizer* tok_;
+  const Tokenizer* tok_;  // must outlive the decoder
   bool skip_special_;
-  std::vector<int32_t> ids_;  // since the start of the text already emitted up to read_
-  size_t prefix_ = 0;         // ids_[prefix_, read_) decode to the text emitted last: context for the next
+  std::vector<int32_t> ids_;  // ids_[0, read_) decode to the text emitted last; ids_[read_, end) are held
+  size_t prefix_ = 0;         // always 0 between calls (ids before the last emitted piece are dropped)
   size_t read_ = 0;
 };
 
