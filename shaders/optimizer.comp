@@ -31,8 +31,9 @@ layout(push_constant) uniform Params { uint n; } p;
 //   denom = (exp_avg_sq.sqrt() / sqrt(bias_correction2)).add_(eps)
 //   param.addcdiv_(exp_avg, denom, value=-lr / bias_correction1)      p + ((-step_size) * m) / denom
 // The scalars are formed here in f32 (torch forms them in double, then rounds): 1 - beta2 for beta2 =
-// 0.999 differs by 1.3e-5 relative, which moves an update by < 7e-6 of its size. `precise` keeps the
-// compiler from fusing what torch computes with two roundings.
+// 0.999 differs by 1.3e-5 relative, so v differs from torch's by that much and an update by < 7e-6 of
+// its size (against torch 2.11 over 5 steps: params 4.5e-8 relative, exp_avg 2.8e-7, exp_avg_sq 1.3e-5).
+// `precise` keeps the compiler from fusing what torch computes with two roundings.
 void main() {
   const float lr = hyper[0], beta1 = hyper[1], beta2 = hyper[2], eps = hyper[3], weight_decay = hyper[4];
   const float clip_scale = hyper[7];
