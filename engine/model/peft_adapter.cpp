@@ -1,13 +1,21 @@
 #include "model/peft_adapter.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "error.h"
 #include "model/safetensors.h"
+#include "util/atomic_file.h"
+#include "util/decimal.h"
 
 namespace ls::model {
 
@@ -36,7 +44,143 @@ std::string shape_string_of(const std::vector<uint64_t>& shape) {
   return s + "]";
 }
 
+// The layers the adapter adapts, checked against the model: each layer has all of the adapter's targets
+// (f32 A [r, in], B [out, r]) or none of them, and no pair outside the targets.
+std::vector<uint32_t> adapted_layers(const LoraAdapter& a, const ModelConfig& c, const std::string& where) {
+  auto fail = [&](const std::string& what) { throw Error(where + ": " + what); };
+  if (a.rank == 0) fail("the adapter's rank is 0");
+  if (a.targets.empty()) fail("the adapter has no target modules");
+  if (a.layers.size() != c.num_layers)
+    fail("the adapter has " + std::to_string(a.layers.size()) + " layers; the model has " + std::to_string(c.num_layers));
+  std::vector<uint32_t> layers;
+  for (uint32_t layer = 0; layer < c.num_layers; ++layer) {
+    size_t defined = 0;
+    for (size_t i = 0; i < kLoraTargetCount; ++i) {
+      const LoraTarget t = LoraTarget(i);
+      const LoraPair& p = a.layers[layer][i];
+      const bool is_target = std::find(a.targets.begin(), a.targets.end(), t) != a.targets.end();
+      const std::string name = std::string(target_name(t)) + " of layer " + std::to_string(layer);
+      if (!p.defined()) continue;
+      if (!is_target) fail(name + " has LoRA matrices but is not among the adapter's targets");
+      const auto [out, in] = target_shape(c, t);
+      if (!p.b.defined() || p.a.dtype() != DType::f32 || p.b.dtype() != DType::f32 || p.a.shape() != Shape{a.rank, in} ||
+          p.b.shape() != Shape{out, a.rank})
+        fail(name + " has A " + (p.a.defined() ? p.a.describe() : "none") + " and B " +
+             (p.b.defined() ? p.b.describe() : "none") + "; expected A [" + std::to_string(a.rank) + ", " +
+             std::to_string(in) + "] f32 and B [" + std::to_string(out) + ", " + std::to_string(a.rank) + "] f32");
+      ++defined;
+    }
+    if (defined == a.targets.size()) layers.push_back(layer);
+    else if (defined != 0)
+      fail("layer " + std::to_string(layer) + " has " + std::to_string(defined) + " of the adapter's " +
+           std::to_string(a.targets.size()) + " targets (PEFT's format adapts all targets of a layer or none)");
+  }
+  if (layers.empty()) fail("the adapter has no LoRA matrices");
+  return layers;
+}
+
+// A float setting as PEFT would hold it: an integer when whole (lora_alpha = 16), else its shortest decimal.
+nlohmann::json json_number(float f) {
+  if (std::isfinite(f) && f == std::floor(f) && std::fabs(f) < 0x1p53f) return int64_t(f);
+  return decimal_double(f);
+}
+
+void fsync_folder(const std::filesystem::path& dir) {
+  int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
 }  // namespace
+
+std::string peft_config_json(const LoraAdapter& a, const ModelConfig& c, const std::string& base_model_name_or_path) {
+  const std::vector<uint32_t> layers = adapted_layers(a, c, "adapter_config.json");
+  std::vector<std::string> targets;
+  for (LoraTarget t : a.targets) targets.emplace_back(target_name(t));
+  std::sort(targets.begin(), targets.end());
+  nlohmann::json j = nlohmann::json::object();  // keys sorted (std::map), as PEFT's sort_keys=True
+  j["alpha_pattern"] = nlohmann::json::object();
+  j["base_model_name_or_path"] =
+      base_model_name_or_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(base_model_name_or_path);
+  j["bias"] = "none";
+  j["fan_in_fan_out"] = false;
+  j["inference_mode"] = true;
+  j["init_lora_weights"] = true;
+  j["layers_to_transform"] = layers.size() == c.num_layers ? nlohmann::json(nullptr) : nlohmann::json(layers);
+  j["lora_alpha"] = json_number(a.alpha);
+  j["lora_dropout"] = decimal_double(a.dropout);
+  j["modules_to_save"] = nullptr;
+  j["peft_type"] = "LORA";
+  j["r"] = a.rank;
+  j["rank_pattern"] = nlohmann::json::object();
+  j["target_modules"] = targets;
+  j["task_type"] = "CAUSAL_LM";
+  j["use_dora"] = false;
+  j["use_rslora"] = a.rslora;
+  return j.dump(2);
+}
+
+void save_peft_adapter(const LoraAdapter& a, const ModelConfig& c, const std::filesystem::path& dir_in,
+                       const std::string& base_model_name_or_path) {
+  namespace fs = std::filesystem;
+  fs::path dir = dir_in.lexically_normal();
+  if (dir.has_parent_path() && !dir.has_filename()) dir = dir.parent_path();  // "out/adapter/"
+  const std::string where = "save_peft_adapter: " + dir.string();
+  auto fail = [&](const std::string& what) { throw Error(where + ": " + what); };
+
+  const std::vector<uint32_t> layers = adapted_layers(a, c, where);
+  const std::string config_text = peft_config_json(a, c, base_model_name_or_path);
+  // Download every matrix first (vectors in their final place, so the byte spans below stay valid).
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> values;
+  std::vector<Shape> shapes;
+  for (uint32_t layer : layers) {
+    for (LoraTarget t : a.targets) {
+      const LoraPair& p = a.at(layer, t);
+      for (bool b_matrix : {false, true}) {
+        const Tensor& m = b_matrix ? p.b : p.a;
+        names.push_back(peft_key(layer, t, b_matrix));
+        values.push_back(download(m));
+        shapes.push_back(m.shape());
+      }
+    }
+  }
+  std::vector<TensorToWrite> tensors;
+  for (size_t i = 0; i < names.size(); ++i)
+    tensors.push_back({.name = names[i],
+                       .dtype = DType::f32,
+                       .shape = std::vector<uint64_t>(shapes[i].begin(), shapes[i].end()),
+                       .bytes = std::as_bytes(std::span<const float>(values[i]))});
+  const std::map<std::string, std::string> metadata = {{"format", "pt"}};  // as PEFT's safe_save_file
+
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) fail("exists and is not a folder");
+    write_safetensors(dir / "adapter_model.safetensors", tensors, metadata);
+    write_file_atomically(dir / "adapter_config.json", config_text);
+    return;
+  }
+  if (dir.has_parent_path()) {
+    fs::create_directories(dir.parent_path(), ec);
+    if (ec) fail("cannot create the parent folder (" + ec.message() + ")");
+  }
+  fs::path tmp = dir;
+  tmp += ".partial." + std::to_string(::getpid());
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec)) fail("cannot create " + tmp.string() + " (" + ec.message() + ")");
+  try {
+    write_safetensors(tmp / "adapter_model.safetensors", tensors, metadata);
+    write_file_atomically(tmp / "adapter_config.json", config_text);
+    fs::rename(tmp, dir, ec);
+    if (ec) fail("cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  fsync_folder(dir.parent_path());
+}
 
 std::string peft_key(size_t layer, LoraTarget target, bool b_matrix) {
   return "base_model.model.model.layers." + std::to_string(layer) + (is_attention(target) ? ".self_attn." : ".mlp.") +

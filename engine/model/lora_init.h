@@ -1,0 +1,46 @@
+#pragma once
+// A fresh LoRA adapter, initialised as PEFT does by default (init_lora_weights=True, LoraLayer.
+// reset_lora_parameters): A ~ nn.init.kaiming_uniform_(A, a=sqrt(5)), B = 0, so the adapted model starts
+// equal to the base model.
+//
+// kaiming_uniform_ on A [r, in] (fan_in = in, the default mode) draws U(-bound, bound) with
+//   gain  = calculate_gain("leaky_relu", a) = sqrt(2 / (1 + a^2)) = sqrt(2 / 6) = 1 / sqrt(3)
+//   bound = gain * sqrt(3 / fan_in) = sqrt(3) / sqrt(3) / sqrt(in) = 1 / sqrt(in)
+//
+// Random numbers: our own generator, the same on every platform (torch's stream cannot be reproduced and
+// we do not try). Each matrix (layer, target) has its own SplitMix64 stream, started from
+//   state = mix64(seed ^ mix64(layer * 7 + target))     (target: LoraTarget's index)
+// so a matrix's values depend only on (seed, layer, target, shape), not on which other targets are
+// adapted. Each value takes one 64-bit output x: u = (x >> 40) * 2^-24 (24 bits, exact in float, in
+// [0, 1)), value = bound * (2u - 1) in float (2u - 1 is exact; one rounding), in [-bound, bound). A is
+// filled row-major.
+#include <cstdint>
+#include <vector>
+
+#include "model/config.h"
+#include "model/lora.h"
+
+namespace ls::model {
+
+// SplitMix64 (Steele, Lea, Flood 2014; the seeding generator of xoshiro): state += 0x9e3779b97f4a7c15,
+// then mix64(state). mix64 is its output function.
+uint64_t mix64(uint64_t z);
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t next();
+};
+// bound * (2u - 1) with u from the top 24 bits of x, as above.
+float uniform_symmetric(uint64_t x, float bound);
+
+// 1 / sqrt(in_features), rounded once to float.
+float lora_a_bound(uint32_t in_features);
+// The r * in values of A for (layer, target), row-major.
+std::vector<float> lora_a_values(uint32_t rank, uint32_t in_features, uint64_t seed, uint32_t layer, LoraTarget target);
+
+// Every layer gets A [rank, in] and B [out, rank] (f32 device tensors) for each target, shapes from
+// target_shape(). targets: not empty, no repeats (kept in the given order). Throws ls::Error on rank 0,
+// a non-positive or non-finite alpha, or a dropout outside [0, 1).
+LoraAdapter init_lora(vk::Device& device, const ModelConfig& config, std::vector<LoraTarget> targets, uint32_t rank,
+                      float alpha, bool rslora, float dropout, uint64_t seed);
+
+}  // namespace ls::model
