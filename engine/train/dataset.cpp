@@ -1,8 +1,11 @@
 #include "train/dataset.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <functional>
 #include <numeric>
+#include <thread>
 
 #include "error.h"
 #include "train/shuffle.h"
@@ -18,21 +21,42 @@ struct FileExamples {
   size_t skipped = 0, truncated = 0, longest = 0;
 };
 
+// Runs job(i) for i in [0, n) on `threads` threads (0: one per core, at most 8). job must not throw.
+void parallel_for(size_t n, uint32_t threads, const std::function<void(size_t)>& job) {
+  size_t count = threads ? threads : std::min(8u, std::max(1u, std::thread::hardware_concurrency()));
+  count = std::min(count, n / 64 + 1);  // threads pay off from a few dozen examples each
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) job(i);
+  };
+  std::vector<std::jthread> pool;
+  for (size_t t = 1; t < count; ++t) pool.emplace_back(work);
+  work();
+}
+
 // Steps 1 and 2 of dataset.h for one file.
 FileExamples encode_file(const std::filesystem::path& path, const tok::Tokenizer& tokenizer,
                          const tok::ChatTemplate& chat_template, const DatasetOptions& o, std::vector<std::string>& warnings) {
+  // Bad lines are gathered from both stages; without skip_bad_lines the first of them throws.
   std::vector<LineError> bad;
-  const auto records = read_jsonl(path, o.skip_bad_lines, &bad);
+  const auto records = read_jsonl(path, true, &bad);
+  // Tokenizing is the slow part: the lines in parallel, the errors afterwards in line order.
+  std::vector<Example> encoded(records.size());
+  std::vector<std::string> errors(records.size());
+  parallel_for(records.size(), o.threads, [&](size_t i) {
+    try {
+      encoded[i] = encode_example(records[i], tokenizer, chat_template, o.train_on_prompt);
+    } catch (const std::exception& error) {
+      errors[i] = path.string() + ":" + std::to_string(records[i].line) + ": " + error.what();
+    }
+  });
   FileExamples out;
-  for (const auto& r : records) {
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto& r = records[i];
     const std::string where = path.string() + ":" + std::to_string(r.line);
     try {
-      Example e;
-      try {
-        e = encode_example(r, tokenizer, chat_template, o.train_on_prompt);
-      } catch (const Error& error) {
-        throw Error(where + ": " + error.what());
-      }
+      if (!errors[i].empty()) throw Error(errors[i]);
+      Example& e = encoded[i];
       out.longest = std::max(out.longest, e.ids.size());
       const bool cut = e.ids.size() > o.max_seq_len;
       if (cut) {
@@ -49,11 +73,11 @@ FileExamples encode_file(const std::filesystem::path& path, const tok::Tokenizer
       out.truncated += cut;
       out.examples.push_back(std::move(e));
     } catch (const Error& error) {
-      if (!o.skip_bad_lines) throw;
       bad.push_back({r.line, error.what()});
     }
   }
   std::sort(bad.begin(), bad.end(), [](const LineError& a, const LineError& b) { return a.line < b.line; });
+  if (!bad.empty() && !o.skip_bad_lines) throw Error(bad[0].message);
   out.skipped = bad.size();
   for (size_t i = 0; i < bad.size() && i < kMaxListedBadLines; ++i) warnings.push_back("skipped " + bad[i].message);
   if (bad.size() > kMaxListedBadLines)

@@ -37,6 +37,7 @@ struct DatasetOptions {
   std::filesystem::path validation_file;  // validation examples from this file, or else:
   double validation_fraction = 0.0;       // this share of the training file held out (0: none)
   bool skip_bad_lines = false;     // list bad lines in warnings instead of throwing
+  uint32_t threads = 0;            // for tokenizing; 0: one per core (at most 8)
 };
 
 // Throws ls::Error naming the option that is out of range.

@@ -7,17 +7,25 @@
 //   text:               encode(text, add_special_tokens = true) (the BOS the tokenizer's post-processor
 //                       adds, if any) + EOS; all trained.
 //   prompt/completion:  encode(prompt, true) untrained + encode(completion, false) + EOS trained.
-//   messages:           the chat template's rendering (no generation prompt); each segment encoded on its
-//                       own (encode(segment, false)) and concatenated; trained = the segment is trainable
-//                       (the assistant's content and its end-of-turn text).
+//   messages:           the chat template's rendering (no generation prompt) as segments, each encoded
+//                       on its own (encode(segment, false)) and concatenated; trained = the segment is
+//                       trainable (the assistant's content and its end-of-turn text).
 // EOS is not appended when the text/completion already ends with it (as mlx-lm). train_on_prompt
 // trains every token (prompt, system and user turns, template text).
 //
-// Segment-wise encoding equals encoding the whole rendering except where a BPE pre-token would span
-// a segment boundary: the header before an assistant turn ends in "\n" (ChatML) or "\n\n" (Llama 3), so
-// assistant content that begins with whitespace or a newline (ChatML; Llama 3 strips it) is split
-// there while the whole rendering would merge it with the header's newline. The mask needs the split;
-// the model sees a tokenization it rarely saw, only at that boundary.
+// Piece-wise encoding (prompt | completion, or the chat segments) differs from encoding the whole text
+// only where the whole encoding would have a token across a piece boundary, in two ways:
+//  - Byte-level BPE (Qwen, Llama 3): a pre-token spanning the boundary is cut in two, e.g. ChatML's
+//    header "assistant\n" followed by content "\n\nHi" gives "\n" "\n\n" where the whole text has
+//    "\n\n\n". The text is the same, and the split is kept: it is how the prompt ends at inference
+//    (the generator encodes the rendering up to the generation prompt), so the model learns to continue
+//    from the tokens it will see.
+//  - SentencePiece-style (Llama 2, Mistral: a "▁" prepended to every encoded text): each piece would
+//    gain a space. When the pieces' decoded text differs from the whole text's, the whole text's ids
+//    are used instead, and token i goes with the piece its last byte falls in (the first token that
+//    differs from the encoding of the text before piece k is the first of piece k), e.g. "▁Hello"
+//    after "[/INST]" is trained though its space belongs to the template.
+// Either way decode(ids) == decode(encode(whole text)).
 #include <cstdint>
 #include <vector>
 
