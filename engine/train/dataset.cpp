@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <system_error>
 #include <thread>
 
 #include "error.h"
@@ -30,7 +31,13 @@ void parallel_for(size_t n, uint32_t threads, const std::function<void(size_t)>&
     for (size_t i; (i = next.fetch_add(1)) < n;) job(i);
   };
   std::vector<std::jthread> pool;
-  for (size_t t = 1; t < count; ++t) pool.emplace_back(work);
+  for (size_t t = 1; t < count; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {  // no more threads to be had: fewer do the same work
+      break;
+    }
+  }
   work();
 }
 

@@ -4,17 +4,18 @@
 // Batches for the training step come from train/batcher.h.
 //
 // Order of work, all deterministic for a seed:
-//   1. read and encode every line of the training file (bad lines throw, or are listed in warnings
-//      with skip_bad_lines; a file with no usable line throws either way);
+//   1. read and encode every line of the training file (the first bad line throws, or with
+//      skip_bad_lines all are listed in warnings; a file with no usable line throws either way);
 //   2. cut examples longer than max_seq_len at the end (counted in a warning); an example left with
 //      no trained token is a bad line;
 //   3. validation: the examples of validation_file, or else validation_fraction of the training
 //      examples, chosen by a seeded permutation before any shuffling; both sets stay in file order;
 //   4. pack (optional): examples are appended whole to a row while it stays within max_seq_len, then a
 //      new row starts (an example is never split). A row is attended as one sequence: no mask between
-//      its examples and positions continue across them (0..len-1), as mlx-lm and TRL's plain packing
-//      do. The training examples are packed in a seeded shuffled order (file order without shuffle);
-//      the validation examples in file order.
+//      its examples, and positions continue across them (0..len-1), so an example sees the ones
+//      before it in its row (the usual cost of simple packing, as in TRL's ConstantLengthDataset);
+//      each example's first token is never a target (example.h). The training examples are packed
+//      in a seeded shuffled order (file order without shuffle); the validation examples in file order.
 // Shuffling per epoch happens in the Batcher.
 #include <cstdint>
 #include <filesystem>

@@ -1,9 +1,10 @@
-// Training data: JSONL lines (every malformed case names file:line and the problem; skip_bad_lines),
-// each format's ids and loss mask on the tiny Qwen2 and Llama fixtures' tokenizers (the trained tokens
-// decode to exactly the completion / assistant content + end-of-turn), truncation, the seeded
-// validation split and packing. With the real Qwen3 and Llama 3 tokenizers: segment-wise encoding of
-// chats equals encoding the whole rendering on ordinary conversations, and where it cannot (assistant
-// content starting with a newline) the difference is only at the boundary.
+// Training data: JSONL lines (every malformed case names file:line and the problem; every cut of a valid
+// line parses or throws ls::Error; skip_bad_lines), each format's ids and loss mask on the tiny Qwen2
+// and Llama fixtures' tokenizers (the trained tokens decode to exactly the completion / assistant
+// content + end-of-turn), truncation, the seeded validation split, packing, parallel tokenizing, and a
+// batch's targets. With the real tokenizers: for Qwen3 and Llama 3, segment-wise chat encoding equals
+// encoding the whole rendering on ordinary conversations, and where it cannot (content starting with
+// newlines) only at the boundary; for Llama 2 (SentencePiece-style) the whole text's ids are used.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -160,6 +161,26 @@ TEST_F(DatasetTest, EveryMalformedLineNamesFileLineAndProblem) {
     EXPECT_NE(what.find(at), std::string::npos) << "line: " << c.line << "\nerror: " << what;
     EXPECT_NE(what.find(c.problem), std::string::npos) << "line: " << c.line << "\nerror: " << what << "\nwant: " << c.problem;
   }
+}
+
+TEST(Jsonl, EveryCutOfAValidLineParsesOrThrowsLsError) {
+  const std::string line =
+      R"({"messages": [{"role": "system", "content": "s\u00e9"}, {"role": "user", "content": "u"}, )"
+      R"({"role": "assistant", "content": "a\n\"q\""}], "prompt_id": [1, 2.5, null, true]})";
+  size_t parsed = 0;
+  for (size_t n = 0; n <= line.size(); ++n) {
+    try {
+      train::parse_record(std::string_view(line).substr(0, n), "f.jsonl:1");
+      ++parsed;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("f.jsonl:1: ", 0), 0u) << e.what();
+    }
+  }
+  EXPECT_EQ(parsed, 1u);  // only the whole line
+  const auto r = train::parse_record(line, "f.jsonl:1");
+  ASSERT_EQ(r.messages.size(), 3u);
+  EXPECT_EQ(r.messages[0].content, "s\xc3\xa9");
+  EXPECT_EQ(r.messages[2].content, "a\n\"q\"");
 }
 
 TEST_F(DatasetTest, NoTrainedTokenAfterTruncation) {
