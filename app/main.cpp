@@ -1,11 +1,12 @@
-// lorastudio: command line entry. `generate` and `chat` run a model from the terminal; with no
-// command it reports the version and the Vulkan devices (the GUI arrives with its issue).
+// lorastudio: command line entry. `--batch` trains headless; `generate` and `chat` run a model from the
+// terminal; with no command it reports the version and the Vulkan devices (the GUI arrives with its issue).
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "error.h"
+#include "batch_command.h"
 #include "generate_command.h"
 #include "vk/device.h"
 
@@ -33,6 +34,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", device,
                  "Vulkan device to use: its number from --devices or part of its name "
                  "(default: LORASTUDIO_DEVICE, else discrete > integrated > CPU)");
+  bool batch = false;
+  app.add_flag("--batch", batch, "Train a LoRA adapter headless (see the training options)");
+  ls::app::BatchArgs batch_args;
+  ls::app::add_batch_options(app, batch_args);
   ls::app::GenerateArgs gen_args, chat_args;
   auto* generate = app.add_subcommand("generate", "Generate a reply to a prompt, streamed to stdout");
   ls::app::add_generation_options(*generate, gen_args);
@@ -42,10 +47,16 @@ int main(int argc, char** argv) {
   auto* chat = app.add_subcommand("chat", "Interactive chat in the terminal, with the model's chat template");
   ls::app::add_generation_options(*chat, chat_args);
   chat_args.temperature = 0.7f;
-  app.footer("Exit codes: 0 success, 1 error (one line on stderr), 2 bad command line.\n");
+  app.footer(
+      "Exit codes: 0 success, 1 error (one line on stderr), 2 bad command line, 130 training stopped by Ctrl-C\n"
+      "(a checkpoint was written).\n");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (batch) {
+      batch_args.device = device;
+      return ls::app::run_batch(batch_args);
+    }
     if (*generate) {
       if (gen_args.device.empty()) gen_args.device = device;
       return ls::app::run_generate(gen_args);

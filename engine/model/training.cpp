@@ -77,7 +77,7 @@ LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
 }
 
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
-                       const TrainBatch& batch, const Tensor& loss) {
+                       const TrainBatch& batch, const Tensor& loss, float loss_scale) {
   const ModelConfig& c = model.config;
   const ModelWeights& w = model.weights;
   vk::Device& dev = rec.device();
@@ -165,7 +165,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       const Tensor ls = lse.reshape({M, 1}).slice_rows(r0, r0 + n).reshape({n});
       ops::matmul_forward(rec, lg, hf.slice_rows(r0, r0 + n), w.lm_head, Tensor());
       ops::cross_entropy_rows(rec, rl, ls, lg, tg);
-      ops::cross_entropy_backward(rec, lg, lg, tg, ls, count);  // dlogits in place
+      ops::cross_entropy_backward(rec, lg, lg, tg, ls, count, loss_scale);  // dlogits in place
       ops::matmul_backward_x(rec, tmp.slice_rows(r0, r0 + n), lg, w.lm_head);  // d hf
     }
     ops::cross_entropy_reduce(rec, loss, row_loss, batch.targets, V);

@@ -24,8 +24,9 @@ struct TrainBatch {
 
 // Records forward + backward. loss: [2] f32 = {mean loss, counted targets}. grads: same layout as
 // adapter (defined where the adapter is), f32, accumulated.
+// loss_scale multiplies the gradients (1 / micro-batches when accumulating; the loss itself is unscaled).
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
-                       const TrainBatch& batch, const Tensor& loss);
+                       const TrainBatch& batch, const Tensor& loss, float loss_scale = 1.0f);
 
 // Rows of logits computed at once by the step (≤ 64 MiB of f32, a multiple of 16 rows, at most `rows`).
 uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab);

@@ -1,0 +1,24 @@
+#pragma once
+// `lorastudio --batch`: headless LoRA training with options named as mlx-lm and PEFT users expect,
+// each also settable in a TOML file (--config run.toml, keys named like the long options).
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "train/trainer.h"
+
+namespace ls::app {
+
+struct BatchArgs {
+  train::TrainConfig config;
+  std::string targets = "q_proj,v_proj", schedule = "linear", store, device;
+  float val_fraction = 0;
+  bool quiet = false;
+};
+
+// Adds the training options to `app` (the top level, next to --batch).
+void add_batch_options(CLI::App& app, BatchArgs& args);
+// Trains; returns the exit code (0 done, 1 error, 130 stopped by Ctrl-C after writing a checkpoint).
+int run_batch(BatchArgs& args);
+
+}  // namespace ls::app

@@ -1,0 +1,268 @@
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "model/lora_init.h"
+#include "model/peft_adapter.h"
+#include "model/safetensors.h"
+#include "model/training.h"
+#include "ops/optimizer.h"
+#include "store/metrics_export.h"
+#include "store/run_store.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+#include "train/batcher.h"
+#include "util/atomic_file.h"
+
+namespace ls::train {
+
+namespace fs = std::filesystem;
+using model::LoraAdapter;
+
+void validate(const TrainConfig& c) {
+  auto fail = [](const std::string& what) { throw Error("training options: " + what); };
+  if (c.model.empty()) fail("--model is required");
+  if (c.data.empty()) fail("--data is required");
+  if (c.targets.empty()) fail("--targets names no projection");
+  if (c.rank == 0) fail("--rank must be at least 1");
+  if (!(c.alpha > 0)) fail("--alpha must be positive");
+  if (c.dropout != 0) fail("--dropout other than 0 is not implemented yet");
+  if (c.batch_size == 0) fail("--batch-size must be at least 1");
+  if (c.grad_accum == 0) fail("--grad-accum must be at least 1");
+  if (!(c.schedule.lr > 0) || !std::isfinite(c.schedule.lr)) fail("--lr must be a positive number");
+  train::validate(c.data_options);
+}
+
+std::string config_json(const TrainConfig& c) {
+  nlohmann::json targets = nlohmann::json::array();
+  for (auto t : c.targets) targets.push_back(std::string(model::target_name(t)));
+  const auto& d = c.data_options;
+  nlohmann::json j = {
+      {"model", c.model.string()}, {"data", c.data.string()}, {"out", c.out.string()},
+      {"val_data", d.validation_file.string()}, {"val_fraction", d.validation_fraction},
+      {"targets", targets}, {"rank", c.rank}, {"alpha", c.alpha}, {"dropout", c.dropout}, {"rslora", c.rslora},
+      {"batch_size", c.batch_size}, {"grad_accum", c.grad_accum}, {"seq_len", d.max_seq_len}, {"steps", c.steps},
+      {"epochs", d.epochs}, {"lr", c.schedule.lr}, {"schedule", schedule_kind_name(c.schedule.kind)},
+      {"warmup", c.schedule.warmup_steps}, {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
+      {"eps", c.optimizer.eps}, {"weight_decay", c.optimizer.weight_decay},
+      {"max_grad_norm", c.optimizer.max_grad_norm}, {"train_on_prompt", d.train_on_prompt}, {"pack", d.pack},
+      {"shuffle", d.shuffle}, {"data_seed", d.seed}, {"seed", c.seed}, {"val_every", c.val_every},
+      {"save_every", c.save_every}};
+  return j.dump(2);
+}
+
+namespace {
+
+std::vector<Tensor> flat(const LoraAdapter& a) {
+  std::vector<Tensor> out;
+  for (const auto& layer : a.layers)
+    for (const auto& p : layer)
+      if (p.defined()) out.push_back(p.a), out.push_back(p.b);
+  return out;
+}
+
+LoraAdapter zeros_like(vk::Device& dev, const LoraAdapter& a) { return model::zero_grads_like(dev, a); }
+
+// One recorded forward+backward over a [B, T] batch held in host-visible tensors.
+struct StepProgram {
+  model::TrainBatch batch;
+  Tensor loss;
+  vk::Program program;
+  double run(const Batch& b) {
+    upload(batch.ids, b.ids);
+    upload(batch.targets, b.targets);
+    program.run();
+    return static_cast<const float*>(loss.mapped())[0];
+  }
+};
+
+StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapter& adapter, const LoraAdapter& grads,
+                        uint32_t B, uint32_t T, float loss_scale) {
+  StepProgram s;
+  const uint32_t M = B * T;
+  std::vector<int32_t> positions(M);
+  for (uint32_t i = 0; i < M; ++i) positions[i] = int32_t(i % T);
+  s.batch = {.B = B, .T = T, .ids = Tensor::empty_host(dev, {M}, DType::i32, "ids"),
+             .positions = Tensor::empty(dev, {M}, DType::i32, "positions"),
+             .targets = Tensor::empty_host(dev, {M}, DType::i32, "targets")};
+  upload(s.batch.positions, positions);
+  s.loss = Tensor::empty_host(dev, {2}, DType::f32, "loss");
+  vk::Recorder rec(dev);
+  model::record_train_step(rec, m, adapter, grads, s.batch, s.loss, loss_scale);
+  s.program = rec.finish();
+  return s;
+}
+
+void write_checkpoint(const fs::path& dir, const LoraAdapter& adapter, const LoraAdapter& m1, const LoraAdapter& m2,
+                      const model::ModelConfig& mc, const TrainConfig& c, uint32_t step, const BatcherState& data) {
+  model::save_peft_adapter(adapter, mc, dir, c.model.string());
+  // Optimizer moments, keyed like the adapter's matrices.
+  std::vector<std::vector<float>> values;
+  std::vector<model::TensorToWrite> tensors;
+  for (size_t i = 0; i < adapter.layers.size(); ++i)
+    for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
+      if (!adapter.layers[i][t].defined()) continue;
+      for (int which = 0; which < 4; ++which) {
+        const auto& src = (which < 2 ? m1 : m2).layers[i][t];
+        const Tensor& tensor = which % 2 == 0 ? src.a : src.b;
+        values.push_back(download(tensor));
+        std::string key = model::peft_key(i, model::LoraTarget(t), which % 2 == 1) + (which < 2 ? ".exp_avg" : ".exp_avg_sq");
+        std::vector<uint64_t> shape(tensor.shape().begin(), tensor.shape().end());
+        tensors.push_back({key, DType::f32, shape, {}});
+      }
+    }
+  for (size_t i = 0; i < tensors.size(); ++i)
+    tensors[i].bytes = std::as_bytes(std::span<const float>(values[i]));
+  model::write_safetensors(dir / "optimizer.safetensors", tensors);
+  nlohmann::json state = {{"step", step}, {"data", nlohmann::json::parse(data.to_json())}};
+  const std::string text = state.dump(2);
+  write_file_atomically(dir / "trainer_state.json", text);
+}
+
+double mean_loss(StepProgram& s, std::span<const Example> rows, uint32_t B, uint32_t T, int32_t pad) {
+  Batcher b(rows, evaluation_batches(B, T, pad));
+  double sum = 0, count = 0;
+  Batch batch;
+  while (b.next(batch)) {
+    if (batch.trained_tokens == 0) continue;
+    sum += s.run(batch) * batch.trained_tokens;
+    count += batch.trained_tokens;
+  }
+  return count > 0 ? sum / count : std::nan("");
+}
+
+}  // namespace
+
+TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<bool(const StepReport&)>& on_step) {
+  TrainConfig c = c_in;
+  validate(c);
+  const auto model = model::Model::load(dev, c.model);
+  const auto tokenizer = tok::Tokenizer::load(c.model);
+  std::vector<std::string> warnings;
+  const auto tmpl = fs::exists(c.model / "tokenizer_config.json")
+                        ? tok::ChatTemplate::from_tokenizer_config(c.model / "tokenizer_config.json", &warnings)
+                        : tok::ChatTemplate::recognise("", (c.model / "tokenizer_config.json").string(), &warnings);
+  const Dataset data = load_dataset(c.data, tokenizer, tmpl, c.data_options);
+  if (data.train.empty()) throw Error(c.data.string() + ": no training examples");
+  const int32_t pad = pad_token(tokenizer);
+  const uint32_t T = fixed_seq_len(data.train, c.data_options.max_seq_len);
+  const uint32_t B = c.batch_size;
+  Batcher batcher(data.train, training_batches(c.data_options, B, T, pad));
+  const uint32_t total = c.steps ? c.steps : uint32_t((batcher.total_batches() + c.grad_accum - 1) / c.grad_accum);
+  c.schedule.total_steps = total;
+
+  fs::create_directories(c.out);
+  const std::string cfg = config_json(c);
+  write_file_atomically(c.out / "config.json", cfg);
+  store::RunStore runs(c.store.empty() ? store::default_store_path() : c.store);
+  const int64_t run_id = runs.create_run({.name = c.out.filename().string(), .model_path = c.model, .data_path = c.data,
+                                          .config_json = cfg, .out_dir = c.out});
+  runs.set_status(run_id, store::RunStatus::running);
+
+  TrainResult result;
+  result.run_id = run_id;
+  try {
+    LoraAdapter adapter = model::init_lora(dev, model.config, c.targets, c.rank, c.alpha, c.rslora, c.dropout, c.seed);
+    LoraAdapter grads = zeros_like(dev, adapter), m1 = zeros_like(dev, adapter), m2 = zeros_like(dev, adapter);
+    StepProgram step = record_step(dev, model, adapter, grads, B, T, 1.0f / float(c.grad_accum));
+    std::optional<StepProgram> eval;
+    LoraAdapter eval_grads;
+    if (!data.validation.empty()) {
+      eval_grads = zeros_like(dev, adapter);
+      eval = record_step(dev, model, adapter, eval_grads, B, T, 1.0f);
+    }
+    // Zeroing, and the update: global norm -> clip factor -> AdamW on every matrix.
+    const auto params = flat(adapter), gs = flat(grads), ms = flat(m1), vs = flat(m2);
+    Tensor hyper = Tensor::empty_host(dev, {ops::kHyperSlots}, DType::f32, "hyper");
+    Tensor sumsq = Tensor::empty(dev, {1}, DType::f32, "grad sumsq"), norm = Tensor::empty_host(dev, {1}, DType::f32, "grad norm");
+    vk::Program zero, update;
+    {
+      vk::Recorder rec(dev);
+      for (const auto& g : gs) ops::fill_zero(rec, g);
+      zero = rec.finish();
+    }
+    {
+      vk::Recorder rec(dev);
+      ops::grad_sumsq(rec, sumsq, gs);
+      ops::clip_scale(rec, hyper, norm, sumsq, c.optimizer.max_grad_norm);
+      for (size_t i = 0; i < params.size(); ++i) ops::adamw_step(rec, params[i], gs[i], ms[i], vs[i], hyper);
+      update = rec.finish();
+    }
+    auto checkpoint = [&](uint32_t at) {
+      const fs::path dir = c.out / ("checkpoint-" + std::to_string(at));
+      write_checkpoint(dir, adapter, m1, m2, model.config, c, at, batcher.state());
+      runs.add_checkpoint(run_id, at, dir);
+    };
+
+    const auto t_start = std::chrono::steady_clock::now();
+    Batch batch;
+    bool data_left = true;
+    for (uint32_t s = 1; s <= total && data_left; ++s) {
+      const auto t0 = std::chrono::steady_clock::now();
+      zero.run();
+      double loss_sum = 0;
+      uint32_t micro = 0, tokens = 0;
+      for (; micro < c.grad_accum; ++micro) {
+        if (!batcher.next(batch)) {
+          if (c.steps == 0) break;
+          batcher.restore({.seed = batcher.state().seed, .shuffle = batcher.state().shuffle, .rows = batcher.state().rows});
+          if (!batcher.next(batch)) break;
+        }
+        loss_sum += step.run(batch);
+        tokens += batch.trained_tokens;
+      }
+      if (micro == 0) {
+        data_left = false;
+        break;
+      }
+      const float lr = lr_at(c.schedule, s - 1);
+      const auto h = hyper_values(c.optimizer, lr, s);
+      upload(hyper, std::span<const float>(h));
+      update.run();
+      StepReport r;
+      r.step = s;
+      r.total = total;
+      r.loss = loss_sum / micro;
+      r.lr = lr;
+      r.grad_norm = static_cast<const float*>(norm.mapped())[0];
+      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      r.trained_tokens = tokens;
+      r.tokens_per_s = double(micro) * B * T / dt;
+      r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      const bool last = s == total;
+      if (eval && ((c.val_every && s % c.val_every == 0) || last)) {
+        r.val_loss = mean_loss(*eval, data.validation, B, T, pad);
+        result.last_val_loss = r.val_loss;
+      }
+      runs.log_metrics(run_id, {.step = s, .time = store::unix_now(), .loss = r.loss, .val_loss = r.val_loss, .lr = r.lr,
+                                .grad_norm = r.grad_norm, .tokens_per_s = r.tokens_per_s});
+      runs.update_heartbeat(run_id);
+      if (s == 1) result.first_loss = r.loss;
+      result.last_loss = r.loss;
+      result.steps = s;
+      const bool go_on = on_step(r);
+      if (c.save_every && s % c.save_every == 0 && !last) checkpoint(s);
+      if (!go_on) {
+        checkpoint(s);
+        result.stopped = true;
+        break;
+      }
+    }
+    result.adapter_dir = c.out / "adapter";
+    model::save_peft_adapter(adapter, model.config, result.adapter_dir, c.model.string());
+    runs.add_export(run_id, result.adapter_dir, store::ExportFormat::peft);
+    store::write_metrics_csv(c.out / "metrics.csv", runs.metrics(run_id));
+    runs.set_status(run_id, result.stopped ? store::RunStatus::stopped : store::RunStatus::finished);
+  } catch (const std::exception& e) {
+    runs.set_status(run_id, store::RunStatus::failed, e.what());
+    throw;
+  }
+  return result;
+}
+
+}  // namespace ls::train

@@ -1,0 +1,65 @@
+#pragma once
+// The training loop: a model folder and a JSONL file in, a PEFT adapter folder out. Each optimizer step
+// replays recorded programs (zero the gradients; forward+backward per micro-batch; global grad norm,
+// clip and AdamW) with the batch and the step's hyper-parameters written into host-visible tensors
+// (DESIGN.md "Record once, replay many"). Progress goes to a callback and to the SQLite run store.
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/lora.h"
+#include "train/dataset.h"
+#include "train/schedule.h"
+#include "vk/device.h"
+
+namespace ls::train {
+
+struct TrainConfig {
+  std::filesystem::path model;       // Hugging Face model folder
+  std::filesystem::path data;        // training JSONL
+  std::filesystem::path out;         // run folder: adapter/, checkpoint-N/, config.json, metrics.csv
+  std::filesystem::path store;       // run store (SQLite); empty: store::default_store_path()
+  DatasetOptions data_options;       // sequence length, epochs, seed, validation, packing, ...
+  std::vector<model::LoraTarget> targets = {model::LoraTarget::q_proj, model::LoraTarget::v_proj};
+  uint32_t rank = 8;
+  float alpha = 16;
+  float dropout = 0;                 // LoRA dropout (only 0 is implemented so far)
+  bool rslora = false;
+  uint32_t batch_size = 1;
+  uint32_t grad_accum = 1;
+  uint32_t steps = 0;                // optimizer steps; 0: as many as the epochs give
+  ScheduleOptions schedule;          // lr, kind, warmup (total_steps is filled in)
+  OptimizerHyper optimizer;
+  uint32_t val_every = 0;            // steps between validation losses (0: only at the end, if any validation data)
+  uint32_t save_every = 0;           // steps between checkpoints (0: only at the end)
+  uint64_t seed = 0;                 // LoRA initialisation (data order uses data_options.seed)
+};
+
+struct StepReport {
+  uint32_t step = 0, total = 0;      // 1-based step of total
+  double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
+  std::optional<double> val_loss;
+  uint32_t trained_tokens = 0;
+};
+
+struct TrainResult {
+  uint32_t steps = 0;
+  double first_loss = 0, last_loss = 0;
+  std::optional<double> last_val_loss;
+  std::filesystem::path adapter_dir;
+  int64_t run_id = 0;
+  bool stopped = false;              // the callback asked to stop (a checkpoint was written)
+};
+
+// Throws ls::Error naming the option for values out of range.
+void validate(const TrainConfig& config);
+// The resolved configuration as JSON (saved with the run).
+std::string config_json(const TrainConfig& config);
+
+// Trains. on_step is called after every optimizer step; returning false stops after writing a checkpoint.
+TrainResult train(vk::Device& device, const TrainConfig& config, const std::function<bool(const StepReport&)>& on_step);
+
+}  // namespace ls::train
