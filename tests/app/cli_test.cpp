@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -159,6 +160,51 @@ TEST_F(Cli, MissingTokenizer) {
 TEST_F(Cli, MissingFolder) {
   fs::remove_all(dir_);
   expect_one_line_error({dir_.string()});
+}
+
+// The product's main job on the tiny model: --batch memorises two chat examples (the loss falls to near
+// zero), writes a PEFT adapter, and `generate` with that adapter gives a training answer back.
+TEST_F(Cli, BatchTrainsThenGenerateReproducesAnAnswer) {
+  const fs::path run_dir = dir_ / "run", data = dir_ / "data.jsonl";
+  write_text(data,
+             R"({"messages": [{"role": "user", "content": "What is the capital of France?"}, {"role": "assistant", "content": "Paris."}]})"
+             "\n"
+             R"({"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]})"
+             "\n");
+  auto r = run({"--batch", "--model", dir_.string(), "--data", data.string(), "--out", run_dir.string(), "--steps", "25",
+                "--lr", "1e-2", "--batch-size", "2", "--rank", "4", "--targets", "q_proj,v_proj,o_proj,up_proj,down_proj",
+                "--store", (dir_ / "runs.sqlite").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("done after 25 steps"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(run_dir / "adapter" / "adapter_model.safetensors"));
+  EXPECT_TRUE(fs::exists(run_dir / "adapter" / "adapter_config.json"));
+  EXPECT_TRUE(fs::exists(run_dir / "config.json"));
+  // The last logged loss is far below the first.
+  auto csv = read_text(run_dir / "metrics.csv");
+  std::vector<double> losses;  // column 3 of metrics.csv (step,time,loss,...)
+  std::istringstream lines(csv);
+  std::string line;
+  std::getline(lines, line);  // header
+  while (std::getline(lines, line)) {
+    size_t a = line.find(','), b = line.find(',', a + 1), e = line.find(',', b + 1);
+    losses.push_back(std::stod(line.substr(b + 1, e - b - 1)));
+  }
+  ASSERT_EQ(losses.size(), 25u);
+  EXPECT_LT(losses.back(), 0.1 * losses.front()) << "first " << losses.front() << ", last " << losses.back();
+  auto g = run({"generate", "--model", dir_.string(), "--adapter", (run_dir / "adapter").string(), "--prompt",
+                "What is the capital of France?", "--max-tokens", "10", "--act", "f32"});
+  EXPECT_EQ(g.code, 0) << g.err;
+  EXPECT_EQ(g.out, "Paris.\n") << g.err;
+  EXPECT_NE(g.err.find("stop: eos"), std::string::npos) << g.err;
+}
+
+TEST_F(Cli, BatchNamesTheBadLine) {
+  const fs::path data = dir_ / "bad.jsonl";
+  write_text(data, "{\"text\": \"fine\"}\n{\"text\": 3}\n");
+  auto r = run({"--batch", "--model", dir_.string(), "--data", data.string(), "--out", (dir_ / "run").string(), "--steps",
+                "1", "--store", (dir_ / "runs.sqlite").string()});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("bad.jsonl:2"), std::string::npos) << r.err;
 }
 
 TEST_F(Cli, BadSamplingOption) {
