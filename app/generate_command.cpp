@@ -40,6 +40,8 @@ void add_generation_options(CLI::App& cmd, GenerateArgs& a) {
       ->check(CLI::IsMember({"f32", "f16", "auto"}))
       ->capture_default_str();
   cmd.add_option("--device", a.device, "Vulkan device: number from --devices or part of its name");
+  cmd.add_option("--dump-logits", a.dump_logits, "write the prompt's last-position logits (raw f32) to this file")
+      ->group("");  // for checks against other engines
 }
 
 namespace {
@@ -120,9 +122,16 @@ void print_stats(const infer::GenerateStats& st) {
 
 // Generates a reply to the context the generator holds plus `prompt`, streaming it to stdout.
 std::pair<std::string, infer::GenerateStats> stream_reply(Session& s, infer::Generator& g, std::span<const int32_t> prompt,
-                                                          const infer::GenerateOptions& o, std::vector<std::string> stops) {
+                                                          const infer::GenerateOptions& o, std::vector<std::string> stops,
+                                                          const std::string& dump_logits = "") {
   infer::TextStream text(s.tokenizer, std::move(stops));
+  bool first = true;
   auto stats = g.generate(prompt, o, [&](int32_t id) {
+    if (first && !dump_logits.empty()) {
+      auto l = g.logits();
+      std::ofstream(dump_logits, std::ios::binary).write(reinterpret_cast<const char*>(l.data()), std::streamsize(l.size_bytes()));
+    }
+    first = false;
     std::string piece = text.push(id);
     std::fwrite(piece.data(), 1, piece.size(), stdout);
     std::fflush(stdout);
@@ -152,7 +161,7 @@ int run_generate(const GenerateArgs& a) {
   }
   auto ids = s.tokenizer.encode(text, false);
   if (ids.empty()) throw Error("generate: the prompt is empty");
-  auto [reply, stats] = stream_reply(s, g, ids, options, stops);
+  auto [reply, stats] = stream_reply(s, g, ids, options, stops, a.dump_logits);
   std::fputc('\n', stdout);
   print_stats(stats);
   return 0;
