@@ -56,6 +56,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_flag("--train-on-prompt", c.data_options.train_on_prompt, "also train on prompts and user turns");
   g->add_flag("--pack", c.data_options.pack, "pack short examples into full rows");
   g->add_flag("--skip-bad-lines", c.data_options.skip_bad_lines, "report and skip malformed JSONL lines");
+  g->add_option("--resume", c.resume, "continue from a checkpoint-N folder of a run with the same options");
   g->add_option("--store", a.store, "run store (SQLite) path (default: ~/.local/share/lorastudio/runs.sqlite)");
   g->add_flag("--quiet", a.quiet, "no progress output");
   app.set_config("--config", "", "TOML file with any of the training options (key = value, keys as the long options)");

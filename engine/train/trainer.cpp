@@ -52,7 +52,7 @@ std::string config_json(const TrainConfig& c) {
       {"eps", c.optimizer.eps}, {"weight_decay", c.optimizer.weight_decay},
       {"max_grad_norm", c.optimizer.max_grad_norm}, {"train_on_prompt", d.train_on_prompt}, {"pack", d.pack},
       {"shuffle", d.shuffle}, {"data_seed", d.seed}, {"seed", c.seed}, {"val_every", c.val_every},
-      {"save_every", c.save_every}};
+      {"save_every", c.save_every}, {"resume", c.resume.string()}};
   return j.dump(2);
 }
 
@@ -124,6 +124,50 @@ void write_checkpoint(const fs::path& dir, const LoraAdapter& adapter, const Lor
   write_file_atomically(dir / "trainer_state.json", text);
 }
 
+// Loads a checkpoint written by write_checkpoint into the adapter and moments (same shapes), restores the
+// data position, and returns the step it was taken after.
+uint32_t load_checkpoint(vk::Device& dev, const fs::path& dir, const model::ModelConfig& mc, LoraAdapter& adapter,
+                         LoraAdapter& m1, LoraAdapter& m2, Batcher& batcher) {
+  const fs::path state_path = dir / "trainer_state.json";
+  std::ifstream in(state_path);
+  if (!in) throw Error(state_path.string() + ": cannot open (is " + dir.string() + " a checkpoint folder?)");
+  nlohmann::json state;
+  try {
+    state = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    throw Error(state_path.string() + ": not valid JSON: " + e.what());
+  }
+  if (!state.contains("step") || !state["step"].is_number_unsigned() || !state.contains("data"))
+    throw Error(state_path.string() + ": missing \"step\" or \"data\"");
+  const LoraAdapter saved = model::load_peft_adapter(dev, mc, dir);
+  if (saved.rank != adapter.rank || saved.targets.size() != adapter.targets.size())
+    throw Error(dir.string() + ": the checkpoint's adapter (rank " + std::to_string(saved.rank) +
+                ") does not match this run's options (rank " + std::to_string(adapter.rank) + ")");
+  const model::SafeTensors moments = model::SafeTensors::open(dir / "optimizer.safetensors");
+  for (size_t i = 0; i < adapter.layers.size(); ++i)
+    for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
+      auto& p = adapter.layers[i][t];
+      if (!p.defined()) continue;
+      if (!saved.layers[i][t].defined())
+        throw Error(dir.string() + ": the checkpoint has no " + std::string(model::target_name(model::LoraTarget(t))) +
+                    " for layer " + std::to_string(i));
+      upload(p.a, download(saved.layers[i][t].a));
+      upload(p.b, download(saved.layers[i][t].b));
+      for (int which = 0; which < 4; ++which) {
+        const std::string key = model::peft_key(i, model::LoraTarget(t), which % 2 == 1) +
+                                (which < 2 ? ".exp_avg" : ".exp_avg_sq");
+        const auto& dst = (which < 2 ? m1 : m2).layers[i][t];
+        const Tensor& tensor = which % 2 == 0 ? dst.a : dst.b;
+        const auto& info = moments.at(key);
+        if (info.dtype != DType::f32 || info.bytes.size() != tensor.bytes())
+          throw Error((dir / "optimizer.safetensors").string() + ": \"" + key + "\" has the wrong shape or dtype");
+        upload_bytes(tensor, {reinterpret_cast<const uint8_t*>(info.bytes.data()), info.bytes.size()});
+      }
+    }
+  batcher.restore(BatcherState::from_json(state["data"].dump(), state_path.string()));
+  return state["step"].get<uint32_t>();
+}
+
 double mean_loss(StepProgram& s, std::span<const Example> rows, uint32_t B, uint32_t T, int32_t pad) {
   Batcher b(rows, evaluation_batches(B, T, pad));
   double sum = 0, count = 0;
@@ -169,6 +213,8 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
   try {
     LoraAdapter adapter = model::init_lora(dev, model.config, c.targets, c.rank, c.alpha, c.rslora, c.dropout, c.seed);
     LoraAdapter grads = zeros_like(dev, adapter), m1 = zeros_like(dev, adapter), m2 = zeros_like(dev, adapter);
+    uint32_t first_step = 1;
+    if (!c.resume.empty()) first_step = load_checkpoint(dev, c.resume, model.config, adapter, m1, m2, batcher) + 1;
     StepProgram step = record_step(dev, model, adapter, grads, B, T, 1.0f / float(c.grad_accum));
     std::optional<StepProgram> eval;
     LoraAdapter eval_grads;
@@ -202,7 +248,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
     const auto t_start = std::chrono::steady_clock::now();
     Batch batch;
     bool data_left = true;
-    for (uint32_t s = 1; s <= total && data_left; ++s) {
+    for (uint32_t s = first_step; s <= total && data_left; ++s) {
       const auto t0 = std::chrono::steady_clock::now();
       zero.run();
       double loss_sum = 0;
@@ -242,7 +288,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       runs.log_metrics(run_id, {.step = s, .time = store::unix_now(), .loss = r.loss, .val_loss = r.val_loss, .lr = r.lr,
                                 .grad_norm = r.grad_norm, .tokens_per_s = r.tokens_per_s});
       runs.update_heartbeat(run_id);
-      if (s == 1) result.first_loss = r.loss;
+      if (s == first_step) result.first_loss = r.loss;
       result.last_loss = r.loss;
       result.steps = s;
       const bool go_on = on_step(r);

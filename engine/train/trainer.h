@@ -36,6 +36,7 @@ struct TrainConfig {
   uint32_t val_every = 0;            // steps between validation losses (0: only at the end, if any validation data)
   uint32_t save_every = 0;           // steps between checkpoints (0: only at the end)
   uint64_t seed = 0;                 // LoRA initialisation (data order uses data_options.seed)
+  std::filesystem::path resume;      // a checkpoint-N folder of an earlier run with the same options
 };
 
 struct StepReport {
