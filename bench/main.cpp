@@ -7,6 +7,7 @@
 
 #include "inference.h"
 #include "micro.h"
+#include "train_bench.h"
 #include "vk/device.h"
 
 int main(int argc, char** argv) {
@@ -25,6 +26,15 @@ int main(int argc, char** argv) {
   inference->add_option("--new-tokens", inf.new_tokens, "decode: tokens timed")->check(CLI::Range(1, 1 << 16));
   inference->add_option("--act", inf.act, "activations: f32, f16 or auto")->check(CLI::IsMember({"f32", "f16", "auto"}));
   inference->add_option("--json", inf.json, "also write the results as JSON to this file");
+  ls::bench::TrainBenchOptions tr;
+  auto* train = app.add_subcommand("train", "LoRA training steps/s on a model folder (random tokens)");
+  train->add_option("--model", tr.model_dir, "Hugging Face model folder")->required();
+  train->add_option("--batch", tr.batch, "sequences per step")->check(CLI::Range(1, 1024));
+  train->add_option("--seq", tr.seq, "tokens per sequence")->check(CLI::Range(2, 1 << 16));
+  train->add_option("--rank", tr.rank, "LoRA rank")->check(CLI::Range(1, 1024));
+  train->add_option("--targets", tr.targets, "adapted projections");
+  train->add_option("--steps", tr.steps, "timed steps")->check(CLI::Range(1, 10000));
+  train->add_option("--json", tr.json, "also write the results as JSON to this file");
   app.add_option("--device", device, "Vulkan device: number or part of the name (default: LORASTUDIO_DEVICE, else best)");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -32,6 +42,7 @@ int main(int argc, char** argv) {
     std::cout << ls::vk::format_report(dev.report());
     if (*micro) return ls::bench::run_micro(dev, iters, json);
     if (*inference) return ls::bench::run_inference(dev, inf);
+    if (*train) return ls::bench::run_train(dev, tr);
   } catch (const std::exception& e) {
     std::cerr << "lorastudio-bench: " << e.what() << "\n";
     return 1;
