@@ -1,0 +1,106 @@
+// One LoRA training run against PyTorch + PEFT (tests/fixtures/make_train_fixtures.py, f32 on the CPU):
+// the tiny Qwen2 with the adapter PEFT saved (r 4 on q_proj, v_proj, down_proj, random B), one fixed
+// batch, AdamW (lr 1e-3, wd 0.01) with clip_grad_norm_(1.0), 20 steps.
+// Tolerances: step-1 loss and every LoRA gradient within 1e-4 relative (gradients: |a - e| <= 1e-4
+// (|e| + mean|e|), test::expect_close); the loss of each of the 20 steps within 1e-3 relative.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "model/peft_adapter.h"
+#include "model/safetensors.h"
+#include "model/training.h"
+#include "ops/optimizer.h"
+#include "support/testing.h"
+#include "train/schedule.h"
+
+namespace ls {
+namespace {
+
+namespace fs = std::filesystem;
+
+template <class T>
+std::vector<T> values(const model::SafeTensors& st, const std::string& name) {
+  const auto& info = st.at(name);
+  std::vector<T> v(info.bytes.size() / sizeof(T));
+  std::memcpy(v.data(), info.bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+class TrainGolden : public test::GpuTest {};
+
+TEST_F(TrainGolden, LossGradientsAndTwentyStepsMatchPeft) {
+  const fs::path dir = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny";
+  const auto m = model::Model::load(dev(), dir);
+  auto adapter = model::load_peft_adapter(dev(), m.config, dir / "train_adapter");
+  auto grads = model::zero_grads_like(dev(), adapter), m1 = model::zero_grads_like(dev(), adapter),
+       m2 = model::zero_grads_like(dev(), adapter);
+  const auto expected = model::SafeTensors::open(dir / "expected_train.safetensors");
+  const auto ids = values<int32_t>(expected, "ids"), labels = values<int32_t>(expected, "labels");
+  const auto losses = values<float>(expected, "losses");
+  const uint32_t B = 2, T = 8, M = B * T;
+  // HF shifts the labels inside the model: position t predicts labels[t + 1].
+  std::vector<int32_t> targets(M), positions(M);
+  for (uint32_t b = 0; b < B; ++b)
+    for (uint32_t t = 0; t < T; ++t) {
+      targets[b * T + t] = t + 1 < T ? labels[b * T + t + 1] : -100;
+      positions[b * T + t] = int32_t(t);
+    }
+  model::TrainBatch batch{.B = B, .T = T, .ids = test::tensor_from_ints(dev(), {M}, ids),
+                          .positions = test::tensor_from_ints(dev(), {M}, positions),
+                          .targets = test::tensor_from_ints(dev(), {M}, targets)};
+  Tensor loss = Tensor::empty(dev(), {2}, DType::f32, "loss");
+  Tensor hyper = Tensor::empty(dev(), {ops::kHyperSlots}, DType::f32, "hyper");
+  Tensor sumsq = Tensor::empty(dev(), {1}, DType::f32, "sumsq"), norm = Tensor::empty(dev(), {1}, DType::f32, "norm");
+  std::vector<Tensor> ps, gs, ms, vs;
+  for (size_t i = 0; i < adapter.layers.size(); ++i)
+    for (size_t t = 0; t < model::kLoraTargetCount; ++t)
+      if (adapter.layers[i][t].defined())
+        for (bool b : {false, true}) {
+          auto pick = [&](const model::LoraAdapter& a) { return b ? a.layers[i][t].b : a.layers[i][t].a; };
+          ps.push_back(pick(adapter)), gs.push_back(pick(grads)), ms.push_back(pick(m1)), vs.push_back(pick(m2));
+        }
+  vk::Recorder fb(dev());
+  for (const auto& g : gs) ops::fill_zero(fb, g);
+  model::record_train_step(fb, m, adapter, grads, batch, loss);
+  auto forward_backward = fb.finish();
+  vk::Recorder up(dev());
+  ops::grad_sumsq(up, sumsq, gs);
+  ops::clip_scale(up, hyper, norm, sumsq, 1.0f);
+  for (size_t i = 0; i < ps.size(); ++i) ops::adamw_step(up, ps[i], gs[i], ms[i], vs[i], hyper);
+  auto update = up.finish();
+
+  const train::OptimizerHyper h{.weight_decay = 0.01f, .max_grad_norm = 1.0f};
+  double worst_loss = 0, first_got = 0, last_got = 0;
+  for (uint32_t step = 1; step <= 20; ++step) {
+    forward_backward.run();
+    const double got = download(loss)[0];
+    if (step == 1) first_got = got;
+    last_got = got;
+    if (step == 1) {
+      EXPECT_NEAR(got, losses[0], 1e-4 * losses[0]) << "step 1 loss";
+      for (size_t i = 0; i < adapter.layers.size(); ++i)
+        for (size_t t = 0; t < model::kLoraTargetCount; ++t)
+          if (adapter.layers[i][t].defined())
+            for (bool b : {false, true}) {
+              const std::string key = model::peft_key(i, model::LoraTarget(t), b);
+              const auto want = values<float>(expected, "grad." + key);
+              const auto have = download(b ? grads.layers[i][t].b : grads.layers[i][t].a);
+              test::expect_close(have, want, 1e-4, "gradient " + key);
+              auto s = test::compare(have, want);
+              std::printf("  [measured] %-64s max abs err %.2e (max rel %.2e)\n", key.c_str(), s.max_abs, s.max_rel);
+            }
+    }
+    worst_loss = std::max(worst_loss, std::fabs(got - losses[step - 1]) / losses[step - 1]);
+    EXPECT_NEAR(got, losses[step - 1], 1e-3 * losses[step - 1]) << "step " << step;
+    const auto hv = train::hyper_values(h, 1e-3f, step);
+    upload(hyper, std::span<const float>(hv));
+    update.run();
+  }
+  std::printf("  [measured] 20 steps: worst relative loss difference %.2e (first %.6f vs %.6f, last %.6f vs %.6f)\n",
+              worst_loss, first_got, losses[0], last_got, losses[19]);
+}
+
+}  // namespace
+}  // namespace ls
