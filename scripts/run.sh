@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine, builds lorastudio (Release) and runs the main job.
-# Until the GUI and training land, the main job prints the version and the Vulkan device report, then
-# generates a reply with the tiny golden Qwen2 model of the tests (random weights: the text is noise,
-# identical to what transformers generates from it).
+# Until the GUI lands, the main job prints the version and the Vulkan device report, then trains a LoRA
+# adapter headless on the tiny golden Qwen2 model of the tests (random weights) with two chat examples,
+# and asks the adapted model one of the training questions: it has memorised the answer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -10,6 +10,10 @@ ls_install_deps
 cmake --preset release >/dev/null
 cmake --build --preset release
 ./build/release/app/lorastudio --version --devices "$@"
-echo "--- lorastudio generate on tests/fixtures/models/qwen2_tiny (greedy, 20 tokens):"
-./build/release/app/lorastudio generate --model tests/fixtures/models/qwen2_tiny \
-  --prompt "Write a function that reverses a list." --max-tokens 20 --ignore-eos "$@"
+echo "--- lorastudio --batch: 25 steps on tests/fixtures/models/qwen2_tiny with assets/demo/tiny_chat.jsonl"
+./build/release/app/lorastudio --batch --model tests/fixtures/models/qwen2_tiny --data assets/demo/tiny_chat.jsonl \
+  --out build/demo-run --steps 25 --lr 1e-2 --batch-size 2 --rank 4 --targets q_proj,v_proj,o_proj,up_proj,down_proj \
+  --store build/demo-run/runs.sqlite "$@"
+echo "--- lorastudio generate --adapter build/demo-run/adapter --prompt \"What is the capital of France?\""
+./build/release/app/lorastudio generate --model tests/fixtures/models/qwen2_tiny --adapter build/demo-run/adapter \
+  --prompt "What is the capital of France?" --max-tokens 10 "$@"
