@@ -51,7 +51,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_option("--max-grad-norm", c.optimizer.max_grad_norm, "clip the global gradient norm (0: off)")
       ->capture_default_str();
   g->add_option("--val-every", c.val_every, "steps between validation losses (0: at the end)")->capture_default_str();
-  g->add_option("--save-every", c.save_every, "steps between checkpoints (0: at the end)")->capture_default_str();
+  g->add_option("--save-every", c.save_every, "steps between checkpoints (0: none; the adapter is written at the end and on Ctrl-C)")->capture_default_str();
   g->add_option("--seed", c.seed, "seed of the LoRA initialisation and of the data order")->capture_default_str();
   g->add_flag("--train-on-prompt", c.data_options.train_on_prompt, "also train on prompts and user turns");
   g->add_flag("--pack", c.data_options.pack, "pack short examples into full rows");
@@ -65,7 +65,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
 int run_batch(BatchArgs& a) {
   auto& c = a.config;
   if (c.model.empty() || c.data.empty()) throw Error("--batch needs --model DIR and --data FILE.jsonl");
-  if (c.out.empty()) c.out = "lorastudio-run";
+  if (c.out.empty()) throw Error("--out must name a folder");
   c.targets.clear();
   std::stringstream ss(a.targets);
   for (std::string t; std::getline(ss, t, ',');) {

@@ -14,6 +14,7 @@ struct BatchArgs {
   std::string targets = "q_proj,v_proj", schedule = "linear", store, device;
   float val_fraction = 0;
   bool quiet = false;
+  BatchArgs() { config.out = "lorastudio-run"; }
 };
 
 // Adds the training options to `app` (the top level, next to --batch).
