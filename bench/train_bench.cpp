@@ -14,18 +14,12 @@
 #include "model/lora_init.h"
 #include "model/training.h"
 #include "ops/optimizer.h"
+#include "train/optimizer_update.h"
 #include "train/schedule.h"
 
 namespace ls::bench {
 
 namespace {
-std::vector<Tensor> flat(const model::LoraAdapter& a) {
-  std::vector<Tensor> out;
-  for (const auto& layer : a.layers)
-    for (const auto& p : layer)
-      if (p.defined()) out.push_back(p.a), out.push_back(p.b);
-  return out;
-}
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 }  // namespace
 
@@ -64,18 +58,15 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
   Tensor loss = Tensor::empty_host(dev, {2}, DType::f32, "loss");
   Tensor hyper = Tensor::empty_host(dev, {ops::kHyperSlots}, DType::f32, "hyper");
   Tensor sumsq = Tensor::empty(dev, {1}, DType::f32, "sumsq"), norm = Tensor::empty_host(dev, {1}, DType::f32, "norm");
-  const auto params = flat(adapter), gs = flat(grads), ms = flat(m1), vs = flat(m2);
   auto record = [&](bool profile) {
     vk::Recorder rec(dev, {.profile = profile});
     {
       vk::Recorder::Label label(rec, "zero grads");
-      for (const auto& g : gs) ops::fill_zero(rec, g);
+      train::record_zero_grads(rec, grads);
     }
     model::record_train_step(rec, m, adapter, grads, batch, loss);
     vk::Recorder::Label label(rec, "optimizer");
-    ops::grad_sumsq(rec, sumsq, gs);
-    ops::clip_scale(rec, hyper, norm, sumsq, 1.0f);
-    for (size_t i = 0; i < params.size(); ++i) ops::adamw_step(rec, params[i], gs[i], ms[i], vs[i], hyper);
+    train::record_optimizer_update(rec, adapter, grads, m1, m2, hyper, sumsq, norm, 1.0f);
     return rec.finish();
   };
   vk::Program step = record(false);

@@ -2,6 +2,7 @@
 // Helpers every op uses: input checks that throw ls::Error naming the op and the shapes, and the
 // workgroup-count arithmetic. Ops are free functions `<op>_forward(rec, outputs..., inputs..., params)`
 // and `<op>_backward(rec, d_inputs..., d_outputs, saved...)` (llm.c order: outputs first).
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 
@@ -12,6 +13,11 @@
 namespace ls::ops {
 
 inline uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
+
+// One workgroup per row, grid-stride over rows past 65535 (the kernels loop over their rows).
+inline vk::Groups grid_stride_rows(uint64_t rows) { return {uint32_t(std::min<uint64_t>(rows, 65535)), 1, 1}; }
+// Threads of a one-workgroup-per-row kernel: wider for longer rows (a vocabulary row has ~150k columns).
+inline uint32_t row_threads_for(uint32_t cols) { return cols <= 128 ? 64 : cols <= 4096 ? 256 : 1024; }
 
 [[noreturn]] inline void fail(const char* op, const std::string& what) { throw Error(std::string(op) + ": " + what); }
 

@@ -22,9 +22,6 @@ struct CrossEntropyBackwardParams {  // = Params in shaders/cross_entropy_backwa
 };
 static_assert(sizeof(CrossEntropyBackwardParams) <= 128);
 
-// One workgroup per row: wider workgroups for longer rows (a vocabulary row has ~150k columns).
-uint32_t row_threads(uint32_t cols) { return cols <= 128 ? 64 : cols <= 4096 ? 256 : 1024; }
-vk::Groups row_groups(uint64_t rows) { return {uint32_t(std::min<uint64_t>(rows, 65535)), 1, 1}; }
 constexpr uint32_t kReduceThreads = 256;
 
 // logits/x as [N, V] with N, V > 0 and 32-bit element indices in the kernels.
@@ -56,7 +53,7 @@ void rows_impl(vk::Recorder& rec, const Tensor& row_loss, const Tensor& lse, con
                                            vk::Kernel::cross_entropy_forward_bf16};
   RowsParams params{.rows = uint32_t(n), .cols = logits.cols()};
   rec.dispatch(kernels[float_index(logits.dtype())], {in(logits), in(targets), out(lse), out(row_loss)}, params,
-               row_groups(n), {.local_x = row_threads(logits.cols())});
+               grid_stride_rows(n), {.local_x = row_threads_for(logits.cols())});
 }
 
 void reduce_impl(vk::Recorder& rec, const Tensor& loss, const Tensor& row_loss, const Tensor& targets,
@@ -120,7 +117,7 @@ void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tens
   }
   rec.dispatch(kernel, {in(logits), in(targets), in(lse), in(loss), out(dlogits)},
                CrossEntropyBackwardParams{.rows = uint32_t(n), .cols = logits.cols(), .dloss_scale = dloss_scale},
-               row_groups(n), {.local_x = row_threads(logits.cols())});
+               grid_stride_rows(n), {.local_x = row_threads_for(logits.cols())});
 }
 
 void argmax_forward(vk::Recorder& rec, const Tensor& idx, const Tensor& x) {
@@ -131,8 +128,8 @@ void argmax_forward(vk::Recorder& rec, const Tensor& idx, const Tensor& x) {
   require_row_vector(idx, DType::i32, x.rows(), op, "idx");
   static constexpr vk::Kernel kernels[] = {vk::Kernel::argmax_f32, vk::Kernel::argmax_f16, vk::Kernel::argmax_bf16};
   rec.dispatch(kernels[float_index(x.dtype())], {in(x), out(idx)},
-               RowsParams{.rows = uint32_t(x.rows()), .cols = x.cols()}, row_groups(x.rows()),
-               {.local_x = row_threads(x.cols())});
+               RowsParams{.rows = uint32_t(x.rows()), .cols = x.cols()}, grid_stride_rows(x.rows()),
+               {.local_x = row_threads_for(x.cols())});
 }
 
 namespace ref {

@@ -24,7 +24,6 @@ static_assert(sizeof(NormBackwardParams) <= 128);
 // One workgroup per row, sized to the row (64..256 threads), so short rows (per-head norms, C = 128)
 // don't leave most threads idle. Rows beyond 65535 are covered by the kernels' grid-stride loop.
 vk::Spec row_threads(uint32_t cols) { return {.local_x = std::clamp<uint32_t>(std::bit_ceil(cols), 64, 256)}; }
-vk::Groups row_groups(uint64_t rows) { return {uint32_t(std::min<uint64_t>(rows, 65535)), 1, 1}; }
 // The weight-gradient kernels: 32 columns per workgroup, grid-stride beyond 65535 workgroups.
 constexpr uint32_t kGradCols = 32;
 vk::Groups column_groups(uint32_t cols) { return {std::min<uint32_t>(ceil_div(cols, kGradCols), 65535), 1, 1}; }
@@ -103,7 +102,7 @@ void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, co
                                        Kernel::rms_norm_f32_to_f16_bf16};
   const Kernel kernel = to_f16 ? kToF16[float_index(w.dtype())] : kRmsNorm[float_index(x.dtype())][float_index(w.dtype())];
   rec.dispatch(kernel, {in(x), in(w), out(y), out(rstd)},
-               NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, row_groups(x.rows()),
+               NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()),
                row_threads(x.cols()));
 }
 
@@ -118,7 +117,7 @@ void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, co
   if (dw.defined())
     rec.dispatch(Kernel::rms_norm_backward_dw, {in(dy), in(x), in(rstd), inout(dw)}, params, column_groups(x.cols()));
   rec.dispatch(kRmsNormBackward[float_index(w.dtype())], {in(dy), in(x), in(w), in(rstd), out(dx)}, params,
-               row_groups(x.rows()), row_threads(x.cols()));
+               grid_stride_rows(x.rows()), row_threads(x.cols()));
 }
 
 void layer_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,
@@ -131,7 +130,7 @@ void layer_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& mean, 
   require_stat(rstd, x.rows(), op, "rstd");
   rec.dispatch(kLayerNorm[float_index(x.dtype())][float_index(w.dtype())],
                {in(x), in(w), in(b), out(y), out(mean), out(rstd)},
-               NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, row_groups(x.rows()),
+               NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()),
                row_threads(x.cols()));
 }
 
@@ -151,7 +150,7 @@ void layer_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, 
     rec.dispatch(Kernel::layer_norm_backward_dw_db, {in(dy), in(x), in(mean), in(rstd), inout(dw), inout(db)}, params,
                  column_groups(x.cols()));
   rec.dispatch(kLayerNormBackward[float_index(w.dtype())], {in(dy), in(x), in(w), in(mean), in(rstd), out(dx)},
-               params, row_groups(x.rows()), row_threads(x.cols()));
+               params, grid_stride_rows(x.rows()), row_threads(x.cols()));
 }
 
 namespace ref {

@@ -25,9 +25,6 @@ struct SoftmaxBackwardParams {  // = Params in shaders/softmax_backward.comp
 };
 static_assert(sizeof(SoftmaxBackwardParams) <= 128);
 
-// One workgroup per row: wider workgroups for longer rows (a vocabulary row has ~150k columns).
-uint32_t row_threads(uint32_t cols) { return cols <= 128 ? 64 : cols <= 4096 ? 256 : 1024; }
-vk::Groups row_groups(uint64_t rows) { return {uint32_t(std::min<uint64_t>(rows, 65535)), 1, 1}; }
 
 // Row-major [rows, cols] with 32-bit element indices in the kernels.
 void require_rows(const Tensor& t, const char* op, const char* name) {
@@ -52,7 +49,7 @@ void softmax_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float 
   rec.dispatch(kernels[float_index(x.dtype())], {in(x), out(y)},
                SoftmaxParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .scale = scale, .seq = seq,
                              .causal_offset = causal_offset},
-               row_groups(x.rows()), {.local_x = row_threads(x.cols())});
+               grid_stride_rows(x.rows()), {.local_x = row_threads_for(x.cols())});
 }
 
 void softmax_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& y, float scale) {
@@ -67,7 +64,7 @@ void softmax_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, con
                                            vk::Kernel::softmax_backward_bf16};
   rec.dispatch(kernels[float_index(y.dtype())], {in(dy), in(y), out(dx)},
                SoftmaxBackwardParams{.rows = uint32_t(y.rows()), .cols = y.cols(), .scale = scale},
-               row_groups(y.rows()), {.local_x = row_threads(y.cols())});
+               grid_stride_rows(y.rows()), {.local_x = row_threads_for(y.cols())});
 }
 
 namespace ref {

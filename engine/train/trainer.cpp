@@ -17,6 +17,7 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/batcher.h"
+#include "train/optimizer_update.h"
 #include "util/atomic_file.h"
 
 namespace ls::train {
@@ -58,15 +59,6 @@ std::string config_json(const TrainConfig& c) {
 
 namespace {
 
-std::vector<Tensor> flat(const LoraAdapter& a) {
-  std::vector<Tensor> out;
-  for (const auto& layer : a.layers)
-    for (const auto& p : layer)
-      if (p.defined()) out.push_back(p.a), out.push_back(p.b);
-  return out;
-}
-
-LoraAdapter zeros_like(vk::Device& dev, const LoraAdapter& a) { return model::zero_grads_like(dev, a); }
 
 // One recorded forward+backward over a [B, T] batch held in host-visible tensors.
 struct StepProgram {
@@ -212,31 +204,29 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
   result.run_id = run_id;
   try {
     LoraAdapter adapter = model::init_lora(dev, model.config, c.targets, c.rank, c.alpha, c.rslora, c.dropout, c.seed);
-    LoraAdapter grads = zeros_like(dev, adapter), m1 = zeros_like(dev, adapter), m2 = zeros_like(dev, adapter);
+    LoraAdapter grads = model::zero_grads_like(dev, adapter), m1 = model::zero_grads_like(dev, adapter),
+                m2 = model::zero_grads_like(dev, adapter);
     uint32_t first_step = 1;
     if (!c.resume.empty()) first_step = load_checkpoint(dev, c.resume, model.config, adapter, m1, m2, batcher) + 1;
     StepProgram step = record_step(dev, model, adapter, grads, B, T, 1.0f / float(c.grad_accum));
     std::optional<StepProgram> eval;
     LoraAdapter eval_grads;
     if (!data.validation.empty()) {
-      eval_grads = zeros_like(dev, adapter);
+      eval_grads = model::zero_grads_like(dev, adapter);
       eval = record_step(dev, model, adapter, eval_grads, B, T, 1.0f);
     }
     // Zeroing, and the update: global norm -> clip factor -> AdamW on every matrix.
-    const auto params = flat(adapter), gs = flat(grads), ms = flat(m1), vs = flat(m2);
     Tensor hyper = Tensor::empty_host(dev, {ops::kHyperSlots}, DType::f32, "hyper");
     Tensor sumsq = Tensor::empty(dev, {1}, DType::f32, "grad sumsq"), norm = Tensor::empty_host(dev, {1}, DType::f32, "grad norm");
     vk::Program zero, update;
     {
       vk::Recorder rec(dev);
-      for (const auto& g : gs) ops::fill_zero(rec, g);
+      record_zero_grads(rec, grads);
       zero = rec.finish();
     }
     {
       vk::Recorder rec(dev);
-      ops::grad_sumsq(rec, sumsq, gs);
-      ops::clip_scale(rec, hyper, norm, sumsq, c.optimizer.max_grad_norm);
-      for (size_t i = 0; i < params.size(); ++i) ops::adamw_step(rec, params[i], gs[i], ms[i], vs[i], hyper);
+      record_optimizer_update(rec, adapter, grads, m1, m2, hyper, sumsq, norm, c.optimizer.max_grad_norm);
       update = rec.finish();
     }
     auto checkpoint = [&](uint32_t at) {

@@ -40,15 +40,7 @@ void record(const char* what, std::span<const float> actual, std::span<const flo
   record(what, test::compare(actual, expected).max_rel);
 }
 
-template <class Fn>
-void expect_error_naming(Fn&& fn, const std::string& op) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected ls::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-  }
-}
+using test::expect_error_naming;
 
 bool counted(int32_t target, uint32_t vocab) { return target >= 0 && uint32_t(target) < vocab; }
 

@@ -36,15 +36,7 @@ void check(const char* what, std::span<const float> actual, std::span<const floa
   record(what, test::compare(actual, expected).max_rel);
 }
 
-template <class Fn>
-void expect_error_naming(Fn&& fn, const std::string& op) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected ls::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-  }
-}
+using test::expect_error_naming;
 
 // The hyper buffer as train::hyper_values fills it, with a given clip factor.
 Hyper hyper_for(uint32_t t, float lr, float beta1, float beta2, float weight_decay, float clip) {

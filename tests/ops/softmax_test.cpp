@@ -51,15 +51,7 @@ void record(const char* what, std::span<const float> actual, std::span<const flo
   ::testing::Test::RecordProperty(what, text);
 }
 
-template <class Fn>
-void expect_error_naming(Fn&& fn, const std::string& op) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected ls::Error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(op), std::string::npos) << e.what();
-  }
-}
+using test::expect_error_naming;
 
 class SoftmaxShapes : public test::GpuTest,
                       public ::testing::WithParamInterface<std::tuple<uint32_t, uint32_t, DType>> {};

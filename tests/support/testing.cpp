@@ -139,4 +139,13 @@ void expect_close(std::span<const float> actual, std::span<const float> expected
   }
 }
 
+void expect_error_naming(const std::function<void()>& fn, const std::string& what) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected ls::Error naming " << what;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace ls::test

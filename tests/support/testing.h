@@ -59,6 +59,9 @@ void run(vk::Device& dev, const std::function<void(vk::Recorder&)>& body);
 void expect_close(std::span<const float> actual, std::span<const float> expected, double rtol,
                   const std::string& what, const Shape& shape = {});
 
+// Expects fn to throw ls::Error whose message contains `what` (e.g. the op's name).
+void expect_error_naming(const std::function<void()>& fn, const std::string& what);
+
 // Absolute and relative (by max |expected|) error between two vectors, for reports.
 struct ErrorStats {
   double max_abs = 0, max_rel = 0;

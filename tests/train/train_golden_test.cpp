@@ -13,6 +13,7 @@
 #include "model/training.h"
 #include "ops/optimizer.h"
 #include "support/testing.h"
+#include "train/optimizer_update.h"
 #include "train/schedule.h"
 
 namespace ls {
@@ -53,22 +54,12 @@ TEST_F(TrainGolden, LossGradientsAndTwentyStepsMatchPeft) {
   Tensor loss = Tensor::empty(dev(), {2}, DType::f32, "loss");
   Tensor hyper = Tensor::empty(dev(), {ops::kHyperSlots}, DType::f32, "hyper");
   Tensor sumsq = Tensor::empty(dev(), {1}, DType::f32, "sumsq"), norm = Tensor::empty(dev(), {1}, DType::f32, "norm");
-  std::vector<Tensor> ps, gs, ms, vs;
-  for (size_t i = 0; i < adapter.layers.size(); ++i)
-    for (size_t t = 0; t < model::kLoraTargetCount; ++t)
-      if (adapter.layers[i][t].defined())
-        for (bool b : {false, true}) {
-          auto pick = [&](const model::LoraAdapter& a) { return b ? a.layers[i][t].b : a.layers[i][t].a; };
-          ps.push_back(pick(adapter)), gs.push_back(pick(grads)), ms.push_back(pick(m1)), vs.push_back(pick(m2));
-        }
   vk::Recorder fb(dev());
-  for (const auto& g : gs) ops::fill_zero(fb, g);
+  train::record_zero_grads(fb, grads);
   model::record_train_step(fb, m, adapter, grads, batch, loss);
   auto forward_backward = fb.finish();
   vk::Recorder up(dev());
-  ops::grad_sumsq(up, sumsq, gs);
-  ops::clip_scale(up, hyper, norm, sumsq, 1.0f);
-  for (size_t i = 0; i < ps.size(); ++i) ops::adamw_step(up, ps[i], gs[i], ms[i], vs[i], hyper);
+  train::record_optimizer_update(up, adapter, grads, m1, m2, hyper, sumsq, norm, 1.0f);
   auto update = up.finish();
 
   const train::OptimizerHyper h{.weight_decay = 0.01f, .max_grad_norm = 1.0f};
