@@ -6,9 +6,11 @@
 // token through the decode program and the KV cache; the 20 greedy tokens exactly. f16 activations
 // (tensor-core path; f16 matmul inputs, f32 accumulation and residual): logits within 2e-2 relative.
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
+#include "error.h"
 #include "infer/generator.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
@@ -106,6 +108,27 @@ TEST_P(GeneratorGolden, ChunkedPrefillThenGreedyMatchesTransformers) {
   test::expect_close(step_logits, e.greedy_logits, 1e-4, "greedy step logits");
   report("greedy step logits", step_logits, e.greedy_logits);
   EXPECT_EQ(g.position(), T + e.greedy.size() - 1);
+}
+
+// What `chat` does between turns: keep the common prefix of the context (truncate), prefill the rest.
+// Tokens that were in the cache past the cut must not leak into the new logits.
+TEST_P(GeneratorGolden, TruncateThenPrefillMatchesAFreshPrefill) {
+  const auto dir = fixture(GetParam());
+  const Expected e = load_expected(dir);
+  const auto m = model::Model::load(dev(), dir);
+  const size_t V = m.config.vocab_size, T = e.ids.size(), cut = T / 2;
+  infer::Generator g(dev(), m, nullptr, {.context = 128});
+  std::vector<int32_t> other(e.ids.begin(), e.ids.end());
+  std::reverse(other.begin() + ptrdiff_t(cut), other.end());  // a different continuation after the cut
+  g.prefill(other);
+  ASSERT_EQ(g.context().size(), T);
+  g.truncate(uint32_t(cut));
+  EXPECT_EQ(g.position(), cut);
+  g.prefill(std::span(e.ids).subspan(cut));
+  EXPECT_TRUE(std::equal(g.context().begin(), g.context().end(), e.ids.begin()));
+  test::expect_close(std::vector<float>(g.logits().begin(), g.logits().end()), row(e.logits, T - 1, V), 1e-4,
+                     "logits after truncate + prefill");
+  EXPECT_THROW(g.truncate(uint32_t(T + 1)), Error);
 }
 
 TEST_P(GeneratorGolden, HalfPrecisionActivationsStayClose) {

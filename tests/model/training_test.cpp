@@ -147,5 +147,25 @@ TEST_F(TrainingStep, LoraGradientsMatchFiniteDifferences) {
   std::printf("  [measured] worst |fd - analytic| / max|g| over the sampled elements: %.2e\n", worst);
 }
 
+// The gradients scale with loss_scale (how micro-batches of an accumulated step are averaged); the
+// loss itself does not.
+TEST_F(TrainingStep, LossScaleScalesGradientsOnly) {
+  const double plain = loss();
+  std::vector<std::vector<float>> g1;
+  for (const auto& t : {grads_.layers[0][0].a, grads_.layers[1][6].b}) g1.push_back(download(t));
+  auto half = model::zero_grads_like(dev(), adapter_);
+  Tensor loss2 = Tensor::empty(dev(), {2}, DType::f32, "loss");
+  vk::Recorder rec(dev());
+  model::record_train_step(rec, *model_, adapter_, half, step_.batch, loss2, 0.5f);
+  rec.finish().run();
+  EXPECT_EQ(download(loss2)[0], float(plain));
+  size_t i = 0;
+  for (const auto& t : {half.layers[0][0].a, half.layers[1][6].b}) {
+    auto g = download(t);
+    for (auto& x : g1[i]) x *= 0.5f;
+    test::expect_close(g, g1[i++], 1e-6, "half-scaled gradient");
+  }
+}
+
 }  // namespace
 }  // namespace ls

@@ -1,6 +1,11 @@
-// Checkpoint and resume (train/trainer.h): a run stopped after step 3 and resumed from its checkpoint
-// gives, for every later step, the same loss, to the last bit, as the run that was never interrupted
-// (same device), and the same final adapter bytes. Also: --batch's data errors and a bad checkpoint.
+// The training loop (train/trainer.h) on the tiny Qwen2 fixture:
+// - checkpoint and resume: a run resumed from its step-3 checkpoint gives, for every later step, the
+//   same loss, to the last bit, as the run that was never interrupted (same device), and the same
+//   final adapter bytes; a missing checkpoint is named;
+// - gradient accumulation: two micro-batches of the same example average to that example's gradient,
+//   so the losses equal a run on the single example without accumulation;
+// - validation: held-out examples get a finite validation loss every val_every steps and at the end.
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -13,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Resume : public test::GpuTest {
+class TrainerLoop : public test::GpuTest {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("ls_resume_test_" + std::to_string(getpid()));
@@ -58,7 +63,7 @@ class Resume : public test::GpuTest {
   train::TrainConfig config_;
 };
 
-TEST_F(Resume, ResumedRunMatchesUninterruptedBitForBit) {
+TEST_F(TrainerLoop, ResumedRunMatchesUninterruptedBitForBit) {
   auto a = config_;
   a.out = dir_ / "a";
   const auto full = run(a);
@@ -76,7 +81,7 @@ TEST_F(Resume, ResumedRunMatchesUninterruptedBitForBit) {
   EXPECT_EQ(bytes(b.out / "adapter" / "adapter_model.safetensors"), bytes(a.out / "adapter" / "adapter_model.safetensors"));
 }
 
-TEST_F(Resume, BadCheckpointIsNamed) {
+TEST_F(TrainerLoop, BadCheckpointIsNamed) {
   auto c = config_;
   c.out = dir_ / "c";
   c.resume = dir_ / "nope";
@@ -85,6 +90,54 @@ TEST_F(Resume, BadCheckpointIsNamed) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(TrainerLoop, GradientAccumulationAveragesMicroBatches) {
+  std::ofstream(dir_ / "one.jsonl")
+      << R"({"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]})" << "\n";
+  std::ofstream(dir_ / "two.jsonl")
+      << R"({"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]})" << "\n"
+      << R"({"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]})" << "\n";
+  auto single = config_;
+  single.data = dir_ / "one.jsonl";
+  single.out = dir_ / "single";
+  single.steps = 4;
+  single.save_every = 0;
+  auto accum = single;
+  accum.data = dir_ / "two.jsonl";
+  accum.out = dir_ / "accum";
+  accum.grad_accum = 2;
+  // No clipping and a large eps, so that the update depends on the gradient's scale (clipping and
+  // AdamW's m / sqrt(v) would otherwise hide a missing 1 / micro-batches factor).
+  single.optimizer.max_grad_norm = accum.optimizer.max_grad_norm = 0.0f;
+  single.optimizer.eps = accum.optimizer.eps = 0.1f;
+  const auto a = run(single), b = run(accum);
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i].second, a[i].second, 1e-6 * a[i].second) << "step " << i + 1;
+  EXPECT_LT(a.back().second, a.front().second);
+}
+
+TEST_F(TrainerLoop, ValidationLossAtIntervalsAndAtTheEnd) {
+  auto c = config_;
+  c.out = dir_ / "val";
+  c.save_every = 0;
+  c.val_every = 2;
+  c.steps = 5;
+  c.data_options.validation_fraction = 0.25;  // one of the four examples
+  std::vector<std::optional<double>> val;
+  train::train(dev(), c, [&](const train::StepReport& r) {
+    val.push_back(r.val_loss);
+    return true;
+  });
+  ASSERT_EQ(val.size(), 5u);
+  for (size_t i = 0; i < val.size(); ++i) {
+    const bool want = (i + 1) % 2 == 0 || i + 1 == 5;
+    EXPECT_EQ(val[i].has_value(), want) << "step " << i + 1;
+    if (val[i]) {
+      EXPECT_TRUE(std::isfinite(*val[i]) && *val[i] > 0) << *val[i];
+    }
   }
 }
 
