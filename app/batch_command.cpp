@@ -59,6 +59,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_option("--resume", c.resume, "continue from a checkpoint-N folder of a run with the same options");
   g->add_option("--store", a.store, "run store (SQLite) path (default: ~/.local/share/lorastudio/runs.sqlite)");
   g->add_flag("--quiet", a.quiet, "no progress output");
+  g->add_flag("--profile", c.profile, "store GPU time per op group every step in the run store (timestamps around every dispatch)");
   app.set_config("--config", "", "TOML file with any of the training options (key = value, keys as the long options)");
 }
 

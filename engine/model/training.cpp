@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "error.h"
 #include "ops/activations.h"
@@ -91,8 +92,10 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   std::vector<LayerActs> acts(c.num_layers);
   Tensor x = f32(dev, {M, C}, "residual");
   {
-    vk::Recorder::Label label(rec, "forward");
-    ops::embedding_forward(rec, x, w.embed, batch.ids);
+    {
+      vk::Recorder::Label label(rec, kGroupEmbedding);
+      ops::embedding_forward(rec, x, w.embed, batch.ids);
+    }
     for (uint32_t i = 0; i < c.num_layers; ++i) {
       const LayerWeights& lw = w.layers[i];
       LayerActs& a = acts[i];
@@ -111,7 +114,10 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       a.x_in = x;
       a.rstd1 = f32(dev, {M}, "rstd");
       a.h1 = f32(dev, {M, C}, "normed");
+      std::optional<vk::Recorder::Label> group;
+      group.emplace(rec, kGroupNorms);
       ops::rms_norm_forward(rec, a.h1, a.rstd1, x, lw.input_norm, eps);
+      group.emplace(rec, kGroupAttention);
       a.q = f32(dev, {B, T, H, D}, "q");
       a.k = f32(dev, {B, T, KV, D}, "k");
       a.v = f32(dev, {B, T, KV, D}, "v");
@@ -129,7 +135,9 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       ops::add_forward(rec, a.x_mid, x, proj);
       a.rstd2 = f32(dev, {M}, "rstd");
       a.h2 = f32(dev, {M, C}, "normed");
+      group.emplace(rec, kGroupNorms);
       ops::rms_norm_forward(rec, a.h2, a.rstd2, a.x_mid, lw.post_attention_norm, eps);
+      group.emplace(rec, kGroupMlp);
       a.gate = f32(dev, {M, I}, "gate");
       a.up = f32(dev, {M, I}, "up");
       forward_linear(rec, a.gate_proj, a.gate, a.h2, s, r);
@@ -155,7 +163,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   upload(zeros, std::vector<float>(M, 0.0f));
   const Tensor targets = batch.targets.reshape({M, 1});
   {
-    vk::Recorder::Label label(rec, "loss");
+    vk::Recorder::Label label(rec, kGroupLoss);
     ops::rms_norm_forward(rec, hf, rstd_f, x, w.final_norm, eps);
     ops::cross_entropy_reduce(rec, count, zeros, batch.targets, V);
     for (uint32_t r0 = 0; r0 < M; r0 += chunk) {
@@ -172,7 +180,6 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
     ops::rms_norm_backward(rec, dx, Tensor(), tmp, x, w.final_norm, rstd_f);
   }
   // Backward through the layers; dx is d(residual out) of the current layer.
-  vk::Recorder::Label label(rec, "backward");
   Tensor d_act = f32(dev, {M, I}, "d act"), d_gate = f32(dev, {M, I}, "d gate"), d_up = f32(dev, {M, I}, "d up");
   Tensor d_attn = f32(dev, {B, T, H, D}, "d attention");
   Tensor dq = f32(dev, {B, T, H, D}, "dq"), dk = f32(dev, {B, T, KV, D}, "dk"), dv = f32(dev, {B, T, KV, D}, "dv");
@@ -180,13 +187,17 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   for (uint32_t i = c.num_layers; i-- > 0;) {
     const LayerWeights& lw = w.layers[i];
     const LayerActs& a = acts[i];
+    std::optional<vk::Recorder::Label> group;
+    group.emplace(rec, kGroupMlp);
     // MLP: x_out = x_mid + down(silu(gate) * up), gate/up from h2 = norm(x_mid).
     backward_linear(rec, a.down_proj, d_act, dx, false, s, r);
     ops::silu_mul_backward(rec, d_gate, d_up, d_act, a.gate, a.up);
     backward_linear(rec, a.gate_proj, dh, d_gate, false, s, r);
     backward_linear(rec, a.up_proj, dh, d_up, true, s, r);
+    group.emplace(rec, kGroupNorms);
     ops::rms_norm_backward(rec, tmp, Tensor(), dh, a.x_mid, lw.post_attention_norm, a.rstd2);
     ops::add_forward(rec, dx, dx, tmp);  // d x_mid
+    group.emplace(rec, kGroupAttention);
     // Attention: x_mid = x_in + o(attn(rope(q), rope(k), v)), q/k/v from h1 = norm(x_in).
     backward_linear(rec, a.o_proj, d_attn.reshape({M, H * D}), dx, false, s, r);
     ops::attention_backward(rec, dq, dk, dv, d_attn, a.q, a.k, a.v, a.attn, a.lse, att_scale);
@@ -195,6 +206,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
     backward_linear(rec, a.q_proj, dh, dq.reshape({M, H * D}), false, s, r);
     backward_linear(rec, a.k_proj, dh, dk.reshape({M, KV * D}), true, s, r);
     backward_linear(rec, a.v_proj, dh, dv.reshape({M, KV * D}), true, s, r);
+    group.emplace(rec, kGroupNorms);
     ops::rms_norm_backward(rec, tmp, Tensor(), dh, a.x_in, lw.input_norm, a.rstd1);
     ops::add_forward(rec, dx, dx, tmp);  // d x_in
   }

@@ -28,6 +28,14 @@ struct TrainBatch {
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
                        const TrainBatch& batch, const Tensor& loss, float loss_scale = 1.0f);
 
+// Profiling groups: every dispatch of the step is timed under one of these labels (the adapter's own
+// products under "lora", set by ops::lora_forward/backward).
+inline constexpr const char* kGroupEmbedding = "embedding";
+inline constexpr const char* kGroupNorms = "norms";
+inline constexpr const char* kGroupAttention = "attention";
+inline constexpr const char* kGroupMlp = "mlp";
+inline constexpr const char* kGroupLoss = "loss";
+
 // Rows of logits computed at once by the step (≤ 64 MiB of f32, a multiple of 16 rows, at most `rows`).
 uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab);
 

@@ -284,7 +284,10 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
   require_shape(lora_b, {N, r}, op, "lora_b");
   const uint32_t M = rows_with_cols(x, K, op, "x");
   require_shape(t, {M, r}, op, "t");
-  matmul_forward(rec, t, x, lora_a, Tensor());
+  {
+    vk::Recorder::Label label(rec, "lora");  // profiles group the adapter's own products
+    matmul_forward(rec, t, x, lora_a, Tensor());
+  }
   require_dtype(y, kActivation, op, "y");
   require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
   if (bias.defined()) {
@@ -311,14 +314,18 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
   require_shape(t, {M, r}, op, "t");
   require_shape(dt, {M, r}, op, "dt");
   require_dtype(dt, {DType::f32}, op, "dt");
-  matmul_backward_w(rec, d_lora_b, dy, t, scale);  // dB += s·dyᵀ·t
-  // dt(m, j) = s·Σ_n dy(m, n)·B(n, j)
   require_dtype(dy, kActivation, op, "dy");
-  gemm(rec, {.op = op, .a = dy, .b = lora_b, .c = dt, .M = M, .N = r, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
-             .b_sk = r, .c_sm = r, .alpha = scale});
-  matmul_backward_w(rec, d_lora_a, dt, x, 1.0f);  // dA += dtᵀ·x
+  {
+    vk::Recorder::Label label(rec, "lora");
+    matmul_backward_w(rec, d_lora_b, dy, t, scale);  // dB += s·dyᵀ·t
+    // dt(m, j) = s·Σ_n dy(m, n)·B(n, j)
+    gemm(rec, {.op = op, .a = dy, .b = lora_b, .c = dt, .M = M, .N = r, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
+               .b_sk = r, .c_sm = r, .alpha = scale});
+    matmul_backward_w(rec, d_lora_a, dt, x, 1.0f);  // dA += dtᵀ·x
+  }
   if (dx.defined()) {
     matmul_backward_x(rec, dx, dy, w, accumulate);
+    vk::Recorder::Label label(rec, "lora");
     matmul_backward_x(rec, dx, dt, lora_a, true);
   }
 }

@@ -1,5 +1,6 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -74,7 +75,7 @@ struct StepProgram {
 };
 
 StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapter& adapter, const LoraAdapter& grads,
-                        uint32_t B, uint32_t T, float loss_scale) {
+                        uint32_t B, uint32_t T, float loss_scale, bool profile) {
   StepProgram s;
   const uint32_t M = B * T;
   std::vector<int32_t> positions(M);
@@ -84,7 +85,7 @@ StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapte
              .targets = Tensor::empty_host(dev, {M}, DType::i32, "targets")};
   upload(s.batch.positions, positions);
   s.loss = Tensor::empty_host(dev, {2}, DType::f32, "loss");
-  vk::Recorder rec(dev);
+  vk::Recorder rec(dev, {.profile = profile});
   model::record_train_step(rec, m, adapter, grads, s.batch, s.loss, loss_scale);
   s.program = rec.finish();
   return s;
@@ -160,6 +161,24 @@ uint32_t load_checkpoint(vk::Device& dev, const fs::path& dir, const model::Mode
   return state["step"].get<uint32_t>();
 }
 
+// Adds a profiled program's latest GPU times to the groups (unlabelled dispatches go to `fallback`).
+void add_timings(std::vector<store::GpuTime>& groups, const vk::Program& program, const std::string& fallback) {
+  for (const auto& t : program.timings()) {
+    const std::string& name = t.name == t.kernel ? fallback : t.name;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const store::GpuTime& g) { return g.group == name; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {name, 0.0});
+    it->ms += t.ns / 1e6;
+  }
+}
+
+std::vector<store::GpuTime> empty_groups() {
+  std::vector<store::GpuTime> g;
+  for (const char* name : {model::kGroupEmbedding, model::kGroupNorms, model::kGroupAttention, model::kGroupMlp, "lora",
+                           model::kGroupLoss, "optimizer"})
+    g.push_back({name, 0.0});
+  return g;
+}
+
 double mean_loss(StepProgram& s, std::span<const Example> rows, uint32_t B, uint32_t T, int32_t pad) {
   Batcher b(rows, evaluation_batches(B, T, pad));
   double sum = 0, count = 0;
@@ -208,24 +227,24 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                 m2 = model::zero_grads_like(dev, adapter);
     uint32_t first_step = 1;
     if (!c.resume.empty()) first_step = load_checkpoint(dev, c.resume, model.config, adapter, m1, m2, batcher) + 1;
-    StepProgram step = record_step(dev, model, adapter, grads, B, T, 1.0f / float(c.grad_accum));
+    StepProgram step = record_step(dev, model, adapter, grads, B, T, 1.0f / float(c.grad_accum), c.profile);
     std::optional<StepProgram> eval;
     LoraAdapter eval_grads;
     if (!data.validation.empty()) {
       eval_grads = model::zero_grads_like(dev, adapter);
-      eval = record_step(dev, model, adapter, eval_grads, B, T, 1.0f);
+      eval = record_step(dev, model, adapter, eval_grads, B, T, 1.0f, false);
     }
     // Zeroing, and the update: global norm -> clip factor -> AdamW on every matrix.
     Tensor hyper = Tensor::empty_host(dev, {ops::kHyperSlots}, DType::f32, "hyper");
     Tensor sumsq = Tensor::empty(dev, {1}, DType::f32, "grad sumsq"), norm = Tensor::empty_host(dev, {1}, DType::f32, "grad norm");
     vk::Program zero, update;
     {
-      vk::Recorder rec(dev);
+      vk::Recorder rec(dev, {.profile = c.profile});
       record_zero_grads(rec, grads);
       zero = rec.finish();
     }
     {
-      vk::Recorder rec(dev);
+      vk::Recorder rec(dev, {.profile = c.profile});
       record_optimizer_update(rec, adapter, grads, m1, m2, hyper, sumsq, norm, c.optimizer.max_grad_norm);
       update = rec.finish();
     }
@@ -241,6 +260,8 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
     for (uint32_t s = first_step; s <= total && data_left; ++s) {
       const auto t0 = std::chrono::steady_clock::now();
       zero.run();
+      std::vector<store::GpuTime> gpu_ms;
+      if (c.profile) gpu_ms = empty_groups(), add_timings(gpu_ms, zero, "optimizer");
       double loss_sum = 0;
       uint32_t micro = 0, tokens = 0;
       for (; micro < c.grad_accum; ++micro) {
@@ -250,6 +271,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
           if (!batcher.next(batch)) break;
         }
         loss_sum += step.run(batch);
+        if (c.profile) add_timings(gpu_ms, step.program, "other");
         tokens += batch.trained_tokens;
       }
       if (micro == 0) {
@@ -260,7 +282,9 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       const auto h = hyper_values(c.optimizer, lr, s);
       upload(hyper, std::span<const float>(h));
       update.run();
+      if (c.profile) add_timings(gpu_ms, update, "optimizer");
       StepReport r;
+      r.gpu_ms = std::move(gpu_ms);
       r.step = s;
       r.total = total;
       r.loss = loss_sum / micro;
@@ -276,7 +300,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
         result.last_val_loss = r.val_loss;
       }
       runs.log_metrics(run_id, {.step = s, .time = store::unix_now(), .loss = r.loss, .val_loss = r.val_loss, .lr = r.lr,
-                                .grad_norm = r.grad_norm, .tokens_per_s = r.tokens_per_s});
+                                .grad_norm = r.grad_norm, .tokens_per_s = r.tokens_per_s, .gpu_ms = r.gpu_ms});
       runs.update_heartbeat(run_id);
       if (s == first_step) result.first_loss = r.loss;
       result.last_loss = r.loss;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/lora.h"
+#include "store/run_store.h"
 #include "train/dataset.h"
 #include "train/schedule.h"
 #include "vk/device.h"
@@ -37,6 +38,7 @@ struct TrainConfig {
   uint32_t save_every = 0;           // steps between checkpoints (0: only at the end)
   uint64_t seed = 0;                 // LoRA initialisation (data order uses data_options.seed)
   std::filesystem::path resume;      // a checkpoint-N folder of an earlier run with the same options
+  bool profile = false;              // GPU time per op group every step (timestamps around each dispatch)
 };
 
 struct StepReport {
@@ -44,6 +46,9 @@ struct StepReport {
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
   std::optional<double> val_loss;
   uint32_t trained_tokens = 0;
+  // With TrainConfig::profile: GPU milliseconds of the step per op group (embedding, norms, attention,
+  // mlp, lora, loss, optimizer), summed over its micro-batches, in that order.
+  std::vector<store::GpuTime> gpu_ms;
 };
 
 struct TrainResult {

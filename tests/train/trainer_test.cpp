@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "support/testing.h"
+#include "store/run_store.h"
 #include "train/trainer.h"
 
 namespace ls {
@@ -139,6 +140,34 @@ TEST_F(TrainerLoop, ValidationLossAtIntervalsAndAtTheEnd) {
       EXPECT_TRUE(std::isfinite(*val[i]) && *val[i] > 0) << *val[i];
     }
   }
+}
+
+// Profiling: every step reports GPU time for each op group, all of them used by this configuration
+// (q, v and down_proj adapted), and the run store keeps them with the step's metrics.
+TEST_F(TrainerLoop, ProfiledStepsReportGpuTimePerOpGroup) {
+  auto c = config_;
+  c.out = dir_ / "profiled";
+  c.save_every = 0;
+  c.steps = 2;
+  c.profile = true;
+  std::vector<std::vector<store::GpuTime>> seen;
+  train::train(dev(), c, [&](const train::StepReport& r) {
+    seen.push_back(r.gpu_ms);
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& groups : seen) {
+    std::vector<std::string> names;
+    for (const auto& g : groups) {
+      names.push_back(g.group);
+      EXPECT_GT(g.ms, 0.0) << g.group;
+    }
+    EXPECT_EQ(names, (std::vector<std::string>{"embedding", "norms", "attention", "mlp", "lora", "loss", "optimizer"}));
+  }
+  store::RunStore runs(c.store);
+  const auto rows = runs.metrics(runs.list_runs().front().id);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows.back().gpu_ms, seen.back());
 }
 
 }  // namespace
