@@ -1,3 +1,6 @@
+// The chart widget of ui/chart.h on ImGui's draw list: input (zoom, pan, fit) and the hover read-out here,
+// the picture itself in ui/chart_paint.cpp (shared with the PNG export of ui/chart_png.cpp).
+//
 // Index
 // [SECTION] Smoothing, ticks, CSV
 // [SECTION] The ImGui canvas
@@ -65,9 +68,10 @@ std::vector<double> nice_ticks(double lo, double hi, int max_ticks) {
 }
 
 std::string chart_csv(std::span<const ChartSeries> series) {
-  auto number = [](double v) {
+  auto number = [](double v) {  // steps as integers; values to float precision
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
+    bool whole = v == std::round(v) && std::abs(v) < 1e15;
+    std::snprintf(buf, sizeof buf, whole ? "%.0f" : "%.9g", v);
     return std::string(buf);
   };
   auto cell = [](std::string_view name) {  // RFC 4180 quoting for names with commas or quotes

@@ -1,3 +1,5 @@
+// The chart painted onto a ChartCanvas (see ui/chart_paint.h).
+//
 // Index
 // [SECTION] Colours and numbers
 // [SECTION] Axes and ranges
@@ -156,11 +158,11 @@ namespace {
 std::vector<ChartTick> linear_ticks(const ChartAxis& axis, int max_ticks, bool integers) {
   std::vector<double> values = nice_ticks(axis.lo, axis.hi, max_ticks);
   double step = values.size() > 1 ? values[1] - values[0] : std::abs(axis.hi - axis.lo);
-  if (integers && step < 1) {  // the training step: no ticks between steps
+  if (integers && step < 1) {  // the training step: no ticks between steps, unless zoomed inside one
     std::vector<double> whole;
     for (double v = std::ceil(axis.lo); v <= std::floor(axis.hi) && whole.size() <= size_t(max_ticks); ++v)
       whole.push_back(v);
-    if (whole.size() <= size_t(max_ticks)) values = whole, step = 1;
+    if (!whole.empty() && whole.size() <= size_t(max_ticks)) values = whole, step = 1;
   }
   bool sci = use_scientific(std::max(std::abs(axis.lo), std::abs(axis.hi)));
   std::vector<ChartTick> ticks;
@@ -278,7 +280,7 @@ void build_polylines(std::span<const double> x, std::span<const double> y, const
       out.points.push_back(point(i));
       continue;
     }
-    auto c = long(std::floor((x[i] - t_lo) * px_per_t));
+    auto c = long(std::clamp(std::floor((x[i] - t_lo) * px_per_t), -1e15, 1e15));
     if (c != column || !open) {
       flush();
       column = c, first = low = high = last = i, open = true;

@@ -128,6 +128,39 @@ TEST(ChartMath, CsvJoinsSeriesOnStepWithEmptyCells) {
             "3,0.125,,\n"
             "4,,nan,\n");
   EXPECT_EQ(chart_csv({}), "step\n");
+  std::vector<ChartSeries> big{{.name = "lr", .x = {123456789012}, .y = {3e-4}}};
+  EXPECT_EQ(chart_csv(big), "step,lr\n123456789012,0.0003\n");
+}
+
+TEST(ChartMath, DecimationKeepsEachColumnsExtremesAndGaps) {
+  std::vector<double> x(100000), y(100000);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = double(i), y[i] = std::sin(double(i) * 0.01);
+  y[54321] = 50;     // a spike a single pixel column must still show
+  y[70000] = kNaN;  // a gap splits the line
+  ChartAxis ax{.lo = 0, .hi = 99999, .px_lo = 0, .px_hi = 500};
+  ChartAxis ay{.lo = -1, .hi = 1, .px_lo = 300, .px_hi = 0};
+  ChartPolylines p;
+  build_polylines(x, y, ax, ay, p);
+  EXPECT_EQ(p.visible, 99999u);
+  EXPECT_LE(p.points.size(), 4u * 501);
+  EXPECT_GE(p.points.size(), 2u * 500);
+  ASSERT_EQ(p.run_ends.size(), 2u);
+  EXPECT_EQ(p.run_ends.back(), p.points.size());
+  float top = 1e9f;
+  for (ImVec2 q : p.points) top = std::min(top, q.y);
+  EXPECT_NEAR(top, ay.to_px(50), 1e-3);
+
+  ChartAxis zoomed{.lo = 100, .hi = 110, .px_lo = 0, .px_hi = 500};  // few points: all of them, and one beyond each edge
+  build_polylines(x, y, zoomed, ay, p);
+  EXPECT_EQ(p.visible, 11u);
+  EXPECT_EQ(p.points.size(), 13u);
+
+  std::vector<double> ly{1, -1, 0, 10, 100};  // log scale: non-positive values skipped, the line joins
+  ChartAxis log_axis{.lo = 0.5, .hi = 200, .px_lo = 300, .px_hi = 0, .log = true};
+  build_polylines(std::span(x).first(5), ly, ax, log_axis, p);
+  EXPECT_EQ(p.visible, 3u);
+  EXPECT_EQ(p.points.size(), 3u);
+  EXPECT_EQ(p.run_ends.size(), 1u);
 }
 
 // -----------------------------------------------------------------------------------------------
@@ -306,6 +339,17 @@ TEST_F(ChartWidget, WheelZoomsXAroundTheCursorAndShiftZoomsY) {
   EXPECT_NEAR((view.y_max - view.y_min) / (before.y_max - before.y_min), 0.85 * 0.85, 1e-9);
   EXPECT_EQ(view.x_min, before.x_min);
   EXPECT_EQ(view.x_max, before.x_max);
+
+  view.log_y = true;  // on a log scale y zooms by decades and stays positive
+  view.y_min = 0.5, view.y_max = 5;
+  before = view;
+  io().KeyShift = true;
+  io().MouseWheel = -1;
+  frame(series, view);
+  io().KeyShift = false;
+  io().MouseWheel = 0;
+  EXPECT_GT(view.y_min, 0);
+  EXPECT_NEAR(std::log10(view.y_max / view.y_min), 1 / 0.85, 1e-9);
 }
 
 TEST_F(ChartWidget, DragPansAndDoubleClickFitsAgain) {
