@@ -25,11 +25,13 @@ void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x,
 // low-rank term is fused into the base product's epilogue).
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale);
-// dB += scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += dtᵀ·x;  dx = dy·W + dt·A when dx is
-// defined (activation gradient through the frozen weight and the adapter; with accumulate, dx += ...).
+// dB += u·scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += u·dtᵀ·x;  dx = dy·W + dt·A when dx
+// is defined (activation gradient through the frozen weight and the adapter; with accumulate, dx += ...).
+// u (grad_unscale) undoes a loss scale the activation gradients carry (see record_train_step).
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
                    const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
-                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate = false);
+                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate = false,
+                   float grad_unscale = 1.0f);
 
 namespace ref {
 // Row-major, double accumulation. bias may be empty.

@@ -227,6 +227,12 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
   program_.plan_.push_back({std::move(name), barrier});
 }
 
+std::shared_ptr<Allocation> Recorder::scratch(VkDeviceSize bytes) {
+  // Grown to the largest request; an outgrown buffer stays alive with the dispatches that used it.
+  if (!scratch_ || scratch_->size() < bytes) scratch_ = device_.memory().allocate(bytes, "scratch");
+  return scratch_;
+}
+
 Program Recorder::finish() {
   if (finished_) throw Error("finish() called twice on a recorder");
   finished_ = true;

@@ -128,6 +128,10 @@ class Recorder {
     Recorder& rec_;
   };
 
+  // Scratch memory for the dispatches of this recording (split-K partial sums): at least `bytes`, one
+  // buffer reused by every caller (the hazard tracker orders the reuse; the program keeps it alive).
+  std::shared_ptr<Allocation> scratch(VkDeviceSize bytes);
+
   // Ends recording. The Recorder is spent afterwards.
   Program finish();
 
@@ -143,6 +147,7 @@ class Recorder {
   uint32_t sets_left_ = 0;
   uint32_t queries_used_ = 0;
   std::shared_ptr<const Allocation> dummy_;
+  std::shared_ptr<Allocation> scratch_;
   bool finished_ = false;
 };
 
