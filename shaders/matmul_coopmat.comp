@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 // Tensor-core variant of shaders/matmul.comp (same bindings, push constants and epilogue) through
 // GL_NV_cooperative_matrix: f16 × f16 → f32 at 16×16×16.
-// A 64×128 output tile per workgroup of 8 subgroups of 32 (a 2×4 grid; each owns 32×32 = 2×2
-// matrices). K advances 64 at a time: the A (64×64) and B (128×64) tiles are staged in shared memory
+// A 128×128 output tile per workgroup of 8 subgroups of 32 (a 2×4 grid; each owns 64×32 = 4×2
+// matrices). K advances 64 at a time: the A (128×64) and B (128×64) tiles are staged in shared memory
 // as packed f16 (uvec4 = 8 halves). The next K step's tiles are read from global memory into registers
 // while the tensor cores work on the current one. Loads are 16 bytes wide when an operand's rows are
 // contiguous and 8-aligned: A along k or, transposed, along m (dW = dyᵀ·x); B along k (y = x·Wᵀ) or,
@@ -32,7 +32,8 @@ layout(binding = 1) readonly buffer BufB4 { uvec4 b4[]; };
 layout(binding = 1) readonly buffer BufB8 { uvec4 b8[]; };
 #endif
 
-const uint BM = 64u, BN = 128u, BK = 64u, BK8 = BK / 8u, BN8 = BN / 8u;
+const uint BM = 128u, BN = 128u, BK = 64u, BK8 = BK / 8u, BN8 = BN / 8u;
+const uint FM = 4u, FN = 2u;  // 16×16 matrices per subgroup along m and n
 // Rows of the staged tiles are one uvec4 longer than the data: the odd 16-byte stride spreads the rows
 // a cooperative load reads over the shared-memory banks.
 const uint BM8 = BM / 8u;
@@ -130,9 +131,9 @@ void main() {
   const bool vec_b = p.b_sk == 1u && p.b_sn % 8u == 0u && p.K % 8u == 0u && b_base % 8u == 0u;
   const bool b_t = !vec_b && p.b_sn == 1u && p.b_sk % 8u == 0u && p.N % 8u == 0u && b_base % 8u == 0u;
 
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][2];
-  for (uint i = 0u; i < 2u; ++i)
-    for (uint j = 0u; j < 2u; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
+  for (uint i = 0u; i < FM; ++i)
+    for (uint j = 0u; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   fetch(0u, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
   for (uint k0 = 0u; k0 < p.K; k0 += BK) {
@@ -151,31 +152,33 @@ void main() {
       fetch(k0 + BK, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
     }
     for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[2], mb[2];
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[FM], mb[FN];
       if (a_t) {
-        for (uint i = 0u; i < 2u; ++i) coopMatLoadNV(ma[i], tile_a, kk * 8u * LDTA + (wm * 32u + i * 16u) / 8u, LDTA, true);
+        for (uint i = 0u; i < FM; ++i)
+          coopMatLoadNV(ma[i], tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, true);
       } else {
-        for (uint i = 0u; i < 2u; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 32u + i * 16u) * LD + kk, LD, false);
+        for (uint i = 0u; i < FM; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
       }
       if (b_t) {
-        for (uint j = 0u; j < 2u; ++j) coopMatLoadNV(mb[j], tile_b, kk * 8u * LDT + (wn * 32u + j * 16u) / 8u, LDT, false);
+        for (uint j = 0u; j < FN; ++j)
+          coopMatLoadNV(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, false);
       } else {
-        for (uint j = 0u; j < 2u; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 32u + j * 16u) * LD + kk, LD, true);
+        for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
       }
-      for (uint i = 0u; i < 2u; ++i)
-        for (uint j = 0u; j < 2u; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
+      for (uint i = 0u; i < FM; ++i)
+        for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
     }
     barrier();
   }
 
   const uint s0 = sg * 256u;
-  for (uint i = 0u; i < 2u; ++i) {
-    for (uint j = 0u; j < 2u; ++j) {
+  for (uint i = 0u; i < FM; ++i) {
+    for (uint j = 0u; j < FN; ++j) {
       coopMatStoreNV(acc[i][j], scratch, s0, 16u, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
-        uint m = m0 + wm * 32u + i * 16u + e / 16u, n = n0 + wn * 32u + j * 16u + e % 16u;
+        uint m = m0 + wm * 16u * FM + i * 16u + e / 16u, n = n0 + wn * 16u * FN + j * 16u + e % 16u;
         if (m < p.M && n < p.N) gemm_store(m, n, scratch[s0 + e], c_base);
       }
       subgroupBarrier();

@@ -58,11 +58,15 @@ void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const
 
 }  // namespace
 
-uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab) {
-  // At most 64 MiB of f32 logits, and a multiple of 16 rows so every chunk's bindings stay aligned.
-  const uint64_t budget = uint64_t(64) << 20;
-  uint64_t n = std::max<uint64_t>(16, budget / (uint64_t(vocab) * 4) / 16 * 16);
-  return uint32_t(std::min<uint64_t>(n, rows));
+uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding) {
+  // At most 256 MiB of f32 logits (64 MiB where one binding cannot hold 256), in chunks of equal size
+  // (no small remainder chunk that would leave the GPU idle), each a multiple of 16 rows so every
+  // chunk's bindings stay aligned.
+  const uint64_t budget = uint64_t(max_binding >= (uint64_t(256) << 20) ? 256 : 64) << 20;
+  const uint64_t most = std::max<uint64_t>(16, budget / (uint64_t(vocab) * 4) / 16 * 16);
+  const uint64_t chunks = (rows + most - 1) / most;
+  const uint64_t even = ((rows + chunks - 1) / chunks + 15) / 16 * 16;
+  return uint32_t(std::min<uint64_t>({even, most, rows}));
 }
 
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
@@ -162,7 +166,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   Tensor rstd_f = f32(dev, {M}, "rstd"), hf = f32(dev, {M, C}, "final normed");
   Tensor row_loss = f32(dev, {M}, "row loss"), lse = f32(dev, {M}, "lse");
   Tensor dx = f32(dev, {M, C}, "d residual"), tmp = f32(dev, {M, C}, "d scratch");
-  const uint32_t chunk = logit_rows_per_chunk(M, V);
+  const uint32_t chunk = logit_rows_per_chunk(M, V, dev.report().max_storage_range);
   Tensor logits = f32(dev, {chunk, V}, "logits chunk");
   Tensor count = f32(dev, {2}, "counted targets"), zeros = f32(dev, {M}, "zeros");
   upload(zeros, std::vector<float>(M, 0.0f));

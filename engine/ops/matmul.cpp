@@ -165,8 +165,9 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
   vk::Kernel kernel = tensor_cores ? coopmat_kernel(a.dtype(), b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
-  // Tiles: 64x64 on the scalar path, 64 (M) x 128 (N) on tensor cores (shaders/matmul_coopmat.comp).
-  const uint32_t tiles_n = ceil_div(N, tensor_cores ? 2 * kTile : kTile), tiles_m = ceil_div(M, kTile);
+  // Tiles: 64x64 on the scalar path, 128x128 on tensor cores (shaders/matmul_coopmat.comp).
+  const uint32_t tile = tensor_cores ? 2 * kTile : kTile;
+  const uint32_t tiles_n = ceil_div(N, tile), tiles_m = ceil_div(M, tile);
   const uint32_t splits = g.batch == 1 ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range) : 1;
   if (splits == 1) {
     rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = 256u});
@@ -323,6 +324,27 @@ void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x,
   require(Z <= 65535, op, "batch " + std::to_string(Z) + " is past 65535");
   gemm(rec, {.op = op, .a = x, .b = w, .c = y, .M = M, .N = N, .K = K, .batch = Z, .a_sm = K, .a_sk = 1, .b_sn = K,
              .b_sk = 1, .c_sm = N, .a_sz = M * K, .b_sz = N * K, .c_sz = M * N});
+}
+
+void matmul_strided(vk::Recorder& rec, const Tensor& c, const Tensor& a, const Tensor& b, const StridedProduct& s) {
+  const char* op = "matmul_strided";
+  require_dtype(a, kActivation, op, "a");
+  require_dtype(b, kWeight, op, "b");
+  require_dtype(c, kActivation, op, "c");
+  require(s.batch >= 1 && s.batch <= 65535 && s.z_div >= 1 && s.b_group >= 1, op, "bad batch layout");
+  if (s.M == 0 || s.N == 0 || s.K == 0) fail(op, "an empty product");
+  // The last element each operand is read or written at must lie inside its tensor.
+  const uint64_t outer = (s.batch - 1) / s.z_div, inner = std::min<uint64_t>(s.batch - 1, s.z_div - 1);
+  auto last = [&](uint64_t sz2, uint64_t sz, uint64_t inner_index, uint64_t rows, uint64_t s_row, uint64_t cols,
+                  uint64_t s_col) { return outer * sz2 + inner_index * sz + (rows - 1) * s_row + (cols - 1) * s_col; };
+  require(last(s.a_sz2, s.a_sz, inner, s.M, s.a_sm, s.K, s.a_sk) < a.numel(), op, "A's strides run past " + a.describe());
+  require(last(s.b_sz2, s.b_sz, inner / s.b_group, s.N, s.b_sn, s.K, s.b_sk) < b.numel(), op,
+          "B's strides run past " + b.describe());
+  require(last(s.c_sz2, s.c_sz, inner, s.M, s.c_sm, s.N, 1) < c.numel(), op, "C's strides run past " + c.describe());
+  gemm(rec, {.op = op, .a = a, .b = b, .c = c, .M = s.M, .N = s.N, .K = s.K, .batch = s.batch, .a_sm = s.a_sm,
+             .a_sk = s.a_sk, .b_sn = s.b_sn, .b_sk = s.b_sk, .c_sm = s.c_sm, .a_sz = s.a_sz, .b_sz = s.b_sz,
+             .c_sz = s.c_sz, .alpha = s.alpha, .beta = s.beta, .accumulate = s.accumulate, .z_div = s.z_div,
+             .a_sz2 = s.a_sz2, .b_sz2 = s.b_sz2, .c_sz2 = s.c_sz2, .b_group = s.b_group, .round_f32_b = true});
 }
 
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
