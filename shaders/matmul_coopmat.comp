@@ -2,8 +2,9 @@
 #extension GL_GOOGLE_include_directive : require
 // Tensor-core variant of shaders/matmul.comp (same bindings, push constants and epilogue) through
 // GL_NV_cooperative_matrix: f16 × f16 → f32 at 16×16×16.
-// A 128×128 output tile per workgroup of 8 subgroups of 32 (a 2×4 grid; each owns 64×32 = 4×2
-// matrices). K advances 64 at a time: the A (128×64) and B (128×64) tiles are staged in shared memory
+// A 64×128 output tile per workgroup of 8 subgroups of 32 (a 2×4 grid; each owns 32×32 = 2×2
+// matrices; 128×128 tiles with 4×2 matrices per subgroup measured slower on the H100 at the model's
+// shapes). K advances 64 at a time: the A (64×64) and B (128×64) tiles are staged in shared memory
 // as packed f16 (uvec4 = 8 halves). The next K step's tiles are read from global memory into registers
 // while the tensor cores work on the current one. Loads are 16 bytes wide when an operand's rows are
 // contiguous and 8-aligned: A along k or, transposed, along m (dW = dyᵀ·x); B along k (y = x·Wᵀ) or,
@@ -32,8 +33,8 @@ layout(binding = 1) readonly buffer BufB4 { uvec4 b4[]; };
 layout(binding = 1) readonly buffer BufB8 { uvec4 b8[]; };
 #endif
 
-const uint BM = 128u, BN = 128u, BK = 64u, BK8 = BK / 8u, BN8 = BN / 8u;
-const uint FM = 4u, FN = 2u;  // 16×16 matrices per subgroup along m and n
+const uint BM = 64u, BN = 128u, BK = 64u, BK8 = BK / 8u, BN8 = BN / 8u;
+const uint FM = 2u, FN = 2u;  // 16×16 matrices per subgroup along m and n
 // Rows of the staged tiles are one uvec4 longer than the data: the odd 16-byte stride spreads the rows
 // a cooperative load reads over the shared-memory banks.
 const uint BM8 = BM / 8u;

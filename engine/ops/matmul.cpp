@@ -165,9 +165,8 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
   vk::Kernel kernel = tensor_cores ? coopmat_kernel(a.dtype(), b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
-  // Tiles: 64x64 on the scalar path, 128x128 on tensor cores (shaders/matmul_coopmat.comp).
-  const uint32_t tile = tensor_cores ? 2 * kTile : kTile;
-  const uint32_t tiles_n = ceil_div(N, tile), tiles_m = ceil_div(M, tile);
+  // Tiles: 64x64 on the scalar path, 64 (M) x 128 (N) on tensor cores (shaders/matmul_coopmat.comp).
+  const uint32_t tiles_n = ceil_div(N, tensor_cores ? 2 * kTile : kTile), tiles_m = ceil_div(M, kTile);
   const uint32_t splits = g.batch == 1 ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range) : 1;
   if (splits == 1) {
     rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = 256u});
