@@ -1,5 +1,6 @@
 // lorastudio: command line entry. `--batch` trains headless; `generate` and `chat` run a model from the
-// terminal; with no command it reports the version and the Vulkan devices (the GUI arrives with its issue).
+// terminal; `export --merge` writes the model with an adapter merged in; with no command it reports the
+// version and the Vulkan devices (the GUI arrives with its issue).
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
@@ -7,6 +8,7 @@
 
 #include "error.h"
 #include "batch_command.h"
+#include "export_command.h"
 #include "generate_command.h"
 #include "vk/device.h"
 
@@ -47,6 +49,10 @@ int main(int argc, char** argv) {
   auto* chat = app.add_subcommand("chat", "Interactive chat in the terminal, with the model's chat template");
   ls::app::add_generation_options(*chat, chat_args);
   chat_args.temperature = 0.7f;
+  ls::app::ExportArgs export_args;
+  auto* export_cmd = app.add_subcommand("export", "Write a trained adapter in another form: --merge writes the model "
+                                                  "with the adapter merged in, a safetensors folder transformers loads");
+  ls::app::add_export_options(*export_cmd, export_args);
   app.footer(
       "Exit codes: 0 success, 1 error (one line on stderr), 2 bad command line, 130 training stopped by Ctrl-C\n"
       "(a checkpoint was written).\n");
@@ -65,6 +71,7 @@ int main(int argc, char** argv) {
       if (chat_args.device.empty()) chat_args.device = device;
       return ls::app::run_chat(chat_args);
     }
+    if (*export_cmd) return ls::app::run_export(export_args);
     if (version) {
       std::cout << "lorastudio " << LS_VERSION << "\n";
       if (!devices) return 0;

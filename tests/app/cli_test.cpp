@@ -1,7 +1,8 @@
 // The lorastudio binary, as users run it: `generate` on the golden fixture models prints exactly
 // transformers' greedy text, and a broken model folder gives one clear error line on stderr and exit
 // code 1 (truncated file, header length past EOF, overlapping offsets, wrong shape, missing tensor,
-// unknown architecture, missing tokenizer), never a crash.
+// unknown architecture, missing tokenizer), never a crash. `export --merge` writes a folder that generates
+// what the base with the adapter generates.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/safetensors.h"
+#include "store/run_store.h"
 
 namespace ls {
 namespace {
@@ -211,6 +213,86 @@ TEST_F(Cli, BadSamplingOption) {
   auto r = run({"generate", "--model", dir_.string(), "--prompt", "hi", "--top-p", "1.5"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("top_p"), std::string::npos) << r.err;
+}
+
+// export --merge: the merged folder generates what the base with the adapter generates, and the run store
+// records the export under --run.
+TEST_F(Cli, ExportMergeWritesAModelThatGeneratesLikeTheAdapter) {
+  const fs::path out = dir_ / "merged", store = dir_ / "runs.sqlite";
+  int64_t run_id = 0;
+  {
+    store::RunStore runs(store);
+    run_id = runs.create_run({.name = "r", .model_path = dir_, .data_path = "d.jsonl", .config_json = "{}", .out_dir = dir_});
+  }
+  auto r = run({"export", "--merge", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string(), "--out",
+                out.string(), "--run", std::to_string(run_id), "--store", store.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("14 weights merged"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
+  {
+    store::RunStore runs(store);
+    auto exports = runs.exports(run_id);
+    ASSERT_EQ(exports.size(), 1u);
+    EXPECT_EQ(exports[0].format, store::ExportFormat::merged);
+    EXPECT_EQ(exports[0].path, out);
+  }
+  const std::vector<std::string> prompt = {"--prompt", "What is the capital of France?", "--max-tokens", "12",
+                                           "--ignore-eos", "--act", "f32"};
+  auto with_adapter = prompt, merged = prompt;
+  with_adapter.insert(with_adapter.begin(), {"generate", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string()});
+  merged.insert(merged.begin(), {"generate", "--model", out.string()});
+  auto a = run(with_adapter), m = run(merged);
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(m.code, 0) << m.err;
+  EXPECT_FALSE(a.out.empty());
+  EXPECT_EQ(m.out, a.out);
+
+  // The folder exists now: refused without --force, replaced with it; shards on request.
+  auto again = run({"export", "--merge", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string(), "--out",
+                    out.string(), "--max-shard-size", "100KB"});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+  again = run({"export", "--merge", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string(), "--out",
+               out.string(), "--max-shard-size", "100KB", "--force"});
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(fs::exists(out / "model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(out / "model.safetensors"));
+}
+
+TEST_F(Cli, ExportWithoutMergeSaysWhatItCanDo) {
+  auto r = run({"export", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string(), "--out",
+                (dir_ / "merged").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+  EXPECT_NE(r.err.find("--merge"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "merged"));
+  auto help = run({"export", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("transformers loads"), std::string::npos) << help.out;
+}
+
+TEST_F(Cli, ExportErrorsNameTheFile) {
+  auto export_to = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"export", "--merge", "--model", dir_.string(), "--adapter",
+                                     (dir_ / "adapter").string(), "--out", (dir_ / "merged").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run(args);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "merged"));
+    return r.err;
+  };
+  std::string err = export_to({"--max-shard-size", "5XB"});
+  EXPECT_NE(err.find("--max-shard-size"), std::string::npos) << err;
+  err = export_to({"--run", "999", "--store", (dir_ / "runs.sqlite").string()});
+  EXPECT_NE(err.find("no such run"), std::string::npos) << err;
+  auto c = nlohmann::json::parse(read_text(dir_ / "adapter" / "adapter_config.json"));
+  c["use_dora"] = true;
+  write_text(dir_ / "adapter" / "adapter_config.json", c.dump());
+  err = export_to({});
+  EXPECT_NE(err.find("adapter_config.json"), std::string::npos) << err;
+  EXPECT_NE(err.find("use_dora"), std::string::npos) << err;
 }
 
 }  // namespace
