@@ -97,7 +97,8 @@ std::map<std::string, Merge> plan_merges(const SafeTensors& base, const SafeTens
   for (const TensorInfo& t : adapter.tensors()) {
     const bool is_a = ends_with(t.name, kSuffixA), is_b = ends_with(t.name, kSuffixB);
     if (!t.name.starts_with(kPeftPrefix) || !(is_a || is_b) || t.name.size() <= kPeftPrefix.size() + kSuffixA.size())
-      fail("tensor " + in_quotes(t.name) + " is not a LoRA matrix (base_model.model.<module>.lora_A.weight or .lora_B.weight)");
+      fail("tensor " + in_quotes(t.name) +
+           " is not a LoRA matrix (base_model.model.<module>.lora_A.weight or .lora_B.weight)");
     const std::string_view module =
         std::string_view(t.name).substr(kPeftPrefix.size(), t.name.size() - kPeftPrefix.size() - kSuffixA.size());
     const std::string_view leaf = module.substr(module.rfind('.') + 1);
@@ -114,7 +115,8 @@ std::map<std::string, Merge> plan_merges(const SafeTensors& base, const SafeTens
 
   for (auto& [weight, m] : merges) {
     const std::string prefix = std::string(kPeftPrefix) + weight.substr(0, weight.size() - 7);  // minus ".weight"
-    if (!m.a || !m.b) fail(in_quotes(prefix + std::string(m.a ? kSuffixB : kSuffixA)) + " is missing (its pair is present)");
+    if (!m.a || !m.b)
+      fail(in_quotes(prefix + std::string(m.a ? kSuffixB : kSuffixA)) + " is missing (its pair is present)");
     const auto &a = m.a->shape, &b = m.b->shape;
     if (a.size() != 2 || b.size() != 2)
       fail(in_quotes(prefix) + ": lora_A " + shape_string(a) + " and lora_B " + shape_string(b) + " are not matrices");
@@ -133,7 +135,8 @@ std::map<std::string, Merge> plan_merges(const SafeTensors& base, const SafeTens
       fail(in_quotes(prefix) + " adapts " + in_quotes(weight) + " " + shape_string(w) + " of " + m.w->file.string() +
            ", which is not a matrix");
     if (m.w->dtype == DType::i32)
-      fail(in_quotes(prefix) + " adapts " + in_quotes(weight) + " of " + m.w->file.string() + ", which is I32, not a float weight");
+      fail(in_quotes(prefix) + " adapts " + in_quotes(weight) + " of " + m.w->file.string() +
+           ", which is I32, not a float weight");
     if (a[1] != w[1] || b[0] != w[0])
       fail(in_quotes(prefix) + ": lora_A " + shape_string(a) + " and lora_B " + shape_string(b) + " do not fit " +
            in_quotes(weight) + " " + shape_string(w) + " of " + m.w->file.string() + " (A's in must be " +
