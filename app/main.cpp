@@ -56,7 +56,17 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success, 1 error (one line on stderr), 2 bad command line, 130 training stopped by Ctrl-C\n"
       "(a checkpoint was written).\n");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::FileError& e) {  // --config names no file
+    std::cerr << "lorastudio: --config: " << e.what() << "\n";
+    return 1;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ls::Error& e) {  // a --config file that is not TOML or sets a bad key or value
+    std::cerr << "lorastudio: " << e.what() << "\n";
+    return 1;
+  }
 
   try {
     if (batch) {

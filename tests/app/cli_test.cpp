@@ -5,10 +5,6 @@
 // what the base with the adapter generates.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/safetensors.h"
+#include "app/run_app.h"
 #include "store/run_store.h"
 
 namespace ls {
@@ -26,32 +23,8 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models";
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs the binary with arguments (each single-quoted for the shell), capturing stdout and stderr.
-Result run(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const fs::path err_file = fs::temp_directory_path() / ("ls_cli_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-  // LS_APP_BINARY in the environment overrides the build's path (stripped binaries on another machine).
-  const char* binary = std::getenv("LS_APP_BINARY") ? std::getenv("LS_APP_BINARY") : LS_APP_BINARY;
-  std::string cmd = std::string("'") + binary + "'";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " 2>'" + err_file.string() + "'";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err_file);
-  return r;
-}
+using Result = test::AppResult;
+Result run(const std::vector<std::string>& args) { return test::run_app(args); }
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
