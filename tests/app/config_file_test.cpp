@@ -44,7 +44,8 @@ class ConfigFile : public ::testing::Test {
   }
 
   test::AppResult train(const std::string& extra, const std::vector<std::string>& args = {}) {
-    std::vector<std::string> all = {"--batch", "--config", write_config(extra).string(), "--out", (dir_ / "run").string()};
+    std::vector<std::string> all = {"--batch", "--config", write_config(extra).string(), "--out",
+                                    (dir_ / "run").string()};
     all.insert(all.end(), args.begin(), args.end());
     return test::run_app(all);
   }
