@@ -8,7 +8,10 @@
 // identity bit for bit; the reference backward is the finite-difference gradient of the reference forward.
 #include "ops/dropout.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 
 #include "support/testing.h"
 
@@ -142,8 +145,8 @@ TEST_P(DropoutTest, InPlaceAndPZeroIsIdentity) {
   auto x = test::tensor_from(dev(), {n}, dtype, x0);
   auto same = test::tensor_from(dev(), {n}, dtype, x0);
   test::run(dev(), [&](vk::Recorder& rec) {
-    ops::dropout_forward(rec, x, x, 0.25f, s, 1);           // in place
-    ops::dropout_forward(rec, same, same, 0.0f, s, 1);      // p = 0
+    ops::dropout_forward(rec, x, x, 0.25f, s, 1);       // in place
+    ops::dropout_forward(rec, same, same, 0.0f, s, 1);  // p = 0
   });
   std::vector<float> want(n);
   ops::ref::dropout_forward(want, x0, 0.25f, seed, 1);
