@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "toml_config.h"
 #include "vk/device.h"
 
 namespace ls::app {
@@ -60,7 +61,9 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_option("--store", a.store, "run store (SQLite) path (default: ~/.local/share/lorastudio/runs.sqlite)");
   g->add_flag("--quiet", a.quiet, "no progress output");
   g->add_flag("--profile", c.profile, "store GPU time per op group every step in the run store (timestamps around every dispatch)");
-  app.set_config("--config", "", "TOML file with any of the training options (key = value, keys as the long options)");
+  add_toml_config(app, "--config",
+                  "TOML file with any of these options: key = value, keys named like the long options (batch_size or "
+                  "batch-size = 4; targets = [\"q_proj\", \"v_proj\"]); options on the command line win");
 }
 
 int run_batch(BatchArgs& a) {

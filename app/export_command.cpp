@@ -36,8 +36,8 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
   std::string unit(end, text.data() + text.size());
   for (char& c : unit) c = char(std::toupper(static_cast<unsigned char>(c)));
   static constexpr std::pair<const char*, double> kUnits[] = {
-      {"", 1},        {"B", 1},        {"KB", 1e3},           {"MB", 1e6},           {"GB", 1e9},
-      {"TB", 1e12},   {"KIB", 1024.0}, {"MIB", 1048576.0},    {"GIB", 1073741824.0}, {"TIB", 1099511627776.0}};
+      {"", 1},        {"B", 1},        {"KB", 1e3},        {"MB", 1e6},           {"GB", 1e9},
+      {"TB", 1e12},   {"KIB", 1024.0}, {"MIB", 1048576.0}, {"GIB", 1073741824.0}, {"TIB", 1099511627776.0}};
   for (const auto& [name, factor] : kUnits) {
     if (unit != name) continue;
     const double bytes = std::floor(value * factor);
