@@ -325,8 +325,10 @@ void Device::submit_and_wait(VkCommandBuffer cb) {
     check(vkResetFences(device_, 1, &fence), "vkResetFences");
     {
       std::unique_lock lock(*queue_mutex_);
-      // A window building a frame goes first (bounded: a window that stopped drawing cannot stall us).
-      claim_released_.wait_for(lock, kClaimTimeout, [&] { return !claimed_; });
+      // A window waiting to present goes first (for at most kClaimTimeout after it asked, so a window
+      // that stopped drawing cannot stall the engine).
+      if (claimed_) claim_released_.wait_until(lock, claimed_at_ + kClaimTimeout, [&] { return !claimed_; });
+      claimed_ = false;
       check(vkQueueSubmit(queue_, 1, &info, fence), "vkQueueSubmit");
       ++in_flight_;
     }
@@ -340,17 +342,19 @@ void Device::submit_and_wait(VkCommandBuffer cb) {
   return_fence(fence);
 }
 
-void Device::claim_queue() {
-  std::lock_guard lock(*queue_mutex_);
-  claimed_ = true;
-}
-
-void Device::release_queue() {
+bool Device::submit_for_window(const std::function<void(VkQueue)>& submit) {
   {
-    std::lock_guard lock(*queue_mutex_);
+    std::unique_lock lock(*queue_mutex_);
+    if (in_flight_.load() > 0) {
+      if (!claimed_) claimed_at_ = std::chrono::steady_clock::now();
+      claimed_ = true;
+      return false;
+    }
     claimed_ = false;
+    submit(queue_);  // may throw: the claim is cleared already
   }
   claim_released_.notify_all();
+  return true;
 }
 
 void Device::copy(const Allocation& src, VkDeviceSize src_offset, const Allocation& dst, VkDeviceSize dst_offset,

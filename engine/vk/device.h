@@ -5,13 +5,13 @@
 // the queue are serialised here because a VkQueue is externally synchronised.
 //
 // Sharing the one queue with a window (DESIGN.md "Threads and queues"): engine submissions hold the
-// queue mutex only for vkQueueSubmit and wait for their own fence outside it, so a window thread that
-// takes the mutex for its vkQueueSubmit / vkQueuePresentKHR never waits for engine GPU work. On devices
-// with one queue (lavapipe, many integrated GPUs) a frame submitted behind a long training step would
-// still be presented late, and software presentation waits for the frame's fence; so the window claims
-// the queue (claim_queue) while it builds a frame: engine submissions that start meanwhile wait (for at
-// most kClaimTimeout) until it has submitted (release_queue), and the window submits only when no engine
-// work is on the queue (engine_busy() false), else it skips that frame's presentation.
+// queue mutex only for vkQueueSubmit and wait for their own fence outside it, so a window never waits for
+// engine GPU work by taking the mutex. But on a device with one queue (lavapipe, many integrated GPUs) a
+// frame submitted behind a long training step is presented late, and software presentation even waits
+// for the frame's fence inside vkQueuePresentKHR. So the window submits through submit_for_window(),
+// which runs its submit-and-present only while no engine work is on the queue; when some is, it returns
+// false at once (the window skips presenting this frame and tries again next loop), and engine
+// submissions that start within kClaimTimeout wait for the window's turn first.
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -110,12 +110,13 @@ class Device {
   // several threads at once. Throws ls::Error on failure or device loss.
   void submit_and_wait(VkCommandBuffer cb);
 
-  // Queue sharing with a window thread (see the top of this file).
+  // The window's turn on the queue (see the top of this file): calls submit(queue()) with the queue
+  // mutex held and returns true when no engine work is on the queue; otherwise returns false at once.
   static constexpr std::chrono::milliseconds kClaimTimeout{100};
-  void claim_queue();
-  void release_queue();
+  bool submit_for_window(const std::function<void(VkQueue)>& submit);
   // Engine submissions are on the queue (submitted, not yet waited for).
   bool engine_busy() const { return in_flight_.load() > 0; }
+
   // Host <-> device copies of raw bytes; both block until done.
   void write(const Allocation& dst, VkDeviceSize offset, const void* data, VkDeviceSize size);
   void read(const Allocation& src, VkDeviceSize offset, void* data, VkDeviceSize size);
@@ -150,7 +151,8 @@ class Device {
   std::mutex own_queue_mutex_;
   std::mutex* queue_mutex_ = &own_queue_mutex_;
   std::condition_variable_any claim_released_;
-  bool claimed_ = false;            // guarded by the queue mutex
+  bool claimed_ = false;            // the window waits for the queue; guarded by the queue mutex
+  std::chrono::steady_clock::time_point claimed_at_;
   std::atomic<int> in_flight_{0};
   std::mutex fence_mutex_;
   std::vector<VkFence> free_fences_, all_fences_;

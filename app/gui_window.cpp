@@ -1,0 +1,457 @@
+#include "gui_window.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_vulkan.h>
+#include <stb_image_write.h>
+
+#include "error.h"
+#include "util/atomic_file.h"
+
+namespace ls::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// GLFW reports errors through a callback without a user pointer; the latest one is kept for messages.
+std::string& glfw_error() {
+  static std::string error;
+  return error;
+}
+void on_glfw_error(int, const char* description) { glfw_error() = description ? description : "unknown GLFW error"; }
+
+void check_imgui_vk(VkResult r) {
+  if (r != VK_SUCCESS) vk::check(r, "Dear ImGui's Vulkan backend");
+}
+
+// DejaVu Sans (fonts-dejavu-core) at the size of `pixels`, or ImGui's own font scaled when it is absent.
+void load_font(ImGuiIO& io, float pixels) {
+  static const ImWchar kRanges[] = {0x0020, 0x00FF, 0x0100, 0x024F, 0x0370, 0x03FF, 0x0400, 0x04FF,
+                                    0x2000, 0x206F, 0x2190, 0x21FF, 0x2200, 0x22FF, 0x2500, 0x25FF, 0};
+  for (const char* path : {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf",
+                           "/usr/local/share/fonts/DejaVuSans.ttf"})
+    if (fs::exists(path) && io.Fonts->AddFontFromFileTTF(path, pixels, nullptr, kRanges)) return;
+  ImFontConfig config;
+  config.SizePixels = std::max(13.0f, pixels * 0.9f);
+  io.Fonts->AddFontDefault(&config);
+}
+
+// A dark theme with a little more air than ImGui's default and rounded corners.
+void apply_theme(float scale) {
+  ImGui::StyleColorsDark();
+  ImGuiStyle& st = ImGui::GetStyle();
+  st.WindowPadding = {10, 8};
+  st.FramePadding = {7, 4};
+  st.ItemSpacing = {8, 6};
+  st.CellPadding = {6, 3};
+  st.WindowRounding = 5;
+  st.ChildRounding = 4;
+  st.FrameRounding = 4;
+  st.PopupRounding = 4;
+  st.GrabRounding = 3;
+  st.ScrollbarSize = 13;
+  st.WindowBorderSize = 1;
+  st.WindowTitleAlign = {0.02f, 0.5f};
+  ImVec4* c = st.Colors;
+  c[ImGuiCol_WindowBg] = {0.105f, 0.11f, 0.125f, 1.0f};
+  c[ImGuiCol_ChildBg] = {0.085f, 0.09f, 0.10f, 1.0f};
+  c[ImGuiCol_PopupBg] = {0.12f, 0.125f, 0.14f, 0.98f};
+  c[ImGuiCol_Border] = {0.24f, 0.26f, 0.30f, 1.0f};
+  c[ImGuiCol_TitleBg] = {0.13f, 0.14f, 0.16f, 1.0f};
+  c[ImGuiCol_TitleBgActive] = {0.17f, 0.22f, 0.31f, 1.0f};
+  c[ImGuiCol_MenuBarBg] = {0.13f, 0.14f, 0.16f, 1.0f};
+  c[ImGuiCol_FrameBg] = {0.17f, 0.18f, 0.21f, 1.0f};
+  c[ImGuiCol_FrameBgHovered] = {0.22f, 0.25f, 0.30f, 1.0f};
+  c[ImGuiCol_FrameBgActive] = {0.25f, 0.30f, 0.38f, 1.0f};
+  c[ImGuiCol_Button] = {0.22f, 0.32f, 0.47f, 1.0f};
+  c[ImGuiCol_ButtonHovered] = {0.28f, 0.42f, 0.62f, 1.0f};
+  c[ImGuiCol_ButtonActive] = {0.32f, 0.50f, 0.75f, 1.0f};
+  c[ImGuiCol_Header] = {0.20f, 0.27f, 0.38f, 1.0f};
+  c[ImGuiCol_HeaderHovered] = {0.25f, 0.35f, 0.50f, 1.0f};
+  c[ImGuiCol_HeaderActive] = {0.28f, 0.40f, 0.58f, 1.0f};
+  c[ImGuiCol_TableRowBgAlt] = {1.0f, 1.0f, 1.0f, 0.03f};
+  c[ImGuiCol_PlotHistogram] = {0.35f, 0.62f, 0.95f, 1.0f};
+  st.ScaleAllSizes(scale);
+}
+
+}  // namespace
+
+Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
+  glfwSetErrorCallback(on_glfw_error);
+  if (!glfwInit())
+    throw Error("cannot open a window: " + glfw_error() + " (is DISPLAY or WAYLAND_DISPLAY set? --batch trains headless)");
+  try {
+    if (!glfwVulkanSupported()) throw Error("cannot open a window: GLFW finds no Vulkan loader or driver");
+    int width = o.width, height = o.height;
+    if (width <= 0 || height <= 0) {
+      int x = 0, y = 0, w = 1600, h = 900;
+      if (GLFWmonitor* m = glfwGetPrimaryMonitor()) glfwGetMonitorWorkarea(m, &x, &y, &w, &h);
+      width = std::max(960, int(float(w) * 0.85f));
+      height = std::max(600, int(float(h) * 0.85f));
+    }
+    glfwWindowHint(GLFW_CLIENT_API, GLFW_NO_API);
+    glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+    window_ = glfwCreateWindow(width, height, o.title.c_str(), nullptr, nullptr);
+    if (!window_) throw Error("cannot open a window: " + glfw_error());
+    glfwSetWindowUserPointer(window_, this);
+    glfwSetDropCallback(window_, on_drop_paths);
+    glfwSetFramebufferSizeCallback(window_, on_resize);
+
+    uint32_t n = 0;
+    const char** names = glfwGetRequiredInstanceExtensions(&n);
+    if (!names) throw Error("cannot open a window: " + glfw_error());
+    vk::DeviceOptions options{.select = o.device, .validation = o.validation};
+    options.instance_extensions.assign(names, names + n);
+    options.device_extensions = {VK_KHR_SWAPCHAIN_EXTENSION_NAME};
+    options.can_present = [](VkInstance instance, VkPhysicalDevice physical, uint32_t family) {
+      return glfwGetPhysicalDevicePresentationSupport(instance, physical, family) == GLFW_TRUE;
+    };
+    device_ = std::make_unique<vk::Device>(options);
+    vk::check(glfwCreateWindowSurface(device_->instance(), window_, nullptr, &surface_), "glfwCreateWindowSurface");
+    VkBool32 supported = VK_FALSE;
+    vkGetPhysicalDeviceSurfaceSupportKHR(device_->physical(), device_->queue_family(), surface_, &supported);
+    if (!supported) throw Error(device_->report().name + " cannot present to this window");
+    const VkFormat wanted[] = {VK_FORMAT_B8G8R8A8_UNORM, VK_FORMAT_R8G8B8A8_UNORM};
+    format_ = ImGui_ImplVulkanH_SelectSurfaceFormat(device_->physical(), surface_, wanted, 2,
+                                                    VK_COLORSPACE_SRGB_NONLINEAR_KHR);
+
+    VkAttachmentDescription color{.format = format_.format, .samples = VK_SAMPLE_COUNT_1_BIT,
+                                  .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR, .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+                                  .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+                                  .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+                                  .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED, .finalLayout = VK_IMAGE_LAYOUT_PRESENT_SRC_KHR};
+    VkAttachmentReference ref{.attachment = 0, .layout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+    VkSubpassDescription sub{.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS, .colorAttachmentCount = 1,
+                             .pColorAttachments = &ref};
+    VkSubpassDependency dep{.srcSubpass = VK_SUBPASS_EXTERNAL, .dstSubpass = 0,
+                            .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                            .dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                            .srcAccessMask = 0, .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT};
+    VkRenderPassCreateInfo rp{.sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, .attachmentCount = 1,
+                              .pAttachments = &color, .subpassCount = 1, .pSubpasses = &sub, .dependencyCount = 1,
+                              .pDependencies = &dep};
+    const VkDevice dev = device_->handle();
+    vk::check(vkCreateRenderPass(dev, &rp, nullptr, &render_pass_), "vkCreateRenderPass");
+    for (Slot& s : slots_) {
+      VkCommandPoolCreateInfo pinfo{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                    .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                    .queueFamilyIndex = device_->queue_family()};
+      vk::check(vkCreateCommandPool(dev, &pinfo, nullptr, &s.pool), "vkCreateCommandPool");
+      VkCommandBufferAllocateInfo ainfo{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = s.pool,
+                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+      vk::check(vkAllocateCommandBuffers(dev, &ainfo, &s.cb), "vkAllocateCommandBuffers");
+      VkFenceCreateInfo finfo{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, .flags = VK_FENCE_CREATE_SIGNALED_BIT};
+      vk::check(vkCreateFence(dev, &finfo, nullptr, &s.fence), "vkCreateFence");
+      VkSemaphoreCreateInfo sinfo{.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+      vk::check(vkCreateSemaphore(dev, &sinfo, nullptr, &s.acquired), "vkCreateSemaphore");
+    }
+    VkDescriptorPoolSize sizes{.type = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, .descriptorCount = 8};
+    VkDescriptorPoolCreateInfo dinfo{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                     .flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, .maxSets = 8,
+                                     .poolSizeCount = 1, .pPoolSizes = &sizes};
+    vk::check(vkCreateDescriptorPool(dev, &dinfo, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+    create_swapchain();
+
+    float sx = 1, sy = 1;
+    glfwGetWindowContentScale(window_, &sx, &sy);
+    setup_imgui(std::clamp(std::max(sx, sy), 1.0f, 4.0f));
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+void Window::setup_imgui(float scale) {
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  ini_name_ = ini_file_.string();
+  io.IniFilename = ini_name_.empty() ? nullptr : ini_name_.c_str();
+  apply_theme(scale);
+  load_font(io, std::round(15.0f * scale));
+  imgui_glfw_ = ImGui_ImplGlfw_InitForVulkan(window_, true);
+  ImGui_ImplVulkan_InitInfo info{};
+  info.Instance = device_->instance();
+  info.PhysicalDevice = device_->physical();
+  info.Device = device_->handle();
+  info.QueueFamily = device_->queue_family();
+  info.Queue = device_->queue();
+  info.DescriptorPool = descriptor_pool_;
+  info.Subpass = 0;
+  info.MinImageCount = 2;
+  // The backend reuses its vertex buffers after ImageCount frames; we have at most kSlots in flight.
+  info.ImageCount = std::max<uint32_t>(uint32_t(images_.size()), kSlots);
+  info.MSAASamples = VK_SAMPLE_COUNT_1_BIT;
+  info.CheckVkResultFn = check_imgui_vk;
+  if (!ImGui_ImplVulkan_Init(&info, render_pass_)) throw Error("Dear ImGui's Vulkan backend failed to start");
+  imgui_vulkan_ = true;
+  // The font atlas goes up once, through the engine's submission path.
+  Slot& s = slots_[0];
+  vk::check(vkResetCommandPool(device_->handle(), s.pool, 0), "vkResetCommandPool");
+  VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                 .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+  vk::check(vkBeginCommandBuffer(s.cb, &begin), "vkBeginCommandBuffer");
+  ImGui_ImplVulkan_CreateFontsTexture(s.cb);
+  vk::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
+  device_->submit_and_wait(s.cb);
+  ImGui_ImplVulkan_DestroyFontUploadObjects();
+}
+
+Window::~Window() { release(); }
+
+void Window::release() {
+  if (device_) {
+    wait_own_frames();
+    vkDeviceWaitIdle(device_->handle());  // at exit: the engine's workers are gone
+  }
+  if (imgui_vulkan_) ImGui_ImplVulkan_Shutdown();
+  if (imgui_glfw_) ImGui_ImplGlfw_Shutdown();
+  if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
+  imgui_vulkan_ = imgui_glfw_ = false;
+  if (device_) {
+    const VkDevice dev = device_->handle();
+    destroy_swapchain_images();
+    if (swapchain_) vkDestroySwapchainKHR(dev, swapchain_, nullptr);
+    swapchain_ = VK_NULL_HANDLE;
+    for (Slot& s : slots_) {
+      s.readback.reset();
+      if (s.pool) vkDestroyCommandPool(dev, s.pool, nullptr);
+      if (s.fence) vkDestroyFence(dev, s.fence, nullptr);
+      if (s.acquired) vkDestroySemaphore(dev, s.acquired, nullptr);
+      s = Slot{};
+    }
+    if (descriptor_pool_) vkDestroyDescriptorPool(dev, descriptor_pool_, nullptr);
+    if (render_pass_) vkDestroyRenderPass(dev, render_pass_, nullptr);
+    descriptor_pool_ = VK_NULL_HANDLE;
+    render_pass_ = VK_NULL_HANDLE;
+    if (surface_) vkDestroySurfaceKHR(device_->instance(), surface_, nullptr);
+    surface_ = VK_NULL_HANDLE;
+    device_.reset();
+  }
+  if (window_) glfwDestroyWindow(window_);
+  window_ = nullptr;
+  glfwTerminate();
+}
+
+void Window::on_drop_paths(GLFWwindow* w, int count, const char** paths) {
+  auto* self = static_cast<Window*>(glfwGetWindowUserPointer(w));
+  for (int i = 0; i < count; ++i) self->dropped_.emplace_back(paths[i]);
+}
+
+void Window::on_resize(GLFWwindow* w, int, int) { static_cast<Window*>(glfwGetWindowUserPointer(w))->dirty_ = true; }
+
+void Window::poll() {
+  glfwPollEvents();
+  if (!dropped_.empty() && on_drop) on_drop(std::exchange(dropped_, {}));
+}
+
+bool Window::minimized() const {
+  int w = 0, h = 0;
+  glfwGetFramebufferSize(window_, &w, &h);
+  return w == 0 || h == 0 || glfwGetWindowAttrib(window_, GLFW_ICONIFIED);
+}
+
+void Window::new_frame() {
+  ImGui_ImplVulkan_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+}
+
+void Window::wait_own_frames() {
+  for (const Slot& s : slots_)
+    if (s.fence) vkWaitForFences(device_->handle(), 1, &s.fence, VK_TRUE, UINT64_MAX);
+  collect_screenshots();
+}
+
+void Window::destroy_swapchain_images() {
+  const VkDevice dev = device_->handle();
+  for (auto fb : framebuffers_) vkDestroyFramebuffer(dev, fb, nullptr);
+  for (auto v : views_) vkDestroyImageView(dev, v, nullptr);
+  for (auto s : rendered_) vkDestroySemaphore(dev, s, nullptr);
+  framebuffers_.clear();
+  views_.clear();
+  rendered_.clear();
+  images_.clear();
+}
+
+void Window::create_swapchain() {
+  const VkDevice dev = device_->handle();
+  VkSurfaceCapabilitiesKHR caps;
+  vk::check(vkGetPhysicalDeviceSurfaceCapabilitiesKHR(device_->physical(), surface_, &caps),
+            "vkGetPhysicalDeviceSurfaceCapabilitiesKHR");
+  VkExtent2D extent = caps.currentExtent;
+  if (extent.width == UINT32_MAX) {
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(window_, &w, &h);
+    extent = {std::clamp(uint32_t(w), caps.minImageExtent.width, caps.maxImageExtent.width),
+              std::clamp(uint32_t(h), caps.minImageExtent.height, caps.maxImageExtent.height)};
+  }
+  destroy_swapchain_images();
+  extent_ = extent;
+  if (extent.width == 0 || extent.height == 0) return;  // minimised: no swapchain until it is shown again
+  uint32_t count = std::max(caps.minImageCount + 1, 2u);
+  if (caps.maxImageCount) count = std::min(count, caps.maxImageCount);
+  can_read_back_ = (caps.supportedUsageFlags & VK_IMAGE_USAGE_TRANSFER_SRC_BIT) != 0;
+  const VkSwapchainKHR old = swapchain_;
+  VkSwapchainCreateInfoKHR info{
+      .sType = VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR, .surface = surface_, .minImageCount = count,
+      .imageFormat = format_.format, .imageColorSpace = format_.colorSpace, .imageExtent = extent, .imageArrayLayers = 1,
+      .imageUsage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | (can_read_back_ ? VkImageUsageFlags(VK_IMAGE_USAGE_TRANSFER_SRC_BIT) : 0u),
+      .imageSharingMode = VK_SHARING_MODE_EXCLUSIVE, .preTransform = caps.currentTransform,
+      .compositeAlpha = VK_COMPOSITE_ALPHA_OPAQUE_BIT_KHR, .presentMode = VK_PRESENT_MODE_FIFO_KHR,  // vsync
+      .clipped = VK_TRUE, .oldSwapchain = old};
+  vk::check(vkCreateSwapchainKHR(dev, &info, nullptr, &swapchain_), "vkCreateSwapchainKHR");
+  if (old) vkDestroySwapchainKHR(dev, old, nullptr);
+  uint32_t n = 0;
+  vkGetSwapchainImagesKHR(dev, swapchain_, &n, nullptr);
+  images_.resize(n);
+  vkGetSwapchainImagesKHR(dev, swapchain_, &n, images_.data());
+  for (VkImage image : images_) {
+    VkImageViewCreateInfo vinfo{.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = image,
+                                .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = format_.format,
+                                .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    VkImageView view = VK_NULL_HANDLE;
+    vk::check(vkCreateImageView(dev, &vinfo, nullptr, &view), "vkCreateImageView");
+    views_.push_back(view);
+    VkFramebufferCreateInfo finfo{.sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, .renderPass = render_pass_,
+                                  .attachmentCount = 1, .pAttachments = &view, .width = extent.width,
+                                  .height = extent.height, .layers = 1};
+    VkFramebuffer fb = VK_NULL_HANDLE;
+    vk::check(vkCreateFramebuffer(dev, &finfo, nullptr, &fb), "vkCreateFramebuffer");
+    framebuffers_.push_back(fb);
+    VkSemaphoreCreateInfo sinfo{.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+    VkSemaphore sem = VK_NULL_HANDLE;
+    vk::check(vkCreateSemaphore(dev, &sinfo, nullptr, &sem), "vkCreateSemaphore");
+    rendered_.push_back(sem);
+  }
+}
+
+void Window::request_screenshot(const fs::path& file) {
+  pending_screenshot_ = file;
+  written_.erase(file.string());
+}
+
+void Window::record(Slot& s, ImDrawData* draw_data) {
+  vk::check(vkResetCommandPool(device_->handle(), s.pool, 0), "vkResetCommandPool");
+  VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                 .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+  vk::check(vkBeginCommandBuffer(s.cb, &begin), "vkBeginCommandBuffer");
+  VkClearValue clear{};
+  clear.color = {{0.06f, 0.065f, 0.075f, 1.0f}};
+  VkRenderPassBeginInfo rp{.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO, .renderPass = render_pass_,
+                           .framebuffer = framebuffers_[image_], .renderArea = {{0, 0}, extent_},
+                           .clearValueCount = 1, .pClearValues = &clear};
+  vkCmdBeginRenderPass(s.cb, &rp, VK_SUBPASS_CONTENTS_INLINE);
+  ImGui_ImplVulkan_RenderDrawData(draw_data, s.cb);
+  vkCmdEndRenderPass(s.cb);
+  if (!pending_screenshot_.empty() && can_read_back_) {
+    // Copy the finished image into host memory; read it once the slot's fence says the frame is done.
+    s.width = extent_.width;
+    s.height = extent_.height;
+    s.readback = device_->memory().allocate_staging(VkDeviceSize(s.width) * s.height * 4);
+    VkImageMemoryBarrier to_copy{.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
+                                 .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+                                 .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+                                 .oldLayout = VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+                                 .newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                                 .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                 .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .image = images_[image_],
+                                 .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    vkCmdPipelineBarrier(s.cb, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
+                         nullptr, 0, nullptr, 1, &to_copy);
+    VkBufferImageCopy region{.bufferOffset = 0, .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
+                             .imageExtent = {s.width, s.height, 1}};
+    vkCmdCopyImageToBuffer(s.cb, images_[image_], VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s.readback->buffer(), 1, &region);
+    VkImageMemoryBarrier to_present = to_copy;
+    to_present.srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    to_present.dstAccessMask = 0;
+    to_present.oldLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
+    to_present.newLayout = VK_IMAGE_LAYOUT_PRESENT_SRC_KHR;
+    VkBufferMemoryBarrier to_host{.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+                                  .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+                                  .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                  .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = s.readback->buffer(),
+                                  .offset = 0, .size = VK_WHOLE_SIZE};
+    vkCmdPipelineBarrier(s.cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 0, nullptr, 1, &to_host, 1,
+                         &to_present);
+    s.screenshot = std::exchange(pending_screenshot_, {});
+  }
+  vk::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
+}
+
+void Window::collect_screenshots() {
+  for (Slot& s : slots_) {
+    if (s.screenshot.empty() || vkGetFenceStatus(device_->handle(), s.fence) != VK_SUCCESS) continue;
+    const fs::path file = std::exchange(s.screenshot, {});
+    try {
+      std::vector<uint8_t> rgba(size_t(s.width) * s.height * 4);
+      std::memcpy(rgba.data(), s.readback->mapped(), rgba.size());
+      const bool bgr = format_.format == VK_FORMAT_B8G8R8A8_UNORM || format_.format == VK_FORMAT_B8G8R8A8_SRGB;
+      for (size_t i = 0; i < rgba.size(); i += 4) {
+        if (bgr) std::swap(rgba[i], rgba[i + 2]);
+        rgba[i + 3] = 255;
+      }
+      std::string png;
+      stbi_write_png_to_func([](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size_t(size)); },
+                             &png, int(s.width), int(s.height), 4, rgba.data(), int(s.width) * 4);
+      if (png.empty()) throw Error(file.string() + ": the PNG encoder failed");
+      if (file.has_parent_path()) fs::create_directories(file.parent_path());
+      write_file_atomically(file, png);
+      written_.insert(file.string());
+    } catch (const std::exception& e) {
+      screenshot_error_ = e.what();
+    }
+    s.readback.reset();
+  }
+}
+
+bool Window::present(ImDrawData* draw_data) {
+  collect_screenshots();
+  if (dirty_ && !image_held_) {
+    wait_own_frames();
+    create_swapchain();
+    dirty_ = false;
+  }
+  if (!swapchain_ || extent_.width == 0) return false;
+  Slot& s = slots_[slot_];
+  const VkDevice dev = device_->handle();
+  if (!image_held_) {
+    if (vkGetFenceStatus(dev, s.fence) != VK_SUCCESS) return false;  // our previous frame in this slot is drawing
+    // Waits a little for the display (vsync), never for the engine.
+    VkResult r = vkAcquireNextImageKHR(dev, swapchain_, 8'000'000, s.acquired, VK_NULL_HANDLE, &image_);
+    if (r == VK_TIMEOUT || r == VK_NOT_READY) return false;
+    if (r == VK_ERROR_OUT_OF_DATE_KHR) {
+      dirty_ = true;
+      return false;
+    }
+    if (r == VK_SUBOPTIMAL_KHR) dirty_ = true;  // acquired all the same: present it, then rebuild
+    else vk::check(r, "vkAcquireNextImageKHR");
+    image_held_ = true;
+  }
+  VkResult presented = VK_SUCCESS;
+  const bool submitted = device_->submit_for_window([&](VkQueue queue) {
+    record(s, draw_data);
+    vk::check(vkResetFences(dev, 1, &s.fence), "vkResetFences");
+    const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+    VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .waitSemaphoreCount = 1, .pWaitSemaphores = &s.acquired,
+                        .pWaitDstStageMask = &wait_stage, .commandBufferCount = 1, .pCommandBuffers = &s.cb,
+                        .signalSemaphoreCount = 1, .pSignalSemaphores = &rendered_[image_]};
+    vk::check(vkQueueSubmit(queue, 1, &submit, s.fence), "vkQueueSubmit (window)");
+    VkPresentInfoKHR info{.sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR, .waitSemaphoreCount = 1,
+                          .pWaitSemaphores = &rendered_[image_], .swapchainCount = 1, .pSwapchains = &swapchain_,
+                          .pImageIndices = &image_};
+    presented = vkQueuePresentKHR(queue, &info);
+  });
+  if (!submitted) return false;
+  image_held_ = false;
+  slot_ = (slot_ + 1) % kSlots;
+  if (presented == VK_ERROR_OUT_OF_DATE_KHR || presented == VK_SUBOPTIMAL_KHR) dirty_ = true;
+  else vk::check(presented, "vkQueuePresentKHR");
+  return true;
+}
+
+}  // namespace ls::app

@@ -1,0 +1,44 @@
+#pragma once
+// What a panel hands back each frame: commands for the studio, and the screen rectangles of its
+// interactive items by name, so that the --ui-script driver (ui/ui_script.h) can move the mouse onto
+// them and click exactly as a user would.
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <imgui.h>
+
+#include "ui/views.h"
+
+namespace ls::ui {
+
+struct ItemRect {
+  ImVec2 min, max;
+  bool visible = false;
+  int frame = -1;  // ImGui::GetFrameCount() when it was drawn
+};
+
+class PanelIo {
+ public:
+  void send(Command c) { commands_.push_back(std::move(c)); }
+  std::vector<Command> take_commands() { return std::exchange(commands_, {}); }
+
+  // Names the item ImGui drew last (a button, an input, a checkbox).
+  void tag(std::string_view name) {
+    auto& r = items_[std::string(name)];
+    r = {ImGui::GetItemRectMin(), ImGui::GetItemRectMax(), ImGui::IsItemVisible(), ImGui::GetFrameCount()};
+  }
+  // The item drawn under that name in the latest frame that drew it; nullptr if never.
+  const ItemRect* item(std::string_view name) const {
+    auto it = items_.find(std::string(name));
+    return it == items_.end() ? nullptr : &it->second;
+  }
+
+ private:
+  std::vector<Command> commands_;
+  std::map<std::string, ItemRect> items_;
+};
+
+}  // namespace ls::ui
