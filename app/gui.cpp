@@ -69,12 +69,13 @@ int run_gui(const GuiArgs& a) {
       ImGui::NewFrame();
       studio.frame();
       ImGui::Render();
-      const bool presented = window.present(ImGui::GetDrawData());
+      const auto shown = window.present(ImGui::GetDrawData());
       const auto t1 = Clock::now();
-      studio.note_frame(std::chrono::duration<double, std::milli>(t1 - t0).count(), presented);
+      studio.note_frame(std::chrono::duration<double, std::milli>(t1 - t0).count(), shown == Window::Shown::presented,
+                        shown != Window::Shown::no);
       if (auto e = window.take_screenshot_error(); !e.empty()) std::fprintf(stderr, "lorastudio: screenshot: %s\n", e.c_str());
       if (script && script->done()) break;
-      if (!presented) std::this_thread::sleep_for(kRetry);
+      if (shown == Window::Shown::no) std::this_thread::sleep_for(kRetry);
       else if (t1 - t0 < kMinFrame) std::this_thread::sleep_until(t0 + kMinFrame);
     }
     window.on_drop = nullptr;

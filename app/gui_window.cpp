@@ -3,7 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <chrono>
+#include <cstdio>
 #include <string>
+
+#if LS_HAVE_XCB
+#define GLFW_EXPOSE_NATIVE_X11
+#include <GLFW/glfw3native.h>
+#include <xcb/xcb.h>
+#include <vulkan/vulkan_xcb.h>
+#endif
 
 #include <backends/imgui_impl_glfw.h>
 #include <backends/imgui_impl_vulkan.h>
@@ -24,6 +33,46 @@ std::string& glfw_error() {
   return error;
 }
 void on_glfw_error(int, const char* description) { glfw_error() = description ? description : "unknown GLFW error"; }
+
+bool instance_has_extension(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+// What a frame draws: every vertex, index and draw command (not a cryptographic hash).
+uint64_t draw_data_hash(const ImDrawData* d) {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  auto mix = [&h](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      h = (h ^ w) * 0x100000001B3ull;
+      h ^= h >> 29;
+    }
+    for (; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+  };
+  if (!d) return h;
+  mix(&d->DisplaySize, sizeof d->DisplaySize);
+  for (int n = 0; n < d->CmdListsCount; ++n) {
+    const ImDrawList* l = d->CmdLists[n];
+    mix(l->VtxBuffer.Data, size_t(l->VtxBuffer.Size) * sizeof(ImDrawVert));
+    mix(l->IdxBuffer.Data, size_t(l->IdxBuffer.Size) * sizeof(ImDrawIdx));
+    for (const ImDrawCmd& c : l->CmdBuffer) {
+      mix(&c.ClipRect, sizeof c.ClipRect);
+      mix(&c.ElemCount, sizeof c.ElemCount);
+      mix(&c.IdxOffset, sizeof c.IdxOffset);
+      mix(&c.VtxOffset, sizeof c.VtxOffset);
+    }
+  }
+  return h;
+}
 
 void check_imgui_vk(VkResult r) {
   if (r != VK_SUCCESS) vk::check(r, "Dear ImGui's Vulkan backend");
@@ -107,12 +156,21 @@ Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
     if (!names) throw Error("cannot open a window: " + glfw_error());
     vk::DeviceOptions options{.select = o.device, .validation = o.validation};
     options.instance_extensions.assign(names, names + n);
+#if LS_HAVE_XCB
+    // On X11 the swapchain gets its own connection to the X server (see create_surface).
+    const bool own_connection = glfwGetX11Display() && instance_has_extension(VK_KHR_XCB_SURFACE_EXTENSION_NAME);
+    if (own_connection && std::find(options.instance_extensions.begin(), options.instance_extensions.end(),
+                                    VK_KHR_XCB_SURFACE_EXTENSION_NAME) == options.instance_extensions.end())
+      options.instance_extensions.push_back(VK_KHR_XCB_SURFACE_EXTENSION_NAME);
+#else
+    const bool own_connection = false;
+#endif
     options.device_extensions = {VK_KHR_SWAPCHAIN_EXTENSION_NAME};
     options.can_present = [](VkInstance instance, VkPhysicalDevice physical, uint32_t family) {
       return glfwGetPhysicalDevicePresentationSupport(instance, physical, family) == GLFW_TRUE;
     };
     device_ = std::make_unique<vk::Device>(options);
-    vk::check(glfwCreateWindowSurface(device_->instance(), window_, nullptr, &surface_), "glfwCreateWindowSurface");
+    create_surface(own_connection);
     VkBool32 supported = VK_FALSE;
     vkGetPhysicalDeviceSurfaceSupportKHR(device_->physical(), device_->queue_family(), surface_, &supported);
     if (!supported) throw Error(device_->report().name + " cannot present to this window");
@@ -160,10 +218,35 @@ Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
     float sx = 1, sy = 1;
     glfwGetWindowContentScale(window_, &sx, &sy);
     setup_imgui(std::clamp(std::max(sx, sy), 1.0f, 4.0f));
+    presenter_ = std::thread([this] { presenter_loop(); });
   } catch (...) {
     release();
     throw;
   }
+}
+
+// On X11, software presentation (Mesa's lavapipe) sends every frame's pixels over the surface's X
+// connection. Sharing GLFW's connection would make glfwPollEvents on the UI thread wait for those
+// transfers; a connection of the surface's own keeps input handling independent of presentation.
+void Window::create_surface(bool own_connection) {
+#if LS_HAVE_XCB
+  if (own_connection) {
+    auto* connection = xcb_connect(nullptr, nullptr);
+    if (connection && !xcb_connection_has_error(connection)) {
+      xcb_ = connection;
+      VkXcbSurfaceCreateInfoKHR info{.sType = VK_STRUCTURE_TYPE_XCB_SURFACE_CREATE_INFO_KHR, .connection = connection,
+                                     .window = xcb_window_t(glfwGetX11Window(window_))};
+      auto create = reinterpret_cast<PFN_vkCreateXcbSurfaceKHR>(
+          vkGetInstanceProcAddr(device_->instance(), "vkCreateXcbSurfaceKHR"));
+      if (create && create(device_->instance(), &info, nullptr, &surface_) == VK_SUCCESS) return;
+    }
+    if (connection) xcb_disconnect(connection);
+    xcb_ = nullptr;
+  }
+#else
+  (void)own_connection;
+#endif
+  vk::check(glfwCreateWindowSurface(device_->instance(), window_, nullptr, &surface_), "glfwCreateWindowSurface");
 }
 
 void Window::setup_imgui(float scale) {
@@ -204,10 +287,20 @@ void Window::setup_imgui(float scale) {
 Window::~Window() { release(); }
 
 void Window::release() {
+  if (presenter_.joinable()) {  // it finishes a present it was given, then stops
+    {
+      std::lock_guard lock(present_mutex_);
+      present_quit_ = true;
+    }
+    present_wake_.notify_one();
+    presenter_.join();
+  }
   if (device_) {
     wait_own_frames();
     vkDeviceWaitIdle(device_->handle());  // at exit: the engine's workers are gone
   }
+  for (auto& t : encoders_) t.join();
+  encoders_.clear();
   if (imgui_vulkan_) ImGui_ImplVulkan_Shutdown();
   if (imgui_glfw_) ImGui_ImplGlfw_Shutdown();
   if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
@@ -230,6 +323,10 @@ void Window::release() {
     render_pass_ = VK_NULL_HANDLE;
     if (surface_) vkDestroySurfaceKHR(device_->instance(), surface_, nullptr);
     surface_ = VK_NULL_HANDLE;
+#if LS_HAVE_XCB
+    if (xcb_) xcb_disconnect(static_cast<xcb_connection_t*>(xcb_));
+    xcb_ = nullptr;
+#endif
     device_.reset();
   }
   if (window_) glfwDestroyWindow(window_);
@@ -383,56 +480,109 @@ void Window::record(Slot& s, ImDrawData* draw_data) {
   vk::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
 }
 
+bool Window::screenshot_written(const fs::path& file) const {
+  std::lock_guard lock(screenshot_mutex_);
+  return written_.count(file.string()) > 0;
+}
+
+std::string Window::take_screenshot_error() {
+  std::lock_guard lock(screenshot_mutex_);
+  return std::exchange(screenshot_error_, {});
+}
+
+// Screenshots whose frames are done go to a thread each, to be encoded as PNG and written.
 void Window::collect_screenshots() {
   for (Slot& s : slots_) {
     if (s.screenshot.empty() || vkGetFenceStatus(device_->handle(), s.fence) != VK_SUCCESS) continue;
-    const fs::path file = std::exchange(s.screenshot, {});
-    try {
-      std::vector<uint8_t> rgba(size_t(s.width) * s.height * 4);
-      std::memcpy(rgba.data(), s.readback->mapped(), rgba.size());
-      const bool bgr = format_.format == VK_FORMAT_B8G8R8A8_UNORM || format_.format == VK_FORMAT_B8G8R8A8_SRGB;
-      for (size_t i = 0; i < rgba.size(); i += 4) {
-        if (bgr) std::swap(rgba[i], rgba[i + 2]);
-        rgba[i + 3] = 255;
+    const bool bgr = format_.format == VK_FORMAT_B8G8R8A8_UNORM || format_.format == VK_FORMAT_B8G8R8A8_SRGB;
+    encoders_.emplace_back([this, file = std::exchange(s.screenshot, {}), pixels = std::exchange(s.readback, {}),
+                            width = s.width, height = s.height, bgr] {
+      try {
+        std::vector<uint8_t> rgba(size_t(width) * height * 4);
+        std::memcpy(rgba.data(), pixels->mapped(), rgba.size());
+        for (size_t i = 0; i < rgba.size(); i += 4) {
+          if (bgr) std::swap(rgba[i], rgba[i + 2]);
+          rgba[i + 3] = 255;
+        }
+        std::string png;
+        stbi_write_png_to_func(
+            [](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size_t(size)); },
+            &png, int(width), int(height), 4, rgba.data(), int(width) * 4);
+        if (png.empty()) throw Error(file.string() + ": the PNG encoder failed");
+        if (file.has_parent_path()) fs::create_directories(file.parent_path());
+        write_file_atomically(file, png);
+        std::lock_guard lock(screenshot_mutex_);
+        written_.insert(file.string());
+      } catch (const std::exception& e) {
+        std::lock_guard lock(screenshot_mutex_);
+        screenshot_error_ = e.what();
       }
-      std::string png;
-      stbi_write_png_to_func([](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size_t(size)); },
-                             &png, int(s.width), int(s.height), 4, rgba.data(), int(s.width) * 4);
-      if (png.empty()) throw Error(file.string() + ": the PNG encoder failed");
-      if (file.has_parent_path()) fs::create_directories(file.parent_path());
-      write_file_atomically(file, png);
-      written_.insert(file.string());
-    } catch (const std::exception& e) {
-      screenshot_error_ = e.what();
-    }
-    s.readback.reset();
+    });
   }
 }
 
-bool Window::present(ImDrawData* draw_data) {
+bool Window::presenter_idle() {
+  std::lock_guard lock(present_mutex_);
+  if (present_pending_) return false;
+  if (present_result_ == VK_ERROR_OUT_OF_DATE_KHR || present_result_ == VK_SUBOPTIMAL_KHR) dirty_ = true;
+  else if (present_result_ != VK_SUCCESS) vk::check(std::exchange(present_result_, VK_SUCCESS), "vkQueuePresentKHR");
+  present_result_ = VK_SUCCESS;
+  return true;
+}
+
+void Window::presenter_loop() {
+  const VkDevice dev = device_->handle();
+  std::unique_lock lock(present_mutex_);
+  for (;;) {
+    present_wake_.wait(lock, [&] { return present_pending_ || present_quit_; });
+    if (!present_pending_) return;  // quit
+    const uint32_t image = present_image_;
+    const Slot& s = slots_[present_slot_];
+    lock.unlock();
+    // Our own frame only: it went on the queue when no engine work was there.
+    vkWaitForFences(dev, 1, &s.fence, VK_TRUE, UINT64_MAX);
+    VkPresentInfoKHR info{.sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR, .waitSemaphoreCount = 1,
+                          .pWaitSemaphores = &rendered_[image], .swapchainCount = 1, .pSwapchains = &swapchain_,
+                          .pImageIndices = &image};
+    VkResult r;
+    {
+      std::lock_guard queue_lock(device_->queue_mutex());
+      r = vkQueuePresentKHR(device_->queue(), &info);
+    }
+    lock.lock();
+    present_result_ = r;
+    present_pending_ = false;
+  }
+}
+
+Window::Shown Window::present(ImDrawData* draw_data) {
   collect_screenshots();
+  // A frame that looks like the one on the screen is not drawn again (software devices draw on the CPU
+  // cores that train).
+  const uint64_t hash = draw_data_hash(draw_data);
+  if (hash == last_hash_ && pending_screenshot_.empty() && !dirty_ && !image_held_) return Shown::unchanged;
+  if (!presenter_idle()) return Shown::no;  // the swapchain is the presenter's until it is done
   if (dirty_ && !image_held_) {
     wait_own_frames();
     create_swapchain();
     dirty_ = false;
   }
-  if (!swapchain_ || extent_.width == 0) return false;
+  if (!swapchain_ || extent_.width == 0) return Shown::no;
   Slot& s = slots_[slot_];
   const VkDevice dev = device_->handle();
   if (!image_held_) {
-    if (vkGetFenceStatus(dev, s.fence) != VK_SUCCESS) return false;  // our previous frame in this slot is drawing
+    if (vkGetFenceStatus(dev, s.fence) != VK_SUCCESS) return Shown::no;  // our previous frame in this slot is drawing
     // Waits a little for the display (vsync), never for the engine.
     VkResult r = vkAcquireNextImageKHR(dev, swapchain_, 8'000'000, s.acquired, VK_NULL_HANDLE, &image_);
-    if (r == VK_TIMEOUT || r == VK_NOT_READY) return false;
+    if (r == VK_TIMEOUT || r == VK_NOT_READY) return Shown::no;
     if (r == VK_ERROR_OUT_OF_DATE_KHR) {
       dirty_ = true;
-      return false;
+      return Shown::no;
     }
     if (r == VK_SUBOPTIMAL_KHR) dirty_ = true;  // acquired all the same: present it, then rebuild
     else vk::check(r, "vkAcquireNextImageKHR");
     image_held_ = true;
   }
-  VkResult presented = VK_SUCCESS;
   const bool submitted = device_->submit_for_window([&](VkQueue queue) {
     record(s, draw_data);
     vk::check(vkResetFences(dev, 1, &s.fence), "vkResetFences");
@@ -441,17 +591,19 @@ bool Window::present(ImDrawData* draw_data) {
                         .pWaitDstStageMask = &wait_stage, .commandBufferCount = 1, .pCommandBuffers = &s.cb,
                         .signalSemaphoreCount = 1, .pSignalSemaphores = &rendered_[image_]};
     vk::check(vkQueueSubmit(queue, 1, &submit, s.fence), "vkQueueSubmit (window)");
-    VkPresentInfoKHR info{.sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR, .waitSemaphoreCount = 1,
-                          .pWaitSemaphores = &rendered_[image_], .swapchainCount = 1, .pSwapchains = &swapchain_,
-                          .pImageIndices = &image_};
-    presented = vkQueuePresentKHR(queue, &info);
   });
-  if (!submitted) return false;
+  if (!submitted) return Shown::no;
+  last_hash_ = hash;
+  {
+    std::lock_guard lock(present_mutex_);
+    present_image_ = image_;
+    present_slot_ = slot_;
+    present_pending_ = true;
+  }
+  present_wake_.notify_one();
   image_held_ = false;
   slot_ = (slot_ + 1) % kSlots;
-  if (presented == VK_ERROR_OUT_OF_DATE_KHR || presented == VK_SUBOPTIMAL_KHR) dirty_ = true;
-  else vk::check(presented, "vkQueuePresentKHR");
-  return true;
+  return Shown::presented;
 }
 
 }  // namespace ls::app

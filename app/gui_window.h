@@ -2,18 +2,25 @@
 // The desktop window: GLFW, the engine's device created for it (one VkDevice, one queue that computes,
 // draws and presents), a swapchain, and Dear ImGui with its GLFW and Vulkan backends (Debian's 1.86).
 //
-// Frames never wait for training or generation: present() draws only when the slot's previous frame is
-// done (its own fence, polled), an image could be acquired within a few milliseconds (display pacing),
-// and no engine work is on the queue (vk::Device::submit_for_window); otherwise it returns false and the
-// caller tries again next loop. The swapchain is rebuilt on resize after waiting for our own frames only
-// (never vkDeviceWaitIdle, which would wait for a training step). Minimised windows draw nothing.
+// The UI thread never waits for GPU work, the engine's or its own: present() records and submits a frame
+// only when the slot's previous frame is done (its fence, polled), the presenter thread is idle, an image
+// could be acquired within a few milliseconds (display pacing) and no engine work is on the queue
+// (vk::Device::submit_for_window); otherwise it returns false and the caller tries again next loop.
+// vkQueuePresentKHR runs on the presenter thread after the frame's fence: software presentation (Mesa's
+// lavapipe) copies the image to the window inside it, tens of milliseconds the UI thread does not wait.
+// The swapchain is rebuilt on resize after waiting for our own frames only (never vkDeviceWaitIdle,
+// which would wait for a training step). Screenshots are encoded on their own threads. Minimised
+// windows draw nothing.
 #define GLFW_INCLUDE_VULKAN  // glfwCreateWindowSurface and friends
 #include <GLFW/glfw3.h>
 
 #include <filesystem>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,13 +53,15 @@ class Window {
   bool minimized() const;
   // The backends' part of a new ImGui frame (call ImGui::NewFrame after it).
   void new_frame();
-  // Draws and presents the frame if that can be done without waiting for engine work; see the top.
-  bool present(ImDrawData* draw_data);
+  // Draws and presents the frame if that can be done without waiting; see the top. `unchanged`: the
+  // screen already shows exactly this frame.
+  enum class Shown { presented, unchanged, no };
+  Shown present(ImDrawData* draw_data);
   // The next presented frame is also written to `file` as a PNG.
   void request_screenshot(const std::filesystem::path& file);
-  bool screenshot_written(const std::filesystem::path& file) const { return written_.count(file.string()) > 0; }
-  // A screenshot that failed to be written, for an error dialog ("" if none).
-  std::string take_screenshot_error() { return std::exchange(screenshot_error_, {}); }
+  bool screenshot_written(const std::filesystem::path& file) const;
+  // A screenshot that failed to be written ("" if none).
+  std::string take_screenshot_error();
 
   std::function<void(std::vector<std::filesystem::path>)> on_drop;
 
@@ -67,11 +76,14 @@ class Window {
     uint32_t width = 0, height = 0;
   };
   void release();
+  void create_surface(bool own_connection);
   void create_swapchain();
   void destroy_swapchain_images();
   void wait_own_frames();
   void record(Slot& slot, ImDrawData* draw_data);
   void collect_screenshots();
+  void presenter_loop();
+  bool presenter_idle();
   void setup_imgui(float scale);
   static void on_drop_paths(GLFWwindow* w, int count, const char** paths);
   static void on_resize(GLFWwindow* w, int width, int height);
@@ -79,6 +91,7 @@ class Window {
   GLFWwindow* window_ = nullptr;
   std::unique_ptr<vk::Device> device_;
   VkSurfaceKHR surface_ = VK_NULL_HANDLE;
+  void* xcb_ = nullptr;  // the surface's own X connection (xcb_connection_t), on X11
   VkSurfaceFormatKHR format_{};
   VkSwapchainKHR swapchain_ = VK_NULL_HANDLE;
   VkExtent2D extent_{};
@@ -95,12 +108,22 @@ class Window {
   bool image_held_ = false;
   uint32_t image_ = 0;
   bool dirty_ = false;
+  uint64_t last_hash_ = 0;
   bool imgui_vulkan_ = false, imgui_glfw_ = false;
   std::filesystem::path ini_file_;
   std::string ini_name_;
   std::filesystem::path pending_screenshot_;
-  std::set<std::string> written_;
-  std::string screenshot_error_;
+  std::vector<std::thread> encoders_;  // PNG encoding and writing, off the UI thread
+  mutable std::mutex screenshot_mutex_;
+  std::set<std::string> written_;      // guarded by screenshot_mutex_
+  std::string screenshot_error_;       // guarded by screenshot_mutex_
+  // The presenter thread: presents image `present_image_` once slot `present_slot_`'s frame is drawn.
+  std::thread presenter_;
+  std::mutex present_mutex_;
+  std::condition_variable present_wake_;
+  bool present_pending_ = false, present_quit_ = false;  // guarded by present_mutex_
+  uint32_t present_image_ = 0, present_slot_ = 0;
+  VkResult present_result_ = VK_SUCCESS;
   std::vector<std::filesystem::path> dropped_;
 };
 

@@ -28,7 +28,7 @@ ChartSeries metric_series(const std::vector<store::MetricRow>& rows, const char*
 
 std::string run_label(const RunsView& runs, int64_t id) {
   const store::RunInfo* r = runs.find(id);
-  return "run " + std::to_string(id) + (r ? " " + r->name : "");
+  return r ? r->name : "run " + std::to_string(id);
 }
 
 // A small chart with a title above it.
@@ -67,7 +67,7 @@ void draw_charts_panel(const RunsView& runs, ChartsPanelState& s, PanelIo& io) {
   }
   const int64_t shown = *runs.shown;
   // Controls: run, overlay, smoothing, log scale, export.
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 13);
   if (ImGui::BeginCombo("##run", run_label(runs, shown).c_str())) {
     for (const auto& r : runs.runs)
       if (ImGui::Selectable(run_label(runs, r.id).c_str(), r.id == shown)) io.send(cmd::ShowRun{r.id});
@@ -113,6 +113,7 @@ void draw_charts_panel(const RunsView& runs, ChartsPanelState& s, PanelIo& io) {
   }
   s.loss.smoothing = s.grad_norm.smoothing = s.tokens.smoothing = s.smoothing;
   s.loss.log_y = s.log_y;
+  ImGui::TextColored(kDim, "loss%s", runs.overlay ? " (grey: the compared run)" : "");
   const ImVec2 avail = ImGui::GetContentRegionAvail();
   const float small_h = std::max(avail.y * 0.36f, ImGui::GetFontSize() * 7);
   s.loss_points = draw_chart("loss", loss, s.loss, {avail.x, avail.y - small_h - ImGui::GetStyle().ItemSpacing.y});

@@ -23,12 +23,12 @@ void adapter_combo(const ChatView& chat, const RunsView& runs, PanelIo& io) {
       if (r.out_dir.empty()) continue;
       if (r.status == store::RunStatus::finished || r.status == store::RunStatus::stopped) {
         const auto dir = r.out_dir / "adapter";
-        const std::string label = "run " + std::to_string(r.id) + " " + r.name;
+        const std::string label = r.name + " (final)";
         if (ImGui::Selectable(label.c_str(), chat.adapter == dir)) io.send(cmd::UseAdapter{dir, label});
       }
       if (auto it = runs.checkpoints.find(r.id); it != runs.checkpoints.end())
         for (const auto& c : it->second) {
-          const std::string label = "run " + std::to_string(r.id) + " checkpoint-" + std::to_string(c.step);
+          const std::string label = r.name + " checkpoint-" + std::to_string(c.step);
           if (ImGui::Selectable(label.c_str(), chat.adapter == c.path)) io.send(cmd::UseAdapter{c.path, label});
         }
     }
@@ -80,7 +80,11 @@ void draw_reply(const ChatReply& r, const char* who, const char* id) {
   if (ImGui::SmallButton("copy")) ImGui::SetClipboardText(r.text.c_str());
   if (!r.error.empty()) ImGui::TextColored(kBad, "%s", r.error.c_str());
   ImGui::TextWrapped("%s%s", r.text.c_str(), r.streaming ? " _" : "");
-  if (!r.stats.empty()) ImGui::TextColored(kDim, "%s", r.stats.c_str());
+  if (!r.stats.empty()) {
+    ImGui::PushStyleColor(ImGuiCol_Text, kDim);
+    ImGui::TextWrapped("%s", r.stats.c_str());
+    ImGui::PopStyleColor();
+  }
   ImGui::PopID();
 }
 
@@ -94,18 +98,22 @@ void draw_chat_panel(const ChatView& chat, ChatSettings& st, const ModelView& mo
   }
   adapter_combo(chat, runs, io);
   ImGui::SameLine();
-  ImGui::BeginDisabled(chat.adapter.empty());
-  ImGui::Checkbox("adapter on", &st.use_adapter);
+  const bool none = chat.adapter.empty();
+  bool off = false;  // what the checkboxes show without an adapter
+  ImGui::BeginDisabled(none);
+  ImGui::Checkbox("adapter on", none ? &off : &st.use_adapter);
   io.tag("chat.use_adapter");
   ImGui::SameLine();
-  ImGui::Checkbox("side by side", &st.side_by_side);
+  ImGui::Checkbox("side by side", none ? &off : &st.side_by_side);
   io.tag("chat.side_by_side");
   tooltip("Answer each message twice: with the base model and with the adapter.");
   ImGui::EndDisabled();
   ImGui::SameLine();
   if (ImGui::Button("Clear")) io.send(cmd::ClearChat{});
   io.tag("chat.clear");
-  if (ImGui::CollapsingHeader("Sampling")) draw_sampling(st, io);
+  const bool sampling = ImGui::CollapsingHeader("Sampling");
+  io.tag("chat.sampling");
+  if (sampling) draw_sampling(st, io);
 
   const float input_h = ImGui::GetFrameHeightWithSpacing() + ImGui::GetStyle().ItemSpacing.y;
   if (ImGui::BeginChild("conversation", {0, -input_h}, true)) {

@@ -73,34 +73,39 @@ void draw_bars(const std::vector<const store::MetricRow*>& rows, const std::vect
   }
 }
 
-void memory_row(const char* name, uint64_t bytes, uint64_t of, ImU32 color) {
-  ImGui::TableNextRow();
-  ImGui::TableNextColumn();
-  ImGui::ColorButton(name, ImGui::ColorConvertU32ToFloat4(color), ImGuiColorEditFlags_NoTooltip,
-                     {ImGui::GetTextLineHeight(), ImGui::GetTextLineHeight()});
-  ImGui::SameLine();
-  ImGui::TextUnformatted(name);
-  ImGui::TableNextColumn();
-  ImGui::TextUnformatted(format_bytes(bytes).c_str());
-  ImGui::TableNextColumn();
-  ImGui::PushStyleColor(ImGuiCol_PlotHistogram, color);
-  ImGui::ProgressBar(of ? float(double(bytes) / double(of)) : 0.0f, {-FLT_MIN, ImGui::GetTextLineHeight()}, "");
-  ImGui::PopStyleColor();
-}
-
+// Device memory as one stacked bar and a legend with the bytes of each category.
 void draw_memory(const MemoryView& m) {
   heading("Device memory in use");
   const uint64_t known = m.weights + m.lora + m.kv_cache;
-  const uint64_t rest = m.used > known ? m.used - known : 0;
-  if (ImGui::BeginTable("memory", 3, ImGuiTableFlags_SizingStretchProp)) {
-    ImGui::TableSetupColumn("what", ImGuiTableColumnFlags_WidthStretch, 1.2f);
-    ImGui::TableSetupColumn("bytes", ImGuiTableColumnFlags_WidthStretch, 0.8f);
-    ImGui::TableSetupColumn("bar", ImGuiTableColumnFlags_WidthStretch, 2.0f);
-    memory_row("weights", m.weights, m.used, group_color(0));
-    memory_row("activations, scratch", rest, m.used, group_color(1));
-    memory_row("KV cache", m.kv_cache, m.used, group_color(2));
-    memory_row("LoRA state", m.lora, m.used, group_color(4));
-    ImGui::EndTable();
+  const struct {
+    const char* name;
+    uint64_t bytes;
+    ImU32 color;
+  } parts[] = {{"weights", m.weights, group_color(0)},
+               {"activations, scratch", m.used > known ? m.used - known : 0, group_color(1)},
+               {"KV cache", m.kv_cache, group_color(2)},
+               {"LoRA state", m.lora, group_color(4)}};
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const ImVec2 p0 = ImGui::GetCursorScreenPos();
+  const float w = ImGui::GetContentRegionAvail().x, h = ImGui::GetTextLineHeight();
+  ImGui::Dummy({w, h});
+  dl->AddRectFilled(p0, {p0.x + w, p0.y + h}, IM_COL32(28, 30, 34, 255), 3);
+  float x = p0.x;
+  for (const auto& part : parts) {
+    const float pw = m.used ? float(double(part.bytes) / double(m.used)) * w : 0;
+    if (pw >= 1) dl->AddRectFilled({x, p0.y}, {x + pw, p0.y + h}, part.color);
+    x += pw;
+  }
+  float line_x = 0;
+  for (size_t i = 0; i < std::size(parts); ++i) {
+    const std::string text = std::string(parts[i].name) + " " + format_bytes(parts[i].bytes);
+    const float item_w = h + 4 + ImGui::CalcTextSize(text.c_str()).x + ImGui::GetStyle().ItemSpacing.x * 2;
+    if (i && line_x + item_w < w) ImGui::SameLine(0, ImGui::GetStyle().ItemSpacing.x * 2);
+    else line_x = 0;
+    line_x += item_w;
+    ImGui::ColorButton(parts[i].name, ImGui::ColorConvertU32ToFloat4(parts[i].color), ImGuiColorEditFlags_NoTooltip, {h, h});
+    ImGui::SameLine(0, 4);
+    ImGui::TextUnformatted(text.c_str());
   }
   ImGui::TextColored(kDim, "%s allocated in %s of blocks; the device has %s", format_bytes(m.used).c_str(),
                      format_bytes(m.reserved).c_str(), format_bytes(m.device_local).c_str());
@@ -140,7 +145,9 @@ void draw_gpu_panel(const RunsView& runs, const MemoryView& memory, GpuPanelStat
     }
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     const float table_w = std::min(avail.x * 0.42f, ImGui::GetFontSize() * 17);
-    const float bars_h = std::max(avail.y * 0.48f, ImGui::GetFontSize() * 6);
+    // Tall enough for the table of the latest step (header, groups, total) without scrolling.
+    const float row = ImGui::GetTextLineHeight() + 2 * ImGui::GetStyle().CellPadding.y + 1;
+    const float bars_h = std::max({avail.y * 0.48f, ImGui::GetFontSize() * 6, row * float(groups.size() + 2) + 4});
     draw_bars(rows, groups, {avail.x - table_w - ImGui::GetStyle().ItemSpacing.x, bars_h});
     io.tag("gpu.bars");
     ImGui::SameLine();

@@ -44,7 +44,7 @@ void draw_runs_panel(const RunsView& runs, const TrainView&, RunsPanelState& s, 
   tooltip("Draw this run's loss beside the charted run's (click again to remove).");
   ImGui::SameLine();
   if (ImGui::Button("Chat with it") && sel)
-    io.send(cmd::UseAdapter{sel->out_dir / "adapter", "run " + std::to_string(sel->id) + " " + sel->name});
+    io.send(cmd::UseAdapter{sel->out_dir / "adapter", sel->name + " (final)"});
   io.tag("runs.chat");
   tooltip("Use this run's final adapter in Chat.");
   ImGui::SameLine();

@@ -173,21 +173,29 @@ StudioState Studio::state() const {
   return s;
 }
 
-void Studio::note_frame(double ms, bool presented) {
+void Studio::note_frame(double ms, bool drawn, bool up_to_date) {
   auto& f = frame_stats_;
   const auto now = Clock::now();
   ++f.frames;
-  f.presented += presented;
+  f.drawn += drawn;
+  f.up_to_date += up_to_date;
   const bool busy = train_.state == TrainState::running || train_.state == TrainState::starting;
   if (busy) {
     ++f.training_frames;
-    f.training_presented += presented;
+    f.training_drawn += drawn;
+    f.training_up_to_date += up_to_date;
     f.max_frame_ms = std::max(f.max_frame_ms, ms);
-    if (presented && last_present_ != Clock::time_point{})
-      f.max_present_gap_ms =
-          std::max(f.max_present_gap_ms, std::chrono::duration<double, std::milli>(now - last_present_).count());
+    if (!up_to_date && last_up_to_date_ != Clock::time_point{})
+      f.max_stale_ms = std::max(f.max_stale_ms, std::chrono::duration<double, std::milli>(now - last_up_to_date_).count());
   }
-  if (presented) last_present_ = now;
+  if (up_to_date) last_up_to_date_ = now;
+  rate_draws_ += drawn;
+  const double window = std::chrono::duration<double>(now - rate_since_).count();
+  if (window >= 1.0) {
+    f.draws_per_s = rate_since_ == Clock::time_point{} ? 0 : double(rate_draws_) / window;
+    rate_since_ = now;
+    rate_draws_ = 0;
+  }
 }
 
 // [SECTION] Frame
@@ -313,7 +321,7 @@ void Studio::apply(Event& event) {
                       std::to_string(e.result.steps) + " steps; adapter written to " + e.result.adapter_dir.string();
             if (chat_.adapter.empty() || chat_.adapter == e.result.adapter_dir) {
               chat_.adapter = e.result.adapter_dir;
-              chat_.adapter_label = "run " + std::to_string(e.result.run_id) + " " + train_.out_dir.filename().string();
+              chat_.adapter_label = train_.out_dir.filename().string() + " (final)";
               chat_settings_.use_adapter = true;
             }
           },
@@ -693,8 +701,8 @@ void Studio::draw_status_bar() {
     ImGui::TextUnformatted(status_.c_str());
     char right[160];
     const size_t v = device_.validation_messages();
-    std::snprintf(right, sizeof right, "%s%s   %s   %.0f fps", v ? "validation messages: " : "",
-                  v ? std::to_string(v).c_str() : "", device_.report().name.c_str(), double(ImGui::GetIO().Framerate));
+    std::snprintf(right, sizeof right, "%s%s   %s   %.0f draws/s", v ? "validation messages: " : "",
+                  v ? std::to_string(v).c_str() : "", device_.report().name.c_str(), frame_stats_.draws_per_s);
     const float w = ImGui::CalcTextSize(right).x;
     ImGui::SameLine(std::max(ImGui::GetWindowWidth() - w - ImGui::GetStyle().WindowPadding.x,
                              ImGui::GetCursorPosX() + ImGui::GetFontSize()));
@@ -752,7 +760,7 @@ void Studio::place_windows() {
   const float status = ImGui::GetFrameHeight();
   const float x0 = vp->WorkPos.x, y0 = vp->WorkPos.y, w = display.x, h = display.y - status;
   const float c1 = std::floor(w * 0.28f), c2 = std::floor(w * 0.40f), c3 = w - c1 - c2;
-  const float model_h = std::floor(h * 0.24f), data_h = std::floor(h * 0.30f), charts_h = std::floor(h * 0.58f),
+  const float model_h = std::floor(h * 0.27f), data_h = std::floor(h * 0.27f), charts_h = std::floor(h * 0.58f),
               chat_h = std::floor(h * 0.64f);
   auto at = [&](float x, float y, float ww, float hh) { return WindowPlace{{x0 + x, y0 + y}, {ww, hh}, force}; };
   places_ = {at(0, 0, c1, model_h),

@@ -33,12 +33,15 @@ struct StudioOptions {
   std::filesystem::path runs_dir;  // where training runs go (empty: "runs" beside the store)
 };
 
-// Frame statistics while a training run is going (the UI must stay at display rate meanwhile).
+// Frame statistics, and the same while a training run is going (the UI must stay at display rate).
+// A frame is drawn when it went to the GPU, up to date when the screen shows it (drawn now, or
+// identical to the frame on the screen, which is then not drawn again).
 struct FrameStats {
-  uint64_t frames = 0, presented = 0;
-  double max_frame_ms = 0;    // the longest UI frame (input, drawing, submit) while training ran
-  double max_present_gap_ms = 0;  // the longest time between two presented frames while training ran
-  uint64_t training_frames = 0, training_presented = 0;
+  uint64_t frames = 0, drawn = 0, up_to_date = 0;
+  uint64_t training_frames = 0, training_drawn = 0, training_up_to_date = 0;
+  double max_frame_ms = 0;     // the longest UI frame (input, drawing, submit) while training ran
+  double max_stale_ms = 0;     // the longest time the screen lagged behind the UI while training ran
+  double draws_per_s = 0;      // recent rate of drawn frames
 };
 
 // What the --ui-script driver waits for and what its state file reports.
@@ -67,13 +70,14 @@ class Studio {
   void frame();
   // Paths dropped on the window: a model folder, a JSONL file or an adapter folder.
   void drop(const std::vector<std::filesystem::path>& paths);
-  // After each frame: how long it took and whether it reached the screen.
-  void note_frame(double ms, bool presented);
+  // After each frame: how long it took, whether it was drawn, whether the screen shows it.
+  void note_frame(double ms, bool drawn, bool up_to_date);
   bool quit_requested() const { return quit_; }
   void request_quit() { quit_ = true; }
   bool training() const;
   StudioState state() const;
   const PanelIo& io() const { return io_; }
+  PanelIo& io() { return io_; }
   const vk::Device& device() const { return device_; }
 
  private:
@@ -128,7 +132,8 @@ class Studio {
   std::vector<std::pair<std::string, std::string>> errors_;  // waiting to be shown
   std::vector<std::string> error_log_;
   FrameStats frame_stats_;
-  std::chrono::steady_clock::time_point last_present_{}, last_memory_{}, last_settings_{};
+  std::chrono::steady_clock::time_point last_up_to_date_{}, last_memory_{}, last_settings_{}, rate_since_{};
+  uint64_t rate_draws_ = 0;
   ImVec2 last_display_{0, 0};
   std::array<WindowPlace, 7> places_{};  // Model, Data, Train, Charts, GPU timing, Chat, Runs
   bool tile_ = false;

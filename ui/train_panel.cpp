@@ -172,7 +172,7 @@ void draw_train_panel(const TrainView& v, TrainSettings& t, const ModelView& mod
     f32("Max grad norm", h::kMaxGradNorm, &c.optimizer.max_grad_norm, "%.3g", io, "train.max_grad_norm");
     end_options();
   }
-  if (ImGui::CollapsingHeader("Batches and data") && begin_options("batches")) {
+  if (ImGui::CollapsingHeader("Batches and data", ImGuiTreeNodeFlags_DefaultOpen) && begin_options("batches")) {
     u32("Batch size", h::kBatchSize, &c.batch_size, io, "train.batch_size");
     u32("Sequence length", h::kSeqLen, &c.data_options.max_seq_len, io, "train.seq_len");
     u32("Grad accumulation", h::kGradAccum, &c.grad_accum, io, "train.grad_accum");
@@ -181,7 +181,7 @@ void draw_train_panel(const TrainView& v, TrainSettings& t, const ModelView& mod
     flag("Skip bad lines", h::kSkipBadLines, &c.data_options.skip_bad_lines, io, "train.skip_bad_lines");
     end_options();
   }
-  if (ImGui::CollapsingHeader("Validation and checkpoints") && begin_options("validation")) {
+  if (ImGui::CollapsingHeader("Validation and checkpoints", ImGuiTreeNodeFlags_DefaultOpen) && begin_options("validation")) {
     f32("Validation share", h::kValFraction, &t.val_fraction, "%.2f", io, "train.val_fraction");
     label("Validation file", h::kValData);
     std::string val = c.data_options.validation_file.string();

@@ -37,7 +37,7 @@ UiScript UiScript::load(const fs::path& file) {
 }
 
 UiScript UiScript::parse(const std::string& text, const std::string& source) {
-  static const std::vector<std::string> kVerbs = {"click", "type",  "key",        "drop",    "wait_for", "frames",
+  static const std::vector<std::string> kVerbs = {"click", "ctrl_click", "type",  "key",        "drop",    "wait_for", "frames",
                                                   "sleep", "state", "screenshot", "timeout", "quit"};
   UiScript s;
   s.source_ = source;
@@ -88,10 +88,11 @@ void UiScript::before_frame(ImGuiIO& io, Studio& studio, const ScriptHost& host)
 
 bool UiScript::step(const Command& c, ImGuiIO& io, Studio& studio, const ScriptHost& host) {
   const std::string& v = c.verb;
-  if (v == "click") {
+  if (v == "click" || v == "ctrl_click") {
     const ItemRect* r = studio.io().item(c.arg);
-    const bool on_screen = r && r->visible && r->frame >= ImGui::GetFrameCount() - 1;
+    const bool on_screen = r && r->visible && r->frame >= ImGui::GetFrameCount() - 1 && r->steady >= 2;
     if (phase_ == 0) {
+      studio.io().want(on_screen ? "" : c.arg);
       if (!on_screen) {
         if (seconds_since(step_started_) > kItemWaitS) fail(c, "\"" + c.arg + "\" is not on the screen", studio);
         return false;
@@ -103,10 +104,12 @@ bool UiScript::step(const Command& c, ImGuiIO& io, Studio& studio, const ScriptH
     }
     if (phase_ == 1) {
       mouse_down_ = io.MouseDown[0] = true;
+      ctrl_ = io.KeyCtrl = v == "ctrl_click";
       phase_ = 2;
       return false;
     }
     mouse_down_ = io.MouseDown[0] = false;
+    ctrl_ = io.KeyCtrl = false;
     return true;
   }
   if (v == "type") {
@@ -214,11 +217,13 @@ void UiScript::write_state(const fs::path& file, const Studio& studio) const {
       {"errors", s.errors},
       {"frames",
        {{"total", f.frames},
-        {"presented", f.presented},
+        {"drawn", f.drawn},
+        {"up_to_date", f.up_to_date},
         {"while_training", f.training_frames},
-        {"presented_while_training", f.training_presented},
+        {"drawn_while_training", f.training_drawn},
+        {"up_to_date_while_training", f.training_up_to_date},
         {"max_frame_ms_while_training", f.max_frame_ms},
-        {"max_present_gap_ms_while_training", f.max_present_gap_ms}}},
+        {"max_stale_ms_while_training", f.max_stale_ms}}},
       {"screenshots", screenshots_}};
   write_file_atomically(file, j.dump(2) + "\n");
 }

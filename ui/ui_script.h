@@ -6,6 +6,7 @@
 //
 // One command per line; '#' starts a comment; arguments are the rest of the line:
 //   click NAME             the item tagged NAME (waits up to 10 s for it to be on screen)
+//   ctrl_click NAME        the same with Ctrl held (a slider becomes a text field)
 //   type TEXT              text into the item that has the keyboard focus
 //   key KEY                enter, escape, tab, backspace or ctrl+a
 //   drop PATH              PATH dropped on the window (a model folder, a JSONL file, an adapter folder)
