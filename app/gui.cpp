@@ -56,7 +56,8 @@ int run_gui(const GuiArgs& a) {
     ui::Studio studio(window.device(), {.store = store});
     window.on_drop = [&](std::vector<std::filesystem::path> paths) { studio.drop(paths); };
     const ui::ScriptHost host{.request_screenshot = [&](const std::filesystem::path& f) { window.request_screenshot(f); },
-                              .screenshot_written = [&](const std::filesystem::path& f) { return window.screenshot_written(f); }};
+                              .screenshot_written = [&](const std::filesystem::path& f) { return window.screenshot_written(f); },
+                              .resize = [&](int w, int h) { window.set_size(w, h); }};
     while (!window.should_close() && !studio.quit_requested()) {
       const auto t0 = Clock::now();
       window.poll();

@@ -308,6 +308,8 @@ void Window::release() {
   if (device_) {
     const VkDevice dev = device_->handle();
     destroy_swapchain_images();
+    for (auto sem : rendered_) vkDestroySemaphore(dev, sem, nullptr);
+    rendered_.clear();
     if (swapchain_) vkDestroySwapchainKHR(dev, swapchain_, nullptr);
     swapchain_ = VK_NULL_HANDLE;
     for (Slot& s : slots_) {
@@ -367,10 +369,8 @@ void Window::destroy_swapchain_images() {
   const VkDevice dev = device_->handle();
   for (auto fb : framebuffers_) vkDestroyFramebuffer(dev, fb, nullptr);
   for (auto v : views_) vkDestroyImageView(dev, v, nullptr);
-  for (auto s : rendered_) vkDestroySemaphore(dev, s, nullptr);
   framebuffers_.clear();
   views_.clear();
-  rendered_.clear();
   images_.clear();
 }
 
@@ -419,10 +419,13 @@ void Window::create_swapchain() {
     VkFramebuffer fb = VK_NULL_HANDLE;
     vk::check(vkCreateFramebuffer(dev, &finfo, nullptr, &fb), "vkCreateFramebuffer");
     framebuffers_.push_back(fb);
-    VkSemaphoreCreateInfo sinfo{.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
-    VkSemaphore sem = VK_NULL_HANDLE;
-    vk::check(vkCreateSemaphore(dev, &sinfo, nullptr, &sem), "vkCreateSemaphore");
-    rendered_.push_back(sem);
+    // The semaphores outlive swapchains: a present may still wait on one when the swapchain is rebuilt.
+    if (rendered_.size() < images_.size()) {
+      VkSemaphoreCreateInfo sinfo{.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+      VkSemaphore sem = VK_NULL_HANDLE;
+      vk::check(vkCreateSemaphore(dev, &sinfo, nullptr, &sem), "vkCreateSemaphore");
+      rendered_.push_back(sem);
+    }
   }
 }
 

@@ -51,6 +51,7 @@ class Window {
   // Handles the window system's events; dropped paths go to on_drop.
   void poll();
   bool minimized() const;
+  void set_size(int width, int height) { glfwSetWindowSize(window_, width, height); }
   // The backends' part of a new ImGui frame (call ImGui::NewFrame after it).
   void new_frame();
   // Draws and presents the frame if that can be done without waiting; see the top. `unchanged`: the
@@ -101,7 +102,7 @@ class Window {
   std::vector<VkImage> images_;
   std::vector<VkImageView> views_;
   std::vector<VkFramebuffer> framebuffers_;
-  std::vector<VkSemaphore> rendered_;  // per image: the frame is drawn, present may go
+  std::vector<VkSemaphore> rendered_;  // per image index: the frame is drawn, present may go
   static constexpr uint32_t kSlots = 2;
   Slot slots_[kSlots];
   uint32_t slot_ = 0;

@@ -67,7 +67,7 @@ void draw_charts_panel(const RunsView& runs, ChartsPanelState& s, PanelIo& io) {
   }
   const int64_t shown = *runs.shown;
   // Controls: run, overlay, smoothing, log scale, export.
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 13);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11);
   if (ImGui::BeginCombo("##run", run_label(runs, shown).c_str())) {
     for (const auto& r : runs.runs)
       if (ImGui::Selectable(run_label(runs, r.id).c_str(), r.id == shown)) io.send(cmd::ShowRun{r.id});
@@ -75,8 +75,8 @@ void draw_charts_panel(const RunsView& runs, ChartsPanelState& s, PanelIo& io) {
   }
   io.tag("charts.run");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 9);
-  const std::string overlay = runs.overlay ? "vs " + run_label(runs, *runs.overlay) : "compare with...";
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7.5f);
+  const std::string overlay = runs.overlay ? "vs " + run_label(runs, *runs.overlay) : "compare...";
   if (ImGui::BeginCombo("##overlay", overlay.c_str())) {
     if (ImGui::Selectable("(none)", !runs.overlay)) io.send(cmd::OverlayRun{std::nullopt});
     for (const auto& r : runs.runs)
@@ -87,7 +87,7 @@ void draw_charts_panel(const RunsView& runs, ChartsPanelState& s, PanelIo& io) {
   tooltip("Draw another run's loss beside this one.");
   ImGui::SameLine();
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
-  ImGui::SliderFloat("smooth", &s.smoothing, 0.0f, 0.99f, "%.2f");
+  ImGui::SliderFloat("##smooth", &s.smoothing, 0.0f, 0.99f, "smooth %.2f");
   tooltip("Exponential moving average of the curves (TensorBoard's).");
   ImGui::SameLine();
   ImGui::Checkbox("log", &s.log_y);

@@ -127,7 +127,10 @@ void draw_train_panel(const TrainView& v, TrainSettings& t, const ModelView& mod
   draw_controls(v, can_start, !model.loaded ? "open a model" : "open a data file", io);
   draw_progress(v);
   if (!v.error.empty()) ImGui::TextWrapped("%s", v.error.c_str());
-  if (!v.out_dir.empty()) ImGui::TextColored(kDim, "run %lld in %s", static_cast<long long>(v.run_id), v.out_dir.string().c_str());
+  if (!v.out_dir.empty()) {
+    ImGui::TextColored(kDim, "run %lld: %s", static_cast<long long>(v.run_id), v.out_dir.filename().string().c_str());
+    tooltip(v.out_dir.string().c_str());
+  }
 
   const bool active = v.state == TrainState::starting || v.state == TrainState::running ||
                       v.state == TrainState::paused || v.state == TrainState::stopping;

@@ -1,5 +1,6 @@
 #include "ui/ui_script.h"
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -37,7 +38,7 @@ UiScript UiScript::load(const fs::path& file) {
 }
 
 UiScript UiScript::parse(const std::string& text, const std::string& source) {
-  static const std::vector<std::string> kVerbs = {"click", "ctrl_click", "type",  "key",        "drop",    "wait_for", "frames",
+  static const std::vector<std::string> kVerbs = {"click", "ctrl_click", "type", "resize",  "key",        "drop",    "wait_for", "frames",
                                                   "sleep", "state", "screenshot", "timeout", "quit"};
   UiScript s;
   s.source_ = source;
@@ -133,6 +134,15 @@ bool UiScript::step(const Command& c, ImGuiIO& io, Studio& studio, const ScriptH
     io.KeyCtrl = false;
     return true;
   }
+  if (v == "resize") {
+    int w = 0, h = 0;
+    if (std::sscanf(c.arg.c_str(), "%dx%d", &w, &h) != 2 || w < 320 || h < 240) {
+      fail(c, "not WIDTHxHEIGHT", studio);
+      return false;
+    }
+    if (phase_ == 0) host.resize(w, h);
+    return ++phase_ > 5;  // a few frames for the swapchain to follow
+  }
   if (v == "drop") {
     studio.drop({fs::path(c.arg)});
     return true;
@@ -181,6 +191,7 @@ bool UiScript::condition(const std::string& what, const Studio& studio) const {
   if (what == "trained") return s.train == TrainState::finished || s.train == TrainState::stopped;
   if (what == "chat_done") return s.chat_turns > 0 && !s.chat_generating;
   if (what.rfind("steps>=", 0) == 0) return s.step >= uint32_t(std::atoi(what.c_str() + 7));
+  if (what.rfind("file:", 0) == 0) return fs::exists(what.substr(5));
   return false;
 }
 

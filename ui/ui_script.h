@@ -10,7 +10,9 @@
 //   type TEXT              text into the item that has the keyboard focus
 //   key KEY                enter, escape, tab, backspace or ctrl+a
 //   drop PATH              PATH dropped on the window (a model folder, a JSONL file, an adapter folder)
-//   wait_for CONDITION [SECONDS]  model | data | training | trained | chat_done | steps>=N (default 60 s)
+//   resize WIDTHxHEIGHT    the window's size, as a user drags its border
+//   wait_for CONDITION [SECONDS]  model | data | training | trained | chat_done | steps>=N | file:PATH
+//                          (default 60 s)
 //   frames N               let N frames pass
 //   sleep SECONDS          let time pass
 //   screenshot FILE        a PNG of the next frame that reaches the screen
@@ -36,6 +38,7 @@ namespace ls::ui {
 struct ScriptHost {
   std::function<void(const std::filesystem::path&)> request_screenshot;
   std::function<bool(const std::filesystem::path&)> screenshot_written;
+  std::function<void(int width, int height)> resize;
 };
 
 class UiScript {

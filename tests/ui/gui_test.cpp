@@ -2,10 +2,12 @@
 // started here when DISPLAY is unset) with lavapipe and the Khronos validation layer, and a --ui-script
 // drives it through ImGui like a mouse and keyboard: drop the fixture model on the window, open the demo
 // data through the file browser, set steps / learning rate / rank / targets / batch size, train with GPU
-// timing, then chat side by side (base model and adapter, greedy). The state file it writes is checked:
+// timing, then chat side by side (base model and adapter, greedy), export the run's adapter from Runs,
+// resize the window; a path that is no model is dropped first. The state file it writes is checked:
 // the loss chart has one point per step, the GPU timing table has every op group, both sides of the chat
-// produced tokens and the adapter answers the training question, no validation message, no error
-// dialog, and no UI frame took 50 ms or more while training ran. Screenshots land in the build folder.
+// produced tokens and the adapter answers the training question, no validation message, one error
+// dialog (the bad path), and no UI frame took 50 ms or more while training ran; the run store holds the
+// run with its GPU times, the chat, the export and the settings. Screenshots land in the build folder.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -42,6 +44,9 @@ std::string scenario(const fs::path& out) {
   std::ostringstream s;
   s << "timeout 80\n"
     << "frames 3\n"
+    // Something that is no model: an error dialog, and the app goes on.
+    << "drop " << (out / "no-such-folder").string() << "\n"
+    << "click error.ok\n"
     << "drop " << (src / "tests/fixtures/models/qwen2_tiny").string() << "\n"
     << "wait_for model 30\n"
     // The data through the file browser: its path field, as a user types a path.
@@ -74,6 +79,17 @@ std::string scenario(const fs::path& out) {
     << "type What is the capital of France?\n"
     << "key enter\n"
     << "wait_for chat_done 30\n"
+    // The run's adapter exported through the Runs panel and the browser.
+    << "click runs.row.1\n"
+    << "click runs.export\n"
+    << "click browser.path\n"
+    << "key ctrl+a\n"
+    << "type " << (out / "exported-adapter").string() << "\n"
+    << "key enter\n"
+    << "wait_for file:" << (out / "exported-adapter/adapter_config.json").string() << " 30\n"
+    // The swapchain follows a resize.
+    << "resize 1280x760\n"
+    << "resize 1600x900\n"
     << "frames 3\n"
     << "screenshot " << (out / "gui_chat.png").string() << "\n"
     << "state " << (out / "state.json").string() << "\n"
@@ -117,7 +133,8 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   EXPECT_NE(tuned.find("Paris"), std::string::npos) << "the adapter learnt the answer; it said: " << tuned;
   EXPECT_NE(base, tuned);
   EXPECT_EQ(state["validation_messages"], 0) << log;
-  EXPECT_TRUE(state["errors"].empty()) << state["errors"].dump();
+  ASSERT_EQ(state["errors"].size(), 1u) << state["errors"].dump();  // the folder that is no model
+  EXPECT_NE(state["errors"][0].get<std::string>().find("no-such-folder"), std::string::npos) << state["errors"].dump();
 
   const auto& f = state["frames"];
   const double max_ms = f["max_frame_ms_while_training"];
@@ -149,6 +166,9 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   ASSERT_EQ(messages.size(), 3u);  // the question and both answers
   EXPECT_EQ(messages[0].role, "user");
   EXPECT_TRUE(runs.setting("ui.settings").has_value());
+  // The export: a PEFT folder, and recorded beside the adapter the trainer wrote.
+  EXPECT_TRUE(fs::exists(out / "exported-adapter/adapter_model.safetensors"));
+  EXPECT_EQ(runs.exports(list[0].id).size(), 2u);
 }
 
 }  // namespace
