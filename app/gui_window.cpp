@@ -313,7 +313,7 @@ void Window::release() {
     if (swapchain_) vkDestroySwapchainKHR(dev, swapchain_, nullptr);
     swapchain_ = VK_NULL_HANDLE;
     for (Slot& s : slots_) {
-      s.readback.reset();
+      free_readback(s);
       if (s.pool) vkDestroyCommandPool(dev, s.pool, nullptr);
       if (s.fence) vkDestroyFence(dev, s.fence, nullptr);
       if (s.acquired) vkDestroySemaphore(dev, s.acquired, nullptr);
@@ -451,7 +451,7 @@ void Window::record(Slot& s, ImDrawData* draw_data) {
     // Copy the finished image into host memory; read it once the slot's fence says the frame is done.
     s.width = extent_.width;
     s.height = extent_.height;
-    s.readback = device_->memory().allocate_staging(VkDeviceSize(s.width) * s.height * 4);
+    ensure_readback(s, VkDeviceSize(s.width) * s.height * 4);
     VkImageMemoryBarrier to_copy{.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
                                  .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
                                  .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
@@ -464,7 +464,7 @@ void Window::record(Slot& s, ImDrawData* draw_data) {
                          nullptr, 0, nullptr, 1, &to_copy);
     VkBufferImageCopy region{.bufferOffset = 0, .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
                              .imageExtent = {s.width, s.height, 1}};
-    vkCmdCopyImageToBuffer(s.cb, images_[image_], VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s.readback->buffer(), 1, &region);
+    vkCmdCopyImageToBuffer(s.cb, images_[image_], VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s.readback, 1, &region);
     VkImageMemoryBarrier to_present = to_copy;
     to_present.srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
     to_present.dstAccessMask = 0;
@@ -473,7 +473,7 @@ void Window::record(Slot& s, ImDrawData* draw_data) {
     VkBufferMemoryBarrier to_host{.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
                                   .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
                                   .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
-                                  .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = s.readback->buffer(),
+                                  .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = s.readback,
                                   .offset = 0, .size = VK_WHOLE_SIZE};
     vkCmdPipelineBarrier(s.cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 0, nullptr, 1, &to_host, 1,
@@ -481,6 +481,40 @@ void Window::record(Slot& s, ImDrawData* draw_data) {
     s.screenshot = std::exchange(pending_screenshot_, {});
   }
   vk::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
+}
+
+void Window::ensure_readback(Slot& s, VkDeviceSize size) {
+  if (s.readback && s.readback_size == size) return;
+  free_readback(s);
+  const VkDevice dev = device_->handle();
+  VkBufferCreateInfo binfo{.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size,
+                           .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+  vk::check(vkCreateBuffer(dev, &binfo, nullptr, &s.readback), "vkCreateBuffer (screenshot)");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(dev, s.readback, &req);
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(device_->physical(), &props);
+  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  uint32_t type = UINT32_MAX;
+  for (uint32_t i = 0; i < props.memoryTypeCount && type == UINT32_MAX; ++i)
+    if ((req.memoryTypeBits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want) type = i;
+  if (type == UINT32_MAX) throw Error("screenshot: no host-visible memory for the read-back");
+  VkMemoryAllocateInfo ainfo{.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                             .memoryTypeIndex = type};
+  vk::check(vkAllocateMemory(dev, &ainfo, nullptr, &s.readback_memory), "vkAllocateMemory (screenshot)");
+  vk::check(vkBindBufferMemory(dev, s.readback, s.readback_memory, 0), "vkBindBufferMemory (screenshot)");
+  vk::check(vkMapMemory(dev, s.readback_memory, 0, VK_WHOLE_SIZE, 0, &s.readback_mapped), "vkMapMemory (screenshot)");
+  s.readback_size = size;
+}
+
+void Window::free_readback(Slot& s) {
+  const VkDevice dev = device_->handle();
+  if (s.readback) vkDestroyBuffer(dev, s.readback, nullptr);
+  if (s.readback_memory) vkFreeMemory(dev, s.readback_memory, nullptr);
+  s.readback = VK_NULL_HANDLE;
+  s.readback_memory = VK_NULL_HANDLE;
+  s.readback_mapped = nullptr;
+  s.readback_size = 0;
 }
 
 bool Window::screenshot_written(const fs::path& file) const {
@@ -498,11 +532,11 @@ void Window::collect_screenshots() {
   for (Slot& s : slots_) {
     if (s.screenshot.empty() || vkGetFenceStatus(device_->handle(), s.fence) != VK_SUCCESS) continue;
     const bool bgr = format_.format == VK_FORMAT_B8G8R8A8_UNORM || format_.format == VK_FORMAT_B8G8R8A8_SRGB;
-    encoders_.emplace_back([this, file = std::exchange(s.screenshot, {}), pixels = std::exchange(s.readback, {}),
-                            width = s.width, height = s.height, bgr] {
+    std::vector<uint8_t> rgba(size_t(s.width) * s.height * 4);
+    std::memcpy(rgba.data(), s.readback_mapped, rgba.size());
+    encoders_.emplace_back([this, file = std::exchange(s.screenshot, {}), rgba = std::move(rgba), width = s.width,
+                            height = s.height, bgr]() mutable {
       try {
-        std::vector<uint8_t> rgba(size_t(width) * height * 4);
-        std::memcpy(rgba.data(), pixels->mapped(), rgba.size());
         for (size_t i = 0; i < rgba.size(); i += 4) {
           if (bgr) std::swap(rgba[i], rgba[i + 2]);
           rgba[i + 3] = 255;

@@ -72,7 +72,12 @@ class Window {
     VkCommandBuffer cb = VK_NULL_HANDLE;
     VkFence fence = VK_NULL_HANDLE;          // signalled when the slot's frame is done
     VkSemaphore acquired = VK_NULL_HANDLE;   // the image is ready to be drawn
-    std::shared_ptr<vk::Allocation> readback;  // a screenshot's pixels, when one was asked for
+    // A screenshot's pixels: host-visible memory of the window's own (not the engine's allocator, whose
+    // lock a worker may hold while it allocates).
+    VkBuffer readback = VK_NULL_HANDLE;
+    VkDeviceMemory readback_memory = VK_NULL_HANDLE;
+    void* readback_mapped = nullptr;
+    VkDeviceSize readback_size = 0;
     std::filesystem::path screenshot;
     uint32_t width = 0, height = 0;
   };
@@ -83,6 +88,8 @@ class Window {
   void wait_own_frames();
   void record(Slot& slot, ImDrawData* draw_data);
   void collect_screenshots();
+  void ensure_readback(Slot& slot, VkDeviceSize size);
+  void free_readback(Slot& slot);
   void presenter_loop();
   bool presenter_idle();
   void setup_imgui(float scale);

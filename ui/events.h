@@ -12,6 +12,7 @@
 #include "train/trainer.h"
 #include "ui/event_queue.h"
 #include "ui/views.h"
+#include "vk/memory.h"
 
 namespace ls::ui {
 
@@ -31,13 +32,15 @@ struct ChatMemory { uint64_t kv_bytes, lora_bytes; };
 struct RunsListed { std::vector<store::RunInfo> runs; };
 struct RunMetrics { int64_t run; std::vector<store::MetricRow> rows; };
 struct RunCheckpoints { int64_t run; std::vector<store::Checkpoint> checkpoints; };
+struct DeviceMemory { vk::MemoryStats stats; };  // read on a worker: the allocator's lock may be busy
 struct Status { std::string text; };
 struct Failure { std::string title, message; };
 }  // namespace ev
 
 using Event = std::variant<ev::ModelLoaded, ev::ModelFailed, ev::DataLoaded, ev::DataFailed, ev::TrainStep, ev::TrainPaused,
                            ev::TrainDone, ev::TrainFailed, ev::ChatPiece, ev::ChatDone, ev::ChatFailed, ev::ChatMemory,
-                           ev::RunsListed, ev::RunMetrics, ev::RunCheckpoints, ev::Status, ev::Failure>;
+                           ev::RunsListed, ev::RunMetrics, ev::RunCheckpoints, ev::DeviceMemory, ev::Status,
+                           ev::Failure>;
 using Events = EventQueue<Event>;
 
 }  // namespace ls::ui

@@ -42,6 +42,9 @@ void draw_runs_panel(const RunsView& runs, const TrainView&, RunsPanelState& s, 
   ImGui::BeginDisabled(!sel);
   if (ImGui::Button("Compare")) io.send(cmd::OverlayRun{runs.overlay == s.selected ? std::nullopt : s.selected});
   tooltip("Draw this run's loss beside the charted run's (click again to remove).");
+  // Only a run that ended (finished, or stopped with its adapter written) has an adapter to use.
+  const bool ended = sel && (sel->status == store::RunStatus::finished || sel->status == store::RunStatus::stopped);
+  ImGui::BeginDisabled(!ended);
   ImGui::SameLine();
   if (ImGui::Button("Chat with it") && sel)
     io.send(cmd::UseAdapter{sel->out_dir / "adapter", sel->name + " (final)"});
@@ -51,6 +54,7 @@ void draw_runs_panel(const RunsView& runs, const TrainView&, RunsPanelState& s, 
   if (ImGui::Button("Export adapter...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_adapter, sel->id});
   io.tag("runs.export");
   tooltip("Write the adapter as a PEFT folder (adapter_config.json, adapter_model.safetensors).");
+  ImGui::EndDisabled();
   ImGui::EndDisabled();
   ImGui::SameLine();
   ImGui::BeginDisabled(true);

@@ -229,7 +229,7 @@ void Studio::frame() {
 
 void Studio::refresh_memory() {
   last_memory_ = Clock::now();
-  const auto stats = device_.memory().stats();
+  const auto& stats = memory_stats_;
   memory_.device_local = device_.report().device_local_bytes;
   memory_.used = stats.used_bytes;
   memory_.reserved = stats.block_bytes;
@@ -372,6 +372,7 @@ void Studio::apply(Event& event) {
           },
           [&](ev::RunMetrics& e) { merge_metrics(e.run, std::move(e.rows)); },
           [&](ev::RunCheckpoints& e) { runs_.checkpoints[e.run] = std::move(e.checkpoints); },
+          [&](ev::DeviceMemory& e) { memory_stats_ = e.stats; },
           [&](ev::Status& e) { status_ = std::move(e.text); },
           [&](ev::Failure& e) { fail(std::move(e.title), std::move(e.message)); },
       },
@@ -775,6 +776,7 @@ void Studio::place_windows() {
 // [SECTION] Run store thread
 
 void Studio::poll_store() {
+  events_.push(ev::DeviceMemory{device_.memory().stats()});
   if (!db_) return;
   if (Clock::now() - last_stale_check_ > std::chrono::seconds(30)) {
     last_stale_check_ = Clock::now();

@@ -99,7 +99,7 @@ class Studio {
   void export_chart(bool png);
   void fail(std::string title, std::string message);
   void merge_metrics(int64_t run, std::vector<store::MetricRow> rows);
-  void poll_store();  // on the store thread
+  void poll_store();  // on the store thread: runs, metrics, checkpoints, device memory
 
   vk::Device& device_;
   StudioOptions options_;
@@ -116,6 +116,7 @@ class Studio {
   ChatSettings chat_settings_;
   ChatView chat_;
   MemoryView memory_;
+  vk::MemoryStats memory_stats_;
   uint64_t chat_kv_bytes_ = 0, chat_lora_bytes_ = 0;
 
   ModelPanelState model_panel_;
