@@ -1,10 +1,9 @@
 #include "gui_window.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
-#include <chrono>
-#include <cstdio>
 #include <string>
 
 #if LS_HAVE_XCB
@@ -20,6 +19,13 @@
 
 #include "error.h"
 #include "util/atomic_file.h"
+
+// Index of this file:
+// [SECTION] Creation and release
+// [SECTION] Platform input (GLFW callbacks, ImGui's per-frame input)
+// [SECTION] Swapchain
+// [SECTION] Frames: record, submit, present
+// [SECTION] Screenshots
 
 namespace ls::app {
 
@@ -106,6 +112,7 @@ void apply_theme(float scale) {
   st.ScrollbarSize = 13;
   st.WindowBorderSize = 1;
   st.WindowTitleAlign = {0.02f, 0.5f};
+  st.DisabledAlpha = 0.4f;
   ImVec4* c = st.Colors;
   c[ImGuiCol_WindowBg] = {0.105f, 0.11f, 0.125f, 1.0f};
   c[ImGuiCol_ChildBg] = {0.085f, 0.09f, 0.10f, 1.0f};
@@ -130,6 +137,9 @@ void apply_theme(float scale) {
 
 }  // namespace
 
+
+// [SECTION] Creation and release
+
 Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
   glfwSetErrorCallback(on_glfw_error);
   if (!glfwInit())
@@ -148,8 +158,27 @@ Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
     window_ = glfwCreateWindow(width, height, o.title.c_str(), nullptr, nullptr);
     if (!window_) throw Error("cannot open a window: " + glfw_error());
     glfwSetWindowUserPointer(window_, this);
+    // Platform state arrives through callbacks (installed before ImGui's backend, which chains to them).
     glfwSetDropCallback(window_, on_drop_paths);
-    glfwSetFramebufferSizeCallback(window_, on_resize);
+    glfwSetFramebufferSizeCallback(window_, on_framebuffer_size);
+    glfwSetWindowSizeCallback(window_, on_window_size);
+    glfwSetWindowIconifyCallback(window_, on_iconify);
+    glfwSetWindowContentScaleCallback(window_, on_content_scale);
+    glfwSetCursorPosCallback(window_, on_cursor_pos);
+    glfwSetCursorEnterCallback(window_, on_cursor_enter);
+    glfwSetWindowFocusCallback(window_, on_focus);
+    glfwSetMouseButtonCallback(window_, on_mouse_button);
+    glfwGetWindowSize(window_, &win_width_, &win_height_);
+    glfwGetFramebufferSize(window_, &fb_width_, &fb_height_);
+    presentation_.fb_width = fb_width_;
+    presentation_.fb_height = fb_height_;
+    if (GLFWmonitor* m = glfwGetPrimaryMonitor())
+      if (const GLFWvidmode* mode = glfwGetVideoMode(m); mode && mode->refreshRate >= 24 && mode->refreshRate <= 500)
+        refresh_rate_ = mode->refreshRate;
+    for (auto [imgui, glfw] : {std::pair{ImGuiMouseCursor_Arrow, GLFW_ARROW_CURSOR}, {ImGuiMouseCursor_TextInput, GLFW_IBEAM_CURSOR},
+                               {ImGuiMouseCursor_ResizeNS, GLFW_VRESIZE_CURSOR}, {ImGuiMouseCursor_ResizeEW, GLFW_HRESIZE_CURSOR},
+                               {ImGuiMouseCursor_Hand, GLFW_HAND_CURSOR}})
+      cursors_[imgui] = glfwCreateStandardCursor(glfw);
 
     uint32_t n = 0;
     const char** names = glfwGetRequiredInstanceExtensions(&n);
@@ -217,7 +246,8 @@ Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
 
     float sx = 1, sy = 1;
     glfwGetWindowContentScale(window_, &sx, &sy);
-    setup_imgui(std::clamp(std::max(sx, sy), 1.0f, 4.0f));
+    font_scale_ = std::clamp(std::max(sx, sy), 1.0f, 4.0f);
+    setup_imgui(font_scale_);
     presenter_ = std::thread([this] { presenter_loop(); });
   } catch (...) {
     release();
@@ -226,8 +256,8 @@ Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
 }
 
 // On X11, software presentation (Mesa's lavapipe) sends every frame's pixels over the surface's X
-// connection. Sharing GLFW's connection would make glfwPollEvents on the UI thread wait for those
-// transfers; a connection of the surface's own keeps input handling independent of presentation.
+// connection. Sharing GLFW's connection would make the UI thread's X requests queue behind them; a
+// connection of the surface's own keeps input handling independent of presentation.
 void Window::create_surface(bool own_connection) {
 #if LS_HAVE_XCB
   if (own_connection) {
@@ -257,6 +287,7 @@ void Window::setup_imgui(float scale) {
   apply_theme(scale);
   load_font(io, std::round(15.0f * scale));
   imgui_glfw_ = ImGui_ImplGlfw_InitForVulkan(window_, true);
+  io.BackendFlags &= ~ImGuiBackendFlags_HasSetMousePos;  // new_frame does not move the OS cursor
   ImGui_ImplVulkan_InitInfo info{};
   info.Instance = device_->instance();
   info.PhysicalDevice = device_->physical();
@@ -284,15 +315,16 @@ void Window::setup_imgui(float scale) {
   ImGui_ImplVulkan_DestroyFontUploadObjects();
 }
 
+
 Window::~Window() { release(); }
 
 void Window::release() {
-  if (presenter_.joinable()) {  // it finishes a present it was given, then stops
+  if (presenter_.joinable()) {  // it presents a frame it was given, then stops
     {
       std::lock_guard lock(present_mutex_);
-      present_quit_ = true;
+      presentation_.quit = true;
     }
-    present_wake_.notify_one();
+    present_wake_.notify_all();
     presenter_.join();
   }
   if (device_) {
@@ -305,15 +337,23 @@ void Window::release() {
   if (imgui_glfw_) ImGui_ImplGlfw_Shutdown();
   if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
   imgui_vulkan_ = imgui_glfw_ = false;
+  for (auto& c : cursors_) {
+    if (c) glfwDestroyCursor(c);
+    c = nullptr;
+  }
   if (device_) {
     const VkDevice dev = device_->handle();
+    for (auto& r : readbacks_) {
+      if (r.buffer) vkDestroyBuffer(dev, r.buffer, nullptr);
+      if (r.memory) vkFreeMemory(dev, r.memory, nullptr);
+    }
+    readbacks_.clear();
     destroy_swapchain_images();
     for (auto sem : rendered_) vkDestroySemaphore(dev, sem, nullptr);
     rendered_.clear();
     if (swapchain_) vkDestroySwapchainKHR(dev, swapchain_, nullptr);
     swapchain_ = VK_NULL_HANDLE;
     for (Slot& s : slots_) {
-      free_readback(s);
       if (s.pool) vkDestroyCommandPool(dev, s.pool, nullptr);
       if (s.fence) vkDestroyFence(dev, s.fence, nullptr);
       if (s.acquired) vkDestroySemaphore(dev, s.acquired, nullptr);
@@ -336,33 +376,100 @@ void Window::release() {
   glfwTerminate();
 }
 
+// [SECTION] Platform input (GLFW callbacks, ImGui's per-frame input)
+
+namespace {
+Window& self(GLFWwindow* w) { return *static_cast<Window*>(glfwGetWindowUserPointer(w)); }
+}  // namespace
+
 void Window::on_drop_paths(GLFWwindow* w, int count, const char** paths) {
-  auto* self = static_cast<Window*>(glfwGetWindowUserPointer(w));
-  for (int i = 0; i < count; ++i) self->dropped_.emplace_back(paths[i]);
+  for (int i = 0; i < count; ++i) self(w).dropped_.emplace_back(paths[i]);
 }
 
-void Window::on_resize(GLFWwindow* w, int, int) { static_cast<Window*>(glfwGetWindowUserPointer(w))->dirty_ = true; }
+void Window::on_framebuffer_size(GLFWwindow* w, int width, int height) {
+  Window& s = self(w);
+  s.fb_width_ = width;
+  s.fb_height_ = height;
+  {
+    std::lock_guard lock(s.present_mutex_);
+    s.presentation_.fb_width = width;
+    s.presentation_.fb_height = height;
+    ++s.presentation_.resizes;
+  }
+  s.present_wake_.notify_all();
+}
+
+void Window::on_window_size(GLFWwindow* w, int width, int height) {
+  self(w).win_width_ = width;
+  self(w).win_height_ = height;
+}
+
+void Window::on_iconify(GLFWwindow* w, int iconified) { self(w).iconified_ = iconified == GLFW_TRUE; }
+
+// Moved to a screen of another scale: the font was made for the first one, so ImGui scales it.
+void Window::on_content_scale(GLFWwindow* w, float sx, float sy) {
+  ImGui::GetIO().FontGlobalScale = std::clamp(std::max(sx, sy), 1.0f, 4.0f) / self(w).font_scale_;
+}
+
+void Window::on_cursor_pos(GLFWwindow* w, double x, double y) {
+  self(w).mouse_x_ = x;
+  self(w).mouse_y_ = y;
+}
+
+void Window::on_cursor_enter(GLFWwindow* w, int entered) { self(w).hovered_ = entered == GLFW_TRUE; }
+
+void Window::on_focus(GLFWwindow* w, int focused) { self(w).focused_ = focused == GLFW_TRUE; }
+
+void Window::on_mouse_button(GLFWwindow* w, int button, int action, int) {
+  if (action == GLFW_PRESS && button >= 0 && button < ImGuiMouseButton_COUNT) self(w).mouse_pressed_[button] = true;
+}
 
 void Window::poll() {
   glfwPollEvents();
   if (!dropped_.empty() && on_drop) on_drop(std::exchange(dropped_, {}));
 }
 
-bool Window::minimized() const {
-  int w = 0, h = 0;
-  glfwGetFramebufferSize(window_, &w, &h);
-  return w == 0 || h == 0 || glfwGetWindowAttrib(window_, GLFW_ICONIFIED);
-}
-
+// What ImGui_ImplGlfw_NewFrame does, from the state the callbacks keep (no X round trips).
 void Window::new_frame() {
   ImGui_ImplVulkan_NewFrame();
-  ImGui_ImplGlfw_NewFrame();
+  ImGuiIO& io = ImGui::GetIO();
+  io.DisplaySize = {float(win_width_), float(win_height_)};
+  if (win_width_ > 0 && win_height_ > 0)
+    io.DisplayFramebufferScale = {float(fb_width_) / float(win_width_), float(fb_height_) / float(win_height_)};
+  const double now = glfwGetTime();
+  io.DeltaTime = time_ > 0 ? std::max(float(now - time_), 1e-5f) : 1.0f / 60;
+  time_ = now;
+  bool any_down = false;
+  for (int i = 0; i < ImGuiMouseButton_COUNT; ++i) {
+    // A press and release within one frame still counts as held for this frame.
+    io.MouseDown[i] = mouse_pressed_[i] || glfwGetMouseButton(window_, i) == GLFW_PRESS;
+    mouse_pressed_[i] = false;
+    any_down |= io.MouseDown[i];
+  }
+  const bool inside = hovered_ || any_down;  // a drag may leave the window
+  io.MousePos = inside && mouse_x_ >= 0 ? ImVec2{float(mouse_x_), float(mouse_y_)} : ImVec2{-FLT_MAX, -FLT_MAX};
+  update_mouse_cursor();
 }
+
+void Window::update_mouse_cursor() {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.ConfigFlags & ImGuiConfigFlags_NoMouseCursorChange) return;
+  const ImGuiMouseCursor c = ImGui::GetMouseCursor();
+  if (c == cursor_) return;
+  cursor_ = c;
+  if (c == ImGuiMouseCursor_None || io.MouseDrawCursor) {
+    glfwSetInputMode(window_, GLFW_CURSOR, GLFW_CURSOR_HIDDEN);
+    return;
+  }
+  glfwSetCursor(window_, c >= 0 && cursors_[c] ? cursors_[c] : cursors_[ImGuiMouseCursor_Arrow]);
+  glfwSetInputMode(window_, GLFW_CURSOR, GLFW_CURSOR_NORMAL);
+}
+
+// [SECTION] Swapchain
 
 void Window::wait_own_frames() {
   for (const Slot& s : slots_)
     if (s.fence) vkWaitForFences(device_->handle(), 1, &s.fence, VK_TRUE, UINT64_MAX);
-  collect_screenshots();
 }
 
 void Window::destroy_swapchain_images() {
@@ -374,21 +481,26 @@ void Window::destroy_swapchain_images() {
   images_.clear();
 }
 
+// On the presenter thread (and once at start), when no image is acquired or waiting to be presented.
 void Window::create_swapchain() {
   const VkDevice dev = device_->handle();
   VkSurfaceCapabilitiesKHR caps;
   vk::check(vkGetPhysicalDeviceSurfaceCapabilitiesKHR(device_->physical(), surface_, &caps),
             "vkGetPhysicalDeviceSurfaceCapabilitiesKHR");
   VkExtent2D extent = caps.currentExtent;
-  if (extent.width == UINT32_MAX) {
-    int w = 0, h = 0;
-    glfwGetFramebufferSize(window_, &w, &h);
-    extent = {std::clamp(uint32_t(w), caps.minImageExtent.width, caps.maxImageExtent.width),
-              std::clamp(uint32_t(h), caps.minImageExtent.height, caps.maxImageExtent.height)};
+  if (extent.width == UINT32_MAX) {  // the surface takes the swapchain's size: the framebuffer's
+    std::lock_guard lock(present_mutex_);
+    extent = {std::clamp(uint32_t(std::max(presentation_.fb_width, 0)), caps.minImageExtent.width, caps.maxImageExtent.width),
+              std::clamp(uint32_t(std::max(presentation_.fb_height, 0)), caps.minImageExtent.height,
+                         caps.maxImageExtent.height)};
   }
   destroy_swapchain_images();
   extent_ = extent;
-  if (extent.width == 0 || extent.height == 0) return;  // minimised: no swapchain until it is shown again
+  if (extent.width == 0 || extent.height == 0) {  // minimised: no swapchain until it is shown again
+    if (swapchain_) vkDestroySwapchainKHR(dev, swapchain_, nullptr);
+    swapchain_ = VK_NULL_HANDLE;
+    return;
+  }
   uint32_t count = std::max(caps.minImageCount + 1, 2u);
   if (caps.maxImageCount) count = std::min(count, caps.maxImageCount);
   can_read_back_ = (caps.supportedUsageFlags & VK_IMAGE_USAGE_TRANSFER_SRC_BIT) != 0;
@@ -429,12 +541,117 @@ void Window::create_swapchain() {
   }
 }
 
-void Window::request_screenshot(const fs::path& file) {
-  pending_screenshot_ = file;
-  written_.erase(file.string());
+// [SECTION] Frames: record, submit, present
+
+// The presenter: presents what the UI thread submitted (after its fence), rebuilds the swapchain when the
+// surface changed, and keeps one image acquired for the UI thread's next frame.
+void Window::presenter_loop() {
+  const VkDevice dev = device_->handle();
+  std::unique_lock lock(present_mutex_);
+  auto& p = presentation_;
+  for (;;) {
+    if (p.submitted_image) {
+      const uint32_t image = *p.submitted_image, slot = p.submitted_slot;
+      lock.unlock();
+      vkWaitForFences(dev, 1, &slots_[slot].fence, VK_TRUE, UINT64_MAX);  // our own frame only
+      VkPresentInfoKHR info{.sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR, .waitSemaphoreCount = 1,
+                            .pWaitSemaphores = &rendered_[image], .swapchainCount = 1, .pSwapchains = &swapchain_,
+                            .pImageIndices = &image};
+      VkResult r;
+      {
+        std::lock_guard queue_lock(device_->queue_mutex());
+        r = vkQueuePresentKHR(device_->queue(), &info);
+      }
+      lock.lock();
+      p.submitted_image.reset();
+      if (r == VK_ERROR_OUT_OF_DATE_KHR || r == VK_SUBOPTIMAL_KHR) p.out_of_date = true;
+      else if (r != VK_SUCCESS) present_error_ = std::string("vkQueuePresentKHR: ") + vk::result_name(r);
+      continue;
+    }
+    if (p.quit) return;
+    if ((p.out_of_date || p.resizes != p.built) && !p.ready_image) {
+      const uint64_t resizes = p.resizes;
+      lock.unlock();
+      std::string error;
+      try {
+        wait_own_frames();
+        create_swapchain();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      lock.lock();
+      p.built = resizes;
+      p.out_of_date = false;
+      if (!error.empty()) present_error_ = error;
+      continue;
+    }
+    if (!p.ready_image && swapchain_ && present_error_.empty()) {
+      const uint32_t slot = acquire_slot_;
+      lock.unlock();
+      // The slot's semaphore was last waited on by its previous frame: that frame must be done.
+      vkWaitForFences(dev, 1, &slots_[slot].fence, VK_TRUE, UINT64_MAX);
+      uint32_t image = 0;
+      const VkResult r = vkAcquireNextImageKHR(dev, swapchain_, 100'000'000, slots_[slot].acquired, VK_NULL_HANDLE, &image);
+      lock.lock();
+      if (r == VK_SUCCESS || r == VK_SUBOPTIMAL_KHR) {
+        p.ready_image = image;
+        p.ready_slot = slot;
+        acquire_slot_ = (slot + 1) % kSlots;
+        if (r == VK_SUBOPTIMAL_KHR) p.out_of_date = true;  // drawn and presented all the same, then rebuilt
+      } else if (r == VK_ERROR_OUT_OF_DATE_KHR) {
+        p.out_of_date = true;
+      } else if (r != VK_TIMEOUT && r != VK_NOT_READY) {
+        present_error_ = std::string("vkAcquireNextImageKHR: ") + vk::result_name(r);
+      }
+      continue;
+    }
+    present_wake_.wait(lock);  // for a frame, a resize or the end
+  }
 }
 
-void Window::record(Slot& s, ImDrawData* draw_data) {
+Window::Shown Window::present(ImDrawData* draw_data) {
+  collect_screenshots();
+  std::optional<uint32_t> image;
+  uint32_t slot = 0;
+  bool stale = false;
+  {
+    std::lock_guard lock(present_mutex_);
+    if (!present_error_.empty()) throw Error("the window cannot present: " + present_error_);
+    image = presentation_.ready_image;
+    slot = presentation_.ready_slot;
+    stale = presentation_.out_of_date || presentation_.resizes != presentation_.built;
+  }
+  // A frame that looks like the one on the screen is not drawn again (software devices draw on the CPU
+  // cores that train).
+  const uint64_t hash = draw_data_hash(draw_data);
+  if (hash == last_hash_ && pending_screenshot_.empty() && !stale) return Shown::unchanged;
+  if (!image) return Shown::no;  // the presenter is presenting, or waiting for the display
+  const VkDevice dev = device_->handle();
+  const bool submitted = device_->submit_for_window([&](VkQueue queue) {
+    record(slot, *image, draw_data);
+    Slot& s = slots_[slot];
+    vk::check(vkResetFences(dev, 1, &s.fence), "vkResetFences");
+    const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+    VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .waitSemaphoreCount = 1, .pWaitSemaphores = &s.acquired,
+                        .pWaitDstStageMask = &wait_stage, .commandBufferCount = 1, .pCommandBuffers = &s.cb,
+                        .signalSemaphoreCount = 1, .pSignalSemaphores = &rendered_[*image]};
+    vk::check(vkQueueSubmit(queue, 1, &submit, s.fence), "vkQueueSubmit (window)");
+  });
+  if (!submitted) return Shown::no;  // engine work is on the queue; the engine waits for our next try
+  {
+    std::lock_guard lock(present_mutex_);
+    presentation_.ready_image.reset();
+    presentation_.submitted_image = *image;
+    presentation_.submitted_slot = slot;
+  }
+  present_wake_.notify_all();
+  last_hash_ = hash;
+  return Shown::presented;
+}
+
+// On the UI thread, holding the image: the swapchain cannot change meanwhile.
+void Window::record(uint32_t slot, uint32_t image, ImDrawData* draw_data) {
+  Slot& s = slots_[slot];
   vk::check(vkResetCommandPool(device_->handle(), s.pool, 0), "vkResetCommandPool");
   VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                  .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
@@ -442,29 +659,28 @@ void Window::record(Slot& s, ImDrawData* draw_data) {
   VkClearValue clear{};
   clear.color = {{0.06f, 0.065f, 0.075f, 1.0f}};
   VkRenderPassBeginInfo rp{.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO, .renderPass = render_pass_,
-                           .framebuffer = framebuffers_[image_], .renderArea = {{0, 0}, extent_},
+                           .framebuffer = framebuffers_[image], .renderArea = {{0, 0}, extent_},
                            .clearValueCount = 1, .pClearValues = &clear};
   vkCmdBeginRenderPass(s.cb, &rp, VK_SUBPASS_CONTENTS_INLINE);
   ImGui_ImplVulkan_RenderDrawData(draw_data, s.cb);
   vkCmdEndRenderPass(s.cb);
   if (!pending_screenshot_.empty() && can_read_back_) {
-    // Copy the finished image into host memory; read it once the slot's fence says the frame is done.
-    s.width = extent_.width;
-    s.height = extent_.height;
-    ensure_readback(s, VkDeviceSize(s.width) * s.height * 4);
+    // Copy the finished image into host memory; it is read once the slot's fence says the frame is done.
+    Readback r = make_readback(slot);
+    r.file = std::exchange(pending_screenshot_, {});
     VkImageMemoryBarrier to_copy{.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
                                  .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
                                  .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
                                  .oldLayout = VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
                                  .newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
                                  .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
-                                 .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .image = images_[image_],
+                                 .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .image = images_[image],
                                  .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
     vkCmdPipelineBarrier(s.cb, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
                          nullptr, 0, nullptr, 1, &to_copy);
     VkBufferImageCopy region{.bufferOffset = 0, .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
-                             .imageExtent = {s.width, s.height, 1}};
-    vkCmdCopyImageToBuffer(s.cb, images_[image_], VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, s.readback, 1, &region);
+                             .imageExtent = {r.width, r.height, 1}};
+    vkCmdCopyImageToBuffer(s.cb, images_[image], VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, r.buffer, 1, &region);
     VkImageMemoryBarrier to_present = to_copy;
     to_present.srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
     to_present.dstAccessMask = 0;
@@ -473,48 +689,22 @@ void Window::record(Slot& s, ImDrawData* draw_data) {
     VkBufferMemoryBarrier to_host{.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
                                   .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
                                   .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
-                                  .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = s.readback,
-                                  .offset = 0, .size = VK_WHOLE_SIZE};
+                                  .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = r.buffer, .offset = 0,
+                                  .size = VK_WHOLE_SIZE};
     vkCmdPipelineBarrier(s.cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
                          VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 0, nullptr, 1, &to_host, 1,
                          &to_present);
-    s.screenshot = std::exchange(pending_screenshot_, {});
+    readbacks_.push_back(std::move(r));
   }
   vk::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
 }
 
-void Window::ensure_readback(Slot& s, VkDeviceSize size) {
-  if (s.readback && s.readback_size == size) return;
-  free_readback(s);
-  const VkDevice dev = device_->handle();
-  VkBufferCreateInfo binfo{.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size,
-                           .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
-  vk::check(vkCreateBuffer(dev, &binfo, nullptr, &s.readback), "vkCreateBuffer (screenshot)");
-  VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(dev, s.readback, &req);
-  VkPhysicalDeviceMemoryProperties props;
-  vkGetPhysicalDeviceMemoryProperties(device_->physical(), &props);
-  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  uint32_t type = UINT32_MAX;
-  for (uint32_t i = 0; i < props.memoryTypeCount && type == UINT32_MAX; ++i)
-    if ((req.memoryTypeBits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want) type = i;
-  if (type == UINT32_MAX) throw Error("screenshot: no host-visible memory for the read-back");
-  VkMemoryAllocateInfo ainfo{.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
-                             .memoryTypeIndex = type};
-  vk::check(vkAllocateMemory(dev, &ainfo, nullptr, &s.readback_memory), "vkAllocateMemory (screenshot)");
-  vk::check(vkBindBufferMemory(dev, s.readback, s.readback_memory, 0), "vkBindBufferMemory (screenshot)");
-  vk::check(vkMapMemory(dev, s.readback_memory, 0, VK_WHOLE_SIZE, 0, &s.readback_mapped), "vkMapMemory (screenshot)");
-  s.readback_size = size;
-}
+// [SECTION] Screenshots
 
-void Window::free_readback(Slot& s) {
-  const VkDevice dev = device_->handle();
-  if (s.readback) vkDestroyBuffer(dev, s.readback, nullptr);
-  if (s.readback_memory) vkFreeMemory(dev, s.readback_memory, nullptr);
-  s.readback = VK_NULL_HANDLE;
-  s.readback_memory = VK_NULL_HANDLE;
-  s.readback_mapped = nullptr;
-  s.readback_size = 0;
+void Window::request_screenshot(const fs::path& file) {
+  pending_screenshot_ = file;
+  std::lock_guard lock(screenshot_mutex_);
+  written_.erase(file.string());
 }
 
 bool Window::screenshot_written(const fs::path& file) const {
@@ -527,120 +717,67 @@ std::string Window::take_screenshot_error() {
   return std::exchange(screenshot_error_, {});
 }
 
+Window::Readback Window::make_readback(uint32_t slot) {
+  const VkDevice dev = device_->handle();
+  Readback r{.slot = slot, .width = extent_.width, .height = extent_.height};
+  VkBufferCreateInfo binfo{.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = VkDeviceSize(r.width) * r.height * 4,
+                           .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+  vk::check(vkCreateBuffer(dev, &binfo, nullptr, &r.buffer), "vkCreateBuffer (screenshot)");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(dev, r.buffer, &req);
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(device_->physical(), &props);
+  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  uint32_t type = UINT32_MAX;
+  for (uint32_t i = 0; i < props.memoryTypeCount && type == UINT32_MAX; ++i)
+    if ((req.memoryTypeBits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want) type = i;
+  VkMemoryAllocateInfo ainfo{.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                             .memoryTypeIndex = type};
+  if (type == UINT32_MAX || vkAllocateMemory(dev, &ainfo, nullptr, &r.memory) != VK_SUCCESS ||
+      vkBindBufferMemory(dev, r.buffer, r.memory, 0) != VK_SUCCESS ||
+      vkMapMemory(dev, r.memory, 0, VK_WHOLE_SIZE, 0, &r.mapped) != VK_SUCCESS) {
+    vkDestroyBuffer(dev, r.buffer, nullptr);
+    if (r.memory) vkFreeMemory(dev, r.memory, nullptr);
+    throw Error("screenshot: no host-visible memory for the read-back");
+  }
+  return r;
+}
+
 // Screenshots whose frames are done go to a thread each, to be encoded as PNG and written.
 void Window::collect_screenshots() {
-  for (Slot& s : slots_) {
-    if (s.screenshot.empty() || vkGetFenceStatus(device_->handle(), s.fence) != VK_SUCCESS) continue;
-    const bool bgr = format_.format == VK_FORMAT_B8G8R8A8_UNORM || format_.format == VK_FORMAT_B8G8R8A8_SRGB;
-    std::vector<uint8_t> rgba(size_t(s.width) * s.height * 4);
-    std::memcpy(rgba.data(), s.readback_mapped, rgba.size());
-    encoders_.emplace_back([this, file = std::exchange(s.screenshot, {}), rgba = std::move(rgba), width = s.width,
-                            height = s.height, bgr]() mutable {
+  const VkDevice dev = device_->handle();
+  const bool bgr = format_.format == VK_FORMAT_B8G8R8A8_UNORM || format_.format == VK_FORMAT_B8G8R8A8_SRGB;
+  for (size_t i = 0; i < readbacks_.size();) {
+    if (vkGetFenceStatus(dev, slots_[readbacks_[i].slot].fence) != VK_SUCCESS) {
+      ++i;
+      continue;
+    }
+    encoders_.emplace_back([this, dev, r = readbacks_[i], bgr] {
       try {
-        for (size_t i = 0; i < rgba.size(); i += 4) {
-          if (bgr) std::swap(rgba[i], rgba[i + 2]);
-          rgba[i + 3] = 255;
+        std::vector<uint8_t> rgba(size_t(r.width) * r.height * 4);
+        std::memcpy(rgba.data(), r.mapped, rgba.size());
+        for (size_t p = 0; p < rgba.size(); p += 4) {
+          if (bgr) std::swap(rgba[p], rgba[p + 2]);
+          rgba[p + 3] = 255;
         }
         std::string png;
         stbi_write_png_to_func(
             [](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size_t(size)); },
-            &png, int(width), int(height), 4, rgba.data(), int(width) * 4);
-        if (png.empty()) throw Error(file.string() + ": the PNG encoder failed");
-        if (file.has_parent_path()) fs::create_directories(file.parent_path());
-        write_file_atomically(file, png);
+            &png, int(r.width), int(r.height), 4, rgba.data(), int(r.width) * 4);
+        if (png.empty()) throw Error(r.file.string() + ": the PNG encoder failed");
+        if (r.file.has_parent_path()) fs::create_directories(r.file.parent_path());
+        write_file_atomically(r.file, png);
         std::lock_guard lock(screenshot_mutex_);
-        written_.insert(file.string());
+        written_.insert(r.file.string());
       } catch (const std::exception& e) {
         std::lock_guard lock(screenshot_mutex_);
         screenshot_error_ = e.what();
       }
+      vkDestroyBuffer(dev, r.buffer, nullptr);
+      vkFreeMemory(dev, r.memory, nullptr);
     });
+    readbacks_.erase(readbacks_.begin() + long(i));
   }
-}
-
-bool Window::presenter_idle() {
-  std::lock_guard lock(present_mutex_);
-  if (present_pending_) return false;
-  if (present_result_ == VK_ERROR_OUT_OF_DATE_KHR || present_result_ == VK_SUBOPTIMAL_KHR) dirty_ = true;
-  else if (present_result_ != VK_SUCCESS) vk::check(std::exchange(present_result_, VK_SUCCESS), "vkQueuePresentKHR");
-  present_result_ = VK_SUCCESS;
-  return true;
-}
-
-void Window::presenter_loop() {
-  const VkDevice dev = device_->handle();
-  std::unique_lock lock(present_mutex_);
-  for (;;) {
-    present_wake_.wait(lock, [&] { return present_pending_ || present_quit_; });
-    if (!present_pending_) return;  // quit
-    const uint32_t image = present_image_;
-    const Slot& s = slots_[present_slot_];
-    lock.unlock();
-    // Our own frame only: it went on the queue when no engine work was there.
-    vkWaitForFences(dev, 1, &s.fence, VK_TRUE, UINT64_MAX);
-    VkPresentInfoKHR info{.sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR, .waitSemaphoreCount = 1,
-                          .pWaitSemaphores = &rendered_[image], .swapchainCount = 1, .pSwapchains = &swapchain_,
-                          .pImageIndices = &image};
-    VkResult r;
-    {
-      std::lock_guard queue_lock(device_->queue_mutex());
-      r = vkQueuePresentKHR(device_->queue(), &info);
-    }
-    lock.lock();
-    present_result_ = r;
-    present_pending_ = false;
-  }
-}
-
-Window::Shown Window::present(ImDrawData* draw_data) {
-  collect_screenshots();
-  // A frame that looks like the one on the screen is not drawn again (software devices draw on the CPU
-  // cores that train).
-  const uint64_t hash = draw_data_hash(draw_data);
-  if (hash == last_hash_ && pending_screenshot_.empty() && !dirty_ && !image_held_) return Shown::unchanged;
-  if (!presenter_idle()) return Shown::no;  // the swapchain is the presenter's until it is done
-  if (dirty_ && !image_held_) {
-    wait_own_frames();
-    create_swapchain();
-    dirty_ = false;
-  }
-  if (!swapchain_ || extent_.width == 0) return Shown::no;
-  Slot& s = slots_[slot_];
-  const VkDevice dev = device_->handle();
-  if (!image_held_) {
-    if (vkGetFenceStatus(dev, s.fence) != VK_SUCCESS) return Shown::no;  // our previous frame in this slot is drawing
-    // Waits a little for the display (vsync), never for the engine.
-    VkResult r = vkAcquireNextImageKHR(dev, swapchain_, 8'000'000, s.acquired, VK_NULL_HANDLE, &image_);
-    if (r == VK_TIMEOUT || r == VK_NOT_READY) return Shown::no;
-    if (r == VK_ERROR_OUT_OF_DATE_KHR) {
-      dirty_ = true;
-      return Shown::no;
-    }
-    if (r == VK_SUBOPTIMAL_KHR) dirty_ = true;  // acquired all the same: present it, then rebuild
-    else vk::check(r, "vkAcquireNextImageKHR");
-    image_held_ = true;
-  }
-  const bool submitted = device_->submit_for_window([&](VkQueue queue) {
-    record(s, draw_data);
-    vk::check(vkResetFences(dev, 1, &s.fence), "vkResetFences");
-    const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
-    VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .waitSemaphoreCount = 1, .pWaitSemaphores = &s.acquired,
-                        .pWaitDstStageMask = &wait_stage, .commandBufferCount = 1, .pCommandBuffers = &s.cb,
-                        .signalSemaphoreCount = 1, .pSignalSemaphores = &rendered_[image_]};
-    vk::check(vkQueueSubmit(queue, 1, &submit, s.fence), "vkQueueSubmit (window)");
-  });
-  if (!submitted) return Shown::no;
-  last_hash_ = hash;
-  {
-    std::lock_guard lock(present_mutex_);
-    present_image_ = image_;
-    present_slot_ = slot_;
-    present_pending_ = true;
-  }
-  present_wake_.notify_one();
-  image_held_ = false;
-  slot_ = (slot_ + 1) % kSlots;
-  return Shown::presented;
 }
 
 }  // namespace ls::app

@@ -67,7 +67,7 @@ void draw_charts_panel(const RunsView& runs, ChartsPanelState& s, PanelIo& io) {
   }
   const int64_t shown = *runs.shown;
   // Controls: run, overlay, smoothing, log scale, export.
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 11);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 12.5f);
   if (ImGui::BeginCombo("##run", run_label(runs, shown).c_str())) {
     for (const auto& r : runs.runs)
       if (ImGui::Selectable(run_label(runs, r.id).c_str(), r.id == shown)) io.send(cmd::ShowRun{r.id});
@@ -75,7 +75,7 @@ void draw_charts_panel(const RunsView& runs, ChartsPanelState& s, PanelIo& io) {
   }
   io.tag("charts.run");
   ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7.5f);
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
   const std::string overlay = runs.overlay ? "vs " + run_label(runs, *runs.overlay) : "compare...";
   if (ImGui::BeginCombo("##overlay", overlay.c_str())) {
     if (ImGui::Selectable("(none)", !runs.overlay)) io.send(cmd::OverlayRun{std::nullopt});

@@ -173,7 +173,7 @@ StudioState Studio::state() const {
   return s;
 }
 
-void Studio::note_frame(double ms, bool drawn, bool up_to_date) {
+void Studio::note_frame(double ms, double cpu_wait_ms, bool drawn, bool up_to_date) {
   auto& f = frame_stats_;
   const auto now = Clock::now();
   ++f.frames;
@@ -184,7 +184,8 @@ void Studio::note_frame(double ms, bool drawn, bool up_to_date) {
     ++f.training_frames;
     f.training_drawn += drawn;
     f.training_up_to_date += up_to_date;
-    f.max_frame_ms = std::max(f.max_frame_ms, ms);
+    if (ms > f.max_frame_ms) f.max_frame_ms = ms, f.max_frame_cpu_wait_ms = cpu_wait_ms;
+    f.max_frame_ms_on_cpu = std::max(f.max_frame_ms_on_cpu, ms - cpu_wait_ms);
     if (!up_to_date && last_up_to_date_ != Clock::time_point{})
       f.max_stale_ms = std::max(f.max_stale_ms, std::chrono::duration<double, std::milli>(now - last_up_to_date_).count());
   }
@@ -294,6 +295,7 @@ void Studio::apply(Event& event) {
           [&](ev::TrainStep& e) {
             const auto& r = e.report;
             if (train_.state == TrainState::starting) train_.state = TrainState::running;
+            if (train_.run_id != r.run_id) runs_.shown = r.run_id;  // a new run: chart it
             train_.run_id = r.run_id;
             train_.step = r.step;
             train_.total = r.total;
@@ -304,7 +306,6 @@ void Studio::apply(Event& event) {
             train_.elapsed_s = r.elapsed_s;
             if (r.val_loss) train_.val_loss = r.val_loss;
             train_.checkpoint_asked = false;
-            if (!runs_.shown || runs_.shown != r.run_id) runs_.shown = r.run_id;
             merge_metrics(r.run_id, {{.step = r.step, .time = store::unix_now(), .loss = r.loss, .val_loss = r.val_loss,
                                       .lr = r.lr, .grad_norm = r.grad_norm, .tokens_per_s = r.tokens_per_s,
                                       .gpu_ms = r.gpu_ms}});

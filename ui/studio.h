@@ -40,6 +40,8 @@ struct FrameStats {
   uint64_t frames = 0, drawn = 0, up_to_date = 0;
   uint64_t training_frames = 0, training_drawn = 0, training_up_to_date = 0;
   double max_frame_ms = 0;     // the longest UI frame (input, drawing, submit) while training ran
+  double max_frame_cpu_wait_ms = 0;  // of which the UI thread waited for a CPU (another process had it)
+  double max_frame_ms_on_cpu = 0;    // the longest frame less its wait for a CPU
   double max_stale_ms = 0;     // the longest time the screen lagged behind the UI while training ran
   double draws_per_s = 0;      // recent rate of drawn frames
 };
@@ -70,8 +72,9 @@ class Studio {
   void frame();
   // Paths dropped on the window: a model folder, a JSONL file or an adapter folder.
   void drop(const std::vector<std::filesystem::path>& paths);
-  // After each frame: how long it took, whether it was drawn, whether the screen shows it.
-  void note_frame(double ms, bool drawn, bool up_to_date);
+  // After each frame: how long it took (and of that, how long the thread waited for a CPU), whether it
+  // was drawn, whether the screen shows it.
+  void note_frame(double ms, double cpu_wait_ms, bool drawn, bool up_to_date);
   bool quit_requested() const { return quit_; }
   void request_quit() { quit_ = true; }
   bool training() const;

