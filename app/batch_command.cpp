@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "toml_config.h"
+#include "train/option_help.h"
 #include "vk/device.h"
 
 namespace ls::app {
@@ -28,39 +29,37 @@ std::string duration(double s) {
 void add_batch_options(CLI::App& app, BatchArgs& a) {
   auto& c = a.config;
   auto* g = app.add_option_group("Training (--batch)", "headless LoRA training");
-  g->add_option("--model", c.model, "Hugging Face model folder");
-  g->add_option("--data", c.data, "training data, JSONL: {\"text\"}, {\"prompt\", \"completion\"} or {\"messages\"} per line");
-  g->add_option("--out", c.out, "run folder for the adapter, checkpoints, config and metrics")->capture_default_str();
-  g->add_option("--val-data", c.data_options.validation_file, "validation JSONL");
-  g->add_option("--val-fraction", a.val_fraction, "hold out this share of --data for validation instead");
-  g->add_option("--steps", c.steps, "optimizer steps (0: as many as --epochs give)")->capture_default_str();
-  g->add_option("--epochs", c.data_options.epochs, "passes over the data")->capture_default_str();
-  g->add_option("--lr", c.schedule.lr, "peak learning rate")->capture_default_str();
-  g->add_option("--schedule", a.schedule, "constant, linear or cosine decay after the warmup")->capture_default_str();
-  g->add_option("--warmup", c.schedule.warmup_steps, "linear warmup steps")->capture_default_str();
-  g->add_option("--rank", c.rank, "LoRA rank r")->capture_default_str();
-  g->add_option("--alpha", c.alpha, "LoRA alpha (scale alpha / r)")->capture_default_str();
-  g->add_flag("--rslora", c.rslora, "scale alpha / sqrt(r) (rsLoRA)");
-  g->add_option("--dropout", c.dropout, "LoRA dropout (0 only, for now)")->capture_default_str();
-  g->add_option("--targets", a.targets, "projections to adapt: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj")
-      ->capture_default_str();
-  g->add_option("--batch-size", c.batch_size, "sequences per micro-batch")->capture_default_str();
-  g->add_option("--seq-len", c.data_options.max_seq_len, "longest sequence; longer examples are truncated")
-      ->capture_default_str();
-  g->add_option("--grad-accum", c.grad_accum, "micro-batches per optimizer step")->capture_default_str();
-  g->add_option("--weight-decay", c.optimizer.weight_decay, "AdamW weight decay")->capture_default_str();
-  g->add_option("--max-grad-norm", c.optimizer.max_grad_norm, "clip the global gradient norm (0: off)")
-      ->capture_default_str();
-  g->add_option("--val-every", c.val_every, "steps between validation losses (0: at the end)")->capture_default_str();
-  g->add_option("--save-every", c.save_every, "steps between checkpoints (0: none; the adapter is written at the end and on Ctrl-C)")->capture_default_str();
-  g->add_option("--seed", c.seed, "seed of the LoRA initialisation and of the data order")->capture_default_str();
-  g->add_flag("--train-on-prompt", c.data_options.train_on_prompt, "also train on prompts and user turns");
-  g->add_flag("--pack", c.data_options.pack, "pack short examples into full rows");
-  g->add_flag("--skip-bad-lines", c.data_options.skip_bad_lines, "report and skip malformed JSONL lines");
-  g->add_option("--resume", c.resume, "continue from a checkpoint-N folder of a run with the same options");
-  g->add_option("--store", a.store, "run store (SQLite) path (default: ~/.local/share/lorastudio/runs.sqlite)");
+  namespace h = train::option_help;
+  g->add_option(h::kModel.flag, c.model, h::kModel.text);
+  g->add_option(h::kData.flag, c.data, h::kData.text);
+  g->add_option(h::kOut.flag, c.out, h::kOut.text)->capture_default_str();
+  g->add_option(h::kValData.flag, c.data_options.validation_file, h::kValData.text);
+  g->add_option(h::kValFraction.flag, a.val_fraction, h::kValFraction.text);
+  g->add_option(h::kSteps.flag, c.steps, h::kSteps.text)->capture_default_str();
+  g->add_option(h::kEpochs.flag, c.data_options.epochs, h::kEpochs.text)->capture_default_str();
+  g->add_option(h::kLr.flag, c.schedule.lr, h::kLr.text)->capture_default_str();
+  g->add_option(h::kSchedule.flag, a.schedule, h::kSchedule.text)->capture_default_str();
+  g->add_option(h::kWarmup.flag, c.schedule.warmup_steps, h::kWarmup.text)->capture_default_str();
+  g->add_option(h::kRank.flag, c.rank, h::kRank.text)->capture_default_str();
+  g->add_option(h::kAlpha.flag, c.alpha, h::kAlpha.text)->capture_default_str();
+  g->add_flag(h::kRslora.flag, c.rslora, h::kRslora.text);
+  g->add_option(h::kDropout.flag, c.dropout, h::kDropout.text)->capture_default_str();
+  g->add_option(h::kTargets.flag, a.targets, h::kTargets.text)->capture_default_str();
+  g->add_option(h::kBatchSize.flag, c.batch_size, h::kBatchSize.text)->capture_default_str();
+  g->add_option(h::kSeqLen.flag, c.data_options.max_seq_len, h::kSeqLen.text)->capture_default_str();
+  g->add_option(h::kGradAccum.flag, c.grad_accum, h::kGradAccum.text)->capture_default_str();
+  g->add_option(h::kWeightDecay.flag, c.optimizer.weight_decay, h::kWeightDecay.text)->capture_default_str();
+  g->add_option(h::kMaxGradNorm.flag, c.optimizer.max_grad_norm, h::kMaxGradNorm.text)->capture_default_str();
+  g->add_option(h::kValEvery.flag, c.val_every, h::kValEvery.text)->capture_default_str();
+  g->add_option(h::kSaveEvery.flag, c.save_every, h::kSaveEvery.text)->capture_default_str();
+  g->add_option(h::kSeed.flag, c.seed, h::kSeed.text)->capture_default_str();
+  g->add_flag(h::kTrainOnPrompt.flag, c.data_options.train_on_prompt, h::kTrainOnPrompt.text);
+  g->add_flag(h::kPack.flag, c.data_options.pack, h::kPack.text);
+  g->add_flag(h::kSkipBadLines.flag, c.data_options.skip_bad_lines, h::kSkipBadLines.text);
+  g->add_option(h::kResume.flag, c.resume, h::kResume.text);
+  g->add_option(h::kStore.flag, a.store, h::kStore.text);
   g->add_flag("--quiet", a.quiet, "no progress output");
-  g->add_flag("--profile", c.profile, "store GPU time per op group every step in the run store (timestamps around every dispatch)");
+  g->add_flag(h::kProfile.flag, c.profile, h::kProfile.text);
   add_toml_config(app, "--config",
                   "TOML file with any of these options: key = value, keys named like the long options (batch_size or "
                   "batch-size = 4; targets = [\"q_proj\", \"v_proj\"]); options on the command line win");

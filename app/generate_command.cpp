@@ -6,16 +6,11 @@
 #include <filesystem>
 #include <iostream>
 #include <fstream>
-#include <set>
-
-#include <nlohmann/json.hpp>
 
 #include "error.h"
 #include "infer/generator.h"
-#include "infer/text_stream.h"
+#include "infer/chat_session.h"
 #include "model/peft_adapter.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 #include "vk/device.h"
 
 namespace ls::app {
@@ -49,53 +44,16 @@ namespace {
 struct Session {
   vk::Device device;
   model::Model model;
-  tok::Tokenizer tokenizer;
-  tok::ChatTemplate chat;
+  infer::ChatModelFiles files;
   std::optional<model::LoraAdapter> adapter;
-  std::vector<int32_t> eos;
 
   explicit Session(const GenerateArgs& a)
       : device({.select = a.device}),
-        model(load_model(device, a.model)),
-        tokenizer(load_tokenizer(a.model)),
-        chat(load_template(a.model)) {
+        model(model::Model::load(device, a.model)),
+        files(infer::ChatModelFiles::load(a.model, model.config)) {
+    for (const auto& w : files.warnings) std::cerr << "lorastudio: warning: " << w << "\n";
     if (!a.adapter.empty()) adapter = model::load_peft_adapter(device, model.config, a.adapter);
-    if (!a.ignore_eos) eos = eos_ids(a.model);
-  }
-
-  static model::Model load_model(vk::Device& device, const std::string& dir) { return model::Model::load(device, dir); }
-  static tok::Tokenizer load_tokenizer(const std::string& dir) {
-    if (!fs::exists(fs::path(dir) / "tokenizer.json"))
-      throw Error(dir + ": no tokenizer.json in the model folder (lorastudio needs the model's own tokenizer)");
-    return tok::Tokenizer::load(dir);
-  }
-  static tok::ChatTemplate load_template(const std::string& dir) {
-    std::vector<std::string> warnings;
-    auto path = fs::path(dir) / "tokenizer_config.json";
-    auto t = fs::exists(path) ? tok::ChatTemplate::from_tokenizer_config(path, &warnings)
-                              : tok::ChatTemplate::recognise("", path.string(), &warnings);
-    for (const auto& w : warnings) std::cerr << "lorastudio: warning: " << w << "\n";
-    return t;
-  }
-  // End-of-sequence ids: config.json's, generation_config.json's and the tokenizer's eos token.
-  std::vector<int32_t> eos_ids(const std::string& dir) const {
-    std::set<int32_t> ids(model.config.eos_token_ids.begin(), model.config.eos_token_ids.end());
-    if (auto e = tokenizer.eos_id()) ids.insert(*e);
-    auto gen = fs::path(dir) / "generation_config.json";
-    if (fs::exists(gen)) {
-      try {
-        auto j = nlohmann::json::parse(std::ifstream(gen));
-        if (j.contains("eos_token_id")) {
-          const auto& e = j["eos_token_id"];
-          if (e.is_number_integer()) ids.insert(e.get<int32_t>());
-          if (e.is_array())
-            for (const auto& x : e) ids.insert(x.get<int32_t>());
-        }
-      } catch (const std::exception& ex) {
-        throw Error(gen.string() + ": " + ex.what());
-      }
-    }
-    return {ids.begin(), ids.end()};
+    if (a.ignore_eos) files.eos.clear();
   }
 
   DType act(const GenerateArgs& a) const {
@@ -111,7 +69,7 @@ infer::GenerateOptions generate_options(const GenerateArgs& a, const Session& s)
   o.sampling = {.temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p, .min_p = a.min_p,
                 .repetition_penalty = a.repetition_penalty, .seed = a.seed};
   infer::validate(o.sampling);
-  o.stop_ids = s.eos;
+  o.stop_ids = s.files.eos;
   return o;
 }
 
@@ -120,28 +78,11 @@ void print_stats(const infer::GenerateStats& st) {
                st.prefill_tokens_per_second(), st.new_tokens, st.decode_tokens_per_second(), st.stop_reason.c_str());
 }
 
-// Generates a reply to the context the generator holds plus `prompt`, streaming it to stdout.
-std::pair<std::string, infer::GenerateStats> stream_reply(Session& s, infer::Generator& g, std::span<const int32_t> prompt,
-                                                          const infer::GenerateOptions& o, std::vector<std::string> stops,
-                                                          const std::string& dump_logits = "") {
-  infer::TextStream text(s.tokenizer, std::move(stops));
-  bool first = true;
-  auto stats = g.generate(prompt, o, [&](int32_t id) {
-    if (first && !dump_logits.empty()) {
-      auto l = g.logits();
-      std::ofstream(dump_logits, std::ios::binary).write(reinterpret_cast<const char*>(l.data()), std::streamsize(l.size_bytes()));
-    }
-    first = false;
-    std::string piece = text.push(id);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-    return !text.stopped();
-  });
-  std::string rest = text.finish();
-  std::fwrite(rest.data(), 1, rest.size(), stdout);
-  if (text.stopped()) stats.stop_reason = "stop string";
+// Writes each piece of the reply to stdout as it comes.
+bool print_piece(std::string_view piece) {
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
   std::fflush(stdout);
-  return {text.text(), stats};
+  return true;
 }
 
 }  // namespace
@@ -156,14 +97,22 @@ int run_generate(const GenerateArgs& a) {
     std::vector<tok::ChatMessage> messages;
     if (!a.system.empty()) messages.push_back({"system", a.system});
     messages.push_back({"user", a.prompt});
-    text = s.chat.render_text(messages, true);
-    for (auto& st : s.chat.stop_strings()) stops.push_back(st);
+    text = s.files.chat.render_text(messages, true);
+    for (auto& st : s.files.chat.stop_strings()) stops.push_back(st);
   }
-  auto ids = s.tokenizer.encode(text, false);
+  auto ids = s.files.tokenizer.encode(text, false);
   if (ids.empty()) throw Error("generate: the prompt is empty");
-  auto [reply, stats] = stream_reply(s, g, ids, options, stops, a.dump_logits);
+  bool first = true;
+  auto reply = infer::stream_reply(g, s.files.tokenizer, ids, options, stops, [&](std::string_view piece) {
+    if (first && !a.dump_logits.empty()) {  // the prompt's last-position logits, before the first decode
+      auto l = g.logits();
+      std::ofstream(a.dump_logits, std::ios::binary).write(reinterpret_cast<const char*>(l.data()), std::streamsize(l.size_bytes()));
+    }
+    first = false;
+    return print_piece(piece);
+  });
   std::fputc('\n', stdout);
-  print_stats(stats);
+  print_stats(reply.stats);
   return 0;
 }
 
@@ -189,23 +138,11 @@ int run_chat(const GenerateArgs& a) {
     }
     if (line.empty()) continue;
     messages.push_back({"user", line});
-    auto ids = s.tokenizer.encode(s.chat.render_text(messages, true), false);
-    // Reuse the KV cache for the longest common prefix of the re-rendered conversation.
-    auto ctx = g.context();
-    size_t common = 0;
-    while (common < ctx.size() && common < ids.size() && ctx[common] == ids[common]) ++common;
-    if (common == ids.size()) --common;  // at least one token to prefill, for fresh logits
-    if (ids.size() + a.max_tokens > g.capacity()) {  // no room: start over with this turn only
-      std::cerr << "(context full: the history was dropped)\n";
-      messages.erase(messages.begin() + (a.system.empty() ? 0 : 1), messages.end() - 1);
-      ids = s.tokenizer.encode(s.chat.render_text(messages, true), false);
-      common = 0;
-    }
-    g.truncate(uint32_t(common));
-    auto [reply, stats] = stream_reply(s, g, std::span(ids).subspan(common), options, s.chat.stop_strings());
-    messages.push_back({"assistant", reply});
+    auto reply = infer::chat_turn(g, s.files, messages, options, print_piece);
+    if (reply.history_dropped) std::cerr << "\n(context full: the history was dropped)\n";
+    messages.push_back({"assistant", reply.text});
     std::cout << "\n";
-    print_stats(stats);
+    print_stats(reply.stats);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
-// lorastudio: command line entry. `--batch` trains headless; `generate` and `chat` run a model from the
-// terminal; `export --merge` writes the model with an adapter merged in; with no command it reports the
-// version and the Vulkan devices (the GUI arrives with its issue).
+// lorastudio: command line entry. With no command it opens the desktop app (app/gui.h); `--batch` trains
+// headless; `generate` and `chat` run a model from the terminal; `export --merge` writes the model with
+// an adapter merged in; `--version` and `--devices` report. Without a display the default is the device
+// report and a line saying why no window opened.
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
@@ -10,6 +11,7 @@
 #include "batch_command.h"
 #include "export_command.h"
 #include "generate_command.h"
+#include "gui.h"
 #include "vk/device.h"
 
 namespace {
@@ -53,6 +55,11 @@ int main(int argc, char** argv) {
   auto* export_cmd = app.add_subcommand("export", "Write a trained adapter in another form: --merge writes the model "
                                                   "with the adapter merged in, a safetensors folder transformers loads");
   ls::app::add_export_options(*export_cmd, export_args);
+  ls::app::GuiArgs gui;
+  auto* gui_group = app.add_option_group("Desktop app (the default)", "the window");
+  gui_group->add_option("--ui-script", gui.ui_script, "run a UI scenario in the window (see ui/ui_script.h)");
+  gui_group->add_option("--geometry", gui.geometry, "window size WIDTHxHEIGHT (default: 85% of the screen)");
+  gui_group->add_flag("--validation", gui.validation, "Vulkan validation layer on (also LORASTUDIO_VALIDATION=1)");
   app.footer(
       "Exit codes: 0 success, 1 error (one line on stderr), 2 bad command line, 130 training stopped by Ctrl-C\n"
       "(a checkpoint was written).\n");
@@ -86,7 +93,15 @@ int main(int argc, char** argv) {
       std::cout << "lorastudio " << LS_VERSION << "\n";
       if (!devices) return 0;
     }
-    return report_devices(device);
+    if (devices) return report_devices(device);
+    if (!ls::app::display_available() && gui.ui_script.empty()) {
+      std::cerr << "lorastudio: no display (DISPLAY and WAYLAND_DISPLAY are unset), so no window; "
+                   "`lorastudio --batch` trains headless. The Vulkan devices:\n";
+      return report_devices(device);
+    }
+    gui.device = device;
+    gui.store = batch_args.store;
+    return ls::app::run_gui(gui);
   } catch (const std::exception& e) {
     std::cerr << "lorastudio: " << e.what() << "\n";
     return 1;

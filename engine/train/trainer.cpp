@@ -193,7 +193,8 @@ double mean_loss(StepProgram& s, std::span<const Example> rows, uint32_t B, uint
 
 }  // namespace
 
-TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<bool(const StepReport&)>& on_step) {
+TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<bool(const StepReport&)>& on_step,
+                  std::atomic<bool>* checkpoint_now) {
   TrainConfig c = c_in;
   validate(c);
   const auto model = model::Model::load(dev, c.model);
@@ -285,6 +286,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       if (c.profile) add_timings(gpu_ms, update, "optimizer");
       StepReport r;
       r.gpu_ms = std::move(gpu_ms);
+      r.run_id = run_id;
       r.step = s;
       r.total = total;
       r.loss = loss_sum / micro;
@@ -306,7 +308,8 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       result.last_loss = r.loss;
       result.steps = s;
       const bool go_on = on_step(r);
-      if (c.save_every && s % c.save_every == 0 && !last) checkpoint(s);
+      const bool asked = checkpoint_now && checkpoint_now->exchange(false);
+      if ((c.save_every && s % c.save_every == 0 && !last) || (asked && go_on)) checkpoint(s);
       if (!go_on) {
         checkpoint(s);
         result.stopped = true;

@@ -3,6 +3,7 @@
 // replays recorded programs (zero the gradients; forward+backward per micro-batch; global grad norm,
 // clip and AdamW) with the batch and the step's hyper-parameters written into host-visible tensors
 // (DESIGN.md "Record once, replay many"). Progress goes to a callback and to the SQLite run store.
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -42,6 +43,7 @@ struct TrainConfig {
 };
 
 struct StepReport {
+  int64_t run_id = 0;                // in the run store
   uint32_t step = 0, total = 0;      // 1-based step of total
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
   std::optional<double> val_loss;
@@ -66,6 +68,9 @@ void validate(const TrainConfig& config);
 std::string config_json(const TrainConfig& config);
 
 // Trains. on_step is called after every optimizer step; returning false stops after writing a checkpoint.
-TrainResult train(vk::Device& device, const TrainConfig& config, const std::function<bool(const StepReport&)>& on_step);
+// When *checkpoint_now is set after a step (another thread sets it), a checkpoint is written and it is
+// cleared.
+TrainResult train(vk::Device& device, const TrainConfig& config, const std::function<bool(const StepReport&)>& on_step,
+                  std::atomic<bool>* checkpoint_now = nullptr);
 
 }  // namespace ls::train

@@ -32,7 +32,7 @@ bool device_has_extension(VkPhysicalDevice physical, const char* name) {
   return std::any_of(exts.begin(), exts.end(), [&](auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
-VkInstance create_instance(bool validation) {
+VkInstance create_instance(bool validation, const std::vector<std::string>& extra_extensions = {}) {
   uint32_t loader_version = VK_API_VERSION_1_0;
   vkEnumerateInstanceVersion(&loader_version);
   if (loader_version < VK_API_VERSION_1_2)
@@ -42,6 +42,7 @@ VkInstance create_instance(bool validation) {
                         .engineVersion = VK_MAKE_API_VERSION(0, 0, 1, 0),
                         .apiVersion = std::min<uint32_t>(loader_version, VK_API_VERSION_1_3)};
   std::vector<const char*> layers, extensions;
+  for (const auto& e : extra_extensions) extensions.push_back(e.c_str());
   if (validation) {
     if (!has_layer("VK_LAYER_KHRONOS_validation"))
       throw Error("validation was asked for but VK_LAYER_KHRONOS_validation is not installed "
@@ -57,8 +58,33 @@ VkInstance create_instance(bool validation) {
   VkResult r = vkCreateInstance(&info, nullptr, &instance);
   if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
     throw Error("no Vulkan driver found (install mesa-vulkan-drivers for a CPU device, or your GPU's driver)");
+  if (r == VK_ERROR_EXTENSION_NOT_PRESENT && !extra_extensions.empty()) {
+    std::string names;
+    for (const auto& e : extra_extensions) names += (names.empty() ? "" : ", ") + e;
+    throw Error("the Vulkan loader lacks an instance extension the window needs (" + names + ")");
+  }
   check(r, "vkCreateInstance");
   return instance;
+}
+
+uint32_t queue_timestamp_bits(VkPhysicalDevice physical, uint32_t family) {
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> queues(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, queues.data());
+  return family < nq ? queues[family].timestampValidBits : 0;
+}
+
+// A queue family with graphics, compute and presentation to the window, or -1.
+int window_queue_family(VkInstance instance, VkPhysicalDevice physical, const DeviceOptions& options) {
+  uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> queues(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &nq, queues.data());
+  const VkQueueFlags need = VK_QUEUE_GRAPHICS_BIT | VK_QUEUE_COMPUTE_BIT;
+  for (uint32_t i = 0; i < nq; ++i)
+    if ((queues[i].queueFlags & need) == need && options.can_present(instance, physical, i)) return int(i);
+  return -1;
 }
 
 std::vector<VkPhysicalDevice> physical_devices(VkInstance instance) {
@@ -113,7 +139,7 @@ uint32_t choose_device(const std::vector<DeviceReport>& devices, const std::stri
 
 Device::Device(const DeviceOptions& options) : on_validation_message_(options.on_validation_message) {
   bool validation = options.validation || env_flag("LORASTUDIO_VALIDATION");
-  instance_ = create_instance(validation);
+  instance_ = create_instance(validation, options.instance_extensions);
   try {
     if (validation) {
       VkDebugUtilsMessengerCreateInfoEXT minfo{
@@ -129,17 +155,29 @@ Device::Device(const DeviceOptions& options) : on_validation_message_(options.on
       check(create(instance_, &minfo, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
     }
     auto devs = physical_devices(instance_);
-    std::vector<DeviceReport> reports;
-    for (uint32_t i = 0; i < devs.size(); ++i) reports.push_back(read_device_report(instance_, devs[i], i));
+    // For a window, only devices with a queue that computes, draws and presents to it are candidates.
+    std::vector<DeviceReport> reports, candidates;
+    std::vector<int> window_families;
+    for (uint32_t i = 0; i < devs.size(); ++i) {
+      reports.push_back(read_device_report(instance_, devs[i], i));
+      window_families.push_back(options.can_present ? window_queue_family(instance_, devs[i], options) : 0);
+      if (window_families.back() >= 0) candidates.push_back(reports.back());
+    }
+    if (candidates.empty() && !reports.empty())
+      throw Error("no Vulkan device has a queue that can compute, draw and present to the window");
     std::string select = options.select;
     if (select.empty())
       if (const char* e = std::getenv("LORASTUDIO_DEVICE")) select = e;
-    uint32_t index = choose_device(reports, select);
+    const uint32_t index = choose_device(candidates, select);
     physical_ = devs[index];
     report_ = reports[index];
+    if (options.can_present) {
+      report_.queue_family = uint32_t(window_families[index]);
+      report_.timestamps = report_.timestamp_period_ns > 0 && queue_timestamp_bits(physical_, report_.queue_family) > 0;
+    }
     if (options.storage_range_limit && options.storage_range_limit < report_.max_storage_range)
       report_.max_storage_range = options.storage_range_limit;
-    create_logical_device();
+    create_logical_device(options);
     finish_setup(options.pipeline_cache);
   } catch (...) {
     release();
@@ -159,34 +197,46 @@ Device::Device(const DeviceInit& init) : owns_(false) {
     if (devs[i] == physical_) index = i;
   report_ = read_device_report(instance_, physical_, index);
   report_.queue_family = init.queue_family;
+  report_.timestamps = report_.timestamp_period_ns > 0 && queue_timestamp_bits(physical_, report_.queue_family) > 0;
+  if (!report_.usable()) throw Error("device " + report_.name + " lacks 16-bit storage, shaderInt16 or Vulkan 1.2");
+  coopmat_ = DeviceRequirements(physical_, report_).coopmat();
   finish_setup("");
 }
 
-void Device::create_logical_device() {
+DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceReport& report) {
+  coop_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  f12_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+  f11_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12_};
+  features_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11_};
+  f11_.storageBuffer16BitAccess = VK_TRUE;
+  f12_.shaderFloat16 = report.float16;
+  f12_.vulkanMemoryModel = report.memory_model;
+  features_.features.shaderInt16 = VK_TRUE;
+  if (report.coopmat_nv && report.memory_model && device_has_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+    extensions_.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    coop_.cooperativeMatrix = VK_TRUE;
+    f12_.pNext = &coop_;
+    bool shape = std::any_of(report.coopmat_shapes.begin(), report.coopmat_shapes.end(), [](const CoopMatShape& s) {
+      return s.m == 16 && s.n == 16 && s.k == 16 && s.a == "f16" && s.b == "f16" && s.c == "f32";
+    });
+    coopmat_ = shape && report.subgroup_size == 32 && report.float16 && !env_flag("LORASTUDIO_NO_COOPMAT");
+  }
+}
+
+void Device::create_logical_device(const DeviceOptions& options) {
   if (!report_.usable()) throw Error("device " + report_.name + " lacks 16-bit storage, shaderInt16 or Vulkan 1.2");
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qinfo{.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
                                 .queueFamilyIndex = report_.queue_family, .queueCount = 1,
                                 .pQueuePriorities = &priority};
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-  VkPhysicalDeviceVulkan12Features f12{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  VkPhysicalDeviceVulkan11Features f11{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12};
-  VkPhysicalDeviceFeatures2 features{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11};
-  f11.storageBuffer16BitAccess = VK_TRUE;
-  f12.shaderFloat16 = report_.float16;
-  f12.vulkanMemoryModel = report_.memory_model;
-  features.features.shaderInt16 = VK_TRUE;
-  std::vector<const char*> extensions;
-  if (report_.coopmat_nv && report_.memory_model && device_has_extension(physical_, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
-    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
-    coop.cooperativeMatrix = VK_TRUE;
-    f12.pNext = &coop;
-    bool shape = std::any_of(report_.coopmat_shapes.begin(), report_.coopmat_shapes.end(), [](const CoopMatShape& s) {
-      return s.m == 16 && s.n == 16 && s.k == 16 && s.a == "f16" && s.b == "f16" && s.c == "f32";
-    });
-    coopmat_ = shape && report_.subgroup_size == 32 && report_.float16 && !env_flag("LORASTUDIO_NO_COOPMAT");
+  const DeviceRequirements needs(physical_, report_);
+  coopmat_ = needs.coopmat();
+  std::vector<const char*> extensions = needs.extensions();
+  for (const auto& e : options.device_extensions) {
+    if (!device_has_extension(physical_, e.c_str())) throw Error("device " + report_.name + " lacks " + e);
+    extensions.push_back(e.c_str());
   }
-  VkDeviceCreateInfo dinfo{.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = &features,
+  VkDeviceCreateInfo dinfo{.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = needs.features(),
                            .queueCreateInfoCount = 1, .pQueueCreateInfos = &qinfo,
                            .enabledExtensionCount = uint32_t(extensions.size()),
                            .ppEnabledExtensionNames = extensions.data()};
@@ -212,8 +262,6 @@ void Device::finish_setup(const std::string& cache) {
                                 .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                 .queueFamilyIndex = report_.queue_family};
   check(vkCreateCommandPool(device_, &pinfo, nullptr, &transfer_pool_), "vkCreateCommandPool");
-  VkFenceCreateInfo finfo{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-  check(vkCreateFence(device_, &finfo, nullptr, &fence_), "vkCreateFence");
 }
 
 Device::~Device() { release(); }
@@ -222,9 +270,10 @@ void Device::release() {
   if (device_) vkDeviceWaitIdle(device_);
   pipelines_.reset();
   memory_.reset();
-  if (fence_) vkDestroyFence(device_, fence_, nullptr);
+  for (VkFence f : all_fences_) vkDestroyFence(device_, f, nullptr);
+  all_fences_.clear();
+  free_fences_.clear();
   if (transfer_pool_) vkDestroyCommandPool(device_, transfer_pool_, nullptr);
-  fence_ = VK_NULL_HANDLE;
   transfer_pool_ = VK_NULL_HANDLE;
   if (!owns_) return;
   if (device_) vkDestroyDevice(device_, nullptr);
@@ -250,12 +299,62 @@ VKAPI_ATTR VkBool32 VKAPI_CALL Device::on_debug_message(VkDebugUtilsMessageSever
   return VK_FALSE;
 }
 
+VkFence Device::take_fence() {
+  std::lock_guard lock(fence_mutex_);
+  if (!free_fences_.empty()) {
+    VkFence f = free_fences_.back();
+    free_fences_.pop_back();
+    return f;
+  }
+  VkFenceCreateInfo finfo{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence f = VK_NULL_HANDLE;
+  check(vkCreateFence(device_, &finfo, nullptr, &f), "vkCreateFence");
+  all_fences_.push_back(f);
+  return f;
+}
+
+void Device::return_fence(VkFence fence) {
+  std::lock_guard lock(fence_mutex_);
+  free_fences_.push_back(fence);
+}
+
 void Device::submit_and_wait(VkCommandBuffer cb) {
   VkSubmitInfo info{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
-  std::lock_guard lock(*queue_mutex_);
-  check(vkResetFences(device_, 1, &fence_), "vkResetFences");
-  check(vkQueueSubmit(queue_, 1, &info, fence_), "vkQueueSubmit");
-  check(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  VkFence fence = take_fence();
+  try {
+    check(vkResetFences(device_, 1, &fence), "vkResetFences");
+    {
+      std::unique_lock lock(*queue_mutex_);
+      // A window waiting to present goes first (for at most kClaimTimeout after it asked, so a window
+      // that stopped drawing cannot stall the engine).
+      if (claimed_) claim_released_.wait_until(lock, claimed_at_ + kClaimTimeout, [&] { return !claimed_; });
+      claimed_ = false;
+      check(vkQueueSubmit(queue_, 1, &info, fence), "vkQueueSubmit");
+      ++in_flight_;
+    }
+    VkResult r = vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX);
+    --in_flight_;
+    check(r, "vkWaitForFences");
+  } catch (...) {
+    return_fence(fence);
+    throw;
+  }
+  return_fence(fence);
+}
+
+bool Device::submit_for_window(const std::function<void(VkQueue)>& submit) {
+  {
+    std::unique_lock lock(*queue_mutex_);
+    if (in_flight_.load() > 0) {
+      if (!claimed_) claimed_at_ = std::chrono::steady_clock::now();
+      claimed_ = true;
+      return false;
+    }
+    claimed_ = false;
+    submit(queue_);  // may throw: the claim is cleared already
+  }
+  claim_released_.notify_all();
+  return true;
 }
 
 void Device::copy(const Allocation& src, VkDeviceSize src_offset, const Allocation& dst, VkDeviceSize dst_offset,

@@ -1,8 +1,20 @@
 #pragma once
-// The engine's Vulkan device: created headless, or adopting the window's instance and device (the GUI
-// hands its own in, so one VkDevice serves both). Owns memory, pipelines and the queue; submissions to
+// The engine's Vulkan device: created headless, created for a window (with the instance and device
+// extensions the window needs and a queue that can present), or adopting a window's instance and device.
+// One VkDevice serves the window and the engine. Owns memory, pipelines and the queue; submissions to
 // the queue are serialised here because a VkQueue is externally synchronised.
+//
+// Sharing the one queue with a window (DESIGN.md "Threads and queues"): engine submissions hold the
+// queue mutex only for vkQueueSubmit and wait for their own fence outside it, so a window never waits for
+// engine GPU work by taking the mutex. But on a device with one queue (lavapipe, many integrated GPUs) a
+// frame submitted behind a long training step is presented late, and software presentation even waits
+// for the frame's fence inside vkQueuePresentKHR. So the window submits through submit_for_window(),
+// which runs its submit-and-present only while no engine work is on the queue; when some is, it returns
+// false at once (the window skips presenting this frame and tries again next loop), and engine
+// submissions that start within kClaimTimeout wait for the window's turn first.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -30,9 +42,41 @@ struct DeviceOptions {
   // Lower the binding limit below the device's maxStorageBufferRange (0: keep it). Tests use it to
   // exercise the split paths of big tensors on any device.
   uint64_t storage_range_limit = 0;
+  // For a window on this device: the instance extensions it needs (glfwGetRequiredInstanceExtensions),
+  // the device extensions (VK_KHR_swapchain), and whether a queue family of a physical device can present
+  // to it (glfwGetPhysicalDevicePresentationSupport). With can_present set, the queue is of a family
+  // with graphics, compute and presentation, and devices without one are not chosen.
+  std::vector<std::string> instance_extensions, device_extensions;
+  std::function<bool(VkInstance, VkPhysicalDevice, uint32_t family)> can_present;
 };
 
-// The objects a window already created, for Device to adopt without owning them.
+// What the engine needs enabled on a VkDevice: Vulkan 1.2; storageBuffer16BitAccess and shaderInt16;
+// shaderFloat16 and vulkanMemoryModel when offered; VK_NV_cooperative_matrix with its feature when the
+// device offers it with the memory model. A window that creates the device itself chains features()
+// into its VkDeviceCreateInfo, adds extensions, and hands the device to Device(const DeviceInit&).
+class DeviceRequirements {
+ public:
+  DeviceRequirements(VkPhysicalDevice physical, const DeviceReport& report);
+  DeviceRequirements(const DeviceRequirements&) = delete;  // the feature structs point at each other
+  DeviceRequirements& operator=(const DeviceRequirements&) = delete;
+
+  const std::vector<const char*>& extensions() const { return extensions_; }
+  const VkPhysicalDeviceFeatures2* features() const { return &features_; }  // VkDeviceCreateInfo::pNext
+  // The tensor-core kernels (f16 16x16x16, subgroups of 32) can run on a device created with these
+  // (LORASTUDIO_NO_COOPMAT=1 turns them off).
+  bool coopmat() const { return coopmat_; }
+
+ private:
+  std::vector<const char*> extensions_;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_{};
+  VkPhysicalDeviceVulkan12Features f12_{};
+  VkPhysicalDeviceVulkan11Features f11_{};
+  VkPhysicalDeviceFeatures2 features_{};
+  bool coopmat_ = false;
+};
+
+// The objects a window already created, for Device to adopt without owning them. The device must have
+// been created with DeviceRequirements(physical, report) (features chained, extensions enabled).
 struct DeviceInit {
   VkInstance instance = VK_NULL_HANDLE;
   VkPhysicalDevice physical = VK_NULL_HANDLE;
@@ -54,13 +98,25 @@ class Device {
   VkInstance instance() const { return instance_; }
   VkPhysicalDevice physical() const { return physical_; }
   VkDevice handle() const { return device_; }
+  VkQueue queue() const { return queue_; }
   uint32_t queue_family() const { return report_.queue_family; }
+  // Every vkQueueSubmit / vkQueuePresentKHR on queue() holds this mutex (a window's too).
+  std::mutex& queue_mutex() { return *queue_mutex_; }
   const DeviceReport& report() const { return report_; }
   Memory& memory() { return *memory_; }
   Pipelines& pipelines() { return *pipelines_; }
 
-  // Submits and blocks until the GPU is done. Throws ls::Error on failure or device loss.
+  // Submits and blocks until the GPU is done (the queue mutex is held for the submit only). Safe from
+  // several threads at once. Throws ls::Error on failure or device loss.
   void submit_and_wait(VkCommandBuffer cb);
+
+  // The window's turn on the queue (see the top of this file): calls submit(queue()) with the queue
+  // mutex held and returns true when no engine work is on the queue; otherwise returns false at once.
+  static constexpr std::chrono::milliseconds kClaimTimeout{100};
+  bool submit_for_window(const std::function<void(VkQueue)>& submit);
+  // Engine submissions are on the queue (submitted, not yet waited for).
+  bool engine_busy() const { return in_flight_.load() > 0; }
+
   // Host <-> device copies of raw bytes; both block until done.
   void write(const Allocation& dst, VkDeviceSize offset, const void* data, VkDeviceSize size);
   void read(const Allocation& src, VkDeviceSize offset, void* data, VkDeviceSize size);
@@ -72,7 +128,9 @@ class Device {
 
  private:
   void release();
-  void create_logical_device();
+  void create_logical_device(const DeviceOptions& options);
+  VkFence take_fence();
+  void return_fence(VkFence fence);
   void finish_setup(const std::string& cache);
   void copy(const Allocation& src, VkDeviceSize src_offset, const Allocation& dst, VkDeviceSize dst_offset,
             VkDeviceSize size);
@@ -92,9 +150,14 @@ class Device {
   std::unique_ptr<Pipelines> pipelines_;
   std::mutex own_queue_mutex_;
   std::mutex* queue_mutex_ = &own_queue_mutex_;
+  std::condition_variable_any claim_released_;
+  bool claimed_ = false;            // the window waits for the queue; guarded by the queue mutex
+  std::chrono::steady_clock::time_point claimed_at_;
+  std::atomic<int> in_flight_{0};
+  std::mutex fence_mutex_;
+  std::vector<VkFence> free_fences_, all_fences_;
   std::mutex transfer_mutex_;
   VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
-  VkFence fence_ = VK_NULL_HANDLE;
   std::function<void(const std::string&)> on_validation_message_;
   std::atomic<size_t> validation_messages_{0};
 };

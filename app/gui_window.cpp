@@ -1,0 +1,783 @@
+#include "gui_window.h"
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#if LS_HAVE_XCB
+#define GLFW_EXPOSE_NATIVE_X11
+#include <GLFW/glfw3native.h>
+#include <xcb/xcb.h>
+#include <vulkan/vulkan_xcb.h>
+#endif
+
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_vulkan.h>
+#include <stb_image_write.h>
+
+#include "error.h"
+#include "util/atomic_file.h"
+
+// Index of this file:
+// [SECTION] Creation and release
+// [SECTION] Platform input (GLFW callbacks, ImGui's per-frame input)
+// [SECTION] Swapchain
+// [SECTION] Frames: record, submit, present
+// [SECTION] Screenshots
+
+namespace ls::app {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// GLFW reports errors through a callback without a user pointer; the latest one is kept for messages.
+std::string& glfw_error() {
+  static std::string error;
+  return error;
+}
+void on_glfw_error(int, const char* description) { glfw_error() = description ? description : "unknown GLFW error"; }
+
+bool instance_has_extension(const char* name) {
+  uint32_t n = 0;
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);
+  std::vector<VkExtensionProperties> exts(n);
+  vkEnumerateInstanceExtensionProperties(nullptr, &n, exts.data());
+  for (const auto& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+// What a frame draws: every vertex, index and draw command (not a cryptographic hash).
+uint64_t draw_data_hash(const ImDrawData* d) {
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  auto mix = [&h](const void* data, size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      h = (h ^ w) * 0x100000001B3ull;
+      h ^= h >> 29;
+    }
+    for (; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+  };
+  if (!d) return h;
+  mix(&d->DisplaySize, sizeof d->DisplaySize);
+  for (int n = 0; n < d->CmdListsCount; ++n) {
+    const ImDrawList* l = d->CmdLists[n];
+    mix(l->VtxBuffer.Data, size_t(l->VtxBuffer.Size) * sizeof(ImDrawVert));
+    mix(l->IdxBuffer.Data, size_t(l->IdxBuffer.Size) * sizeof(ImDrawIdx));
+    for (const ImDrawCmd& c : l->CmdBuffer) {
+      mix(&c.ClipRect, sizeof c.ClipRect);
+      mix(&c.ElemCount, sizeof c.ElemCount);
+      mix(&c.IdxOffset, sizeof c.IdxOffset);
+      mix(&c.VtxOffset, sizeof c.VtxOffset);
+    }
+  }
+  return h;
+}
+
+void check_imgui_vk(VkResult r) {
+  if (r != VK_SUCCESS) vk::check(r, "Dear ImGui's Vulkan backend");
+}
+
+// DejaVu Sans (fonts-dejavu-core) at the size of `pixels`, or ImGui's own font scaled when it is absent.
+void load_font(ImGuiIO& io, float pixels) {
+  static const ImWchar kRanges[] = {0x0020, 0x00FF, 0x0100, 0x024F, 0x0370, 0x03FF, 0x0400, 0x04FF,
+                                    0x2000, 0x206F, 0x2190, 0x21FF, 0x2200, 0x22FF, 0x2500, 0x25FF, 0};
+  for (const char* path : {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf",
+                           "/usr/local/share/fonts/DejaVuSans.ttf"})
+    if (fs::exists(path) && io.Fonts->AddFontFromFileTTF(path, pixels, nullptr, kRanges)) return;
+  ImFontConfig config;
+  config.SizePixels = std::max(13.0f, pixels * 0.9f);
+  io.Fonts->AddFontDefault(&config);
+}
+
+// A dark theme with a little more air than ImGui's default and rounded corners.
+void apply_theme(float scale) {
+  ImGui::StyleColorsDark();
+  ImGuiStyle& st = ImGui::GetStyle();
+  st.WindowPadding = {10, 8};
+  st.FramePadding = {7, 4};
+  st.ItemSpacing = {8, 6};
+  st.CellPadding = {6, 3};
+  st.WindowRounding = 5;
+  st.ChildRounding = 4;
+  st.FrameRounding = 4;
+  st.PopupRounding = 4;
+  st.GrabRounding = 3;
+  st.ScrollbarSize = 13;
+  st.WindowBorderSize = 1;
+  st.WindowTitleAlign = {0.02f, 0.5f};
+  st.DisabledAlpha = 0.4f;
+  ImVec4* c = st.Colors;
+  c[ImGuiCol_WindowBg] = {0.105f, 0.11f, 0.125f, 1.0f};
+  c[ImGuiCol_ChildBg] = {0.085f, 0.09f, 0.10f, 1.0f};
+  c[ImGuiCol_PopupBg] = {0.12f, 0.125f, 0.14f, 0.98f};
+  c[ImGuiCol_Border] = {0.24f, 0.26f, 0.30f, 1.0f};
+  c[ImGuiCol_TitleBg] = {0.13f, 0.14f, 0.16f, 1.0f};
+  c[ImGuiCol_TitleBgActive] = {0.17f, 0.22f, 0.31f, 1.0f};
+  c[ImGuiCol_MenuBarBg] = {0.13f, 0.14f, 0.16f, 1.0f};
+  c[ImGuiCol_FrameBg] = {0.17f, 0.18f, 0.21f, 1.0f};
+  c[ImGuiCol_FrameBgHovered] = {0.22f, 0.25f, 0.30f, 1.0f};
+  c[ImGuiCol_FrameBgActive] = {0.25f, 0.30f, 0.38f, 1.0f};
+  c[ImGuiCol_Button] = {0.22f, 0.32f, 0.47f, 1.0f};
+  c[ImGuiCol_ButtonHovered] = {0.28f, 0.42f, 0.62f, 1.0f};
+  c[ImGuiCol_ButtonActive] = {0.32f, 0.50f, 0.75f, 1.0f};
+  c[ImGuiCol_Header] = {0.20f, 0.27f, 0.38f, 1.0f};
+  c[ImGuiCol_HeaderHovered] = {0.25f, 0.35f, 0.50f, 1.0f};
+  c[ImGuiCol_HeaderActive] = {0.28f, 0.40f, 0.58f, 1.0f};
+  c[ImGuiCol_TableRowBgAlt] = {1.0f, 1.0f, 1.0f, 0.03f};
+  c[ImGuiCol_PlotHistogram] = {0.35f, 0.62f, 0.95f, 1.0f};
+  st.ScaleAllSizes(scale);
+}
+
+}  // namespace
+
+
+// [SECTION] Creation and release
+
+Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
+  glfwSetErrorCallback(on_glfw_error);
+  if (!glfwInit())
+    throw Error("cannot open a window: " + glfw_error() + " (is DISPLAY or WAYLAND_DISPLAY set? --batch trains headless)");
+  try {
+    if (!glfwVulkanSupported()) throw Error("cannot open a window: GLFW finds no Vulkan loader or driver");
+    int width = o.width, height = o.height;
+    if (width <= 0 || height <= 0) {
+      int x = 0, y = 0, w = 1600, h = 900;
+      if (GLFWmonitor* m = glfwGetPrimaryMonitor()) glfwGetMonitorWorkarea(m, &x, &y, &w, &h);
+      width = std::max(960, int(float(w) * 0.85f));
+      height = std::max(600, int(float(h) * 0.85f));
+    }
+    glfwWindowHint(GLFW_CLIENT_API, GLFW_NO_API);
+    glfwWindowHint(GLFW_SCALE_TO_MONITOR, GLFW_TRUE);
+    window_ = glfwCreateWindow(width, height, o.title.c_str(), nullptr, nullptr);
+    if (!window_) throw Error("cannot open a window: " + glfw_error());
+    glfwSetWindowUserPointer(window_, this);
+    // Platform state arrives through callbacks (installed before ImGui's backend, which chains to them).
+    glfwSetDropCallback(window_, on_drop_paths);
+    glfwSetFramebufferSizeCallback(window_, on_framebuffer_size);
+    glfwSetWindowSizeCallback(window_, on_window_size);
+    glfwSetWindowIconifyCallback(window_, on_iconify);
+    glfwSetWindowContentScaleCallback(window_, on_content_scale);
+    glfwSetCursorPosCallback(window_, on_cursor_pos);
+    glfwSetCursorEnterCallback(window_, on_cursor_enter);
+    glfwSetWindowFocusCallback(window_, on_focus);
+    glfwSetMouseButtonCallback(window_, on_mouse_button);
+    glfwGetWindowSize(window_, &win_width_, &win_height_);
+    glfwGetFramebufferSize(window_, &fb_width_, &fb_height_);
+    presentation_.fb_width = fb_width_;
+    presentation_.fb_height = fb_height_;
+    if (GLFWmonitor* m = glfwGetPrimaryMonitor())
+      if (const GLFWvidmode* mode = glfwGetVideoMode(m); mode && mode->refreshRate >= 24 && mode->refreshRate <= 500)
+        refresh_rate_ = mode->refreshRate;
+    for (auto [imgui, glfw] : {std::pair{ImGuiMouseCursor_Arrow, GLFW_ARROW_CURSOR}, {ImGuiMouseCursor_TextInput, GLFW_IBEAM_CURSOR},
+                               {ImGuiMouseCursor_ResizeNS, GLFW_VRESIZE_CURSOR}, {ImGuiMouseCursor_ResizeEW, GLFW_HRESIZE_CURSOR},
+                               {ImGuiMouseCursor_Hand, GLFW_HAND_CURSOR}})
+      cursors_[imgui] = glfwCreateStandardCursor(glfw);
+
+    uint32_t n = 0;
+    const char** names = glfwGetRequiredInstanceExtensions(&n);
+    if (!names) throw Error("cannot open a window: " + glfw_error());
+    vk::DeviceOptions options{.select = o.device, .validation = o.validation};
+    options.instance_extensions.assign(names, names + n);
+#if LS_HAVE_XCB
+    // On X11 the swapchain gets its own connection to the X server (see create_surface).
+    const bool own_connection = glfwGetX11Display() && instance_has_extension(VK_KHR_XCB_SURFACE_EXTENSION_NAME);
+    if (own_connection && std::find(options.instance_extensions.begin(), options.instance_extensions.end(),
+                                    VK_KHR_XCB_SURFACE_EXTENSION_NAME) == options.instance_extensions.end())
+      options.instance_extensions.push_back(VK_KHR_XCB_SURFACE_EXTENSION_NAME);
+#else
+    const bool own_connection = false;
+#endif
+    options.device_extensions = {VK_KHR_SWAPCHAIN_EXTENSION_NAME};
+    options.can_present = [](VkInstance instance, VkPhysicalDevice physical, uint32_t family) {
+      return glfwGetPhysicalDevicePresentationSupport(instance, physical, family) == GLFW_TRUE;
+    };
+    device_ = std::make_unique<vk::Device>(options);
+    create_surface(own_connection);
+    VkBool32 supported = VK_FALSE;
+    vkGetPhysicalDeviceSurfaceSupportKHR(device_->physical(), device_->queue_family(), surface_, &supported);
+    if (!supported) throw Error(device_->report().name + " cannot present to this window");
+    const VkFormat wanted[] = {VK_FORMAT_B8G8R8A8_UNORM, VK_FORMAT_R8G8B8A8_UNORM};
+    format_ = ImGui_ImplVulkanH_SelectSurfaceFormat(device_->physical(), surface_, wanted, 2,
+                                                    VK_COLORSPACE_SRGB_NONLINEAR_KHR);
+
+    VkAttachmentDescription color{.format = format_.format, .samples = VK_SAMPLE_COUNT_1_BIT,
+                                  .loadOp = VK_ATTACHMENT_LOAD_OP_CLEAR, .storeOp = VK_ATTACHMENT_STORE_OP_STORE,
+                                  .stencilLoadOp = VK_ATTACHMENT_LOAD_OP_DONT_CARE,
+                                  .stencilStoreOp = VK_ATTACHMENT_STORE_OP_DONT_CARE,
+                                  .initialLayout = VK_IMAGE_LAYOUT_UNDEFINED, .finalLayout = VK_IMAGE_LAYOUT_PRESENT_SRC_KHR};
+    VkAttachmentReference ref{.attachment = 0, .layout = VK_IMAGE_LAYOUT_COLOR_ATTACHMENT_OPTIMAL};
+    VkSubpassDescription sub{.pipelineBindPoint = VK_PIPELINE_BIND_POINT_GRAPHICS, .colorAttachmentCount = 1,
+                             .pColorAttachments = &ref};
+    VkSubpassDependency dep{.srcSubpass = VK_SUBPASS_EXTERNAL, .dstSubpass = 0,
+                            .srcStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                            .dstStageMask = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT,
+                            .srcAccessMask = 0, .dstAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT};
+    VkRenderPassCreateInfo rp{.sType = VK_STRUCTURE_TYPE_RENDER_PASS_CREATE_INFO, .attachmentCount = 1,
+                              .pAttachments = &color, .subpassCount = 1, .pSubpasses = &sub, .dependencyCount = 1,
+                              .pDependencies = &dep};
+    const VkDevice dev = device_->handle();
+    vk::check(vkCreateRenderPass(dev, &rp, nullptr, &render_pass_), "vkCreateRenderPass");
+    for (Slot& s : slots_) {
+      VkCommandPoolCreateInfo pinfo{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+                                    .flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT,
+                                    .queueFamilyIndex = device_->queue_family()};
+      vk::check(vkCreateCommandPool(dev, &pinfo, nullptr, &s.pool), "vkCreateCommandPool");
+      VkCommandBufferAllocateInfo ainfo{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = s.pool,
+                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1};
+      vk::check(vkAllocateCommandBuffers(dev, &ainfo, &s.cb), "vkAllocateCommandBuffers");
+      VkFenceCreateInfo finfo{.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, .flags = VK_FENCE_CREATE_SIGNALED_BIT};
+      vk::check(vkCreateFence(dev, &finfo, nullptr, &s.fence), "vkCreateFence");
+      VkSemaphoreCreateInfo sinfo{.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+      vk::check(vkCreateSemaphore(dev, &sinfo, nullptr, &s.acquired), "vkCreateSemaphore");
+    }
+    VkDescriptorPoolSize sizes{.type = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, .descriptorCount = 8};
+    VkDescriptorPoolCreateInfo dinfo{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                     .flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, .maxSets = 8,
+                                     .poolSizeCount = 1, .pPoolSizes = &sizes};
+    vk::check(vkCreateDescriptorPool(dev, &dinfo, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+    create_swapchain();
+
+    float sx = 1, sy = 1;
+    glfwGetWindowContentScale(window_, &sx, &sy);
+    font_scale_ = std::clamp(std::max(sx, sy), 1.0f, 4.0f);
+    setup_imgui(font_scale_);
+    presenter_ = std::thread([this] { presenter_loop(); });
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+// On X11, software presentation (Mesa's lavapipe) sends every frame's pixels over the surface's X
+// connection. Sharing GLFW's connection would make the UI thread's X requests queue behind them; a
+// connection of the surface's own keeps input handling independent of presentation.
+void Window::create_surface(bool own_connection) {
+#if LS_HAVE_XCB
+  if (own_connection) {
+    auto* connection = xcb_connect(nullptr, nullptr);
+    if (connection && !xcb_connection_has_error(connection)) {
+      xcb_ = connection;
+      VkXcbSurfaceCreateInfoKHR info{.sType = VK_STRUCTURE_TYPE_XCB_SURFACE_CREATE_INFO_KHR, .connection = connection,
+                                     .window = xcb_window_t(glfwGetX11Window(window_))};
+      auto create = reinterpret_cast<PFN_vkCreateXcbSurfaceKHR>(
+          vkGetInstanceProcAddr(device_->instance(), "vkCreateXcbSurfaceKHR"));
+      if (create && create(device_->instance(), &info, nullptr, &surface_) == VK_SUCCESS) return;
+    }
+    if (connection) xcb_disconnect(connection);
+    xcb_ = nullptr;
+  }
+#else
+  (void)own_connection;
+#endif
+  vk::check(glfwCreateWindowSurface(device_->instance(), window_, nullptr, &surface_), "glfwCreateWindowSurface");
+}
+
+void Window::setup_imgui(float scale) {
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  ini_name_ = ini_file_.string();
+  io.IniFilename = ini_name_.empty() ? nullptr : ini_name_.c_str();
+  apply_theme(scale);
+  load_font(io, std::round(15.0f * scale));
+  imgui_glfw_ = ImGui_ImplGlfw_InitForVulkan(window_, true);
+  io.BackendFlags &= ~ImGuiBackendFlags_HasSetMousePos;  // new_frame does not move the OS cursor
+  ImGui_ImplVulkan_InitInfo info{};
+  info.Instance = device_->instance();
+  info.PhysicalDevice = device_->physical();
+  info.Device = device_->handle();
+  info.QueueFamily = device_->queue_family();
+  info.Queue = device_->queue();
+  info.DescriptorPool = descriptor_pool_;
+  info.Subpass = 0;
+  info.MinImageCount = 2;
+  // The backend reuses its vertex buffers after ImageCount frames; we have at most kSlots in flight.
+  info.ImageCount = std::max<uint32_t>(uint32_t(images_.size()), kSlots);
+  info.MSAASamples = VK_SAMPLE_COUNT_1_BIT;
+  info.CheckVkResultFn = check_imgui_vk;
+  if (!ImGui_ImplVulkan_Init(&info, render_pass_)) throw Error("Dear ImGui's Vulkan backend failed to start");
+  imgui_vulkan_ = true;
+  // The font atlas goes up once, through the engine's submission path.
+  Slot& s = slots_[0];
+  vk::check(vkResetCommandPool(device_->handle(), s.pool, 0), "vkResetCommandPool");
+  VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                 .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+  vk::check(vkBeginCommandBuffer(s.cb, &begin), "vkBeginCommandBuffer");
+  ImGui_ImplVulkan_CreateFontsTexture(s.cb);
+  vk::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
+  device_->submit_and_wait(s.cb);
+  ImGui_ImplVulkan_DestroyFontUploadObjects();
+}
+
+
+Window::~Window() { release(); }
+
+void Window::release() {
+  if (presenter_.joinable()) {  // it presents a frame it was given, then stops
+    {
+      std::lock_guard lock(present_mutex_);
+      presentation_.quit = true;
+    }
+    present_wake_.notify_all();
+    presenter_.join();
+  }
+  if (device_) {
+    wait_own_frames();
+    vkDeviceWaitIdle(device_->handle());  // at exit: the engine's workers are gone
+  }
+  for (auto& t : encoders_) t.join();
+  encoders_.clear();
+  if (imgui_vulkan_) ImGui_ImplVulkan_Shutdown();
+  if (imgui_glfw_) ImGui_ImplGlfw_Shutdown();
+  if (ImGui::GetCurrentContext()) ImGui::DestroyContext();
+  imgui_vulkan_ = imgui_glfw_ = false;
+  for (auto& c : cursors_) {
+    if (c) glfwDestroyCursor(c);
+    c = nullptr;
+  }
+  if (device_) {
+    const VkDevice dev = device_->handle();
+    for (auto& r : readbacks_) {
+      if (r.buffer) vkDestroyBuffer(dev, r.buffer, nullptr);
+      if (r.memory) vkFreeMemory(dev, r.memory, nullptr);
+    }
+    readbacks_.clear();
+    destroy_swapchain_images();
+    for (auto sem : rendered_) vkDestroySemaphore(dev, sem, nullptr);
+    rendered_.clear();
+    if (swapchain_) vkDestroySwapchainKHR(dev, swapchain_, nullptr);
+    swapchain_ = VK_NULL_HANDLE;
+    for (Slot& s : slots_) {
+      if (s.pool) vkDestroyCommandPool(dev, s.pool, nullptr);
+      if (s.fence) vkDestroyFence(dev, s.fence, nullptr);
+      if (s.acquired) vkDestroySemaphore(dev, s.acquired, nullptr);
+      s = Slot{};
+    }
+    if (descriptor_pool_) vkDestroyDescriptorPool(dev, descriptor_pool_, nullptr);
+    if (render_pass_) vkDestroyRenderPass(dev, render_pass_, nullptr);
+    descriptor_pool_ = VK_NULL_HANDLE;
+    render_pass_ = VK_NULL_HANDLE;
+    if (surface_) vkDestroySurfaceKHR(device_->instance(), surface_, nullptr);
+    surface_ = VK_NULL_HANDLE;
+#if LS_HAVE_XCB
+    if (xcb_) xcb_disconnect(static_cast<xcb_connection_t*>(xcb_));
+    xcb_ = nullptr;
+#endif
+    device_.reset();
+  }
+  if (window_) glfwDestroyWindow(window_);
+  window_ = nullptr;
+  glfwTerminate();
+}
+
+// [SECTION] Platform input (GLFW callbacks, ImGui's per-frame input)
+
+namespace {
+Window& self(GLFWwindow* w) { return *static_cast<Window*>(glfwGetWindowUserPointer(w)); }
+}  // namespace
+
+void Window::on_drop_paths(GLFWwindow* w, int count, const char** paths) {
+  for (int i = 0; i < count; ++i) self(w).dropped_.emplace_back(paths[i]);
+}
+
+void Window::on_framebuffer_size(GLFWwindow* w, int width, int height) {
+  Window& s = self(w);
+  s.fb_width_ = width;
+  s.fb_height_ = height;
+  {
+    std::lock_guard lock(s.present_mutex_);
+    s.presentation_.fb_width = width;
+    s.presentation_.fb_height = height;
+    ++s.presentation_.resizes;
+  }
+  s.present_wake_.notify_all();
+}
+
+void Window::on_window_size(GLFWwindow* w, int width, int height) {
+  self(w).win_width_ = width;
+  self(w).win_height_ = height;
+}
+
+void Window::on_iconify(GLFWwindow* w, int iconified) { self(w).iconified_ = iconified == GLFW_TRUE; }
+
+// Moved to a screen of another scale: the font was made for the first one, so ImGui scales it.
+void Window::on_content_scale(GLFWwindow* w, float sx, float sy) {
+  ImGui::GetIO().FontGlobalScale = std::clamp(std::max(sx, sy), 1.0f, 4.0f) / self(w).font_scale_;
+}
+
+void Window::on_cursor_pos(GLFWwindow* w, double x, double y) {
+  self(w).mouse_x_ = x;
+  self(w).mouse_y_ = y;
+}
+
+void Window::on_cursor_enter(GLFWwindow* w, int entered) { self(w).hovered_ = entered == GLFW_TRUE; }
+
+void Window::on_focus(GLFWwindow* w, int focused) { self(w).focused_ = focused == GLFW_TRUE; }
+
+void Window::on_mouse_button(GLFWwindow* w, int button, int action, int) {
+  if (action == GLFW_PRESS && button >= 0 && button < ImGuiMouseButton_COUNT) self(w).mouse_pressed_[button] = true;
+}
+
+void Window::poll() {
+  glfwPollEvents();
+  if (!dropped_.empty() && on_drop) on_drop(std::exchange(dropped_, {}));
+}
+
+// What ImGui_ImplGlfw_NewFrame does, from the state the callbacks keep (no X round trips).
+void Window::new_frame() {
+  ImGui_ImplVulkan_NewFrame();
+  ImGuiIO& io = ImGui::GetIO();
+  io.DisplaySize = {float(win_width_), float(win_height_)};
+  if (win_width_ > 0 && win_height_ > 0)
+    io.DisplayFramebufferScale = {float(fb_width_) / float(win_width_), float(fb_height_) / float(win_height_)};
+  const double now = glfwGetTime();
+  io.DeltaTime = time_ > 0 ? std::max(float(now - time_), 1e-5f) : 1.0f / 60;
+  time_ = now;
+  bool any_down = false;
+  for (int i = 0; i < ImGuiMouseButton_COUNT; ++i) {
+    // A press and release within one frame still counts as held for this frame.
+    io.MouseDown[i] = mouse_pressed_[i] || glfwGetMouseButton(window_, i) == GLFW_PRESS;
+    mouse_pressed_[i] = false;
+    any_down |= io.MouseDown[i];
+  }
+  const bool inside = hovered_ || any_down;  // a drag may leave the window
+  io.MousePos = inside && mouse_x_ >= 0 ? ImVec2{float(mouse_x_), float(mouse_y_)} : ImVec2{-FLT_MAX, -FLT_MAX};
+  update_mouse_cursor();
+}
+
+void Window::update_mouse_cursor() {
+  const ImGuiIO& io = ImGui::GetIO();
+  if (io.ConfigFlags & ImGuiConfigFlags_NoMouseCursorChange) return;
+  const ImGuiMouseCursor c = ImGui::GetMouseCursor();
+  if (c == cursor_) return;
+  cursor_ = c;
+  if (c == ImGuiMouseCursor_None || io.MouseDrawCursor) {
+    glfwSetInputMode(window_, GLFW_CURSOR, GLFW_CURSOR_HIDDEN);
+    return;
+  }
+  glfwSetCursor(window_, c >= 0 && cursors_[c] ? cursors_[c] : cursors_[ImGuiMouseCursor_Arrow]);
+  glfwSetInputMode(window_, GLFW_CURSOR, GLFW_CURSOR_NORMAL);
+}
+
+// [SECTION] Swapchain
+
+void Window::wait_own_frames() {
+  for (const Slot& s : slots_)
+    if (s.fence) vkWaitForFences(device_->handle(), 1, &s.fence, VK_TRUE, UINT64_MAX);
+}
+
+void Window::destroy_swapchain_images() {
+  const VkDevice dev = device_->handle();
+  for (auto fb : framebuffers_) vkDestroyFramebuffer(dev, fb, nullptr);
+  for (auto v : views_) vkDestroyImageView(dev, v, nullptr);
+  framebuffers_.clear();
+  views_.clear();
+  images_.clear();
+}
+
+// On the presenter thread (and once at start), when no image is acquired or waiting to be presented.
+void Window::create_swapchain() {
+  const VkDevice dev = device_->handle();
+  VkSurfaceCapabilitiesKHR caps;
+  vk::check(vkGetPhysicalDeviceSurfaceCapabilitiesKHR(device_->physical(), surface_, &caps),
+            "vkGetPhysicalDeviceSurfaceCapabilitiesKHR");
+  VkExtent2D extent = caps.currentExtent;
+  if (extent.width == UINT32_MAX) {  // the surface takes the swapchain's size: the framebuffer's
+    std::lock_guard lock(present_mutex_);
+    extent = {std::clamp(uint32_t(std::max(presentation_.fb_width, 0)), caps.minImageExtent.width, caps.maxImageExtent.width),
+              std::clamp(uint32_t(std::max(presentation_.fb_height, 0)), caps.minImageExtent.height,
+                         caps.maxImageExtent.height)};
+  }
+  destroy_swapchain_images();
+  extent_ = extent;
+  if (extent.width == 0 || extent.height == 0) {  // minimised: no swapchain until it is shown again
+    if (swapchain_) vkDestroySwapchainKHR(dev, swapchain_, nullptr);
+    swapchain_ = VK_NULL_HANDLE;
+    return;
+  }
+  uint32_t count = std::max(caps.minImageCount + 1, 2u);
+  if (caps.maxImageCount) count = std::min(count, caps.maxImageCount);
+  can_read_back_ = (caps.supportedUsageFlags & VK_IMAGE_USAGE_TRANSFER_SRC_BIT) != 0;
+  const VkSwapchainKHR old = swapchain_;
+  VkSwapchainCreateInfoKHR info{
+      .sType = VK_STRUCTURE_TYPE_SWAPCHAIN_CREATE_INFO_KHR, .surface = surface_, .minImageCount = count,
+      .imageFormat = format_.format, .imageColorSpace = format_.colorSpace, .imageExtent = extent, .imageArrayLayers = 1,
+      .imageUsage = VK_IMAGE_USAGE_COLOR_ATTACHMENT_BIT | (can_read_back_ ? VkImageUsageFlags(VK_IMAGE_USAGE_TRANSFER_SRC_BIT) : 0u),
+      .imageSharingMode = VK_SHARING_MODE_EXCLUSIVE, .preTransform = caps.currentTransform,
+      .compositeAlpha = VK_COMPOSITE_ALPHA_OPAQUE_BIT_KHR, .presentMode = VK_PRESENT_MODE_FIFO_KHR,  // vsync
+      .clipped = VK_TRUE, .oldSwapchain = old};
+  vk::check(vkCreateSwapchainKHR(dev, &info, nullptr, &swapchain_), "vkCreateSwapchainKHR");
+  if (old) vkDestroySwapchainKHR(dev, old, nullptr);
+  uint32_t n = 0;
+  vkGetSwapchainImagesKHR(dev, swapchain_, &n, nullptr);
+  images_.resize(n);
+  vkGetSwapchainImagesKHR(dev, swapchain_, &n, images_.data());
+  for (VkImage image : images_) {
+    VkImageViewCreateInfo vinfo{.sType = VK_STRUCTURE_TYPE_IMAGE_VIEW_CREATE_INFO, .image = image,
+                                .viewType = VK_IMAGE_VIEW_TYPE_2D, .format = format_.format,
+                                .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    VkImageView view = VK_NULL_HANDLE;
+    vk::check(vkCreateImageView(dev, &vinfo, nullptr, &view), "vkCreateImageView");
+    views_.push_back(view);
+    VkFramebufferCreateInfo finfo{.sType = VK_STRUCTURE_TYPE_FRAMEBUFFER_CREATE_INFO, .renderPass = render_pass_,
+                                  .attachmentCount = 1, .pAttachments = &view, .width = extent.width,
+                                  .height = extent.height, .layers = 1};
+    VkFramebuffer fb = VK_NULL_HANDLE;
+    vk::check(vkCreateFramebuffer(dev, &finfo, nullptr, &fb), "vkCreateFramebuffer");
+    framebuffers_.push_back(fb);
+    // The semaphores outlive swapchains: a present may still wait on one when the swapchain is rebuilt.
+    if (rendered_.size() < images_.size()) {
+      VkSemaphoreCreateInfo sinfo{.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+      VkSemaphore sem = VK_NULL_HANDLE;
+      vk::check(vkCreateSemaphore(dev, &sinfo, nullptr, &sem), "vkCreateSemaphore");
+      rendered_.push_back(sem);
+    }
+  }
+}
+
+// [SECTION] Frames: record, submit, present
+
+// The presenter: presents what the UI thread submitted (after its fence), rebuilds the swapchain when the
+// surface changed, and keeps one image acquired for the UI thread's next frame.
+void Window::presenter_loop() {
+  const VkDevice dev = device_->handle();
+  std::unique_lock lock(present_mutex_);
+  auto& p = presentation_;
+  for (;;) {
+    if (p.submitted_image) {
+      const uint32_t image = *p.submitted_image, slot = p.submitted_slot;
+      lock.unlock();
+      vkWaitForFences(dev, 1, &slots_[slot].fence, VK_TRUE, UINT64_MAX);  // our own frame only
+      VkPresentInfoKHR info{.sType = VK_STRUCTURE_TYPE_PRESENT_INFO_KHR, .waitSemaphoreCount = 1,
+                            .pWaitSemaphores = &rendered_[image], .swapchainCount = 1, .pSwapchains = &swapchain_,
+                            .pImageIndices = &image};
+      VkResult r;
+      {
+        std::lock_guard queue_lock(device_->queue_mutex());
+        r = vkQueuePresentKHR(device_->queue(), &info);
+      }
+      lock.lock();
+      p.submitted_image.reset();
+      if (r == VK_ERROR_OUT_OF_DATE_KHR || r == VK_SUBOPTIMAL_KHR) p.out_of_date = true;
+      else if (r != VK_SUCCESS) present_error_ = std::string("vkQueuePresentKHR: ") + vk::result_name(r);
+      continue;
+    }
+    if (p.quit) return;
+    if ((p.out_of_date || p.resizes != p.built) && !p.ready_image) {
+      const uint64_t resizes = p.resizes;
+      lock.unlock();
+      std::string error;
+      try {
+        wait_own_frames();
+        create_swapchain();
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      lock.lock();
+      p.built = resizes;
+      p.out_of_date = false;
+      if (!error.empty()) present_error_ = error;
+      continue;
+    }
+    if (!p.ready_image && swapchain_ && present_error_.empty()) {
+      const uint32_t slot = acquire_slot_;
+      lock.unlock();
+      // The slot's semaphore was last waited on by its previous frame: that frame must be done.
+      vkWaitForFences(dev, 1, &slots_[slot].fence, VK_TRUE, UINT64_MAX);
+      uint32_t image = 0;
+      const VkResult r = vkAcquireNextImageKHR(dev, swapchain_, 100'000'000, slots_[slot].acquired, VK_NULL_HANDLE, &image);
+      lock.lock();
+      if (r == VK_SUCCESS || r == VK_SUBOPTIMAL_KHR) {
+        p.ready_image = image;
+        p.ready_slot = slot;
+        acquire_slot_ = (slot + 1) % kSlots;
+        if (r == VK_SUBOPTIMAL_KHR) p.out_of_date = true;  // drawn and presented all the same, then rebuilt
+      } else if (r == VK_ERROR_OUT_OF_DATE_KHR) {
+        p.out_of_date = true;
+      } else if (r != VK_TIMEOUT && r != VK_NOT_READY) {
+        present_error_ = std::string("vkAcquireNextImageKHR: ") + vk::result_name(r);
+      }
+      continue;
+    }
+    present_wake_.wait(lock);  // for a frame, a resize or the end
+  }
+}
+
+Window::Shown Window::present(ImDrawData* draw_data) {
+  collect_screenshots();
+  std::optional<uint32_t> image;
+  uint32_t slot = 0;
+  bool stale = false;
+  {
+    std::lock_guard lock(present_mutex_);
+    if (!present_error_.empty()) throw Error("the window cannot present: " + present_error_);
+    image = presentation_.ready_image;
+    slot = presentation_.ready_slot;
+    stale = presentation_.out_of_date || presentation_.resizes != presentation_.built;
+  }
+  // A frame that looks like the one on the screen is not drawn again (software devices draw on the CPU
+  // cores that train).
+  const uint64_t hash = draw_data_hash(draw_data);
+  if (hash == last_hash_ && pending_screenshot_.empty() && !stale) return Shown::unchanged;
+  if (!image) return Shown::no;  // the presenter is presenting, or waiting for the display
+  const VkDevice dev = device_->handle();
+  const bool submitted = device_->submit_for_window([&](VkQueue queue) {
+    record(slot, *image, draw_data);
+    Slot& s = slots_[slot];
+    vk::check(vkResetFences(dev, 1, &s.fence), "vkResetFences");
+    const VkPipelineStageFlags wait_stage = VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT;
+    VkSubmitInfo submit{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .waitSemaphoreCount = 1, .pWaitSemaphores = &s.acquired,
+                        .pWaitDstStageMask = &wait_stage, .commandBufferCount = 1, .pCommandBuffers = &s.cb,
+                        .signalSemaphoreCount = 1, .pSignalSemaphores = &rendered_[*image]};
+    vk::check(vkQueueSubmit(queue, 1, &submit, s.fence), "vkQueueSubmit (window)");
+  });
+  if (!submitted) return Shown::no;  // engine work is on the queue; the engine waits for our next try
+  {
+    std::lock_guard lock(present_mutex_);
+    presentation_.ready_image.reset();
+    presentation_.submitted_image = *image;
+    presentation_.submitted_slot = slot;
+  }
+  present_wake_.notify_all();
+  last_hash_ = hash;
+  return Shown::presented;
+}
+
+// On the UI thread, holding the image: the swapchain cannot change meanwhile.
+void Window::record(uint32_t slot, uint32_t image, ImDrawData* draw_data) {
+  Slot& s = slots_[slot];
+  vk::check(vkResetCommandPool(device_->handle(), s.pool, 0), "vkResetCommandPool");
+  VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                 .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT};
+  vk::check(vkBeginCommandBuffer(s.cb, &begin), "vkBeginCommandBuffer");
+  VkClearValue clear{};
+  clear.color = {{0.06f, 0.065f, 0.075f, 1.0f}};
+  VkRenderPassBeginInfo rp{.sType = VK_STRUCTURE_TYPE_RENDER_PASS_BEGIN_INFO, .renderPass = render_pass_,
+                           .framebuffer = framebuffers_[image], .renderArea = {{0, 0}, extent_},
+                           .clearValueCount = 1, .pClearValues = &clear};
+  vkCmdBeginRenderPass(s.cb, &rp, VK_SUBPASS_CONTENTS_INLINE);
+  ImGui_ImplVulkan_RenderDrawData(draw_data, s.cb);
+  vkCmdEndRenderPass(s.cb);
+  if (!pending_screenshot_.empty() && can_read_back_) {
+    // Copy the finished image into host memory; it is read once the slot's fence says the frame is done.
+    Readback r = make_readback(slot);
+    r.file = std::exchange(pending_screenshot_, {});
+    VkImageMemoryBarrier to_copy{.sType = VK_STRUCTURE_TYPE_IMAGE_MEMORY_BARRIER,
+                                 .srcAccessMask = VK_ACCESS_COLOR_ATTACHMENT_WRITE_BIT,
+                                 .dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT,
+                                 .oldLayout = VK_IMAGE_LAYOUT_PRESENT_SRC_KHR,
+                                 .newLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL,
+                                 .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                 .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .image = images_[image],
+                                 .subresourceRange = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 1, 0, 1}};
+    vkCmdPipelineBarrier(s.cb, VK_PIPELINE_STAGE_COLOR_ATTACHMENT_OUTPUT_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 0,
+                         nullptr, 0, nullptr, 1, &to_copy);
+    VkBufferImageCopy region{.bufferOffset = 0, .imageSubresource = {VK_IMAGE_ASPECT_COLOR_BIT, 0, 0, 1},
+                             .imageExtent = {r.width, r.height, 1}};
+    vkCmdCopyImageToBuffer(s.cb, images_[image], VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL, r.buffer, 1, &region);
+    VkImageMemoryBarrier to_present = to_copy;
+    to_present.srcAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
+    to_present.dstAccessMask = 0;
+    to_present.oldLayout = VK_IMAGE_LAYOUT_TRANSFER_SRC_OPTIMAL;
+    to_present.newLayout = VK_IMAGE_LAYOUT_PRESENT_SRC_KHR;
+    VkBufferMemoryBarrier to_host{.sType = VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
+                                  .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT, .dstAccessMask = VK_ACCESS_HOST_READ_BIT,
+                                  .srcQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED,
+                                  .dstQueueFamilyIndex = VK_QUEUE_FAMILY_IGNORED, .buffer = r.buffer, .offset = 0,
+                                  .size = VK_WHOLE_SIZE};
+    vkCmdPipelineBarrier(s.cb, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT | VK_PIPELINE_STAGE_HOST_BIT, 0, 0, nullptr, 1, &to_host, 1,
+                         &to_present);
+    readbacks_.push_back(std::move(r));
+  }
+  vk::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
+}
+
+// [SECTION] Screenshots
+
+void Window::request_screenshot(const fs::path& file) {
+  pending_screenshot_ = file;
+  std::lock_guard lock(screenshot_mutex_);
+  written_.erase(file.string());
+}
+
+bool Window::screenshot_written(const fs::path& file) const {
+  std::lock_guard lock(screenshot_mutex_);
+  return written_.count(file.string()) > 0;
+}
+
+std::string Window::take_screenshot_error() {
+  std::lock_guard lock(screenshot_mutex_);
+  return std::exchange(screenshot_error_, {});
+}
+
+Window::Readback Window::make_readback(uint32_t slot) {
+  const VkDevice dev = device_->handle();
+  Readback r{.slot = slot, .width = extent_.width, .height = extent_.height};
+  VkBufferCreateInfo binfo{.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = VkDeviceSize(r.width) * r.height * 4,
+                           .usage = VK_BUFFER_USAGE_TRANSFER_DST_BIT, .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
+  vk::check(vkCreateBuffer(dev, &binfo, nullptr, &r.buffer), "vkCreateBuffer (screenshot)");
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(dev, r.buffer, &req);
+  VkPhysicalDeviceMemoryProperties props;
+  vkGetPhysicalDeviceMemoryProperties(device_->physical(), &props);
+  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  uint32_t type = UINT32_MAX;
+  for (uint32_t i = 0; i < props.memoryTypeCount && type == UINT32_MAX; ++i)
+    if ((req.memoryTypeBits & (1u << i)) && (props.memoryTypes[i].propertyFlags & want) == want) type = i;
+  VkMemoryAllocateInfo ainfo{.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                             .memoryTypeIndex = type};
+  if (type == UINT32_MAX || vkAllocateMemory(dev, &ainfo, nullptr, &r.memory) != VK_SUCCESS ||
+      vkBindBufferMemory(dev, r.buffer, r.memory, 0) != VK_SUCCESS ||
+      vkMapMemory(dev, r.memory, 0, VK_WHOLE_SIZE, 0, &r.mapped) != VK_SUCCESS) {
+    vkDestroyBuffer(dev, r.buffer, nullptr);
+    if (r.memory) vkFreeMemory(dev, r.memory, nullptr);
+    throw Error("screenshot: no host-visible memory for the read-back");
+  }
+  return r;
+}
+
+// Screenshots whose frames are done go to a thread each, to be encoded as PNG and written.
+void Window::collect_screenshots() {
+  const VkDevice dev = device_->handle();
+  const bool bgr = format_.format == VK_FORMAT_B8G8R8A8_UNORM || format_.format == VK_FORMAT_B8G8R8A8_SRGB;
+  for (size_t i = 0; i < readbacks_.size();) {
+    if (vkGetFenceStatus(dev, slots_[readbacks_[i].slot].fence) != VK_SUCCESS) {
+      ++i;
+      continue;
+    }
+    encoders_.emplace_back([this, dev, r = readbacks_[i], bgr] {
+      try {
+        std::vector<uint8_t> rgba(size_t(r.width) * r.height * 4);
+        std::memcpy(rgba.data(), r.mapped, rgba.size());
+        for (size_t p = 0; p < rgba.size(); p += 4) {
+          if (bgr) std::swap(rgba[p], rgba[p + 2]);
+          rgba[p + 3] = 255;
+        }
+        std::string png;
+        stbi_write_png_to_func(
+            [](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size_t(size)); },
+            &png, int(r.width), int(r.height), 4, rgba.data(), int(r.width) * 4);
+        if (png.empty()) throw Error(r.file.string() + ": the PNG encoder failed");
+        if (r.file.has_parent_path()) fs::create_directories(r.file.parent_path());
+        write_file_atomically(r.file, png);
+        std::lock_guard lock(screenshot_mutex_);
+        written_.insert(r.file.string());
+      } catch (const std::exception& e) {
+        std::lock_guard lock(screenshot_mutex_);
+        screenshot_error_ = e.what();
+      }
+      vkDestroyBuffer(dev, r.buffer, nullptr);
+      vkFreeMemory(dev, r.memory, nullptr);
+    });
+    readbacks_.erase(readbacks_.begin() + long(i));
+  }
+}
+
+}  // namespace ls::app

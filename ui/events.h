@@ -1,0 +1,46 @@
+#pragma once
+// What the workers tell the UI thread (through EventQueue<Event>, drained once per frame).
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "infer/chat_session.h"
+#include "store/run_store.h"
+#include "train/trainer.h"
+#include "ui/event_queue.h"
+#include "ui/views.h"
+#include "vk/memory.h"
+
+namespace ls::ui {
+
+namespace ev {
+struct ModelLoaded { std::shared_ptr<const LoadedModel> model; };
+struct ModelFailed { std::filesystem::path dir; std::string error; };
+struct DataLoaded { DataView data; };
+struct DataFailed { std::filesystem::path file; std::string error; };
+struct TrainStep { train::StepReport report; };
+struct TrainPaused { bool paused; };
+struct TrainDone { train::TrainResult result; };
+struct TrainFailed { std::string error; };
+struct ChatPiece { size_t turn; ChatSide side; std::string text; };
+struct ChatDone { size_t turn; ChatSide side; infer::Reply reply; };
+struct ChatFailed { size_t turn; ChatSide side; std::string error; };
+struct ChatMemory { uint64_t kv_bytes, lora_bytes; };
+struct RunsListed { std::vector<store::RunInfo> runs; };
+struct RunMetrics { int64_t run; std::vector<store::MetricRow> rows; };
+struct RunCheckpoints { int64_t run; std::vector<store::Checkpoint> checkpoints; };
+struct DeviceMemory { vk::MemoryStats stats; };  // read on a worker: the allocator's lock may be busy
+struct Status { std::string text; };
+struct Failure { std::string title, message; };
+}  // namespace ev
+
+using Event = std::variant<ev::ModelLoaded, ev::ModelFailed, ev::DataLoaded, ev::DataFailed, ev::TrainStep, ev::TrainPaused,
+                           ev::TrainDone, ev::TrainFailed, ev::ChatPiece, ev::ChatDone, ev::ChatFailed, ev::ChatMemory,
+                           ev::RunsListed, ev::RunMetrics, ev::RunCheckpoints, ev::DeviceMemory, ev::Status,
+                           ev::Failure>;
+using Events = EventQueue<Event>;
+
+}  // namespace ls::ui

@@ -1,0 +1,70 @@
+// [SECTION] Model panel: open a model folder (browser or drag-and-drop); what it is and what it takes.
+#include <imgui.h>
+
+#include "ui/panels.h"
+#include "ui/widgets.h"
+
+namespace ls::ui {
+
+namespace {
+
+const char* architecture_label(model::Architecture a) {
+  switch (a) {
+    case model::Architecture::Qwen2: return "Qwen2";
+    case model::Architecture::Llama: return "Llama";
+    case model::Architecture::Mistral: return "Mistral";
+  }
+  return "?";
+}
+
+void row(const char* name, const std::string& value) {
+  ImGui::TableNextRow();
+  ImGui::TableNextColumn();
+  ImGui::TextColored(kDim, "%s", name);
+  ImGui::TableNextColumn();
+  ImGui::TextUnformatted(value.c_str());
+}
+
+}  // namespace
+
+void draw_model_panel(const ModelView& v, const MemoryView& memory, ModelPanelState& s, PanelIo& io) {
+  if (!ImGui::Begin("Model", &s.open)) {
+    ImGui::End();
+    return;
+  }
+  if (ImGui::Button("Open model folder...")) io.send(cmd::Browse{cmd::BrowseFor::model});
+  io.tag("model.open");
+  ImGui::SameLine();
+  ImGui::TextColored(kDim, "or drop a folder on the window");
+  if (v.loading) {
+    ImGui::TextColored(kWarn, "Loading %s ...", v.loading_dir.string().c_str());
+  }
+  if (!v.loaded) {
+    if (!v.loading)
+      ImGui::TextWrapped("A Hugging Face model folder: config.json, *.safetensors and tokenizer.json "
+                         "(Qwen2, Llama and Mistral architectures).");
+    ImGui::End();
+    return;
+  }
+  const LoadedModel& m = *v.loaded;
+  const auto& c = m.model.config;
+  if (ImGui::BeginTable("model", 2, ImGuiTableFlags_SizingFixedFit | ImGuiTableFlags_RowBg)) {
+    ImGui::TableSetupColumn("k", ImGuiTableColumnFlags_WidthFixed);
+    ImGui::TableSetupColumn("v", ImGuiTableColumnFlags_WidthStretch);
+    row("Folder", m.model.dir.string());
+    row("Architecture", c.architecture_name.empty() ? architecture_label(c.arch) : c.architecture_name);
+    row("Parameters", format_count(m.parameters) + " (" + std::to_string(c.num_layers) + " layers, hidden " +
+                          std::to_string(c.hidden_size) + ", " + std::to_string(c.num_heads) + "/" +
+                          std::to_string(c.num_kv_heads) + " heads)");
+    row("Weights", m.dtype + ", " + format_bytes(m.weight_bytes) + " on the GPU");
+    row("Context", format_count(c.max_position_embeddings) + " tokens, vocabulary " + format_count(c.vocab_size));
+    row("Chat template", std::string(m.files.chat.name()));
+    if (memory.device_local)
+      row("GPU memory", format_bytes(memory.used) + " in use of " + format_bytes(memory.device_local));
+    ImGui::EndTable();
+  }
+  for (const auto& w : m.files.warnings) ImGui::TextColored(kWarn, "%s", w.c_str());
+  ImGui::End();
+}
+
+}  // namespace ls::ui

@@ -1,0 +1,119 @@
+// [SECTION] Runs panel: every run of the run store (GUI and --batch runs alike, also one still running
+// in another process, refreshed live); show a run's charts, compare two runs' loss, chat with a run's
+// adapter, export it.
+#include <cfloat>
+#include <ctime>
+
+#include <imgui.h>
+
+#include "ui/panels.h"
+#include "ui/widgets.h"
+
+namespace ls::ui {
+
+namespace {
+
+std::string when(double t) {
+  const std::time_t s = std::time_t(t);
+  std::tm tm{};
+  localtime_r(&s, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%m-%d %H:%M", &tm);
+  return buf;
+}
+
+ImVec4 status_color(store::RunStatus s) {
+  switch (s) {
+    case store::RunStatus::running: return kGood;
+    case store::RunStatus::paused: return kWarn;
+    case store::RunStatus::failed: return kBad;
+    default: return kDim;
+  }
+}
+
+}  // namespace
+
+void draw_runs_panel(const RunsView& runs, const TrainView&, RunsPanelState& s, PanelIo& io) {
+  if (!ImGui::Begin("Runs", &s.open)) {
+    ImGui::End();
+    return;
+  }
+  const store::RunInfo* sel = s.selected ? runs.find(*s.selected) : nullptr;
+  ImGui::BeginDisabled(!sel);
+  if (ImGui::Button("Compare")) io.send(cmd::OverlayRun{runs.overlay == s.selected ? std::nullopt : s.selected});
+  tooltip("Draw this run's loss beside the charted run's (click again to remove).");
+  // Only a run that ended (finished, or stopped with its adapter written) has an adapter to use.
+  const bool ended = sel && (sel->status == store::RunStatus::finished || sel->status == store::RunStatus::stopped);
+  ImGui::BeginDisabled(!ended);
+  ImGui::SameLine();
+  if (ImGui::Button("Chat with it") && sel)
+    io.send(cmd::UseAdapter{sel->out_dir / "adapter", sel->name + " (final)"});
+  io.tag("runs.chat");
+  tooltip("Use this run's final adapter in Chat.");
+  ImGui::SameLine();
+  if (ImGui::Button("Export adapter...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_adapter, sel->id});
+  io.tag("runs.export");
+  tooltip("Write the adapter as a PEFT folder (adapter_config.json, adapter_model.safetensors).");
+  ImGui::EndDisabled();
+  ImGui::EndDisabled();
+  ImGui::SameLine();
+  ImGui::BeginDisabled(true);
+  ImGui::Button("Export merged...");
+  ImGui::EndDisabled();
+  tooltip("coming with `lorastudio export --merge`");
+
+  const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV |
+                                ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingStretchProp;
+  if (ImGui::BeginTable("runs", 6, flags)) {
+    ImGui::TableSetupScrollFreeze(0, 1);
+    ImGui::TableSetupColumn("run", ImGuiTableColumnFlags_WidthStretch, 0.35f);
+    ImGui::TableSetupColumn("name", ImGuiTableColumnFlags_WidthStretch, 1.4f);
+    ImGui::TableSetupColumn("status", ImGuiTableColumnFlags_WidthStretch, 0.7f);
+    ImGui::TableSetupColumn("step", ImGuiTableColumnFlags_WidthStretch, 0.45f);
+    ImGui::TableSetupColumn("loss", ImGuiTableColumnFlags_WidthStretch, 0.6f);
+    ImGui::TableSetupColumn("started", ImGuiTableColumnFlags_WidthStretch, 0.8f);
+    ImGui::TableHeadersRow();
+    ImGuiListClipper clip;
+    clip.Begin(int(runs.runs.size()));
+    while (clip.Step()) {
+      for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+        const auto& r = runs.runs[size_t(i)];
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        const std::string id = std::to_string(r.id);
+        const bool shown = runs.shown == r.id;
+        if (ImGui::Selectable(id.c_str(), s.selected == r.id || shown, ImGuiSelectableFlags_SpanAllColumns)) {
+          s.selected = r.id;
+          io.send(cmd::ShowRun{r.id});
+        }
+        io.tag("runs.row." + id);
+        if (ImGui::IsItemHovered() && !r.error.empty()) tooltip(r.error.c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(r.name.c_str());
+        if (runs.overlay == r.id) {
+          ImGui::SameLine();
+          ImGui::TextColored(kDim, "(compared)");
+        }
+        ImGui::TableNextColumn();
+        ImGui::TextColored(status_color(r.status), "%s", store::run_status_name(r.status));
+        auto it = runs.metrics.find(r.id);
+        ImGui::TableNextColumn();
+        if (it != runs.metrics.end() && !it->second.empty()) {
+          ImGui::Text("%lld", static_cast<long long>(it->second.back().step));
+          ImGui::TableNextColumn();
+          ImGui::Text("%.4f", it->second.back().loss);
+        } else {
+          ImGui::TextColored(kDim, "-");
+          ImGui::TableNextColumn();
+          ImGui::TextColored(kDim, "-");
+        }
+        ImGui::TableNextColumn();
+        ImGui::TextColored(kDim, "%s", when(r.started_at.value_or(r.created_at)).c_str());
+      }
+    }
+    ImGui::EndTable();
+  }
+  ImGui::End();
+}
+
+}  // namespace ls::ui

@@ -1,0 +1,800 @@
+// Index of this file:
+// [SECTION] Construction and the workers
+// [SECTION] Frame
+// [SECTION] Events (workers -> UI)
+// [SECTION] Commands (panels -> workers)
+// [SECTION] Menu, status bar, dialogs, layout
+// [SECTION] Run store thread
+#include "ui/studio.h"
+
+#include <algorithm>
+#include <ctime>
+#include <system_error>
+
+#include <imgui.h>
+
+#include "error.h"
+#include "model/peft_adapter.h"
+#include "store/metrics_export.h"
+#include "train/dataset.h"
+#include "ui/settings.h"
+#include "ui/widgets.h"
+#include "util/atomic_file.h"
+
+namespace ls::ui {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+constexpr size_t kPreviewExamples = 6;
+constexpr auto kPollPeriod = std::chrono::milliseconds(500);
+constexpr double kStaleAfterS = 300;  // a running run without a heartbeat for this long was interrupted
+
+std::string local_stamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// Parameters, bytes and dtype of a model's weights.
+void measure(LoadedModel& m) {
+  std::vector<const Tensor*> all = {&m.model.weights.embed, &m.model.weights.final_norm};
+  if (!m.model.config.tie_word_embeddings) all.push_back(&m.model.weights.lm_head);
+  for (const auto& l : m.model.weights.layers)
+    for (const Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q.w, &l.q.b, &l.k.w, &l.k.b, &l.v.w, &l.v.b,
+                            &l.o.w, &l.o.b, &l.gate.w, &l.gate.b, &l.up.w, &l.up.b, &l.down.w, &l.down.b})
+      all.push_back(t);
+  for (const Tensor* t : all) {
+    if (!t->defined()) continue;
+    m.parameters += t->numel();
+    m.weight_bytes += t->bytes();
+  }
+  const std::string d = dtype_name(m.model.weights.embed.dtype());
+  m.dtype = d;
+  for (const Tensor* t : all)
+    if (t->defined() && t->numel() > 4096 && dtype_name(t->dtype()) != d) m.dtype = "mixed";
+}
+
+// The example as pieces of text, each trained or not.
+PreviewExample preview_of(const train::Example& ex, const tok::Tokenizer& tokenizer) {
+  PreviewExample p{.line = ex.line, .tokens = ex.ids.size(), .trained = train::trained_count(ex)};
+  size_t i = 0;
+  while (i < ex.ids.size()) {
+    size_t j = i;
+    while (j < ex.ids.size() && ex.trained[j] == ex.trained[i]) ++j;
+    p.pieces.push_back({tokenizer.decode(std::span(ex.ids).subspan(i, j - i)), ex.trained[i] != 0});
+    i = j;
+  }
+  return p;
+}
+
+// Bytes of the adapter, its gradients and two AdamW moments that training `config` holds.
+uint64_t training_lora_bytes(const model::ModelConfig& mc, const train::TrainConfig& c) {
+  uint64_t per_layer = 0;
+  for (auto t : c.targets) {
+    auto [out, in] = model::target_shape(mc, t);
+    per_layer += uint64_t(c.rank) * (uint64_t(in) + out) * 4;
+  }
+  return 4 * per_layer * mc.num_layers;
+}
+
+}  // namespace
+
+// [SECTION] Construction and the workers
+
+Studio::Studio(vk::Device& device, StudioOptions options) : device_(device), options_(std::move(options)) {
+  if (options_.store.empty()) options_.store = store::default_store_path();
+  if (options_.runs_dir.empty()) options_.runs_dir = options_.store.parent_path() / "runs";
+  // Settings first, on this thread, before any worker touches the store.
+  UiSettings settings;
+  try {
+    db_.emplace(options_.store);
+    db_->mark_stale_runs(store::unix_now(), kStaleAfterS);
+    if (auto text = db_->setting(kSettingsKey)) read_settings(*text, settings);
+  } catch (const std::exception& e) {
+    fail("The run store cannot be opened", e.what());
+    db_.reset();
+  }
+  train_settings_ = settings.train;
+  chat_settings_ = settings.chat;
+  model_panel_.open = settings.panels.model;
+  data_panel_.open = settings.panels.data;
+  train_panel_.open = settings.panels.train;
+  charts_panel_.open = settings.panels.charts;
+  gpu_panel_.open = settings.panels.gpu;
+  chat_panel_.open = settings.panels.chat;
+  runs_panel_.open = settings.panels.runs;
+  saved_settings_ = settings_json(settings);
+
+  auto on_error = [this](const std::string& e) { events_.push(ev::Failure{"Unexpected error", e}); };
+  store_worker_ = std::make_unique<Worker>(on_error, kPollPeriod, [this] { poll_store(); });
+  loader_ = std::make_unique<Worker>(on_error);
+  chat_worker_ = std::make_unique<ChatWorker>(
+      device_, ChatWorker::Callbacks{
+                   .on_piece = [this](size_t t, ChatSide s, const std::string& p) { events_.push(ev::ChatPiece{t, s, p}); },
+                   .on_done = [this](size_t t, ChatSide s, const infer::Reply& r) { events_.push(ev::ChatDone{t, s, r}); },
+                   .on_failed = [this](size_t t, ChatSide s, const std::string& e) { events_.push(ev::ChatFailed{t, s, e}); },
+                   .on_memory = [this](uint64_t kv, uint64_t lora) { events_.push(ev::ChatMemory{kv, lora}); }});
+  trainer_ = std::make_unique<TrainWorker>();
+  status_ = "Device: " + device_.report().name + ". Open a model folder to begin.";
+  if (!settings.model.empty() && fs::is_directory(settings.model / "") && fs::exists(settings.model / "config.json")) {
+    open_model(settings.model);
+    if (!settings.data.empty() && fs::exists(settings.data)) data_wanted_ = settings.data;
+  }
+}
+
+Studio::~Studio() {
+  if (trainer_ && trainer_->active()) trainer_->stop();
+  trainer_.reset();  // joins: the run writes its checkpoint and adapter
+  chat_worker_.reset();
+  loader_.reset();
+  store_worker_.reset();
+  save_settings(true);
+}
+
+bool Studio::training() const {
+  return train_.state == TrainState::starting || train_.state == TrainState::running ||
+         train_.state == TrainState::paused || train_.state == TrainState::stopping;
+}
+
+StudioState Studio::state() const {
+  StudioState s;
+  s.model_loaded = model_.loaded != nullptr;
+  s.model_loading = model_.loading;
+  s.data_loaded = data_.loaded;
+  s.data_loading = data_.loading;
+  s.train = train_.state;
+  s.step = train_.step;
+  s.total = train_.total;
+  s.run_id = train_.run_id;
+  s.chat_generating = chat_.generating;
+  s.chat_turns = chat_.turns.size();
+  s.chat_tokens = chat_.tokens_total;
+  if (!chat_.turns.empty())
+    for (int side : {kBase, kTuned}) s.last_reply[side] = chat_.turns.back().reply[side].text;
+  s.loss_points = charts_panel_.loss_points;
+  s.gpu_groups = gpu_panel_.groups_shown;
+  s.browser_open = browser_.is_open();
+  s.dialog_open = !errors_.empty();
+  s.errors = error_log_;
+  s.frames = frame_stats_;
+  return s;
+}
+
+void Studio::note_frame(double ms, double cpu_wait_ms, bool drawn, bool up_to_date) {
+  auto& f = frame_stats_;
+  const auto now = Clock::now();
+  ++f.frames;
+  f.drawn += drawn;
+  f.up_to_date += up_to_date;
+  const bool busy = train_.state == TrainState::running || train_.state == TrainState::starting;
+  if (busy) {
+    ++f.training_frames;
+    f.training_drawn += drawn;
+    f.training_up_to_date += up_to_date;
+    if (ms > f.max_frame_ms) f.max_frame_ms = ms, f.max_frame_cpu_wait_ms = cpu_wait_ms;
+    f.max_frame_ms_on_cpu = std::max(f.max_frame_ms_on_cpu, ms - cpu_wait_ms);
+    if (!up_to_date && last_up_to_date_ != Clock::time_point{})
+      f.max_stale_ms = std::max(f.max_stale_ms, std::chrono::duration<double, std::milli>(now - last_up_to_date_).count());
+  }
+  if (up_to_date) last_up_to_date_ = now;
+  rate_draws_ += drawn;
+  const double window = std::chrono::duration<double>(now - rate_since_).count();
+  if (window >= 1.0) {
+    f.draws_per_s = rate_since_ == Clock::time_point{} ? 0 : double(rate_draws_) / window;
+    rate_since_ = now;
+    rate_draws_ = 0;
+  }
+}
+
+// [SECTION] Frame
+
+void Studio::frame() {
+  for (auto& e : events_.drain()) apply(e);
+  if (!data_wanted_.empty() && model_.loaded && !model_.loading) {
+    open_data(data_wanted_);
+    data_wanted_.clear();
+  }
+  if (Clock::now() - last_memory_ > std::chrono::milliseconds(500)) refresh_memory();
+
+  draw_menu();
+  place_windows();
+  // Each place_window applies to the Begin of the panel drawn next.
+  if (model_panel_.open) place_window(places_[0]), draw_model_panel(model_, memory_, model_panel_, io_);
+  if (data_panel_.open) place_window(places_[1]), draw_data_panel(data_, model_, data_panel_, io_);
+  if (train_panel_.open)
+    place_window(places_[2]), draw_train_panel(train_, train_settings_, model_, data_, train_panel_, io_);
+  if (charts_panel_.open) place_window(places_[3]), draw_charts_panel(runs_, charts_panel_, io_);
+  if (gpu_panel_.open) place_window(places_[4]), draw_gpu_panel(runs_, memory_, gpu_panel_, io_);
+  if (chat_panel_.open) place_window(places_[5]), draw_chat_panel(chat_, chat_settings_, model_, runs_, chat_panel_, io_);
+  if (runs_panel_.open) place_window(places_[6]), draw_runs_panel(runs_, train_, runs_panel_, io_);
+  draw_status_bar();
+  draw_browser();
+  draw_error_dialog();
+
+  for (auto& c : io_.take_commands()) run(c);
+  save_settings(false);
+}
+
+void Studio::refresh_memory() {
+  last_memory_ = Clock::now();
+  const auto& stats = memory_stats_;
+  memory_.device_local = device_.report().device_local_bytes;
+  memory_.used = stats.used_bytes;
+  memory_.reserved = stats.block_bytes;
+  memory_.weights = model_.loaded ? model_.loaded->weight_bytes : 0;
+  memory_.lora = chat_lora_bytes_;
+  memory_.kv_cache = chat_kv_bytes_;
+  // The trainer loads its own copy of the model and holds the adapter, its gradients and two moments.
+  if (training() && train_.state != TrainState::starting && model_.loaded) {
+    memory_.weights += model_.loaded->weight_bytes;
+    memory_.lora += training_lora_bytes(model_.loaded->model.config, train_settings_.config);
+  }
+}
+
+void Studio::save_settings(bool now) {
+  if (!now && Clock::now() - last_settings_ < std::chrono::seconds(1)) return;
+  last_settings_ = Clock::now();
+  UiSettings s{.train = train_settings_, .chat = chat_settings_,
+               .model = model_.loaded ? model_.loaded->model.dir : fs::path(),
+               .data = data_.loaded ? data_.path : data_wanted_,
+               .panels = {model_panel_.open, data_panel_.open, train_panel_.open, charts_panel_.open, gpu_panel_.open,
+                          chat_panel_.open, runs_panel_.open}};
+  std::string text = settings_json(s);
+  if (text == saved_settings_) return;
+  saved_settings_ = text;
+  if (now) {  // the workers are gone: this thread owns the store
+    try {
+      if (db_) db_->set_setting(kSettingsKey, text);
+    } catch (const std::exception&) {
+    }
+    return;
+  }
+  store_worker_->post([this, text] {
+    if (db_) db_->set_setting(kSettingsKey, text);
+  });
+}
+
+// [SECTION] Events (workers -> UI)
+
+void Studio::apply(Event& event) {
+  std::visit(
+      Overloaded{
+          [&](ev::ModelLoaded& e) {
+            model_.loading = false;
+            if (data_.loaded && data_.model_dir != e.model->model.dir) data_wanted_ = data_.path;  // recount
+            model_.loaded = std::move(e.model);
+            chat_worker_->reset(true);
+            status_ = "Model " + model_.loaded->model.dir.filename().string() + " loaded: " +
+                      format_count(model_.loaded->parameters) + " parameters.";
+          },
+          [&](ev::ModelFailed& e) {
+            model_.loading = false;
+            fail("The model cannot be opened", e.error);
+          },
+          [&](ev::DataLoaded& e) {
+            data_ = std::move(e.data);
+            status_ = "Data " + data_.path.filename().string() + ": " + format_count(data_.examples) + " examples.";
+          },
+          [&](ev::DataFailed& e) {
+            data_.loading = false;
+            fail("The data file cannot be read", e.error);
+          },
+          [&](ev::TrainStep& e) {
+            const auto& r = e.report;
+            if (train_.state == TrainState::starting) train_.state = TrainState::running;
+            if (train_.run_id != r.run_id) runs_.shown = r.run_id;  // a new run: chart it
+            train_.run_id = r.run_id;
+            train_.step = r.step;
+            train_.total = r.total;
+            train_.loss = r.loss;
+            train_.lr = r.lr;
+            train_.grad_norm = r.grad_norm;
+            train_.tokens_per_s = r.tokens_per_s;
+            train_.elapsed_s = r.elapsed_s;
+            if (r.val_loss) train_.val_loss = r.val_loss;
+            train_.checkpoint_asked = false;
+            merge_metrics(r.run_id, {{.step = r.step, .time = store::unix_now(), .loss = r.loss, .val_loss = r.val_loss,
+                                      .lr = r.lr, .grad_norm = r.grad_norm, .tokens_per_s = r.tokens_per_s,
+                                      .gpu_ms = r.gpu_ms}});
+          },
+          [&](ev::TrainPaused& e) {
+            if (train_.state == TrainState::stopping) return;
+            train_.state = e.paused ? TrainState::paused : TrainState::running;
+          },
+          [&](ev::TrainDone& e) {
+            train_.state = e.result.stopped ? TrainState::stopped : TrainState::finished;
+            train_.adapter_dir = e.result.adapter_dir;
+            train_.run_id = e.result.run_id;
+            status_ = std::string(e.result.stopped ? "Training stopped" : "Training finished") + " after " +
+                      std::to_string(e.result.steps) + " steps; adapter written to " + e.result.adapter_dir.string();
+            if (chat_.adapter.empty() || chat_.adapter == e.result.adapter_dir) {
+              chat_.adapter = e.result.adapter_dir;
+              chat_.adapter_label = train_.out_dir.filename().string() + " (final)";
+              chat_settings_.use_adapter = true;
+            }
+          },
+          [&](ev::TrainFailed& e) {
+            train_.state = TrainState::failed;
+            train_.error = e.error;
+            fail("Training failed", e.error);
+          },
+          [&](ev::ChatPiece& e) {
+            if (e.turn >= chat_.turns.size()) return;
+            auto& r = chat_.turns[e.turn].reply[e.side];
+            r.text += e.text;
+            ++r.tokens;
+            ++chat_.tokens_total;
+          },
+          [&](ev::ChatDone& e) {
+            if (e.turn >= chat_.turns.size()) return;
+            auto& r = chat_.turns[e.turn].reply[e.side];
+            r.streaming = false;
+            r.text = e.reply.text;
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "%u tokens, %.1f tok/s (prefill %u: %.0f tok/s), stop: %s%s",
+                          e.reply.stats.new_tokens, e.reply.stats.decode_tokens_per_second(), e.reply.stats.prompt_tokens,
+                          e.reply.stats.prefill_tokens_per_second(), e.reply.stats.stop_reason.c_str(),
+                          e.reply.history_dropped ? " (context full: earlier turns dropped)" : "");
+            r.stats = buf;
+            const auto& turn = chat_.turns[e.turn];
+            const bool both = turn.reply[kBase].wanted && turn.reply[kTuned].wanted;
+            const std::string role = both && e.side == kBase ? "assistant (base model)" : "assistant";
+            store_worker_->post([this, role, text = e.reply.text] {
+              if (db_ && chat_id_) db_->add_chat_message(chat_id_, {role, text});
+            });
+          },
+          [&](ev::ChatFailed& e) {
+            if (e.turn >= chat_.turns.size()) return;
+            auto& r = chat_.turns[e.turn].reply[e.side];
+            r.streaming = false;
+            r.error = e.error == "stopped" ? "" : e.error;
+            if (e.error == "stopped") r.stats = "stopped";
+          },
+          [&](ev::ChatMemory& e) {
+            chat_kv_bytes_ = e.kv_bytes;
+            chat_lora_bytes_ = e.lora_bytes;
+          },
+          [&](ev::RunsListed& e) {
+            runs_.runs = std::move(e.runs);
+            if (!runs_.shown && !runs_.runs.empty()) runs_.shown = runs_.runs.front().id;
+          },
+          [&](ev::RunMetrics& e) { merge_metrics(e.run, std::move(e.rows)); },
+          [&](ev::RunCheckpoints& e) { runs_.checkpoints[e.run] = std::move(e.checkpoints); },
+          [&](ev::DeviceMemory& e) { memory_stats_ = e.stats; },
+          [&](ev::Status& e) { status_ = std::move(e.text); },
+          [&](ev::Failure& e) { fail(std::move(e.title), std::move(e.message)); },
+      },
+      event);
+  if (!chat_.turns.empty()) {
+    const auto& last = chat_.turns.back();
+    chat_.generating = last.reply[kBase].streaming || last.reply[kTuned].streaming;
+  }
+}
+
+void Studio::merge_metrics(int64_t run, std::vector<store::MetricRow> rows) {
+  auto& have = runs_.metrics[run];
+  for (auto& r : rows) {
+    auto it = std::lower_bound(have.begin(), have.end(), r.step, [](const store::MetricRow& a, int64_t s) { return a.step < s; });
+    if (it != have.end() && it->step == r.step) {
+      if (!r.val_loss) r.val_loss = it->val_loss;
+      if (r.gpu_ms.empty()) r.gpu_ms = it->gpu_ms;
+      *it = std::move(r);
+    } else {
+      have.insert(it, std::move(r));
+    }
+  }
+}
+
+// [SECTION] Commands (panels -> workers)
+
+void Studio::run(Command& command) {
+  std::visit(Overloaded{
+                 [&](cmd::OpenModel& c) { open_model(c.dir); },
+                 [&](cmd::OpenData& c) { open_data(c.file); },
+                 [&](cmd::StartTraining&) { start_training(); },
+                 [&](cmd::PauseTraining&) { trainer_->pause(); },
+                 [&](cmd::ResumeTraining&) { trainer_->resume(); },
+                 [&](cmd::StopTraining&) {
+                   trainer_->stop();
+                   if (training()) train_.state = TrainState::stopping;
+                 },
+                 [&](cmd::CheckpointNow&) {
+                   trainer_->checkpoint_now();
+                   train_.checkpoint_asked = true;
+                   status_ = "A checkpoint is written after the current step.";
+                 },
+                 [&](cmd::SendChat& c) { send_chat(c.text); },
+                 [&](cmd::StopChat&) { chat_worker_->stop(); },
+                 [&](cmd::ClearChat&) {
+                   chat_worker_->stop();
+                   chat_worker_->reset();
+                   chat_.turns.clear();
+                   chat_.generating = false;
+                   chat_panel_.seen_turns = 0;
+                   store_worker_->post([this] { chat_id_ = 0; });
+                 },
+                 [&](cmd::UseAdapter& c) {
+                   chat_.adapter = c.dir;
+                   chat_.adapter_label = c.dir.empty() ? "" : c.label.empty() ? c.dir.filename().string() : c.label;
+                   if (!c.dir.empty()) chat_settings_.use_adapter = true;
+                   if (!c.dir.empty()) status_ = "Chat uses the adapter in " + c.dir.string();
+                 },
+                 [&](cmd::ShowRun& c) { runs_.shown = c.run; },
+                 [&](cmd::OverlayRun& c) { runs_.overlay = c.run; },
+                 [&](cmd::ExportAdapter& c) { export_adapter(c.run, c.dir); },
+                 [&](cmd::Browse& c) {
+                   browsing_ = c;
+                   switch (c.purpose) {
+                     case cmd::BrowseFor::model:
+                       browser_.open("Open a model folder", FileBrowser::Pick::folder,
+                                     model_.loaded ? model_.loaded->model.dir.parent_path() : fs::path());
+                       break;
+                     case cmd::BrowseFor::data:
+                       browser_.open("Open a JSONL data file", FileBrowser::Pick::file,
+                                     data_.loaded ? data_.path : fs::path(), ".jsonl");
+                       break;
+                     case cmd::BrowseFor::export_adapter: {
+                       const auto* r = runs_.find(c.run);
+                       const fs::path start = r && !r->out_dir.empty() ? r->out_dir / ("export-peft-" + local_stamp())
+                                                                       : fs::path();
+                       browser_.open("Export the adapter to a new folder", FileBrowser::Pick::new_folder, start);
+                       break;
+                     }
+                   }
+                 },
+                 [&](cmd::ExportChart& c) { export_chart(c.png); },
+                 [&](cmd::Status& c) { status_ = c.text; },
+                 [&](cmd::Failure& c) { fail(c.title, c.message); },
+             },
+             command);
+}
+
+void Studio::fail(std::string title, std::string message) {
+  error_log_.push_back(title + ": " + message);
+  errors_.push_back({std::move(title), std::move(message)});
+}
+
+void Studio::open_model(const fs::path& dir) {
+  if (model_.loading) return fail("A model is loading", "Wait until " + model_.loading_dir.string() + " is loaded.");
+  model_.loading = true;
+  model_.loading_dir = dir;
+  loader_->post([this, dir] {
+    try {
+      auto m = model::Model::load(device_, dir);
+      auto files = infer::ChatModelFiles::load(dir, m.config);
+      auto loaded = std::make_shared<LoadedModel>(LoadedModel{std::move(m), std::move(files)});
+      measure(*loaded);
+      events_.push(ev::ModelLoaded{std::move(loaded)});
+    } catch (const std::exception& e) {
+      events_.push(ev::ModelFailed{dir, e.what()});
+    }
+  });
+}
+
+void Studio::open_data(const fs::path& file) {
+  if (!model_.loaded) {
+    data_wanted_ = file;
+    status_ = "The data is read once a model is open (its tokenizer counts the tokens).";
+    return;
+  }
+  data_.loading = true;
+  data_.path = file;
+  auto options = train_settings_.config.data_options;
+  options.validation_fraction = train_settings_.val_fraction;
+  options.skip_bad_lines = true;  // list every problem
+  options.pack = false;
+  loader_->post([this, file, options, model = model_.loaded] {
+    try {
+      const auto ds = train::load_dataset(file, model->files.tokenizer, model->files.chat, options);
+      DataView v{.loaded = true, .path = file, .model_dir = model->model.dir};
+      v.examples = ds.train_examples;
+      v.validation_examples = ds.validation_examples;
+      v.tokens = train::token_count(ds.train) + train::token_count(ds.validation);
+      v.trained_tokens = train::trained_count(ds.train) + train::trained_count(ds.validation);
+      v.longest = ds.longest;
+      v.truncated = ds.truncated;
+      v.problems = ds.warnings;
+      for (size_t i = 0; i < std::min(kPreviewExamples, ds.train.size()); ++i)
+        v.preview.push_back(preview_of(ds.train[i], model->files.tokenizer));
+      events_.push(ev::DataLoaded{std::move(v)});
+    } catch (const std::exception& e) {
+      events_.push(ev::DataFailed{file, e.what()});
+    }
+  });
+}
+
+void Studio::start_training() {
+  if (training() || trainer_->active()) return;
+  if (!model_.loaded || !data_.loaded) return fail("Training cannot start", "Open a model and a data file first.");
+  train::TrainConfig c = train_settings_.config;
+  c.model = model_.loaded->model.dir;
+  c.data = data_.path;
+  c.store = options_.store;
+  c.targets.clear();
+  for (size_t i = 0; i < model::kLoraTargetCount; ++i)
+    if (train_settings_.targets[i]) c.targets.push_back(model::LoraTarget(i));
+  c.schedule.kind = train::ScheduleOptions::Kind(train_settings_.schedule);
+  c.data_options.validation_fraction = train_settings_.val_fraction;
+  c.data_options.seed = c.seed;
+  std::string name = train_settings_.run_name.empty() ? "run-" + local_stamp() : train_settings_.run_name;
+  fs::path out = options_.runs_dir / name;
+  std::error_code ec;
+  for (int n = 2; fs::exists(out, ec); ++n) out = options_.runs_dir / (name + "-" + std::to_string(n));
+  c.out = out;
+  try {
+    train::validate(c);
+  } catch (const std::exception& e) {
+    return fail("Training cannot start", e.what());
+  }
+  train_ = TrainView{.state = TrainState::starting, .total = c.steps, .out_dir = out};
+  const bool started = trainer_->start(
+      device_, c,
+      TrainWorker::Callbacks{
+          .on_step = [this](const train::StepReport& r) { events_.push(ev::TrainStep{r}); },
+          .on_paused = [this](bool paused) { events_.push(ev::TrainPaused{paused}); },
+          .on_done = [this](const train::TrainResult& r) { events_.push(ev::TrainDone{r}); },
+          .on_failed = [this](const std::string& e) { events_.push(ev::TrainFailed{e}); }});
+  if (!started) train_.state = TrainState::idle;
+  status_ = "Training started: " + out.string();
+}
+
+void Studio::send_chat(const std::string& text) {
+  if (!model_.loaded) return fail("Chat", "Open a model first.");
+  if (chat_.generating) return;
+  const auto& st = chat_settings_;
+  infer::GenerateOptions options{.max_new_tokens = st.max_tokens, .sampling = st.sampling,
+                                 .stop_ids = model_.loaded->files.eos};
+  try {
+    infer::validate(options.sampling);
+  } catch (const std::exception& e) {
+    return fail("Chat", e.what());
+  }
+  const bool tuned = !chat_.adapter.empty();
+  const bool both = st.side_by_side && tuned;
+  ChatTurn turn{.user = text};
+  turn.reply[kTuned].wanted = both || (st.use_adapter && tuned);
+  turn.reply[kBase].wanted = both || !turn.reply[kTuned].wanted;
+  ChatWorker::Request req{.model = model_.loaded, .adapter = tuned ? chat_.adapter : fs::path(), .options = options,
+                          .turn = chat_.turns.size()};
+  for (int side : {kBase, kTuned}) {
+    req.wanted[side] = turn.reply[side].wanted;
+    turn.reply[side].streaming = turn.reply[side].wanted;
+    auto& m = req.messages[side];
+    if (!st.system.empty()) m.push_back({"system", st.system});
+    for (const auto& t : chat_.turns) {  // each side's own answers; the other side's where it did not answer
+      const auto& r = t.reply[side].wanted ? t.reply[side] : t.reply[1 - side];
+      if (r.text.empty()) continue;
+      m.push_back({"user", t.user});
+      m.push_back({"assistant", r.text});
+    }
+    m.push_back({"user", text});
+  }
+  chat_.turns.push_back(std::move(turn));
+  chat_.generating = true;
+  chat_worker_->send(std::move(req));
+  const auto adapter = tuned ? std::optional<fs::path>(chat_.adapter) : std::nullopt;
+  const auto run = train_.run_id && chat_.adapter == train_.adapter_dir ? std::optional<int64_t>(train_.run_id) : std::nullopt;
+  store_worker_->post([this, text, adapter, run] {
+    if (!db_) return;
+    if (!chat_id_) chat_id_ = db_->create_chat({.run_id = run, .adapter_path = adapter, .title = text.substr(0, 80)});
+    db_->add_chat_message(chat_id_, {"user", text});
+  });
+}
+
+void Studio::export_adapter(int64_t run, const fs::path& dir) {
+  const auto* r = runs_.find(run);
+  if (!r) return;
+  const fs::path source = r->out_dir / "adapter";
+  const fs::path model_dir = r->model_path;
+  status_ = "Exporting the adapter of run " + std::to_string(run) + " ...";
+  loader_->post([this, run, source, model_dir, dir] {
+    try {
+      const auto config = model::load_config(model_dir);
+      const auto adapter = model::load_peft_adapter(device_, config, source);
+      model::save_peft_adapter(adapter, config, dir, model_dir.string());
+      store_worker_->post([this, run, dir] {
+        if (db_) db_->add_export(run, dir, store::ExportFormat::peft);
+      });
+      events_.push(ev::Status{"Adapter of run " + std::to_string(run) + " written to " + dir.string() + " (PEFT)."});
+    } catch (const std::exception& e) {
+      events_.push(ev::Failure{"The adapter cannot be exported", e.what()});
+    }
+  });
+}
+
+void Studio::export_chart(bool png) {
+  if (!runs_.shown) return;
+  const auto* r = runs_.find(*runs_.shown);
+  const fs::path dir = (r && !r->out_dir.empty() ? r->out_dir : options_.runs_dir) / "charts";
+  auto series = loss_series(runs_, *runs_.shown);
+  if (runs_.overlay)
+    for (auto& s : loss_series(runs_, *runs_.overlay, (" (run " + std::to_string(*runs_.overlay) + ")").c_str()))
+      series.push_back(std::move(s));
+  std::vector<store::MetricRow> rows;
+  if (auto it = runs_.metrics.find(*runs_.shown); it != runs_.metrics.end()) rows = it->second;
+  const ChartView view = charts_panel_.loss;
+  loader_->post([this, png, dir, series = std::move(series), rows = std::move(rows), view] {
+    try {
+      fs::create_directories(dir);
+      const fs::path file = dir / (png ? "loss.png" : "metrics.csv");
+      if (png) write_chart_png(file, series, view, 1200, 700);
+      else store::write_metrics_csv(file, rows);
+      events_.push(ev::Status{std::string(png ? "Loss chart" : "Metrics") + " written to " + file.string()});
+    } catch (const std::exception& e) {
+      events_.push(ev::Failure{"The chart cannot be saved", e.what()});
+    }
+  });
+}
+
+void Studio::drop(const std::vector<fs::path>& paths) {
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec) && fs::exists(p / "config.json", ec)) {
+      open_model(p);
+    } else if (fs::is_directory(p, ec) && fs::exists(p / "adapter_config.json", ec)) {
+      Command c = cmd::UseAdapter{p, p.filename().string()};
+      run(c);
+    } else if (fs::is_regular_file(p, ec) && (p.extension() == ".jsonl" || p.extension() == ".json")) {
+      open_data(p);
+    } else {
+      fail("Nothing to open", p.string() + " is neither a model folder (config.json), an adapter folder "
+                                           "(adapter_config.json) nor a JSONL file.");
+    }
+  }
+}
+
+// [SECTION] Menu, status bar, dialogs, layout
+
+void Studio::draw_menu() {
+  if (!ImGui::BeginMainMenuBar()) return;
+  if (ImGui::BeginMenu("File")) {
+    if (ImGui::MenuItem("Open model folder...")) io_.send(cmd::Browse{cmd::BrowseFor::model});
+    if (ImGui::MenuItem("Open data file...")) io_.send(cmd::Browse{cmd::BrowseFor::data});
+    ImGui::Separator();
+    if (ImGui::MenuItem("Quit", "Ctrl+Q")) quit_ = true;
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("View")) {
+    ImGui::MenuItem("Model", nullptr, &model_panel_.open);
+    ImGui::MenuItem("Data", nullptr, &data_panel_.open);
+    ImGui::MenuItem("Train", nullptr, &train_panel_.open);
+    ImGui::MenuItem("Charts", nullptr, &charts_panel_.open);
+    ImGui::MenuItem("GPU timing", nullptr, &gpu_panel_.open);
+    ImGui::MenuItem("Chat", nullptr, &chat_panel_.open);
+    ImGui::MenuItem("Runs", nullptr, &runs_panel_.open);
+    ImGui::Separator();
+    if (ImGui::MenuItem("Tile windows")) tile_ = true;
+    ImGui::EndMenu();
+  }
+  if (ImGui::BeginMenu("Help")) {
+    ImGui::TextUnformatted("lorastudio " LS_VERSION " - LoRA fine-tuning on any Vulkan GPU");
+    ImGui::TextColored(kDim, "Device: %s (%s)", device_.report().name.c_str(), device_.report().type.c_str());
+    ImGui::TextColored(kDim, "Run store: %s", options_.store.string().c_str());
+    ImGui::EndMenu();
+  }
+  if (ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed('Q', false)) quit_ = true;  // the GLFW backend's key codes
+  ImGui::EndMainMenuBar();
+}
+
+void Studio::draw_status_bar() {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const float h = ImGui::GetFrameHeight();
+  ImGui::SetNextWindowPos({vp->WorkPos.x, vp->WorkPos.y + vp->WorkSize.y - h});
+  ImGui::SetNextWindowSize({vp->WorkSize.x, h});
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, {ImGui::GetStyle().FramePadding.x * 2, ImGui::GetStyle().FramePadding.y});
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowBorderSize, 0);
+  const ImGuiWindowFlags flags = ImGuiWindowFlags_NoDecoration | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoSavedSettings |
+                                 ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                                 ImGuiWindowFlags_NoNav;
+  if (ImGui::Begin("##status", nullptr, flags)) {
+    ImGui::TextUnformatted(status_.c_str());
+    char right[160];
+    const size_t v = device_.validation_messages();
+    std::snprintf(right, sizeof right, "%s%s   %s   %.0f draws/s", v ? "validation messages: " : "",
+                  v ? std::to_string(v).c_str() : "", device_.report().name.c_str(), frame_stats_.draws_per_s);
+    const float w = ImGui::CalcTextSize(right).x;
+    ImGui::SameLine(std::max(ImGui::GetWindowWidth() - w - ImGui::GetStyle().WindowPadding.x,
+                             ImGui::GetCursorPosX() + ImGui::GetFontSize()));
+    ImGui::TextColored(v ? kBad : kDim, "%s", right);
+  }
+  ImGui::End();
+  ImGui::PopStyleVar(2);
+}
+
+void Studio::draw_error_dialog() {
+  if (errors_.empty()) return;
+  if (!ImGui::IsPopupOpen("Error###error")) ImGui::OpenPopup("Error###error");
+  const ImVec2 display = ImGui::GetIO().DisplaySize;
+  ImGui::SetNextWindowPos({display.x * 0.5f, display.y * 0.4f}, ImGuiCond_Appearing, {0.5f, 0.5f});
+  ImGui::SetNextWindowSizeConstraints({ImGui::GetFontSize() * 24, 0}, {display.x * 0.7f, display.y * 0.8f});
+  if (ImGui::BeginPopupModal("Error###error", nullptr, ImGuiWindowFlags_AlwaysAutoResize)) {
+    const auto& [title, message] = errors_.front();
+    ImGui::TextColored(kBad, "%s", title.c_str());
+    ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+    ImGui::TextUnformatted(message.c_str());
+    ImGui::PopTextWrapPos();
+    ImGui::Spacing();
+    if (ImGui::Button("OK", {ImGui::GetFontSize() * 6, 0}) || ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Escape))) {
+      errors_.erase(errors_.begin());
+      ImGui::CloseCurrentPopup();
+    }
+    io_.tag("error.ok");
+    ImGui::SameLine();
+    if (ImGui::Button("Copy")) ImGui::SetClipboardText((title + ": " + message).c_str());
+    ImGui::EndPopup();
+  }
+}
+
+void Studio::draw_browser() {
+  if (errors_.size()) return;  // the error dialog first
+  auto chosen = browser_.draw(io_);
+  if (!chosen) return;
+  switch (browsing_.purpose) {
+    case cmd::BrowseFor::model: open_model(*chosen); break;
+    case cmd::BrowseFor::data: open_data(*chosen); break;
+    case cmd::BrowseFor::export_adapter: export_adapter(browsing_.run, *chosen); break;
+  }
+}
+
+// The default arrangement: three columns under the menu bar and above the status bar,
+//   Model / Data / Train  |  Charts / GPU timing  |  Chat / Runs.
+// Windows go there on first use and again when the window is resized or View > Tile windows is picked.
+void Studio::place_windows() {
+  const ImGuiViewport* vp = ImGui::GetMainViewport();
+  const ImVec2 display = vp->WorkSize;
+  const bool resized = last_display_.x > 0 && (display.x != last_display_.x || display.y != last_display_.y);
+  last_display_ = display;
+  const bool force = tile_ || resized;
+  tile_ = false;
+  const float status = ImGui::GetFrameHeight();
+  const float x0 = vp->WorkPos.x, y0 = vp->WorkPos.y, w = display.x, h = display.y - status;
+  const float c1 = std::floor(w * 0.28f), c2 = std::floor(w * 0.40f), c3 = w - c1 - c2;
+  const float model_h = std::floor(h * 0.27f), data_h = std::floor(h * 0.27f), charts_h = std::floor(h * 0.58f),
+              chat_h = std::floor(h * 0.64f);
+  auto at = [&](float x, float y, float ww, float hh) { return WindowPlace{{x0 + x, y0 + y}, {ww, hh}, force}; };
+  places_ = {at(0, 0, c1, model_h),
+             at(0, model_h, c1, data_h),
+             at(0, model_h + data_h, c1, h - model_h - data_h),
+             at(c1, 0, c2, charts_h),
+             at(c1, charts_h, c2, h - charts_h),
+             at(c1 + c2, 0, c3, chat_h),
+             at(c1 + c2, chat_h, c3, h - chat_h)};
+}
+
+// [SECTION] Run store thread
+
+void Studio::poll_store() {
+  events_.push(ev::DeviceMemory{device_.memory().stats()});
+  if (!db_) return;
+  if (Clock::now() - last_stale_check_ > std::chrono::seconds(30)) {
+    last_stale_check_ = Clock::now();
+    db_->mark_stale_runs(store::unix_now(), kStaleAfterS);
+  }
+  auto runs = db_->list_runs();
+  if (runs.size() > 200) runs.resize(200);
+  for (const auto& r : runs) {
+    auto rows = db_->metrics_changed(r.id, polled_rev_[r.id]);
+    if (!rows.empty()) {
+      for (const auto& m : rows) polled_rev_[r.id] = std::max(polled_rev_[r.id], m.rev);
+      std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
+      events_.push(ev::RunMetrics{r.id, std::move(rows)});
+      events_.push(ev::RunCheckpoints{r.id, db_->checkpoints(r.id)});
+    }
+  }
+  events_.push(ev::RunsListed{std::move(runs)});
+}
+
+}  // namespace ls::ui

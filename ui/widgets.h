@@ -1,0 +1,30 @@
+#pragma once
+// Small helpers the panels share: tooltips, number formats, colours of the theme.
+#include <cstdint>
+#include <string>
+
+#include <imgui.h>
+
+namespace ls::ui {
+
+// "1.5 GiB", "300 MiB", "12 KiB", "512 B".
+std::string format_bytes(uint64_t bytes);
+// "1:02:03" or "2:03".
+std::string format_duration(double seconds);
+// "1,234,567".
+std::string format_count(uint64_t n);
+// Shows `text` as a tooltip when the last item is hovered.
+void tooltip(const char* text);
+// A "(?)" that shows `text` when hovered.
+void help_marker(const char* text);
+// A section title: brighter text and a separator.
+void heading(const char* text);
+
+// Theme colours.
+inline const ImVec4 kDim{0.62f, 0.65f, 0.70f, 1.0f};
+inline const ImVec4 kGood{0.45f, 0.82f, 0.52f, 1.0f};
+inline const ImVec4 kWarn{0.98f, 0.76f, 0.35f, 1.0f};
+inline const ImVec4 kBad{1.0f, 0.45f, 0.40f, 1.0f};
+inline const ImVec4 kAccent{0.40f, 0.68f, 1.0f, 1.0f};
+
+}  // namespace ls::ui
