@@ -4,19 +4,10 @@
 #include <string_view>
 
 #include "error.h"
+#include "tensor/tensor.h"
 
 namespace ls::model {
 namespace {
-
-std::string shape_string(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 constexpr size_t kMaxListed = 10;
 
@@ -75,7 +66,7 @@ void check_weights(const ModelConfig& c, const SafeTensors& st) {
   }
   const std::vector<uint64_t> lm_head_shape = {c.vocab_size, c.hidden_size};
   for (const TensorInfo& t : st.tensors()) {
-    if (expected_names.contains(t.name) || ends_with(t.name, ".rotary_emb.inv_freq")) continue;
+    if (expected_names.contains(t.name) || t.name.ends_with(".rotary_emb.inv_freq")) continue;
     if (c.tie_word_embeddings && t.name == "lm_head.weight") {
       if (t.shape != lm_head_shape)
         problems.push_back("lm_head.weight (tied, ignored) has shape " + shape_string(t.shape) + ", expected " +

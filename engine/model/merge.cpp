@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "error.h"
+#include "tensor/tensor.h"
 #include "model/lora.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
@@ -40,16 +41,6 @@ constexpr std::string_view kSideFolder = "additional_chat_templates";
 constexpr uint64_t kSlabBytes = 4 << 20;  // f32 bytes of W' made per slab of rows
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string shape_string(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
 
 float load_f32(const std::byte* data, DType dtype, size_t i) {
   float f;
@@ -95,7 +86,7 @@ std::map<std::string, Merge> plan_merges(const SafeTensors& base, const SafeTens
   auto fail = [&](const std::string& what) { throw Error(where + ": " + what); };
   std::map<std::string, Merge> merges;
   for (const TensorInfo& t : adapter.tensors()) {
-    const bool is_a = ends_with(t.name, kSuffixA), is_b = ends_with(t.name, kSuffixB);
+    const bool is_a = t.name.ends_with(kSuffixA), is_b = t.name.ends_with(kSuffixB);
     if (!t.name.starts_with(kPeftPrefix) || !(is_a || is_b) || t.name.size() <= kPeftPrefix.size() + kSuffixA.size())
       fail("tensor " + in_quotes(t.name) +
            " is not a LoRA matrix (base_model.model.<module>.lora_A.weight or .lora_B.weight)");

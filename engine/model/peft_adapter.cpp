@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "tensor/tensor.h"
 #include "model/safetensors.h"
 #include "util/atomic_file.h"
 #include "util/decimal.h"
@@ -36,12 +37,6 @@ std::vector<float> as_floats(const TensorInfo& info) {
     }
   }
   return v;
-}
-
-std::string shape_string_of(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 // The layers the adapter adapts, checked against the model: each layer has all of the adapter's targets
@@ -263,7 +258,7 @@ LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& c, const st
       auto [out, inp] = target_shape(c, t);
       if (ta->shape != std::vector<uint64_t>{a.rank, inp} || tb->shape != std::vector<uint64_t>{out, a.rank})
         throw Error(weights_path.string() + ": " + std::string(target_name(t)) + " of layer " + std::to_string(layer) +
-                    " has A " + shape_string_of(ta->shape) + " and B " + shape_string_of(tb->shape) + "; expected A [" +
+                    " has A " + shape_string(ta->shape) + " and B " + shape_string(tb->shape) + "; expected A [" +
                     std::to_string(a.rank) + ", " + std::to_string(inp) + "] and B [" + std::to_string(out) + ", " +
                     std::to_string(a.rank) + "] for this model");
       LoraPair& p = a.layers[layer][size_t(t)];

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "error.h"
+#include "tensor/tensor.h"
 #include "util/atomic_file.h"
 
 namespace ls::model {
@@ -18,12 +19,6 @@ using nlohmann::json;
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference library's limit
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-std::string shape_string(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // The dtypes we read, by their safetensors names: the float types of weights, and I32 (token ids in
 // test fixtures; check_weights refuses it for weights).

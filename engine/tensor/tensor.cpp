@@ -6,11 +6,17 @@
 
 namespace ls {
 
-std::string shape_string(const Shape& s) {
+namespace {
+template <class Dims>
+std::string bracketed(const Dims& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
 }
+}  // namespace
+
+std::string shape_string(const Shape& s) { return bracketed(s); }
+std::string shape_string(const std::vector<uint64_t>& s) { return bracketed(s); }
 
 Tensor Tensor::empty(vk::Device& device, Shape shape, DType dtype, const char* what) {
   Tensor t;

@@ -15,6 +15,8 @@ namespace ls {
 
 using Shape = std::vector<uint32_t>;
 std::string shape_string(const Shape& s);
+// The same "[2, 3]" form for file shapes (safetensors headers hold 64-bit dimensions).
+std::string shape_string(const std::vector<uint64_t>& s);
 
 class Tensor {
  public:
