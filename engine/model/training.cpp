@@ -59,9 +59,9 @@ void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const
 }  // namespace
 
 uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding) {
-  // At most 256 MiB of f32 logits (64 MiB where one binding cannot hold 256), in chunks of equal size
-  // (no small remainder chunk that would leave the GPU idle), each a multiple of 16 rows so every
-  // chunk's bindings stay aligned.
+  // At most 256 MiB of f32 logits (64 MiB where one binding cannot hold 256), as few chunks as that
+  // allows, sized about equally (rather than full chunks and a small remainder that leaves the GPU
+  // idle), each a multiple of 16 rows so every chunk's bindings stay aligned.
   const uint64_t budget = uint64_t(max_binding >= (uint64_t(256) << 20) ? 256 : 64) << 20;
   const uint64_t most = std::max<uint64_t>(16, budget / (uint64_t(vocab) * 4) / 16 * 16);
   const uint64_t chunks = (rows + most - 1) / most;

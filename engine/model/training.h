@@ -37,7 +37,7 @@ inline constexpr const char* kGroupMlp = "mlp";
 inline constexpr const char* kGroupLoss = "loss";
 
 // Rows of logits computed at once by the step: ≤ 256 MiB of f32 (64 MiB on devices whose bindings are
-// smaller), equal chunks, a multiple of 16 rows, at most `rows`.
+// smaller), as few chunks as that allows sized about equally, a multiple of 16 rows, at most `rows`.
 uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding);
 
 // Zero-initialised gradient tensors shaped like the adapter's.
