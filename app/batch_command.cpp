@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "error.h"
+#include "toml_config.h"
 #include "train/option_help.h"
 #include "vk/device.h"
 
@@ -59,7 +60,9 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_option(h::kStore.flag, a.store, h::kStore.text);
   g->add_flag("--quiet", a.quiet, "no progress output");
   g->add_flag(h::kProfile.flag, c.profile, h::kProfile.text);
-  app.set_config("--config", "", "TOML file with any of the training options (key = value, keys as the long options)");
+  add_toml_config(app, "--config",
+                  "TOML file with any of these options: key = value, keys named like the long options (batch_size or "
+                  "batch-size = 4; targets = [\"q_proj\", \"v_proj\"]); options on the command line win");
 }
 
 int run_batch(BatchArgs& a) {

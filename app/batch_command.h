@@ -1,6 +1,6 @@
 #pragma once
 // `lorastudio --batch`: headless LoRA training with options named as mlx-lm and PEFT users expect,
-// each also settable in a TOML file (--config run.toml, keys named like the long options).
+// each also settable in a TOML file (--config run.toml, keys named like the long options; app/toml_config.h).
 #include <CLI/CLI.hpp>
 
 #include <string>

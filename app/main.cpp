@@ -1,6 +1,7 @@
 // lorastudio: command line entry. With no command it opens the desktop app (app/gui.h); `--batch` trains
-// headless; `generate` and `chat` run a model from the terminal; `--version` and `--devices` report.
-// Without a display the default is the device report and a line saying why no window opened.
+// headless; `generate` and `chat` run a model from the terminal; `export --merge` writes the model with
+// an adapter merged in; `--version` and `--devices` report. Without a display the default is the device
+// report and a line saying why no window opened.
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
@@ -8,6 +9,7 @@
 
 #include "error.h"
 #include "batch_command.h"
+#include "export_command.h"
 #include "generate_command.h"
 #include "gui.h"
 #include "vk/device.h"
@@ -49,6 +51,10 @@ int main(int argc, char** argv) {
   auto* chat = app.add_subcommand("chat", "Interactive chat in the terminal, with the model's chat template");
   ls::app::add_generation_options(*chat, chat_args);
   chat_args.temperature = 0.7f;
+  ls::app::ExportArgs export_args;
+  auto* export_cmd = app.add_subcommand("export", "Write a trained adapter in another form: --merge writes the model "
+                                                  "with the adapter merged in, a safetensors folder transformers loads");
+  ls::app::add_export_options(*export_cmd, export_args);
   ls::app::GuiArgs gui;
   auto* gui_group = app.add_option_group("Desktop app (the default)", "the window");
   gui_group->add_option("--ui-script", gui.ui_script, "run a UI scenario in the window (see ui/ui_script.h)");
@@ -57,7 +63,17 @@ int main(int argc, char** argv) {
   app.footer(
       "Exit codes: 0 success, 1 error (one line on stderr), 2 bad command line, 130 training stopped by Ctrl-C\n"
       "(a checkpoint was written).\n");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::FileError& e) {  // --config names no file
+    std::cerr << "lorastudio: --config: " << e.what() << "\n";
+    return 1;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const ls::Error& e) {  // a --config file that is not TOML or sets a bad key or value
+    std::cerr << "lorastudio: " << e.what() << "\n";
+    return 1;
+  }
 
   try {
     if (batch) {
@@ -72,6 +88,7 @@ int main(int argc, char** argv) {
       if (chat_args.device.empty()) chat_args.device = device;
       return ls::app::run_chat(chat_args);
     }
+    if (*export_cmd) return ls::app::run_export(export_args);
     if (version) {
       std::cout << "lorastudio " << LS_VERSION << "\n";
       if (!devices) return 0;

@@ -88,7 +88,7 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
   double gpu_ns = 0;
   for (const auto& t : prof.timings()) by_label[t.name] += t.ns, gpu_ns += t.ns;
   const auto mem = dev.memory().stats();
-  std::printf("train %s: B%u x T%u, r%u alpha %.0f on %s, f32 activations\n", o.model_dir.c_str(), B, T, o.rank, o.alpha,
+  std::printf("train %s: B%u x T%u, r%u alpha %.0f on %s, f32 activations (f16 on tensor cores)\n", o.model_dir.c_str(), B, T, o.rank, o.alpha,
               o.targets.c_str());
   std::printf("  %.2f ms/step (median of %u) -> %.0f tok/s; loss %.4f -> %.4f; %zu dispatches\n", median * 1e3, o.steps,
               M / median, losses.front(), losses.back(), step.dispatch_count());
@@ -96,6 +96,17 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
               static_cast<unsigned long long>(mem.blocks));
   std::printf("  one profiled step, %.1f ms GPU:\n", gpu_ns / 1e6);
   for (const auto& [name, ns] : by_label) std::printf("    %-16s %9.2f ms\n", name.c_str(), ns / 1e6);
+  // The costliest kernels within their groups, with how many dispatches they took.
+  std::map<std::string, std::pair<double, int>> by_kernel;
+  for (const auto& t : prof.timings()) {
+    auto& k = by_kernel[t.name + " / " + t.kernel];
+    k.first += t.ns, k.second += 1;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> top(by_kernel.begin(), by_kernel.end());
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::printf("  costliest kernels (group / kernel: ms, dispatches):\n");
+  for (size_t i = 0; i < std::min<size_t>(16, top.size()); ++i)
+    std::printf("    %-48s %8.2f ms %5d\n", top[i].first.c_str(), top[i].second.first / 1e6, top[i].second.second);
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model_dir}, {"device", dev.report().name}, {"batch", B}, {"seq", T},
                         {"rank", o.rank}, {"targets", o.targets}, {"ms_per_step", median * 1e3},

@@ -10,3 +10,9 @@ foreach(t f32 f16)
   ls_kernel(attention_split_partial_${t} attention_split.comp T=${t} PARTIAL)
   ls_kernel(attention_split_combine_${t} attention_split.comp T=${t})
 endforeach()
+# Attention through batched matrix products (tensor cores): row steps over [B, H, T, T] score matrices,
+# and the sum of per-head key/value gradients over each query group.
+ls_kernel(attention_probs_forward attention_rows.comp PROBS_FORWARD)
+ls_kernel(attention_probs_from_lse attention_rows.comp PROBS_FROM_LSE)
+ls_kernel(attention_dscores attention_rows.comp DSCORES)
+ls_kernel(attention_group_sum attention_group_sum.comp)

@@ -19,7 +19,8 @@ shared float tile_b[BK][BN];
 void main() {
   const uint tx = gl_LocalInvocationID.x, ty = gl_LocalInvocationID.y, tid = ty * 16u + tx;
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, z = gl_WorkGroupID.z;
-  const uint a_base = z * p.a_sz, b_base = z * p.b_sz, c_base = z * p.c_sz;
+  uint a_base, b_base, c_base;
+  gemm_bases(z, a_base, b_base, c_base);
 
   float acc[4][4];
   for (uint i = 0u; i < 4u; ++i)

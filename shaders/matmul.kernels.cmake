@@ -7,15 +7,29 @@ foreach(a f32 f16)
     endforeach()
   endforeach()
 endforeach()
-# Tensor cores (VK_NV_cooperative_matrix), chosen at run time when the device has them: f16
-# activations with f16 or bf16 weights.
-foreach(b f16 bf16)
+# Tensor cores (VK_NV_cooperative_matrix), chosen at run time when the device has them: f16 or f32
+# activations (rounded to f16 while staged) with f16, bf16 or f32 right operands (weights, or activations
+# in attention's batched products).
+foreach(a f32 f16)
+  foreach(b f32 f16 bf16)
+    foreach(c f32 f16)
+      set(defs A_T=${a} B_T=${b} C_T=${c})
+      if(a STREQUAL "f32")
+        list(APPEND defs A_IS_F32)
+      endif()
+      if(b STREQUAL "bf16")
+        list(APPEND defs B_IS_BF16)
+      elseif(b STREQUAL "f32")
+        list(APPEND defs B_IS_F32)
+      endif()
+      ls_kernel(gemm_coopmat_${a}_${b}_${c} matmul_coopmat.comp ${defs})
+    endforeach()
+  endforeach()
+endforeach()
+# Split-K second pass: the partial sums (f32) reduced in order, then the product's epilogue.
+foreach(b f32 f16 bf16)
   foreach(c f32 f16)
-    if(b STREQUAL "bf16")
-      ls_kernel(gemm_coopmat_f16_${b}_${c} matmul_coopmat.comp A_T=f16 B_T=${b} C_T=${c} B_IS_BF16)
-    else()
-      ls_kernel(gemm_coopmat_f16_${b}_${c} matmul_coopmat.comp A_T=f16 B_T=${b} C_T=${c})
-    endif()
+    ls_kernel(gemm_splitk_reduce_${b}_${c} matmul_splitk_reduce.comp A_T=f32 B_T=${b} C_T=${c})
   endforeach()
 endforeach()
 # A few rows (M <= 4) with unit-stride operands: a bandwidth-bound matrix-vector kernel.

@@ -3,11 +3,16 @@
 // Tensor-core variant of shaders/matmul.comp (same bindings, push constants and epilogue) through
 // GL_NV_cooperative_matrix: f16 × f16 → f32 at 16×16×16.
 // A 64×128 output tile per workgroup of 8 subgroups of 32 (a 2×4 grid; each owns 32×32 = 2×2
-// matrices). K advances 64 at a time: the A (64×64) and B (128×64) tiles are staged in shared memory
-// as packed f16 (uvec4 = 8 halves), loaded 16 bytes at a time when the operand is K-contiguous and
-// 8-aligned (the common y = x·Wᵀ layout), element by element otherwise; bf16 weights become f16 on
-// the way (exact for |w| >= 2^-14). Each subgroup then passes its accumulators through a 16×16 f32
-// scratch to the element-wise epilogue (bias, LoRA, accumulate).
+// matrices; 128×128 tiles with 4×2 matrices per subgroup measured slower on the H100 at the model's
+// shapes). K advances 64 at a time: the A (64×64) and B (128×64) tiles are staged in shared memory
+// as packed f16 (uvec4 = 8 halves). The next K step's tiles are read from global memory into registers
+// while the tensor cores work on the current one. Loads are 16 bytes wide when an operand's rows are
+// contiguous and 8-aligned: A along k or, transposed, along m (dW = dyᵀ·x); B along k (y = x·Wᵀ) or,
+// transposed, along n (dx = dy·W, where the weight [N, K] is read down its columns); element by element
+// otherwise. f32 operands (A_IS_F32, B_IS_F32) and bf16 weights become f16 on the way (f32 clamped to
+// ±65504; bf16 exact for |w| >= 2^-14). Each
+// subgroup passes its accumulators through a 16×16 f32 scratch to the element-wise epilogue (bias,
+// LoRA, accumulate).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -17,43 +22,101 @@ layout(local_size_x = 256) in;
 
 #include "common/gemm_interface.glsl"
 #include "common/gemm_epilogue.glsl"
-layout(binding = 0) readonly buffer BufA8 { uvec4 a8[]; };  // the same buffers, 8 halves at a time
+#if defined(A_IS_F32)
+layout(binding = 0) readonly buffer BufA4 { uvec4 a4[]; };  // the same buffer, 4 floats at a time
+#else
+layout(binding = 0) readonly buffer BufA8 { uvec4 a8[]; };  // the same buffer, 8 halves at a time
+#endif
+#if defined(B_IS_F32)
+layout(binding = 1) readonly buffer BufB4 { uvec4 b4[]; };
+#else
 layout(binding = 1) readonly buffer BufB8 { uvec4 b8[]; };
+#endif
 
-const uint BM = 64u, BN = 128u, BK = 64u, BK8 = BK / 8u;
-// Rows of the staged tiles are BK8 + 1 uvec4 apart: a 144-byte stride spreads the 16 rows a
-// cooperative load reads over the shared-memory banks (128 bytes would put them all on the same ones).
-const uint LD = BK8 + 1u;
-shared uvec4 tile_a[BM * LD];  // [m][k / 8]
-shared uvec4 tile_b[BN * LD];  // [n][k / 8]
+const uint BM = 64u, BN = 128u, BK = 64u, BK8 = BK / 8u, BN8 = BN / 8u;
+const uint FM = 2u, FN = 2u;  // 16×16 matrices per subgroup along m and n
+// Rows of the staged tiles are one uvec4 longer than the data: the odd 16-byte stride spreads the rows
+// a cooperative load reads over the shared-memory banks.
+const uint BM8 = BM / 8u;
+const uint LD = BK8 + 1u;    // A [m][k / 8] and B [n][k / 8]
+const uint LDT = BN8 + 1u;   // B transposed: [k][n / 8]
+const uint LDTA = BM8 + 1u;  // A transposed: [k][m / 8]
+const uint A_LOADS = BM * BK8 / 256u, B_LOADS = BN * BK8 / 256u;
+shared uvec4 tile_a[max(BM * LD, BK * LDTA)];
+shared uvec4 tile_b[max(BN * LD, BK * LDT)];
 shared float scratch[8u * 256u];
 
-uint pack_pair(float lo, float hi) { return packHalf2x16(vec2(lo, hi)); }
+uint pack_pair(float lo, float hi) { return packHalf2x16(clamp(vec2(lo, hi), -65504.0, 65504.0)); }
+uvec4 pack8(float v[8]) {
+  return uvec4(pack_pair(v[0], v[1]), pack_pair(v[2], v[3]), pack_pair(v[4], v[5]), pack_pair(v[6], v[7]));
+}
 
-// 8 consecutive-k elements of A row m (or B row n) as packed halves, element by element.
+// 8 consecutive-k elements of A row m (or B row n), element by element.
 uvec4 gather_a(uint m, uint k, uint base) {
   float v[8];
   for (uint i = 0u; i < 8u; ++i)
     v[i] = (m < p.M && k + i < p.K) ? TO_F32(A_T, a[base + m * p.a_sm + (k + i) * p.a_sk]) : 0.0;
-  return uvec4(pack_pair(v[0], v[1]), pack_pair(v[2], v[3]), pack_pair(v[4], v[5]), pack_pair(v[6], v[7]));
+  return pack8(v);
 }
 uvec4 gather_b(uint n, uint k, uint base) {
   float v[8];
   for (uint i = 0u; i < 8u; ++i)
     v[i] = (n < p.N && k + i < p.K) ? TO_F32(B_T, b[base + n * p.b_sn + (k + i) * p.b_sk]) : 0.0;
-  return uvec4(pack_pair(v[0], v[1]), pack_pair(v[2], v[3]), pack_pair(v[4], v[5]), pack_pair(v[6], v[7]));
+  return pack8(v);
 }
 
-// 16 bytes of B as packed halves: f16 as is, bf16 converted.
-uvec4 b8_as_half(uvec4 raw) {
-#if defined(B_IS_BF16)
-  uvec4 r;
-  for (uint i = 0u; i < 4u; ++i)
-    r[i] = pack_pair(uintBitsToFloat(raw[i] << 16), uintBitsToFloat(raw[i] & 0xffff0000u));
+// 8 halves of A starting at element index i (a multiple of 8).
+uvec4 load_a8(uint i) {
+#if defined(A_IS_F32)
+  vec4 lo = uintBitsToFloat(a4[i / 4u]), hi = uintBitsToFloat(a4[i / 4u + 1u]);
+  return uvec4(pack_pair(lo.x, lo.y), pack_pair(lo.z, lo.w), pack_pair(hi.x, hi.y), pack_pair(hi.z, hi.w));
+#else
+  return a8[i / 8u];
+#endif
+}
+
+// 8 halves of B starting at element index i (a multiple of 8): f16 as is, bf16 and f32 converted.
+uvec4 load_b8(uint i) {
+#if defined(B_IS_F32)
+  vec4 lo = uintBitsToFloat(b4[i / 4u]), hi = uintBitsToFloat(b4[i / 4u + 1u]);
+  return uvec4(pack_pair(lo.x, lo.y), pack_pair(lo.z, lo.w), pack_pair(hi.x, hi.y), pack_pair(hi.z, hi.w));
+#elif defined(B_IS_BF16)
+  uvec4 raw = b8[i / 8u], r;
+  for (uint j = 0u; j < 4u; ++j)
+    r[j] = packHalf2x16(vec2(uintBitsToFloat(raw[j] << 16), uintBitsToFloat(raw[j] & 0xffff0000u)));
   return r;
 #else
-  return raw;
+  return b8[i / 8u];
 #endif
+}
+
+uvec4 ra[A_LOADS], rb[B_LOADS];  // the next K step's tiles, this invocation's share
+
+// Global memory -> ra, rb for the K step at k0.
+void fetch(uint k0, uint m0, uint n0, uint a_base, uint b_base, bool vec_a, bool a_t, bool vec_b, bool b_t) {
+  const uint tid = gl_LocalInvocationID.x;
+  for (uint r = 0u; r < A_LOADS; ++r) {
+    uint idx = tid + r * 256u;
+    if (a_t) {  // [k][m / 8]
+      uint k = k0 + idx / BM8, m = m0 + (idx % BM8) * 8u;
+      ra[r] = (m < p.M && k < p.K) ? load_a8(a_base + k * p.a_sk + m) : uvec4(0u);
+    } else {    // [m][k / 8]
+      uint m = m0 + idx / BK8, k = k0 + (idx % BK8) * 8u;
+      if (vec_a) ra[r] = (m < p.M && k < p.K) ? load_a8(a_base + m * p.a_sm + k) : uvec4(0u);
+      else ra[r] = gather_a(m, k, a_base);
+    }
+  }
+  for (uint r = 0u; r < B_LOADS; ++r) {
+    uint idx = tid + r * 256u;
+    if (b_t) {  // [k][n / 8]
+      uint k = k0 + idx / BN8, n = n0 + (idx % BN8) * 8u;
+      rb[r] = (n < p.N && k < p.K) ? load_b8(b_base + k * p.b_sk + n) : uvec4(0u);
+    } else {    // [n][k / 8]
+      uint n = n0 + idx / BK8, k = k0 + (idx % BK8) * 8u;
+      if (vec_b) rb[r] = (n < p.N && k < p.K) ? load_b8(b_base + n * p.b_sn + k) : uvec4(0u);
+      else rb[r] = gather_b(n, k, b_base);
+    }
+  }
 }
 
 void main() {
@@ -61,47 +124,62 @@ void main() {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint wm = sg / 4u, wn = sg % 4u;
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, z = gl_WorkGroupID.z;
-  const uint a_base = z * p.a_sz, b_base = z * p.b_sz, c_base = z * p.c_sz;
-  // Uniform per dispatch: can this operand be read 16 bytes at a time?
+  uint a_base, b_base, c_base;
+  gemm_bases(z, a_base, b_base, c_base);
+  // Uniform per dispatch: which operands can be read 16 bytes at a time, and how B is staged.
   const bool vec_a = p.a_sk == 1u && p.a_sm % 8u == 0u && p.K % 8u == 0u && a_base % 8u == 0u;
+  const bool a_t = !vec_a && p.a_sm == 1u && p.a_sk % 8u == 0u && p.M % 8u == 0u && a_base % 8u == 0u;
   const bool vec_b = p.b_sk == 1u && p.b_sn % 8u == 0u && p.K % 8u == 0u && b_base % 8u == 0u;
+  const bool b_t = !vec_b && p.b_sn == 1u && p.b_sk % 8u == 0u && p.N % 8u == 0u && b_base % 8u == 0u;
 
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[2][2];
-  for (uint i = 0u; i < 2u; ++i)
-    for (uint j = 0u; j < 2u; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
+  for (uint i = 0u; i < FM; ++i)
+    for (uint j = 0u; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
+  fetch(0u, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
   for (uint k0 = 0u; k0 < p.K; k0 += BK) {
-    for (uint r = 0u; r < (BM * BK8) / 256u; ++r) {
-      uint idx = tid + r * 256u, mm = idx / BK8, kq = idx % BK8;
-      uint m = m0 + mm, k = k0 + kq * 8u;
-      if (vec_a) tile_a[mm * LD + kq] = (m < p.M && k < p.K) ? a8[(a_base + m * p.a_sm + k) / 8u] : uvec4(0u);
-      else tile_a[mm * LD + kq] = gather_a(m, k, a_base);
+    for (uint r = 0u; r < A_LOADS; ++r) {
+      uint idx = tid + r * 256u;
+      if (a_t) tile_a[(idx / BM8) * LDTA + idx % BM8] = ra[r];
+      else tile_a[(idx / BK8) * LD + idx % BK8] = ra[r];
     }
-    for (uint r = 0u; r < (BN * BK8) / 256u; ++r) {
-      uint idx = tid + r * 256u, nn = idx / BK8, kq = idx % BK8;
-      uint n = n0 + nn, k = k0 + kq * 8u;
-      if (vec_b) tile_b[nn * LD + kq] = (n < p.N && k < p.K) ? b8_as_half(b8[(b_base + n * p.b_sn + k) / 8u]) : uvec4(0u);
-      else tile_b[nn * LD + kq] = gather_b(n, k, b_base);
+    for (uint r = 0u; r < B_LOADS; ++r) {
+      uint idx = tid + r * 256u;
+      if (b_t) tile_b[(idx / BN8) * LDT + idx % BN8] = rb[r];
+      else tile_b[(idx / BK8) * LD + idx % BK8] = rb[r];
     }
     barrier();
+    if (k0 + BK < p.K) {
+      fetch(k0 + BK, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
+    }
     for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[2], mb[2];
-      for (uint i = 0u; i < 2u; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 32u + i * 16u) * LD + kk, LD, false);
-      for (uint j = 0u; j < 2u; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 32u + j * 16u) * LD + kk, LD, true);
-      for (uint i = 0u; i < 2u; ++i)
-        for (uint j = 0u; j < 2u; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[FM], mb[FN];
+      if (a_t) {
+        for (uint i = 0u; i < FM; ++i)
+          coopMatLoadNV(ma[i], tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, true);
+      } else {
+        for (uint i = 0u; i < FM; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
+      }
+      if (b_t) {
+        for (uint j = 0u; j < FN; ++j)
+          coopMatLoadNV(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, false);
+      } else {
+        for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
+      }
+      for (uint i = 0u; i < FM; ++i)
+        for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
     }
     barrier();
   }
 
   const uint s0 = sg * 256u;
-  for (uint i = 0u; i < 2u; ++i) {
-    for (uint j = 0u; j < 2u; ++j) {
+  for (uint i = 0u; i < FM; ++i) {
+    for (uint j = 0u; j < FN; ++j) {
       coopMatStoreNV(acc[i][j], scratch, s0, 16u, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
       for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
-        uint m = m0 + wm * 32u + i * 16u + e / 16u, n = n0 + wn * 32u + j * 16u + e % 16u;
+        uint m = m0 + wm * 16u * FM + i * 16u + e / 16u, n = n0 + wn * 16u * FN + j * 16u + e % 16u;
         if (m < p.M && n < p.N) gemm_store(m, n, scratch[s0 + e], c_base);
       }
       subgroupBarrier();

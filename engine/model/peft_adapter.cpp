@@ -202,7 +202,7 @@ std::pair<uint32_t, uint32_t> target_shape(const ModelConfig& c, LoraTarget t) {
   return {0, 0};
 }
 
-LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& c, const std::filesystem::path& dir) {
+LoraAdapter read_peft_adapter_config(const std::filesystem::path& dir) {
   const auto config_path = dir / "adapter_config.json";
   std::ifstream in(config_path);
   if (!in) throw Error(config_path.string() + ": cannot open (is " + dir.string() + " a PEFT adapter folder?)");
@@ -225,6 +225,7 @@ LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& c, const st
     if (j.value("use_dora", false)) fail("DoRA adapters (use_dora) are not supported");
     if (j.value("fan_in_fan_out", false)) fail("fan_in_fan_out adapters are not supported");
     if (j.value("bias", std::string("none")) != "none") fail("adapters with biases (bias != \"none\") are not supported");
+    if (j.value("lora_bias", false)) fail("adapters with a bias on lora_B (lora_bias) are not supported");
     for (const char* key : {"rank_pattern", "alpha_pattern"})
       if (j.contains(key) && !j[key].is_null() && !j[key].empty()) fail(std::string("\"") + key + "\" is not supported");
     if (j.contains("modules_to_save") && !j["modules_to_save"].is_null() && !j["modules_to_save"].empty())
@@ -242,6 +243,11 @@ LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& c, const st
   }
   if (a.rank == 0) fail("\"r\" must be positive");
 
+  return a;
+}
+
+LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& c, const std::filesystem::path& dir) {
+  LoraAdapter a = read_peft_adapter_config(dir);
   auto weights_path = dir / "adapter_model.safetensors";
   if (!std::filesystem::exists(weights_path))
     throw Error(weights_path.string() + ": missing (PEFT writes the adapter weights there)");

@@ -13,6 +13,10 @@
 
 namespace ls::model {
 
+// The folder's adapter_config.json alone: rank, alpha, rsLoRA, dropout and targets (no layers). Throws
+// ls::Error naming the file when it is missing or not JSON, or sets anything we do not support (above).
+LoraAdapter read_peft_adapter_config(const std::filesystem::path& dir);
+
 // The folder's adapter_config.json and adapter_model.safetensors, checked against the model's shapes.
 LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& config, const std::filesystem::path& dir);
 

@@ -286,10 +286,21 @@ const TensorInfo& SafeTensors::at(std::string_view name) const {
   throw Error(path_.string() + ": no tensor " + in_quotes(name));
 }
 
-std::string serialize_safetensors(std::span<const TensorToWrite> tensors,
-                                  const std::map<std::string, std::string>& metadata,
-                                  const std::filesystem::path& path_for_errors) {
-  const std::string where = path_for_errors.string();
+namespace {
+
+// What the header needs of a tensor to write; `index` is its place in the caller's list.
+struct HeaderEntry {
+  const std::string* name;
+  DType dtype;
+  const std::vector<uint64_t>* shape;
+  uint64_t size;  // bytes
+  size_t index;
+};
+
+// The 8-byte length and the header for `entries`, which it sorts into data order (see write_safetensors).
+// Checks names (not reserved, not twice) and that each shape's byte count does not overflow.
+std::string header_bytes(std::vector<HeaderEntry>& entries, const std::map<std::string, std::string>& metadata,
+                         const std::string& where) {
   // JSON string as serde_json writes it: raw UTF-8, escapes only for '"', '\\' and control characters.
   auto json_string = [&](const std::string& s, const std::string& what) {
     try {
@@ -300,22 +311,14 @@ std::string serialize_safetensors(std::span<const TensorToWrite> tensors,
   };
 
   std::set<std::string_view> names;
-  for (const TensorToWrite& t : tensors) {
-    const std::string tensor = where + ": tensor " + in_quotes(t.name) + ": ";
-    if (t.name == "__metadata__") throw Error(tensor + "the name is reserved for the metadata");
-    if (!names.insert(t.name).second) throw Error(tensor + "given twice");
-    std::optional<uint64_t> expected = byte_count(t.shape, dtype_size(t.dtype));
-    if (!expected) throw Error(tensor + "shape " + shape_string(t.shape) + " overflows");
-    if (*expected != t.bytes.size())
-      throw Error(tensor + "shape " + shape_string(t.shape) + " of " + safetensors_dtype_name(t.dtype) + " needs " +
-                  std::to_string(*expected) + " bytes, given " + std::to_string(t.bytes.size()));
+  for (const HeaderEntry& t : entries) {
+    const std::string tensor = where + ": tensor " + in_quotes(*t.name) + ": ";
+    if (*t.name == "__metadata__") throw Error(tensor + "the name is reserved for the metadata");
+    if (!names.insert(*t.name).second) throw Error(tensor + "given twice");
   }
-
-  std::vector<const TensorToWrite*> order;
-  for (const TensorToWrite& t : tensors) order.push_back(&t);
-  std::sort(order.begin(), order.end(), [](const TensorToWrite* a, const TensorToWrite* b) {
-    int ra = alignment_rank(a->dtype), rb = alignment_rank(b->dtype);
-    return ra != rb ? ra > rb : a->name < b->name;
+  std::sort(entries.begin(), entries.end(), [](const HeaderEntry& a, const HeaderEntry& b) {
+    int ra = alignment_rank(a.dtype), rb = alignment_rank(b.dtype);
+    return ra != rb ? ra > rb : *a.name < *b.name;
   });
 
   std::string header = "{";
@@ -329,12 +332,12 @@ std::string serialize_safetensors(std::span<const TensorToWrite> tensors,
     header += "}";
   }
   uint64_t offset = 0;
-  for (const TensorToWrite* t : order) {
+  for (const HeaderEntry& t : entries) {
     if (header.size() > 1) header += ",";
     std::string shape;
-    for (size_t i = 0; i < t->shape.size(); ++i) shape += (i ? "," : "") + std::to_string(t->shape[i]);
-    const uint64_t end = offset + t->bytes.size();
-    header += json_string(t->name, "tensor name") + ":{\"dtype\":\"" + safetensors_dtype_name(t->dtype) +
+    for (size_t i = 0; i < t.shape->size(); ++i) shape += (i ? "," : "") + std::to_string((*t.shape)[i]);
+    const uint64_t end = offset + t.size;
+    header += json_string(*t.name, "tensor name") + ":{\"dtype\":\"" + safetensors_dtype_name(t.dtype) +
               "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) +
               "]}";
     offset = end;
@@ -343,16 +346,77 @@ std::string serialize_safetensors(std::span<const TensorToWrite> tensors,
   header.append((8 - header.size() % 8) % 8, ' ');
 
   std::string out;
-  out.reserve(8 + header.size() + offset);
   for (int i = 0; i < 8; ++i) out.push_back(char((uint64_t(header.size()) >> (8 * i)) & 0xff));
-  out += header;
-  for (const TensorToWrite* t : order) out.append(reinterpret_cast<const char*>(t->bytes.data()), t->bytes.size());
+  return out + header;
+}
+
+// The byte count of a tensor's shape, or an ls::Error naming the file and tensor when it overflows.
+uint64_t checked_byte_count(const std::string& name, DType dtype, const std::vector<uint64_t>& shape,
+                            const std::string& where) {
+  std::optional<uint64_t> n = byte_count(shape, dtype_size(dtype));
+  if (!n) throw Error(where + ": tensor " + in_quotes(name) + ": shape " + shape_string(shape) + " overflows");
+  return *n;
+}
+
+}  // namespace
+
+std::string serialize_safetensors(std::span<const TensorToWrite> tensors,
+                                  const std::map<std::string, std::string>& metadata,
+                                  const std::filesystem::path& path_for_errors) {
+  const std::string where = path_for_errors.string();
+  std::vector<HeaderEntry> entries;
+  uint64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorToWrite& t = tensors[i];
+    const uint64_t expected = checked_byte_count(t.name, t.dtype, t.shape, where);
+    if (expected != t.bytes.size())
+      throw Error(where + ": tensor " + in_quotes(t.name) + ": shape " + shape_string(t.shape) + " of " +
+                  safetensors_dtype_name(t.dtype) + " needs " + std::to_string(expected) + " bytes, given " +
+                  std::to_string(t.bytes.size()));
+    entries.push_back({.name = &t.name, .dtype = t.dtype, .shape = &t.shape, .size = expected, .index = i});
+    total += expected;
+  }
+  std::string out = header_bytes(entries, metadata, where);
+  out.reserve(out.size() + total);
+  for (const HeaderEntry& e : entries) {
+    const auto bytes = tensors[e.index].bytes;
+    out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
   return out;
 }
 
 void write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
                        const std::map<std::string, std::string>& metadata) {
   write_file_atomically(path, serialize_safetensors(tensors, metadata, path));
+}
+
+void write_safetensors_streamed(const std::filesystem::path& path, std::span<const TensorToStream> tensors,
+                                const std::map<std::string, std::string>& metadata) {
+  const std::string where = path.string();
+  std::vector<HeaderEntry> entries;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorToStream& t = tensors[i];
+    entries.push_back({.name = &t.name,
+                       .dtype = t.dtype,
+                       .shape = &t.shape,
+                       .size = checked_byte_count(t.name, t.dtype, t.shape, where),
+                       .index = i});
+  }
+  AtomicFileWriter file(path);
+  file.write(header_bytes(entries, metadata, where));
+  for (const HeaderEntry& e : entries) {
+    uint64_t written = 0;
+    tensors[e.index].write([&](std::span<const std::byte> piece) {
+      written += piece.size();
+      if (written > e.size) return;  // reported below, before anything past the tensor's range is written
+      file.write({reinterpret_cast<const char*>(piece.data()), piece.size()});
+    });
+    if (written != e.size)
+      throw Error(where + ": tensor " + in_quotes(*e.name) + ": shape " + shape_string(*e.shape) + " of " +
+                  safetensors_dtype_name(e.dtype) + " needs " + std::to_string(e.size) + " bytes, given " +
+                  std::to_string(written));
+  }
+  file.commit();
 }
 
 }  // namespace ls::model

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <span>
 #include <string>
@@ -80,6 +81,24 @@ struct TensorToWrite {
 // name, or the reserved name "__metadata__".
 void write_safetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
                        const std::map<std::string, std::string>& metadata = {});
+
+// A tensor whose bytes are made while its file is written (a merged weight, a copy out of a memory map):
+// `write` is called once, in the file's data order, and hands the tensor's numel(shape) * dtype_size(dtype)
+// bytes to `sink` in order, in pieces of any size.
+using ByteSink = std::function<void(std::span<const std::byte>)>;
+struct TensorToStream {
+  std::string name;
+  DType dtype;
+  std::vector<uint64_t> shape;
+  std::function<void(const ByteSink& sink)> write;
+};
+
+// write_safetensors for files too big to build in memory: the same bytes (header, order, padding), written
+// a tensor at a time through ls::AtomicFileWriter, so memory use is what the `write` callbacks hold.
+// Throws ls::Error naming the path and tensor on what write_safetensors refuses and on a tensor whose
+// `write` hands over a different byte count; the file is then left as it was.
+void write_safetensors_streamed(const std::filesystem::path& path, std::span<const TensorToStream> tensors,
+                                const std::map<std::string, std::string>& metadata = {});
 
 // The bytes write_safetensors() writes (for tests and for callers that stream elsewhere).
 std::string serialize_safetensors(std::span<const TensorToWrite> tensors,

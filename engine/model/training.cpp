@@ -46,10 +46,11 @@ void forward_linear(vk::Recorder& rec, Linear& l, const Tensor& y, const Tensor&
 
 // dx (+)= dy·W (+ the adapter's term); LoRA gradients accumulate.
 void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const Tensor& dy, bool accumulate,
-                     float scale, uint32_t rank) {
+                     float scale, uint32_t rank, float grad_unscale) {
   if (l.lora) {
     Tensor dt = f32(rec.device(), {uint32_t(dy.rows()), rank}, "lora dt");
-    ops::lora_backward(rec, dx, l.grad->a, l.grad->b, dt, dy, l.x, l.t, l.w->w, l.lora->a, l.lora->b, scale, accumulate);
+    ops::lora_backward(rec, dx, l.grad->a, l.grad->b, dt, dy, l.x, l.t, l.w->w, l.lora->a, l.lora->b, scale, accumulate,
+                       grad_unscale);
   } else {
     ops::matmul_backward_x(rec, dx, dy, l.w->w, accumulate);
   }
@@ -57,11 +58,15 @@ void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const
 
 }  // namespace
 
-uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab) {
-  // At most 64 MiB of f32 logits, and a multiple of 16 rows so every chunk's bindings stay aligned.
-  const uint64_t budget = uint64_t(64) << 20;
-  uint64_t n = std::max<uint64_t>(16, budget / (uint64_t(vocab) * 4) / 16 * 16);
-  return uint32_t(std::min<uint64_t>(n, rows));
+uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding) {
+  // At most 256 MiB of f32 logits (64 MiB where one binding cannot hold 256), in chunks of equal size
+  // (no small remainder chunk that would leave the GPU idle), each a multiple of 16 rows so every
+  // chunk's bindings stay aligned.
+  const uint64_t budget = uint64_t(max_binding >= (uint64_t(256) << 20) ? 256 : 64) << 20;
+  const uint64_t most = std::max<uint64_t>(16, budget / (uint64_t(vocab) * 4) / 16 * 16);
+  const uint64_t chunks = (rows + most - 1) / most;
+  const uint64_t even = ((rows + chunks - 1) / chunks + 15) / 16 * 16;
+  return uint32_t(std::min<uint64_t>({even, most, rows}));
 }
 
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
@@ -88,6 +93,10 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   if (adapter.layers.size() != c.num_layers || grads.layers.size() != c.num_layers)
     throw Error("record_train_step: the adapter does not match the model's layers");
   const float s = adapter.scale(), att_scale = 1.0f / std::sqrt(float(D)), eps = c.rms_norm_eps;
+  // Activation gradients carry a loss scale, the power of two at or above the row count, so that a
+  // mean over many tokens (dlogits ~ p / count) does not underflow where tensor cores round operands to
+  // f16; the LoRA gradients drop it again. Exact in f32 (powers of two), so the f32 path is unchanged.
+  const float grad_scale = std::exp2(std::ceil(std::log2(float(M))));
 
   std::vector<LayerActs> acts(c.num_layers);
   Tensor x = f32(dev, {M, C}, "residual");
@@ -157,7 +166,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   Tensor rstd_f = f32(dev, {M}, "rstd"), hf = f32(dev, {M, C}, "final normed");
   Tensor row_loss = f32(dev, {M}, "row loss"), lse = f32(dev, {M}, "lse");
   Tensor dx = f32(dev, {M, C}, "d residual"), tmp = f32(dev, {M, C}, "d scratch");
-  const uint32_t chunk = logit_rows_per_chunk(M, V);
+  const uint32_t chunk = logit_rows_per_chunk(M, V, dev.report().max_storage_range);
   Tensor logits = f32(dev, {chunk, V}, "logits chunk");
   Tensor count = f32(dev, {2}, "counted targets"), zeros = f32(dev, {M}, "zeros");
   upload(zeros, std::vector<float>(M, 0.0f));
@@ -173,7 +182,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       const Tensor ls = lse.reshape({M, 1}).slice_rows(r0, r0 + n).reshape({n});
       ops::matmul_forward(rec, lg, hf.slice_rows(r0, r0 + n), w.lm_head, Tensor());
       ops::cross_entropy_rows(rec, rl, ls, lg, tg);
-      ops::cross_entropy_backward(rec, lg, lg, tg, ls, count, loss_scale);  // dlogits in place
+      ops::cross_entropy_backward(rec, lg, lg, tg, ls, count, loss_scale * grad_scale);  // dlogits in place
       ops::matmul_backward_x(rec, tmp.slice_rows(r0, r0 + n), lg, w.lm_head);  // d hf
     }
     ops::cross_entropy_reduce(rec, loss, row_loss, batch.targets, V);
@@ -190,22 +199,22 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
     std::optional<vk::Recorder::Label> group;
     group.emplace(rec, kGroupMlp);
     // MLP: x_out = x_mid + down(silu(gate) * up), gate/up from h2 = norm(x_mid).
-    backward_linear(rec, a.down_proj, d_act, dx, false, s, r);
+    backward_linear(rec, a.down_proj, d_act, dx, false, s, r, 1.0f / grad_scale);
     ops::silu_mul_backward(rec, d_gate, d_up, d_act, a.gate, a.up);
-    backward_linear(rec, a.gate_proj, dh, d_gate, false, s, r);
-    backward_linear(rec, a.up_proj, dh, d_up, true, s, r);
+    backward_linear(rec, a.gate_proj, dh, d_gate, false, s, r, 1.0f / grad_scale);
+    backward_linear(rec, a.up_proj, dh, d_up, true, s, r, 1.0f / grad_scale);
     group.emplace(rec, kGroupNorms);
     ops::rms_norm_backward(rec, tmp, Tensor(), dh, a.x_mid, lw.post_attention_norm, a.rstd2);
     ops::add_forward(rec, dx, dx, tmp);  // d x_mid
     group.emplace(rec, kGroupAttention);
     // Attention: x_mid = x_in + o(attn(rope(q), rope(k), v)), q/k/v from h1 = norm(x_in).
-    backward_linear(rec, a.o_proj, d_attn.reshape({M, H * D}), dx, false, s, r);
+    backward_linear(rec, a.o_proj, d_attn.reshape({M, H * D}), dx, false, s, r, 1.0f / grad_scale);
     ops::attention_backward(rec, dq, dk, dv, d_attn, a.q, a.k, a.v, a.attn, a.lse, att_scale);
     ops::rope_backward(rec, dq, dq, batch.positions, w.inv_freq);
     ops::rope_backward(rec, dk, dk, batch.positions, w.inv_freq);
-    backward_linear(rec, a.q_proj, dh, dq.reshape({M, H * D}), false, s, r);
-    backward_linear(rec, a.k_proj, dh, dk.reshape({M, KV * D}), true, s, r);
-    backward_linear(rec, a.v_proj, dh, dv.reshape({M, KV * D}), true, s, r);
+    backward_linear(rec, a.q_proj, dh, dq.reshape({M, H * D}), false, s, r, 1.0f / grad_scale);
+    backward_linear(rec, a.k_proj, dh, dk.reshape({M, KV * D}), true, s, r, 1.0f / grad_scale);
+    backward_linear(rec, a.v_proj, dh, dv.reshape({M, KV * D}), true, s, r, 1.0f / grad_scale);
     group.emplace(rec, kGroupNorms);
     ops::rms_norm_backward(rec, tmp, Tensor(), dh, a.x_in, lw.input_norm, a.rstd1);
     ops::add_forward(rec, dx, dx, tmp);  // d x_in

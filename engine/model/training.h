@@ -36,8 +36,9 @@ inline constexpr const char* kGroupAttention = "attention";
 inline constexpr const char* kGroupMlp = "mlp";
 inline constexpr const char* kGroupLoss = "loss";
 
-// Rows of logits computed at once by the step (≤ 64 MiB of f32, a multiple of 16 rows, at most `rows`).
-uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab);
+// Rows of logits computed at once by the step: ≤ 256 MiB of f32 (64 MiB on devices whose bindings are
+// smaller), equal chunks, a multiple of 16 rows, at most `rows`.
+uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding);
 
 // Zero-initialised gradient tensors shaped like the adapter's.
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter);

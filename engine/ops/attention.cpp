@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/attention_products.h"
 #include "ops/common.h"
 
 namespace ls::ops {
@@ -70,6 +71,10 @@ void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, co
   require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
   require_shape(lse, {d.B, d.H, d.T}, op, "lse");
   require_dtype(lse, {DType::f32}, op, "lse");
+  if (detail::attention_products_fit(rec.device(), d, q.dtype())) {
+    detail::attention_forward_products(rec, o, lse, q, k, v, d, scale);
+    return;
+  }
   static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
   // Binding 5 (past on the device) is unused here; lse stands in for it.
   rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k), in(v), out(o), out(lse), in(lse)},
@@ -132,6 +137,10 @@ void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, c
   require_dtype(dk, {DType::f32}, op, "dk");
   require_dtype(dv, {DType::f32}, op, "dv");
   require_dtype(lse, {DType::f32}, op, "lse");
+  if (detail::attention_products_fit(rec.device(), d, q.dtype())) {
+    detail::attention_backward_products(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
+    return;
+  }
   Tensor delta = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention_backward delta");
   AttentionParams params = params_for(d, scale);
   rec.dispatch(vk::Kernel::attention_backward_dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq), out(delta)},

@@ -17,6 +17,9 @@ struct GemmParams {  // = `Params` in shaders/matmul.comp
   uint32_t flags;
   uint32_t rank;
   float lora_scale;
+  uint32_t z_div;
+  uint32_t a_sz2, b_sz2, c_sz2;
+  uint32_t b_group;
 };
 static_assert(sizeof(GemmParams) <= 128);
 constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4;
@@ -34,6 +37,9 @@ struct Gemm {
   bool accumulate = false;
   uint32_t rank = 0;
   float lora_scale = 0;
+  // Two-level batch (gemm_bases in shaders/common/gemm_interface.glsl); z_div 0: a plain batch.
+  uint32_t z_div = 0, a_sz2 = 0, b_sz2 = 0, c_sz2 = 0, b_group = 1;
+  bool round_f32_b = false;  // tensor cores may round an f32 B (an activation) to f16
 };
 
 vk::Kernel gemm_kernel(DType a, DType b, DType c, const char* op) {
@@ -71,11 +77,34 @@ vk::Kernel matvec8_kernel(DType a, DType b, DType c) {
   return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
 }
 
-// f16 activations × f16/bf16 weights on tensor cores (shaders/matmul_coopmat.comp).
-vk::Kernel coopmat_kernel(DType b, DType c) {
-  static constexpr vk::Kernel table[] = {vk::Kernel::gemm_coopmat_f16_f16_f32, vk::Kernel::gemm_coopmat_f16_f16_f16,
-                                         vk::Kernel::gemm_coopmat_f16_bf16_f32, vk::Kernel::gemm_coopmat_f16_bf16_f16};
-  return table[(b == DType::bf16 ? 2 : 0) + (c == DType::f16 ? 1 : 0)];
+// f16 or f32 activations × f16/bf16 weights on tensor cores (shaders/matmul_coopmat.comp).
+vk::Kernel coopmat_kernel(DType a, DType b, DType c) {
+  static constexpr vk::Kernel table[] = {
+      vk::Kernel::gemm_coopmat_f32_f32_f32,  vk::Kernel::gemm_coopmat_f32_f32_f16,  vk::Kernel::gemm_coopmat_f32_f16_f32,
+      vk::Kernel::gemm_coopmat_f32_f16_f16,  vk::Kernel::gemm_coopmat_f32_bf16_f32, vk::Kernel::gemm_coopmat_f32_bf16_f16,
+      vk::Kernel::gemm_coopmat_f16_f32_f32,  vk::Kernel::gemm_coopmat_f16_f32_f16,  vk::Kernel::gemm_coopmat_f16_f16_f32,
+      vk::Kernel::gemm_coopmat_f16_f16_f16,  vk::Kernel::gemm_coopmat_f16_bf16_f32, vk::Kernel::gemm_coopmat_f16_bf16_f16};
+  return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
+}
+
+vk::Kernel splitk_reduce_kernel(DType b, DType c) {
+  static constexpr vk::Kernel table[] = {
+      vk::Kernel::gemm_splitk_reduce_f32_f32,  vk::Kernel::gemm_splitk_reduce_f32_f16,
+      vk::Kernel::gemm_splitk_reduce_f16_f32,  vk::Kernel::gemm_splitk_reduce_f16_f16,
+      vk::Kernel::gemm_splitk_reduce_bf16_f32, vk::Kernel::gemm_splitk_reduce_bf16_f16};
+  return table[float_index(b) * 2 + float_index(c)];
+}
+
+// How many slices of K a product with `tiles` output tiles is split into: enough to give the GPU
+// about two waves of workgroups when one K loop per tile would leave most of it idle, each slice at
+// least 128 long and a multiple of 16 (aligned 16-byte loads), the partial sums within one binding.
+uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {
+  constexpr uint64_t kWantTiles = 256;
+  uint32_t s = 1;
+  while (s < 16 && tiles * s < kWantTiles && K % (32 * s) == 0 && K / (2 * s) >= 128 &&
+         uint64_t(2 * s) * M * N * 4 <= max_binding)
+    s *= 2;
+  return s;
 }
 
 // Elements [begin, begin + count) of t, as a flat tensor (for binding a chunk of an operand).
@@ -111,7 +140,9 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   const Tensor& dummy = a;  // unused bindings still need a buffer; the flags keep the kernel off them
   const GemmParams params{.M = M, .N = N, .K = K, .a_sm = g.a_sm, .a_sk = g.a_sk, .b_sn = g.b_sn, .b_sk = g.b_sk,
                           .c_sm = g.c_sm, .a_sz = g.a_sz, .b_sz = g.b_sz, .c_sz = g.c_sz, .alpha = g.alpha,
-                          .beta = beta, .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale};
+                          .beta = beta, .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale,
+                          .z_div = g.z_div ? g.z_div : g.batch, .a_sz2 = g.a_sz2, .b_sz2 = g.b_sz2,
+                          .c_sz2 = g.c_sz2, .b_group = g.b_group};
   const std::initializer_list<vk::Use> uses = {
       in(a), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
       in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)};
@@ -131,12 +162,35 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
                  {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
     return;
   }
-  bool tensor_cores = rec.device().coopmat() && a.dtype() == DType::f16 &&
-                      (b.dtype() == DType::f16 || b.dtype() == DType::bf16);
-  vk::Kernel kernel = tensor_cores ? coopmat_kernel(b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
+  bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
+                      (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
+  vk::Kernel kernel = tensor_cores ? coopmat_kernel(a.dtype(), b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
   // Tiles: 64x64 on the scalar path, 64 (M) x 128 (N) on tensor cores (shaders/matmul_coopmat.comp).
-  rec.dispatch(kernel, uses, params, {ceil_div(N, tensor_cores ? 2 * kTile : kTile), ceil_div(M, kTile), g.batch},
-               {.local_x = 256u});
+  const uint32_t tiles_n = ceil_div(N, tensor_cores ? 2 * kTile : kTile), tiles_m = ceil_div(M, kTile);
+  const uint32_t splits = g.batch == 1 ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range) : 1;
+  if (splits == 1) {
+    rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = 256u});
+    return;
+  }
+  // Split-K: too few tiles to fill the GPU and a long reduction. Slice s of K writes its partial sums to
+  // scratch [s, M, N] (f32, no epilogue); a second pass adds the slices in order and applies the epilogue.
+  const uint32_t kc = K / splits;
+  Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
+  GemmParams first = params;
+  first.K = kc, first.c_sm = N, first.alpha = 1, first.beta = 0, first.flags = 0;
+  first.z_div = splits, first.a_sz = kc * g.a_sk, first.b_sz = kc * g.b_sk, first.c_sz = M * N, first.b_group = 1;
+  first.a_sz2 = first.b_sz2 = first.c_sz2 = 0;
+  vk::Kernel partial_kernel = tensor_cores ? coopmat_kernel(a.dtype(), b.dtype(), DType::f32)
+                                           : gemm_kernel(a.dtype(), b.dtype(), DType::f32, g.op);
+  rec.dispatch(partial_kernel, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
+               {tiles_n, tiles_m, splits}, {.local_x = 256u});
+  GemmParams second = params;
+  second.K = splits;
+  const uint32_t groups = std::min<uint32_t>(ceil_div(uint64_t(M) * N, 256), 65535u);
+  rec.dispatch(splitk_reduce_kernel(b.dtype(), c.dtype()),
+               {in(partial), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
+                in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
+               second, {groups, 1, 1}, {.local_x = 256u});
 }
 
 void gemm(vk::Recorder& rec, const Gemm& g) {
@@ -271,6 +325,27 @@ void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x,
              .b_sk = 1, .c_sm = N, .a_sz = M * K, .b_sz = N * K, .c_sz = M * N});
 }
 
+void matmul_strided(vk::Recorder& rec, const Tensor& c, const Tensor& a, const Tensor& b, const StridedProduct& s) {
+  const char* op = "matmul_strided";
+  require_dtype(a, kActivation, op, "a");
+  require_dtype(b, kWeight, op, "b");
+  require_dtype(c, kActivation, op, "c");
+  require(s.batch >= 1 && s.batch <= 65535 && s.z_div >= 1 && s.b_group >= 1, op, "bad batch layout");
+  if (s.M == 0 || s.N == 0 || s.K == 0) fail(op, "an empty product");
+  // The last element each operand is read or written at must lie inside its tensor.
+  const uint64_t outer = (s.batch - 1) / s.z_div, inner = std::min<uint64_t>(s.batch - 1, s.z_div - 1);
+  auto last = [&](uint64_t sz2, uint64_t sz, uint64_t inner_index, uint64_t rows, uint64_t s_row, uint64_t cols,
+                  uint64_t s_col) { return outer * sz2 + inner_index * sz + (rows - 1) * s_row + (cols - 1) * s_col; };
+  require(last(s.a_sz2, s.a_sz, inner, s.M, s.a_sm, s.K, s.a_sk) < a.numel(), op, "A's strides run past " + a.describe());
+  require(last(s.b_sz2, s.b_sz, inner / s.b_group, s.N, s.b_sn, s.K, s.b_sk) < b.numel(), op,
+          "B's strides run past " + b.describe());
+  require(last(s.c_sz2, s.c_sz, inner, s.M, s.c_sm, s.N, 1) < c.numel(), op, "C's strides run past " + c.describe());
+  gemm(rec, {.op = op, .a = a, .b = b, .c = c, .M = s.M, .N = s.N, .K = s.K, .batch = s.batch, .a_sm = s.a_sm,
+             .a_sk = s.a_sk, .b_sn = s.b_sn, .b_sk = s.b_sk, .c_sm = s.c_sm, .a_sz = s.a_sz, .b_sz = s.b_sz,
+             .c_sz = s.c_sz, .alpha = s.alpha, .beta = s.beta, .accumulate = s.accumulate, .z_div = s.z_div,
+             .a_sz2 = s.a_sz2, .b_sz2 = s.b_sz2, .c_sz2 = s.c_sz2, .b_group = s.b_group, .round_f32_b = true});
+}
+
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale) {
   const char* op = "lora_forward";
@@ -300,7 +375,7 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
 
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
                    const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
-                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate) {
+                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate, float grad_unscale) {
   const char* op = "lora_backward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -317,11 +392,11 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
   require_dtype(dy, kActivation, op, "dy");
   {
     vk::Recorder::Label label(rec, "lora");
-    matmul_backward_w(rec, d_lora_b, dy, t, scale);  // dB += s·dyᵀ·t
+    matmul_backward_w(rec, d_lora_b, dy, t, grad_unscale * scale);  // dB += u·s·dyᵀ·t
     // dt(m, j) = s·Σ_n dy(m, n)·B(n, j)
     gemm(rec, {.op = op, .a = dy, .b = lora_b, .c = dt, .M = M, .N = r, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
                .b_sk = r, .c_sm = r, .alpha = scale});
-    matmul_backward_w(rec, d_lora_a, dt, x, 1.0f);  // dA += dtᵀ·x
+    matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
   }
   if (dx.defined()) {
     matmul_backward_x(rec, dx, dy, w, accumulate);

@@ -25,11 +25,28 @@ void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x,
 // low-rank term is fused into the base product's epilogue).
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale);
-// dB += scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += dtᵀ·x;  dx = dy·W + dt·A when dx is
-// defined (activation gradient through the frozen weight and the adapter; with accumulate, dx += ...).
+// dB += u·scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += u·dtᵀ·x;  dx = dy·W + dt·A when dx
+// is defined (activation gradient through the frozen weight and the adapter; with accumulate, dx += ...).
+// u (grad_unscale) undoes a loss scale the activation gradients carry (see record_train_step).
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
                    const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
-                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate = false);
+                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate = false,
+                   float grad_unscale = 1.0f);
+
+// The strided product behind every function above, for ops that lay out their own operands (attention's
+// batched products). For z < batch, z = outer·z_div + inner:
+//   C[z](m, n) = alpha·Σ_k A[z](m, k)·B[z](n, k)  (+ beta·C[z](m, n) with accumulate)
+// (m, k) of A[z] at outer·a_sz2 + inner·a_sz + m·a_sm + k·a_sk; (n, k) of B[z] at outer·b_sz2 +
+// (inner / b_group)·b_sz + n·b_sn + k·b_sk; (m, n) of C[z] at outer·c_sz2 + inner·c_sz + m·c_sm + n.
+// A, C f32 or f16; B f32, f16 or bf16. On tensor cores f32 operands are rounded to f16 as they are read.
+struct StridedProduct {
+  uint32_t M = 0, N = 0, K = 0, batch = 1, z_div = 1;
+  uint32_t a_sm = 0, a_sk = 0, b_sn = 0, b_sk = 0, c_sm = 0;
+  uint32_t a_sz = 0, b_sz = 0, c_sz = 0, a_sz2 = 0, b_sz2 = 0, c_sz2 = 0, b_group = 1;
+  float alpha = 1, beta = 1;
+  bool accumulate = false;
+};
+void matmul_strided(vk::Recorder& rec, const Tensor& c, const Tensor& a, const Tensor& b, const StridedProduct& s);
 
 namespace ref {
 // Row-major, double accumulation. bias may be empty.

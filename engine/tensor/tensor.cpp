@@ -21,6 +21,16 @@ Tensor Tensor::empty(vk::Device& device, Shape shape, DType dtype, const char* w
   return t;
 }
 
+Tensor Tensor::view(vk::Device& device, std::shared_ptr<vk::Allocation> alloc, Shape shape, DType dtype) {
+  Tensor t;
+  t.device_ = &device;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+  if (!alloc || alloc->size() < t.bytes()) throw Error("Tensor::view: " + t.describe() + " does not fit the allocation");
+  t.alloc_ = std::move(alloc);
+  return t;
+}
+
 Tensor Tensor::empty_host(vk::Device& device, Shape shape, DType dtype, const char* what) {
   Tensor t;
   t.device_ = &device;

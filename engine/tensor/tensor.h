@@ -24,6 +24,9 @@ class Tensor {
   // takes per run (positions, lengths, token ids) and for results the host reads at once (logits).
   static Tensor empty_host(vk::Device& device, Shape shape, DType dtype, const char* what = "host tensor");
 
+  // A tensor over the first bytes of an existing allocation (e.g. vk::Recorder::scratch).
+  static Tensor view(vk::Device& device, std::shared_ptr<vk::Allocation> alloc, Shape shape, DType dtype);
+
   bool defined() const { return alloc_ != nullptr; }
   vk::Device& device() const { return *device_; }
   const Shape& shape() const { return shape_; }

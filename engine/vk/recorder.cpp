@@ -227,6 +227,14 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
   program_.plan_.push_back({std::move(name), barrier});
 }
 
+std::shared_ptr<Allocation> Recorder::scratch(VkDeviceSize bytes, uint32_t slot) {
+  if (slot >= kScratchSlots) throw Error("Recorder::scratch: no slot " + std::to_string(slot));
+  // Grown to the largest request; an outgrown buffer stays alive with the dispatches that used it.
+  auto& s = scratch_[slot];
+  if (!s || s->size() < bytes) s = device_.memory().allocate(bytes, "scratch");
+  return s;
+}
+
 Program Recorder::finish() {
   if (finished_) throw Error("finish() called twice on a recorder");
   finished_ = true;

@@ -128,6 +128,12 @@ class Recorder {
     Recorder& rec_;
   };
 
+  // Scratch memory for the dispatches of this recording: at least `bytes`, one buffer per slot reused
+  // by every caller of that slot (the hazard tracker orders the reuse; the program keeps it alive).
+  // Slots: kScratchSplitK for split-K partial sums, kScratchAttention + i for attention's score matrices.
+  static constexpr uint32_t kScratchSplitK = 0, kScratchAttention = 1, kScratchSlots = 4;
+  std::shared_ptr<Allocation> scratch(VkDeviceSize bytes, uint32_t slot = kScratchSplitK);
+
   // Ends recording. The Recorder is spent afterwards.
   Program finish();
 
@@ -143,6 +149,7 @@ class Recorder {
   uint32_t sets_left_ = 0;
   uint32_t queries_used_ = 0;
   std::shared_ptr<const Allocation> dummy_;
+  std::shared_ptr<Allocation> scratch_[kScratchSlots];
   bool finished_ = false;
 };
 

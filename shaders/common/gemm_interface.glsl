@@ -10,9 +10,21 @@ layout(binding = 5) readonly buffer BufL { float lora_l[]; };
 layout(push_constant) uniform Params {
   uint M, N, K;
   uint a_sm, a_sk, b_sn, b_sk, c_sm;  // element strides
-  uint a_sz, b_sz, c_sz;              // batch strides (z = gl_WorkGroupID.z)
+  uint a_sz, b_sz, c_sz;              // batch strides of the inner batch index (see gemm_bases)
   float alpha, beta;
   uint flags;                         // 1: bias, 2: accumulate into C (beta), 4: LoRA epilogue
   uint rank;
   float lora_scale;
+  uint z_div;                         // z = outer * z_div + inner
+  uint a_sz2, b_sz2, c_sz2;           // batch strides of the outer index
+  uint b_group;                       // B's inner index is inner / b_group (grouped-query attention)
 } p;
+
+// Where batch z's operands start: z = outer·z_div + inner; A at outer·a_sz2 + inner·a_sz, B at
+// outer·b_sz2 + (inner / b_group)·b_sz, C at outer·c_sz2 + inner·c_sz. A plain batch has z_div = 1.
+void gemm_bases(uint z, out uint a_base, out uint b_base, out uint c_base) {
+  uint outer = z / p.z_div, inner = z % p.z_div;
+  a_base = outer * p.a_sz2 + inner * p.a_sz;
+  b_base = outer * p.b_sz2 + (inner / p.b_group) * p.b_sz;
+  c_base = outer * p.c_sz2 + inner * p.c_sz;
+}

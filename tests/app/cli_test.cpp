@@ -1,13 +1,10 @@
 // The lorastudio binary, as users run it: `generate` on the golden fixture models prints exactly
 // transformers' greedy text, and a broken model folder gives one clear error line on stderr and exit
 // code 1 (truncated file, header length past EOF, overlapping offsets, wrong shape, missing tensor,
-// unknown architecture, missing tokenizer), never a crash.
+// unknown architecture, missing tokenizer), never a crash. `export --merge` writes a folder that generates
+// what the base with the adapter generates.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/safetensors.h"
+#include "app/run_app.h"
+#include "store/run_store.h"
 
 namespace ls {
 namespace {
@@ -24,32 +23,8 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models";
 
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs the binary with arguments (each single-quoted for the shell), capturing stdout and stderr.
-Result run(const std::vector<std::string>& args) {
-  static int counter = 0;
-  const fs::path err_file = fs::temp_directory_path() / ("ls_cli_err_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-  // LS_APP_BINARY in the environment overrides the build's path (stripped binaries on another machine).
-  const char* binary = std::getenv("LS_APP_BINARY") ? std::getenv("LS_APP_BINARY") : LS_APP_BINARY;
-  std::string cmd = std::string("'") + binary + "'";
-  for (const auto& a : args) cmd += " '" + a + "'";
-  cmd += " 2>'" + err_file.string() + "'";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), p)) > 0;) r.out.append(buf.data(), n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream e(err_file);
-  r.err.assign(std::istreambuf_iterator<char>(e), {});
-  fs::remove(err_file);
-  return r;
-}
+using Result = test::AppResult;
+Result run(const std::vector<std::string>& args) { return test::run_app(args); }
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -211,6 +186,86 @@ TEST_F(Cli, BadSamplingOption) {
   auto r = run({"generate", "--model", dir_.string(), "--prompt", "hi", "--top-p", "1.5"});
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("top_p"), std::string::npos) << r.err;
+}
+
+// export --merge: the merged folder generates what the base with the adapter generates, and the run store
+// records the export under --run.
+TEST_F(Cli, ExportMergeWritesAModelThatGeneratesLikeTheAdapter) {
+  const fs::path out = dir_ / "merged", store = dir_ / "runs.sqlite";
+  int64_t run_id = 0;
+  {
+    store::RunStore runs(store);
+    run_id = runs.create_run({.name = "r", .model_path = dir_, .data_path = "d.jsonl", .config_json = "{}", .out_dir = dir_});
+  }
+  auto r = run({"export", "--merge", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string(), "--out",
+                out.string(), "--run", std::to_string(run_id), "--store", store.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("14 weights merged"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(out / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(out / "tokenizer.json"));
+  {
+    store::RunStore runs(store);
+    auto exports = runs.exports(run_id);
+    ASSERT_EQ(exports.size(), 1u);
+    EXPECT_EQ(exports[0].format, store::ExportFormat::merged);
+    EXPECT_EQ(exports[0].path, out);
+  }
+  const std::vector<std::string> prompt = {"--prompt", "What is the capital of France?", "--max-tokens", "12",
+                                           "--ignore-eos", "--act", "f32"};
+  auto with_adapter = prompt, merged = prompt;
+  with_adapter.insert(with_adapter.begin(), {"generate", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string()});
+  merged.insert(merged.begin(), {"generate", "--model", out.string()});
+  auto a = run(with_adapter), m = run(merged);
+  EXPECT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(m.code, 0) << m.err;
+  EXPECT_FALSE(a.out.empty());
+  EXPECT_EQ(m.out, a.out);
+
+  // The folder exists now: refused without --force, replaced with it; shards on request.
+  auto again = run({"export", "--merge", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string(), "--out",
+                    out.string(), "--max-shard-size", "100KB"});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+  again = run({"export", "--merge", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string(), "--out",
+               out.string(), "--max-shard-size", "100KB", "--force"});
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(fs::exists(out / "model.safetensors.index.json"));
+  EXPECT_FALSE(fs::exists(out / "model.safetensors"));
+}
+
+TEST_F(Cli, ExportWithoutMergeSaysWhatItCanDo) {
+  auto r = run({"export", "--model", dir_.string(), "--adapter", (dir_ / "adapter").string(), "--out",
+                (dir_ / "merged").string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+  EXPECT_NE(r.err.find("--merge"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "merged"));
+  auto help = run({"export", "--help"});
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("transformers loads"), std::string::npos) << help.out;
+}
+
+TEST_F(Cli, ExportErrorsNameTheFile) {
+  auto export_to = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"export", "--merge", "--model", dir_.string(), "--adapter",
+                                     (dir_ / "adapter").string(), "--out", (dir_ / "merged").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run(args);
+    EXPECT_EQ(r.code, 1) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "not one line: " << r.err;
+    EXPECT_FALSE(fs::exists(dir_ / "merged"));
+    return r.err;
+  };
+  std::string err = export_to({"--max-shard-size", "5XB"});
+  EXPECT_NE(err.find("--max-shard-size"), std::string::npos) << err;
+  err = export_to({"--run", "999", "--store", (dir_ / "runs.sqlite").string()});
+  EXPECT_NE(err.find("no such run"), std::string::npos) << err;
+  auto c = nlohmann::json::parse(read_text(dir_ / "adapter" / "adapter_config.json"));
+  c["use_dora"] = true;
+  write_text(dir_ / "adapter" / "adapter_config.json", c.dump());
+  err = export_to({});
+  EXPECT_NE(err.find("adapter_config.json"), std::string::npos) << err;
+  EXPECT_NE(err.find("use_dora"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -142,6 +142,32 @@ TEST(SafetensorsWrite, RefusesInconsistentInput) {
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
+// The streamed writer writes what serialize_safetensors makes, whatever the pieces; a tensor handing over the
+// wrong byte count is an error naming it, and the file is not left behind.
+TEST(SafetensorsWrite, StreamedWriterWritesTheSameBytes) {
+  TempDir dir;
+  const std::vector<uint16_t> a = {f32_to_f16(1.0f), f32_to_f16(2.5f), f32_to_f16(-3.0f)};
+  const std::vector<float> c = {7.0f, 8.0f, 9.0f, 10.0f};
+  const TensorToWrite whole[] = {{"a", DType::f16, {3}, bytes_of(a)}, {"c", DType::f32, {2, 2}, bytes_of(c)}};
+  std::vector<TensorToStream> streamed;
+  for (const auto& t : whole)
+    streamed.push_back({t.name, t.dtype, t.shape, [bytes = t.bytes](const ByteSink& sink) {
+                          for (size_t i = 0; i < bytes.size(); i += 3)
+                            sink(bytes.subspan(i, std::min<size_t>(3, bytes.size() - i)));
+                        }});
+  write_safetensors_streamed(dir / "s.safetensors", streamed, {{"format", "pt"}});
+  EXPECT_EQ(test::read_text(dir / "s.safetensors"), serialize_safetensors(whole, {{"format", "pt"}}, "x"));
+
+  for (size_t given : {8ul, 20ul}) {
+    const std::vector<std::byte> bytes(given);
+    const TensorToStream wrong[] = {{"w", DType::f32, {4}, [&](const ByteSink& sink) { sink(bytes); }}};
+    EXPECT_TRUE(throws_error([&] { write_safetensors_streamed(dir / "w.safetensors", wrong); },
+                             {"w.safetensors", "tensor \"w\"", "needs 16 bytes, given " + std::to_string(given)}));
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename(), "s.safetensors") << "left behind";
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Reader
 

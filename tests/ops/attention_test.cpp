@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "ops/attention.h"
+#include "ops/attention_products.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -16,6 +17,13 @@ namespace {
 using ops::AttentionDims;
 
 double tol(DType t) { return t == DType::f32 ? 1e-5 : 2e-3; }
+// Attention through matrix products on tensor cores (ops/attention_products.h) rounds q, k, v, the
+// probabilities and the gradients to f16 as the products read them: measured on the H100 up to ~1e-3
+// of the largest value and 8.5e-3 by this per-element measure (test::expect_close).
+constexpr double kProductsTol = 1.5e-2;
+double tol(vk::Device& dev, const AttentionDims& d, DType t) {
+  return ops::detail::attention_products_fit(dev, d, t) ? std::max(tol(t), kProductsTol) : tol(t);
+}
 float default_scale(const AttentionDims& d) { return 1.0f / std::sqrt(float(d.D)); }
 
 Shape q_shape(const AttentionDims& d) { return {d.B, d.T, d.H, d.D}; }
@@ -61,13 +69,19 @@ struct ForwardResult {
   std::vector<float> o, lse;
 };
 
-ForwardResult gpu_forward(vk::Device& dev, const AttentionDims& d, DType dtype, const Inputs& x, float scale) {
+ForwardResult gpu_forward(vk::Device& dev, const AttentionDims& d, DType dtype, const Inputs& x, float scale,
+                          bool products = false) {
   auto q = test::tensor_from(dev, q_shape(d), dtype, x.q);
   auto k = test::tensor_from(dev, kv_shape(d), dtype, x.k);
   auto v = test::tensor_from(dev, kv_shape(d), dtype, x.v);
   auto o = test::poisoned(dev, q_shape(d), dtype);
   auto lse = test::poisoned(dev, lse_shape(d), DType::f32);
-  test::run(dev, [&](vk::Recorder& rec) { ops::attention_forward(rec, o.t, lse.t, q, k, v, scale); });
+  test::run(dev, [&](vk::Recorder& rec) {
+    if (products)
+      ops::detail::attention_forward_products(rec, o.t, lse.t, q, k, v, d, scale);
+    else
+      ops::attention_forward(rec, o.t, lse.t, q, k, v, scale);
+  });
   o.expect_guards_intact("attention o");
   lse.expect_guards_intact("attention lse");
   return {download(o.t), download(lse.t)};
@@ -102,8 +116,20 @@ TEST_P(AttentionForward, MatchesReference) {
   auto got = gpu_forward(dev(), d, dtype, x, scale);
   auto want = ref_forward(d, x, scale);
   std::string tag = std::string("attention_forward ") + dtype_name(dtype);
-  check(got.o, test::rounded(want.o, dtype), tol(dtype), tag + " o", q_shape(d));
-  check(got.lse, want.lse, 1e-5, tag + " lse", lse_shape(d));
+  check(got.o, test::rounded(want.o, dtype), tol(dev(), d, dtype), tag + " o", q_shape(d));
+  check(got.lse, want.lse, tol(dev(), d, DType::f32), tag + " lse", lse_shape(d));
+}
+
+TEST_P(AttentionForward, ThroughMatrixProductsMatchesReference) {
+  auto [d, dtype] = GetParam();
+  if (d.S != d.T || dtype != DType::f32 || d.T < 16) GTEST_SKIP() << "the products path is for f32 training shapes (S = T >= 16)";
+  float scale = default_scale(d);
+  Inputs x(d, dtype, 100 + d.T * 7 + d.S);
+  auto got = gpu_forward(dev(), d, dtype, x, scale, true);
+  auto want = ref_forward(d, x, scale);
+  const double t = dev().coopmat() ? kProductsTol : tol(DType::f32);
+  check(got.o, want.o, t, "attention products o", q_shape(d));
+  check(got.lse, want.lse, t, "attention products lse", lse_shape(d));
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionForward,
@@ -118,14 +144,24 @@ struct Gradients {
   std::vector<float> dq, dk, dv;
 };
 
-TEST_P(AttentionBackward, MatchesReference) {
+void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool products);
+
+TEST_P(AttentionBackward, MatchesReference) { backward_matches_reference(dev(), GetParam(), false); }
+
+// The products path (taken on devices with tensor cores) on every device, against the same reference:
+// exact f32 products on lavapipe, f16 operands on tensor cores.
+TEST_P(AttentionBackward, ThroughMatrixProductsMatchesReference) {
   const AttentionDims d = GetParam();
+  if (d.S != d.T || d.T < 16) GTEST_SKIP() << "the products path is for training shapes (S = T >= 16)";
+  backward_matches_reference(dev(), d, true);
+}
+
+void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool products) {
   float scale = default_scale(d);
   Inputs x(d, DType::f32, 300 + d.T * 7 + d.S);
   auto dout = test::random_values(numel(q_shape(d)), 400 + d.T);
   auto saved = ref_forward(d, x, scale);  // the forward's saved o and lse: reference values for GPU and CPU alike
 
-  auto& gpu = dev();
   auto q = test::tensor_from(gpu, q_shape(d), DType::f32, x.q);
   auto k = test::tensor_from(gpu, kv_shape(d), DType::f32, x.k);
   auto v = test::tensor_from(gpu, kv_shape(d), DType::f32, x.v);
@@ -136,16 +172,20 @@ TEST_P(AttentionBackward, MatchesReference) {
   auto dk = test::poisoned(gpu, kv_shape(d), DType::f32);
   auto dv = test::poisoned(gpu, kv_shape(d), DType::f32);
   vk::Recorder rec(gpu);
-  ops::attention_backward(rec, dq.t, dk.t, dv.t, dO, q, k, v, o, lse, scale);
+  if (products)
+    ops::detail::attention_backward_products(rec, dq.t, dk.t, dv.t, dO, q, k, v, o, lse, d, scale);
+  else
+    ops::attention_backward(rec, dq.t, dk.t, dv.t, dO, q, k, v, o, lse, scale);
   auto program = rec.finish();
   program.run();
   Gradients got{download(dq.t), download(dk.t), download(dv.t)};
 
   Gradients want{std::vector<float>(x.q.size()), std::vector<float>(x.k.size()), std::vector<float>(x.v.size())};
   ops::ref::attention_backward(want.dq, want.dk, want.dv, dout, x.q, x.k, x.v, saved.o, saved.lse, d, scale);
-  check(got.dq, want.dq, 1e-5, "attention_backward dq", q_shape(d));
-  check(got.dk, want.dk, 1e-5, "attention_backward dk", kv_shape(d));
-  check(got.dv, want.dv, 1e-5, "attention_backward dv", kv_shape(d));
+  const double t = products && gpu.coopmat() ? kProductsTol : tol(gpu, d, DType::f32);
+  check(got.dq, want.dq, t, "attention_backward dq", q_shape(d));
+  check(got.dk, want.dk, t, "attention_backward dk", kv_shape(d));
+  check(got.dv, want.dv, t, "attention_backward dv", kv_shape(d));
   dq.expect_guards_intact("attention dq");
   dk.expect_guards_intact("attention dk");
   dv.expect_guards_intact("attention dv");
@@ -172,8 +212,11 @@ TEST_P(AttentionMask, MaskedKeysHaveNoInfluence) {
   for (uint32_t g = 0; g < d.KV; ++g)
     for (uint32_t c = 0; c < d.D; ++c) {
       size_t i = ((size_t(d.S) - 1) * d.KV + g) * d.D + c;  // batch 0, key S - 1
-      x.k[i] = NAN;
-      x.v[i] = NAN;
+      // The products path (tensor cores) multiplies masked keys by exactly 0, which a NaN would poison:
+      // it gets the largest finite value instead (rounded into f16 range as it is read).
+      const float poison = ops::detail::attention_products_fit(dev(), d, DType::f32) ? 3e38f : NAN;
+      x.k[i] = poison;
+      x.v[i] = poison;
     }
   auto dirty = gpu_forward(dev(), d, DType::f32, x, scale);
   size_t row = size_t(d.H) * d.D;  // one query position, all heads
@@ -183,7 +226,7 @@ TEST_P(AttentionMask, MaskedKeysHaveNoInfluence) {
   for (uint32_t h = 0; h < d.H; ++h)
     for (uint32_t t = 0; t + 1 < d.T; ++t) ASSERT_EQ(dirty.lse[h * d.T + t], clean.lse[h * d.T + t]);
   for (size_t i = (d.T - 1) * row; i < d.T * row; ++i)
-    ASSERT_TRUE(std::isnan(dirty.o[i])) << "the last query must see key S - 1";
+    ASSERT_TRUE(std::isnan(dirty.o[i]) || dirty.o[i] != clean.o[i]) << "the last query must see key S - 1";
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionMask,

@@ -19,6 +19,13 @@ std::ostream& operator<<(std::ostream& o, const Case& c) {
 }
 
 double tol(DType out) { return out == DType::f32 ? 1e-5 : 2e-3; }
+// On tensor cores (a device with them and f16/bf16 weights; the matrix-vector kernel of M <= 4 is
+// exact but held to the same bound) f32 activations are rounded to f16 on their way in: a half's
+// relative precision, 2^-11.
+constexpr double kTensorCoreTol = 3e-3;
+double tol(vk::Device& d, uint32_t /*M*/, DType w, DType out) {
+  return d.coopmat() && w != DType::f32 ? std::max(tol(out), kTensorCoreTol) : tol(out);
+}
 
 class MatmulTest : public test::GpuTest, public ::testing::WithParamInterface<Case> {};
 
@@ -34,7 +41,7 @@ TEST_P(MatmulTest, ForwardWithBiasMatchesReference) {
   test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_forward(rec, y.t, x, w, b); });
   std::vector<float> want(size_t(c.M) * c.N);
   ops::ref::matmul_forward(want, x0, w0, b0, c.M, c.N, c.K);
-  test::expect_close(download(y.t), test::rounded(want, c.y), tol(c.y), "matmul_forward", y.t.shape());
+  test::expect_close(download(y.t), test::rounded(want, c.y), tol(dev(), c.M, c.w, c.y), "matmul_forward", y.t.shape());
   y.expect_guards_intact("matmul_forward");
 }
 
@@ -55,8 +62,9 @@ TEST_P(MatmulTest, ForwardWithoutBiasAndBackwardX) {
   std::vector<float> want_y(size_t(c.M) * c.N), want_dx(size_t(c.M) * c.K);
   ops::ref::matmul_forward(want_y, x0, w0, {}, c.M, c.N, c.K);
   ops::ref::matmul_backward_x(want_dx, dy0, w0, c.M, c.N, c.K);
-  test::expect_close(download(y.t), test::rounded(want_y, c.y), tol(c.y), "matmul_forward", y.t.shape());
-  test::expect_close(download(dx.t), test::rounded(want_dx, c.y), tol(c.y), "matmul_backward_x", dx.t.shape());
+  test::expect_close(download(y.t), test::rounded(want_y, c.y), tol(dev(), c.M, c.w, c.y), "matmul_forward", y.t.shape());
+  test::expect_close(download(dx.t), test::rounded(want_dx, c.y), tol(dev(), c.M, c.w, c.y), "matmul_backward_x",
+                     dx.t.shape());
   dx.expect_guards_intact("matmul_backward_x");
 }
 
@@ -84,7 +92,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{3, 40, 136, DType::f16, DType::f16, DType::f16}, Case{4, 37, 64, DType::f16, DType::bf16, DType::f32},
                       Case{2, 9, 24, DType::f32, DType::f32, DType::f16}, Case{1, 300, 8, DType::f16, DType::bf16, DType::f16},
                       Case{2, 5, 12, DType::f16, DType::f16, DType::f32},
-                      Case{64, 4864, 896, DType::f16, DType::bf16, DType::f16}),
+                      Case{64, 4864, 896, DType::f16, DType::bf16, DType::f16},
+                      // Few output tiles and a long K: split-K (partial sums, then an ordered reduction).
+                      Case{40, 72, 4096, DType::f32, DType::f32, DType::f32}, Case{70, 136, 2048, DType::f16, DType::bf16, DType::f32}),
     [](const auto& param_info) {
       std::ostringstream o;
       o << param_info.param;
@@ -106,7 +116,7 @@ TEST_F(MatmulBatchedTest, EachBatchIsItsOwnProduct) {
     ops::ref::matmul_forward(std::span(want).subspan(size_t(z) * M * N, size_t(M) * N),
                              std::span<const float>(x0).subspan(size_t(z) * M * K, size_t(M) * K),
                              std::span<const float>(w0).subspan(size_t(z) * N * K, size_t(N) * K), {}, M, N, K);
-  test::expect_close(download(y.t), want, 1e-5, "matmul_batched_forward", y.t.shape());
+  test::expect_close(download(y.t), want, tol(dev(), M, DType::f16, DType::f32), "matmul_batched_forward", y.t.shape());
   y.expect_guards_intact("matmul_batched_forward");
 }
 
@@ -150,7 +160,8 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   std::vector<float> want_y(size_t(M) * N), want_t(size_t(M) * r);
   ops::ref::lora_forward(want_y, want_t, x0, w0, bias0, a0, b0, M, N, K, r, scale);
   test::expect_close(download(t.t), want_t, 1e-5, "lora t", t.t.shape());
-  test::expect_close(download(y.t), want_y, 1e-5, "lora y", y.t.shape());
+  const double base_tol = tol(d, M, DType::bf16, DType::f32);  // the frozen product may be on tensor cores
+  test::expect_close(download(y.t), want_y, base_tol, "lora y", y.t.shape());
 
   // Backward reference written out from the same formulas the op documents.
   std::vector<float> want_db = db0, want_dt(size_t(M) * r), want_da = da0, want_dx(size_t(M) * K), tmp(size_t(M) * K);
@@ -164,7 +175,7 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   test::expect_close(download(db), want_db, 1e-5, "lora dB", db.shape());
   test::expect_close(download(dt.t), want_dt, 1e-5, "lora dt", dt.t.shape());
   test::expect_close(download(da), want_da, 1e-5, "lora dA", da.shape());
-  test::expect_close(download(dx.t), want_dx, 1e-5, "lora dx", dx.t.shape());
+  test::expect_close(download(dx.t), want_dx, base_tol, "lora dx", dx.t.shape());
   for (auto* p : {&y, &t, &dt, &dx}) p->expect_guards_intact("lora");
 }
 
@@ -258,11 +269,12 @@ TEST(MatmulSplit, OperandsLargerThanOneBindingAreSplit) {
   std::vector<float> want_y(size_t(M) * N), want_dx(size_t(M) * K);
   ops::ref::matmul_forward(want_y, x0, w0, b0, M, N, K);
   ops::ref::matmul_backward_x(want_dx, dy0, w0, M, N, K);
-  test::expect_close(download(y), want_y, 1e-5, "split matmul_forward", y.shape());
-  test::expect_close(download(dx), want_dx, 1e-5, "split matmul_backward_x", dx.shape());
+  const double split_tol = tol(d, M, DType::bf16, DType::f32);
+  test::expect_close(download(y), want_y, split_tol, "split matmul_forward", y.shape());
+  test::expect_close(download(dx), want_dx, split_tol, "split matmul_backward_x", dx.shape());
   std::vector<float> want_yl(size_t(M) * N), want_t(size_t(M) * r);
   ops::ref::lora_forward(want_yl, want_t, x0, w0, b0, a0, lb0, M, N, K, r, 2.0f);
-  test::expect_close(download(yl), want_yl, 1e-5, "split lora_forward", yl.shape());
+  test::expect_close(download(yl), want_yl, split_tol, "split lora_forward", yl.shape());
   for (const auto& m : messages) ADD_FAILURE() << "Vulkan validation message: " << m;
 }
 
