@@ -54,13 +54,13 @@ void draw_runs_panel(const RunsView& runs, const TrainView&, RunsPanelState& s, 
   if (ImGui::Button("Export adapter...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_adapter, sel->id});
   io.tag("runs.export");
   tooltip("Write the adapter as a PEFT folder (adapter_config.json, adapter_model.safetensors).");
-  ImGui::EndDisabled();
-  ImGui::EndDisabled();
   ImGui::SameLine();
-  ImGui::BeginDisabled(true);
-  ImGui::Button("Export merged...");
+  if (ImGui::Button("Export merged...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_merged, sel->id});
+  io.tag("runs.export_merged");
+  tooltip("Write the base model with the adapter merged into its weights: a model folder transformers loads "
+          "without PEFT (as `lorastudio export --merge`).");
   ImGui::EndDisabled();
-  tooltip("coming with `lorastudio export --merge`");
+  ImGui::EndDisabled();
 
   const ImGuiTableFlags flags = ImGuiTableFlags_RowBg | ImGuiTableFlags_ScrollY | ImGuiTableFlags_BordersInnerV |
                                 ImGuiTableFlags_Resizable | ImGuiTableFlags_SizingStretchProp;

@@ -14,6 +14,7 @@
 #include <imgui.h>
 
 #include "error.h"
+#include "model/merge.h"
 #include "model/peft_adapter.h"
 #include "store/metrics_export.h"
 #include "train/dataset.h"
@@ -434,7 +435,7 @@ void Studio::run(Command& command) {
                  },
                  [&](cmd::ShowRun& c) { runs_.shown = c.run; },
                  [&](cmd::OverlayRun& c) { runs_.overlay = c.run; },
-                 [&](cmd::ExportAdapter& c) { export_adapter(c.run, c.dir); },
+                 [&](cmd::ExportAdapter& c) { export_adapter(c.run, c.dir, c.merged); },
                  [&](cmd::Browse& c) {
                    browsing_ = c;
                    switch (c.purpose) {
@@ -446,11 +447,15 @@ void Studio::run(Command& command) {
                        browser_.open("Open a JSONL data file", FileBrowser::Pick::file,
                                      data_.loaded ? data_.path : fs::path(), ".jsonl");
                        break;
-                     case cmd::BrowseFor::export_adapter: {
+                     case cmd::BrowseFor::export_adapter:
+                     case cmd::BrowseFor::export_merged: {
+                       const bool merged = c.purpose == cmd::BrowseFor::export_merged;
                        const auto* r = runs_.find(c.run);
-                       const fs::path start = r && !r->out_dir.empty() ? r->out_dir / ("export-peft-" + local_stamp())
-                                                                       : fs::path();
-                       browser_.open("Export the adapter to a new folder", FileBrowser::Pick::new_folder, start);
+                       const fs::path start =
+                           r && !r->out_dir.empty() ? r->out_dir / ((merged ? "merged-" : "export-peft-") + local_stamp())
+                                                    : fs::path();
+                       browser_.open(merged ? "Write the merged model to a new folder" : "Export the adapter to a new folder",
+                                     FileBrowser::Pick::new_folder, start);
                        break;
                      }
                    }
@@ -594,23 +599,34 @@ void Studio::send_chat(const std::string& text) {
   });
 }
 
-void Studio::export_adapter(int64_t run, const fs::path& dir) {
+void Studio::export_adapter(int64_t run, const fs::path& dir, bool merged) {
   const auto* r = runs_.find(run);
   if (!r) return;
   const fs::path source = r->out_dir / "adapter";
   const fs::path model_dir = r->model_path;
-  status_ = "Exporting the adapter of run " + std::to_string(run) + " ...";
-  loader_->post([this, run, source, model_dir, dir] {
+  status_ = std::string(merged ? "Merging the adapter of run " : "Exporting the adapter of run ") + std::to_string(run) +
+            " ...";
+  loader_->post([this, run, source, model_dir, dir, merged] {
     try {
-      const auto config = model::load_config(model_dir);
-      const auto adapter = model::load_peft_adapter(device_, config, source);
-      model::save_peft_adapter(adapter, config, dir, model_dir.string());
-      store_worker_->post([this, run, dir] {
-        if (db_) db_->add_export(run, dir, store::ExportFormat::peft);
+      std::string what;
+      if (merged) {  // CPU work on mapped files (model/merge.h)
+        const auto report = model::merge_adapter(model_dir, source, dir);
+        what = "Merged model of run " + std::to_string(run) + " written to " + dir.string() + " (" +
+               std::to_string(report.merged) + " matrices merged, " + std::to_string(report.shards) + " weight file" +
+               (report.shards == 1 ? "" : "s") + ").";
+      } else {
+        const auto config = model::load_config(model_dir);
+        const auto adapter = model::load_peft_adapter(device_, config, source);
+        model::save_peft_adapter(adapter, config, dir, model_dir.string());
+        what = "Adapter of run " + std::to_string(run) + " written to " + dir.string() + " (PEFT).";
+      }
+      const auto format = merged ? store::ExportFormat::merged : store::ExportFormat::peft;
+      store_worker_->post([this, run, dir, format] {
+        if (db_) db_->add_export(run, dir, format);
       });
-      events_.push(ev::Status{"Adapter of run " + std::to_string(run) + " written to " + dir.string() + " (PEFT)."});
+      events_.push(ev::Status{what});
     } catch (const std::exception& e) {
-      events_.push(ev::Failure{"The adapter cannot be exported", e.what()});
+      events_.push(ev::Failure{merged ? "The merged model cannot be written" : "The adapter cannot be exported", e.what()});
     }
   });
 }
@@ -745,7 +761,8 @@ void Studio::draw_browser() {
   switch (browsing_.purpose) {
     case cmd::BrowseFor::model: open_model(*chosen); break;
     case cmd::BrowseFor::data: open_data(*chosen); break;
-    case cmd::BrowseFor::export_adapter: export_adapter(browsing_.run, *chosen); break;
+    case cmd::BrowseFor::export_adapter: export_adapter(browsing_.run, *chosen, false); break;
+    case cmd::BrowseFor::export_merged: export_adapter(browsing_.run, *chosen, true); break;
   }
 }
 

@@ -2,7 +2,7 @@
 // The desktop app's UI state and the workers behind it. Once per frame (between ImGui::NewFrame and
 // ImGui::Render) frame() drains the workers' events into the views, draws the menu, the panels, the
 // status bar and dialogs, and carries out the panels' commands by handing work to the workers:
-//   loader  loads models and data sets, exports adapters and charts
+//   loader  loads models and data sets, exports adapters (PEFT, merged models) and charts
 //   trainer train::train on its own thread (pause, resume, stop, checkpoint now)
 //   chat    generators for the base model and the adapter, one reply at a time
 //   store   the run store: lists runs and polls their metrics (also runs of other processes), saves
@@ -98,7 +98,7 @@ class Studio {
   void open_data(const std::filesystem::path& file);
   void start_training();
   void send_chat(const std::string& text);
-  void export_adapter(int64_t run, const std::filesystem::path& dir);
+  void export_adapter(int64_t run, const std::filesystem::path& dir, bool merged);
   void export_chart(bool png);
   void fail(std::string title, std::string message);
   void merge_metrics(int64_t run, std::vector<store::MetricRow> rows);

@@ -104,7 +104,7 @@ void draw_progress(const TrainView& v) {
   if (v.step == 0) return;
   ImGui::SameLine();
   const double eta = v.step ? v.elapsed_s / v.step * double(v.total - v.step) : 0;
-  ImGui::Text(" loss %.4f%s  lr %.2e  grad %.3f", v.loss, "", v.lr, v.grad_norm);
+  ImGui::Text(" loss %.4f  lr %.2e  grad %.3f", v.loss, v.lr, v.grad_norm);
   if (v.val_loss) {
     ImGui::SameLine();
     ImGui::Text(" val %.4f", *v.val_loss);

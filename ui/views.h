@@ -157,8 +157,8 @@ struct ClearChat {};
 struct UseAdapter { fs::path dir; std::string label; };  // empty dir: none
 struct ShowRun { int64_t run; };
 struct OverlayRun { std::optional<int64_t> run; };
-struct ExportAdapter { int64_t run; fs::path dir; };
-enum class BrowseFor { model, data, export_adapter };
+struct ExportAdapter { int64_t run; fs::path dir; bool merged = false; };  // merged: into the base weights
+enum class BrowseFor { model, data, export_adapter, export_merged };
 struct Browse { BrowseFor purpose; int64_t run = 0; };  // opens the file browser
 struct ExportChart { bool png; };                      // the loss chart of the shown run
 struct Status { std::string text; };

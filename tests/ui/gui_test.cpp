@@ -2,7 +2,8 @@
 // started here when DISPLAY is unset) with lavapipe and the Khronos validation layer, and a --ui-script
 // drives it through ImGui like a mouse and keyboard: drop the fixture model on the window, open the demo
 // data through the file browser, set steps / learning rate / rank / targets / batch size, train with GPU
-// timing, then chat side by side (base model and adapter, greedy), export the run's adapter from Runs,
+// timing, then chat side by side (base model and adapter, greedy), export the run's adapter from Runs
+// (PEFT, and merged into the base model),
 // resize the window; a path that is no model is dropped first. The state file it writes is checked:
 // the loss chart has one point per step, the GPU timing table has every op group, both sides of the chat
 // produced tokens and the adapter answers the training question, no validation message, one error
@@ -87,6 +88,13 @@ std::string scenario(const fs::path& out) {
     << "type " << (out / "exported-adapter").string() << "\n"
     << "key enter\n"
     << "wait_for file:" << (out / "exported-adapter/adapter_config.json").string() << " 30\n"
+    // And merged into the base model.
+    << "click runs.export_merged\n"
+    << "click browser.path\n"
+    << "key ctrl+a\n"
+    << "type " << (out / "merged-model").string() << "\n"
+    << "key enter\n"
+    << "wait_for file:" << (out / "merged-model/model.safetensors").string() << " 30\n"
     // The swapchain follows a resize.
     << "resize 1280x760\n"
     << "resize 1600x900\n"
@@ -172,9 +180,13 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   ASSERT_EQ(messages.size(), 3u);  // the question and both answers
   EXPECT_EQ(messages[0].role, "user");
   EXPECT_TRUE(runs.setting("ui.settings").has_value());
-  // The export: a PEFT folder, and recorded beside the adapter the trainer wrote.
+  // The exports: a PEFT folder and a merged model, recorded beside the adapter the trainer wrote.
   EXPECT_TRUE(fs::exists(out / "exported-adapter/adapter_model.safetensors"));
-  EXPECT_EQ(runs.exports(list[0].id).size(), 2u);
+  EXPECT_TRUE(fs::exists(out / "merged-model/config.json"));
+  EXPECT_TRUE(fs::exists(out / "merged-model/tokenizer.json"));
+  const auto exports = runs.exports(list[0].id);
+  ASSERT_EQ(exports.size(), 3u);
+  EXPECT_EQ(exports[2].format, store::ExportFormat::merged);
 }
 
 }  // namespace
