@@ -153,11 +153,11 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
               f["max_stale_ms_while_training"].get<double>());
   EXPECT_GT(f["while_training"].get<int>(), 10);
   EXPECT_GT(f["drawn_while_training"].get<int>(), 0) << "the screen was redrawn while training";
-  // No UI code waits on the trainer: every frame under 50 ms, unless the machine itself kept the UI
-  // thread off the CPU for the difference (measured from Linux's schedstat; other tests and builds may
-  // share a small CI machine).
-  EXPECT_LT(longest - its_cpu_wait, 50.0) << "a UI frame waited on something while training ran";
-  EXPECT_LT(f["max_frame_ms_less_cpu_wait_while_training"].get<double>(), 50.0);
+  // No UI code waits on the trainer: every frame under 50 ms on the wall clock (the test runs alone in
+  // ctest, RUN_SERIAL), and also without the time the machine kept the UI thread off the CPU (Linux's
+  // schedstat), which isolates waits inside our code from the trainer's lavapipe threads taking the cores.
+  EXPECT_LT(longest, 50.0) << "a UI frame took 50 ms or more while training ran";
+  EXPECT_LT(f["max_frame_ms_less_cpu_wait_while_training"].get<double>(), 50.0) << "a UI frame waited on something";
 
   for (const char* png : {"gui_training.png", "gui_chat.png"}) {
     const std::string bytes = read_text(out / png);
