@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "batch_command.h"
+#include "build_info.h"
 #include "export_command.h"
 #include "generate_command.h"
 #include "gui.h"
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   CLI::App app{"lorastudio — LoRA fine-tuning of language models on any Vulkan GPU"};
   bool version = false, devices = false;
   std::string device;
-  app.add_flag("--version", version, "Print the version and exit");
+  app.add_flag("--version", version, "Print the version, git commit and build type, and exit");
   app.add_flag("--devices", devices, "List the Vulkan devices with the features lorastudio uses");
   app.add_option("--device", device,
                  "Vulkan device to use: its number from --devices or part of its name "
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
     }
     if (*export_cmd) return ls::app::run_export(export_args);
     if (version) {
-      std::cout << "lorastudio " << LS_VERSION << "\n";
+      const auto& b = ls::app::build_info();
+      std::cout << "lorastudio " << b.version << " (commit " << b.commit << ", " << b.build_type << " build)\n";
       if (!devices) return 0;
     }
     if (devices) return report_devices(device);

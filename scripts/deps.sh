@@ -1,7 +1,7 @@
 # Sourced by run.sh and test.sh: installs the Debian 12 packages lorastudio builds and runs with,
 # only those missing (so a second run costs nothing). Needs root (or sudo) when something is missing.
 LS_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git help2man
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libglfw3-dev libimgui-dev libstb-dev libx11-dev libxcb1-dev fonts-dejavu-core
   libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
@@ -25,3 +25,6 @@ ls_install_deps() {
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
+
+# scripts/test_deb.sh only: a clean Debian 12 root to install the .deb into; the desktop entry's check.
+LS_DEB_TEST_PACKAGES=(debootstrap desktop-file-utils)
