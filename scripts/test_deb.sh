@@ -93,7 +93,8 @@ actual=$(awk '$1 !~ /^d/ { print $6 }' <<<"$listing" | sort)
 wanted=$(printf '%s\n' "${expected_files[@]}" | sort)
 [ "$actual" = "$wanted" ] || fail "the files differ from the expected list:
 $(diff <(echo "$wanted") <(echo "$actual") || true)"
-grep -q '^-rwxr-xr-x root/root .* \./usr/bin/lorastudio$' <<<"$listing" || fail "/usr/bin/lorastudio is not root-owned 0755"
+grep -q '^-rwxr-xr-x root/root .* \./usr/bin/lorastudio$' <<<"$listing" ||
+  fail "/usr/bin/lorastudio is not root-owned 0755"
 
 step "dpkg-deb -f: control fields and Depends"
 dpkg-deb -f "$deb"
@@ -109,17 +110,19 @@ for p in libc6 libstdc++6 libvulkan1 libglfw3 libsqlite3-0 libpcre2-8-0 libutf8p
          mesa-vulkan-drivers vulkan-icd fonts-dejavu-core; do
   grep -qx "$p" <<<"$depends" || fail "Depends lacks $p: $(field Depends)"
 done
-build_only=$(grep -E -e '-dev$' -e '^(cmake|ninja-build|glslang-tools|pkg-config|build-essential|gcc.*|g\+\+.*|vulkan-validationlayers|libgtest.*|libbenchmark.*|help2man)$' <<<"$depends" || true)
+build_only=$(grep -E -e '-dev$' -e '^(build-essential|cmake|ninja-build|pkg-config|gcc.*|g\+\+.*|glslang-tools)$' \
+  -e '^(help2man|vulkan-validationlayers|libgtest.*|libbenchmark.*|libimgui.*)$' <<<"$depends" || true)
 [ -z "$build_only" ] || fail "Depends names build-only packages: $build_only"
 
 step "the package's desktop entry, icons and man page"
 extract=$work/extract
 rm -rf "$extract" && mkdir -p "$extract"
 dpkg-deb -x "$deb" "$extract"
-desktop-file-validate "$extract/usr/share/applications/lorastudio.desktop" || fail "desktop-file-validate"
-grep -qx 'Exec=lorastudio' "$extract/usr/share/applications/lorastudio.desktop" || fail "desktop entry: Exec"
-grep -qx 'Icon=lorastudio' "$extract/usr/share/applications/lorastudio.desktop" || fail "desktop entry: Icon"
-grep -qx 'Categories=Development;Science;' "$extract/usr/share/applications/lorastudio.desktop" || fail "desktop entry: Categories"
+desktop=$extract/usr/share/applications/lorastudio.desktop
+desktop-file-validate "$desktop" || fail "desktop-file-validate $desktop"
+for line in Type=Application Exec=lorastudio Icon=lorastudio Terminal=false 'Categories=Development;Science;'; do
+  grep -qxF "$line" "$desktop" || fail "the desktop entry lacks $line"
+done
 for n in 16 32 48 64 128 256; do
   png=$extract/usr/share/icons/hicolor/${n}x${n}/apps/lorastudio.png
   # PNG signature, then the IHDR chunk: width and height (big-endian) at bytes 16 and 20, 8-bit RGBA (6).
@@ -177,6 +180,10 @@ installed lorastudio || fail "lorastudio is not installed"
 installed mesa-vulkan-drivers || fail "mesa-vulkan-drivers did not come in with the package"
 installed fonts-dejavu-core || fail "fonts-dejavu-core did not come in with the package"
 [ -x "$root/usr/bin/lorastudio" ] || fail "/usr/bin/lorastudio is missing after the install"
+# What a menu needs: the entry where menus look, its Exec on the PATH, its icon in the hicolor theme.
+exec_line=$(sed -n 's/^Exec=//p' "$root/usr/share/applications/lorastudio.desktop")
+in_root sh -c "command -v ${exec_line%% *}" >/dev/null || fail "the desktop entry's Exec=$exec_line is not on the PATH"
+[ -f "$root/usr/share/icons/hicolor/48x48/apps/lorastudio.png" ] || fail "no hicolor icon after the install"
 echo "installed: $(in_root dpkg-query -W -f='${binary:Package} ${Version}\n' lorastudio);" \
   "$(in_root dpkg-query -W -f='${db:Status-Abbrev}\n' | grep -c '^ii') packages in the root"
 

@@ -50,8 +50,8 @@ TEST(Version, OneLineWithVersionCommitAndBuildType) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   std::smatch m;
-  ASSERT_TRUE(std::regex_match(r.out, m, std::regex(R"(lorastudio (\S+) \(commit ([0-9a-f]{7,}(-dirty)?|unknown), (\w+) build\)\n)")))
-      << r.out;
+  const std::regex line(R"(lorastudio (\S+) \(commit ([0-9a-f]{7,}(-dirty)?|unknown), (\w+) build\)\n)");
+  ASSERT_TRUE(std::regex_match(r.out, m, line)) << r.out;
   EXPECT_EQ(m[1].str(), LS_VERSION);
   std::cout << "  " << r.out;
 }
@@ -79,7 +79,7 @@ class BuildInfoScript : public ::testing::Test {
     EXPECT_NE(text.find(".version = \"1.2.3\""), std::string::npos) << text;
     EXPECT_NE(text.find(".build_type = \"Release\""), std::string::npos) << text;
     std::smatch m;
-    if (!std::regex_search(text, m, std::regex(R"(\.commit = "([^"]*)")"))) return "(no .commit in " + text + ")";
+    if (!std::regex_search(text, m, std::regex(R"re(\.commit = "([^"]*)")re"))) return "(no .commit in " + text + ")";
     return m[1];
   }
   Shell git(const std::string& args) {
