@@ -6,9 +6,10 @@
 # `--devices` and `--demo --steps 5` there on lavapipe (until --demo exists: `--batch`, 5 steps on the tiny
 # test model).
 # The debootstrapped root is cached as .cache/deb-test/bookworm-minbase.tar and the .debs apt downloads in
-# .cache/deb-test/archives/, so a second run costs the build, an unpack and the install; every run starts
-# from a fresh copy of the root. Needs root (debootstrap, chroot, mount) and Debian's mirror
-# (LS_DEBIAN_MIRROR, default http://deb.debian.org/debian). LS_KEEP_ROOT=1 keeps the root for a look.
+# .cache/deb-test/archives/ (the root is made again when a month old), so a second run costs the build, an
+# unpack and the install; every run starts from a fresh copy of the root, in a tmpfs. Needs root
+# (debootstrap, chroot, mount) and Debian's mirror (LS_DEBIAN_MIRROR, default http://deb.debian.org/debian).
+# LS_KEEP_ROOT=1 keeps the root for a look.
 # Run by .ci/run after scripts/test.sh, not by ctest (minutes cold). Prints each step's time; the first
 # failing step stops it with a line naming the step.
 set -euo pipefail
@@ -142,6 +143,8 @@ unmount_under "$work"
 rm -rf --one-file-system "$root" && mkdir -p "$root" "$cache/archives"
 # The root lives in memory (about 600 MB once installed): unpacking is quicker, and cleaning up is an umount.
 mount -t tmpfs -o size=4g,mode=0755 tmpfs "$root"
+# A month-old root is made again, so that the test keeps starting from a current Debian 12.
+[ -f "$root_tar" ] && [ -n "$(find "$root_tar" -mtime +30)" ] && rm -f "$root_tar"
 if [ ! -f "$root_tar" ]; then
   echo "debootstrap --variant=minbase bookworm from $mirror (once; the next runs unpack $root_tar)"
   debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
