@@ -23,7 +23,8 @@ struct Linear {
   const LinearWeights* w = nullptr;
   const LoraPair* lora = nullptr;  // null: not adapted
   const LoraPair* grad = nullptr;
-  Tensor x, t;                     // input, and x·Aᵀ when adapted
+  Tensor x, t;                     // input, and x̃·Aᵀ when adapted
+  ops::LoraDropout dropout;        // on the adapter's input
 };
 
 // Saved activations of one layer.
@@ -38,7 +39,7 @@ void forward_linear(vk::Recorder& rec, Linear& l, const Tensor& y, const Tensor&
   l.x = x;
   if (l.lora) {
     l.t = f32(rec.device(), {uint32_t(x.rows()), rank}, "lora t");
-    ops::lora_forward(rec, y, l.t, x, l.w->w, l.w->b, l.lora->a, l.lora->b, scale);
+    ops::lora_forward(rec, y, l.t, x, l.w->w, l.w->b, l.lora->a, l.lora->b, scale, l.dropout);
   } else {
     ops::matmul_forward(rec, y, x, l.w->w, l.w->b);
   }
@@ -50,7 +51,7 @@ void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const
   if (l.lora) {
     Tensor dt = f32(rec.device(), {uint32_t(dy.rows()), rank}, "lora dt");
     ops::lora_backward(rec, dx, l.grad->a, l.grad->b, dt, dy, l.x, l.t, l.w->w, l.lora->a, l.lora->b, scale, accumulate,
-                       grad_unscale);
+                       grad_unscale, l.dropout);
   } else {
     ops::matmul_backward_x(rec, dx, dy, l.w->w, accumulate);
   }
@@ -83,7 +84,7 @@ LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
 }
 
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
-                       const TrainBatch& batch, const Tensor& loss, float loss_scale) {
+                       const TrainBatch& batch, const Tensor& loss, float loss_scale, float dropout) {
   const ModelConfig& c = model.config;
   const ModelWeights& w = model.weights;
   vk::Device& dev = rec.device();
@@ -92,6 +93,8 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
                  V = c.vocab_size, r = adapter.rank;
   if (adapter.layers.size() != c.num_layers || grads.layers.size() != c.num_layers)
     throw Error("record_train_step: the adapter does not match the model's layers");
+  if (dropout > 0 && !batch.dropout_seed.defined())
+    throw Error("record_train_step: dropout needs the batch's dropout_seed tensor");
   const float s = adapter.scale(), att_scale = 1.0f / std::sqrt(float(D)), eps = c.rms_norm_eps;
   // Activation gradients carry a loss scale, the power of two at or above the row count, so that a
   // mean over many tokens (dlogits ~ p / count) does not underflow where tensor cores round operands to
@@ -111,6 +114,9 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       auto bind = [&](Linear& l, const LinearWeights& lwts, LoraTarget t) {
         l.w = &lwts;
         if (adapter.at(i, t).defined()) l.lora = &adapter.at(i, t), l.grad = &grads.at(i, t);
+        // PEFT gives each adapted projection its own dropout module, so its own mask.
+        if (dropout > 0)
+          l.dropout = {.p = dropout, .seed = batch.dropout_seed, .stream = i * uint32_t(kLoraTargetCount) + uint32_t(t)};
       };
       bind(a.q_proj, lw.q, LoraTarget::q_proj);
       bind(a.k_proj, lw.k, LoraTarget::k_proj);

@@ -20,13 +20,17 @@ struct TrainBatch {
   Tensor ids;        // [B*T] i32
   Tensor positions;  // [B*T] i32 (position of each token in its row)
   Tensor targets;    // [B*T] i32, the next token to predict, or < 0 to ignore
+  Tensor dropout_seed;  // [2] i32 (read as u32), rewritten before each replay; needed when dropout > 0
 };
 
 // Records forward + backward. loss: [2] f32 = {mean loss, counted targets}. grads: same layout as
 // adapter (defined where the adapter is), f32, accumulated.
 // loss_scale multiplies the gradients (1 / micro-batches when accumulating; the loss itself is unscaled).
+// dropout: LoRA dropout probability on every adapted projection's input (0 for evaluation). The masks
+// come from batch.dropout_seed and the projection (stream layer · 7 + target), so a replay with the
+// same seed is bit-identical and a new seed draws new masks.
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
-                       const TrainBatch& batch, const Tensor& loss, float loss_scale = 1.0f);
+                       const TrainBatch& batch, const Tensor& loss, float loss_scale = 1.0f, float dropout = 0.0f);
 
 // Profiling groups: every dispatch of the step is timed under one of these labels (the adapter's own
 // products under "lora", set by ops::lora_forward/backward).

@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "ops/common.h"
+#include "ops/dropout.h"
 
 namespace ls::ops {
 
@@ -346,8 +347,19 @@ void matmul_strided(vk::Recorder& rec, const Tensor& c, const Tensor& a, const T
              .a_sz2 = s.a_sz2, .b_sz2 = s.b_sz2, .c_sz2 = s.c_sz2, .b_group = s.b_group, .round_f32_b = true});
 }
 
+namespace {
+
+// The [M, K] scratch buffer, in x's dtype, that holds x̃ (and later dropoutᵀ's input).
+Tensor dropout_scratch(vk::Recorder& rec, const Tensor& x, uint32_t M, uint32_t K) {
+  const uint64_t bytes = uint64_t(M) * K * dtype_size(x.dtype());
+  return Tensor::view(rec.device(), rec.scratch(bytes, vk::Recorder::kScratchDropout), {M, K}, x.dtype());
+}
+
+}  // namespace
+
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
-                  const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale) {
+                  const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
+                  const LoraDropout& dropout) {
   const char* op = "lora_forward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -361,7 +373,13 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
   require_shape(t, {M, r}, op, "t");
   {
     vk::Recorder::Label label(rec, "lora");  // profiles group the adapter's own products
-    matmul_forward(rec, t, x, lora_a, Tensor());
+    if (dropout.active()) {
+      const Tensor dropped = dropout_scratch(rec, x, M, K);
+      dropout_forward(rec, dropped, x.reshape({M, K}), dropout.p, dropout.seed, dropout.stream);
+      matmul_forward(rec, t, dropped, lora_a, Tensor());
+    } else {
+      matmul_forward(rec, t, x, lora_a, Tensor());
+    }
   }
   require_dtype(y, kActivation, op, "y");
   require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
@@ -375,7 +393,8 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
 
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
                    const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
-                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate, float grad_unscale) {
+                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate, float grad_unscale,
+                   const LoraDropout& dropout) {
   const char* op = "lora_backward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -396,12 +415,25 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
     // dt(m, j) = s·Σ_n dy(m, n)·B(n, j)
     gemm(rec, {.op = op, .a = dy, .b = lora_b, .c = dt, .M = M, .N = r, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
                .b_sk = r, .c_sm = r, .alpha = scale});
-    matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
+    if (dropout.active()) {  // x̃ again, from the same seed and stream
+      const Tensor dropped = dropout_scratch(rec, x, M, K);
+      dropout_forward(rec, dropped, x.reshape({M, K}), dropout.p, dropout.seed, dropout.stream);
+      matmul_backward_w(rec, d_lora_a, dt, dropped, grad_unscale);  // dA += u·dtᵀ·x̃
+    } else {
+      matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
+    }
   }
   if (dx.defined()) {
     matmul_backward_x(rec, dx, dy, w, accumulate);
     vk::Recorder::Label label(rec, "lora");
-    matmul_backward_x(rec, dx, dt, lora_a, true);
+    if (dropout.active()) {  // dx += mask ⊙ (dt·A) / (1 − p)
+      require(dx.dtype() == x.dtype(), op, "with dropout, dx must have x's dtype");
+      const Tensor through = dropout_scratch(rec, x, M, K);
+      matmul_backward_x(rec, through, dt, lora_a, false);
+      dropout_backward(rec, dx.reshape({M, K}), through, dropout.p, dropout.seed, dropout.stream, true);
+    } else {
+      matmul_backward_x(rec, dx, dt, lora_a, true);
+    }
   }
 }
 

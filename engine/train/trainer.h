@@ -28,7 +28,7 @@ struct TrainConfig {
   std::vector<model::LoraTarget> targets = {model::LoraTarget::q_proj, model::LoraTarget::v_proj};
   uint32_t rank = 8;
   float alpha = 16;
-  float dropout = 0;                 // LoRA dropout (only 0 is implemented so far)
+  float dropout = 0;                 // LoRA dropout on each adapted projection's input, in [0, 1)
   bool rslora = false;
   uint32_t batch_size = 1;
   uint32_t grad_accum = 1;
