@@ -55,6 +55,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_option(h::kSeed.flag, c.seed, h::kSeed.text)->capture_default_str();
   g->add_flag(h::kTrainOnPrompt.flag, c.data_options.train_on_prompt, h::kTrainOnPrompt.text);
   g->add_flag(h::kPack.flag, c.data_options.pack, h::kPack.text);
+  g->add_flag(h::kGradCheckpoint.flag, c.grad_checkpoint, h::kGradCheckpoint.text);
   g->add_flag(h::kSkipBadLines.flag, c.data_options.skip_bad_lines, h::kSkipBadLines.text);
   g->add_option(h::kResume.flag, c.resume, h::kResume.text);
   g->add_option(h::kStore.flag, a.store, h::kStore.text);

@@ -33,6 +33,7 @@ inline constexpr OptionHelp kValEvery{"--val-every", "steps between validation l
 inline constexpr OptionHelp kSaveEvery{"--save-every", "steps between checkpoints (0: none; the adapter is written at the end and on Ctrl-C)"};
 inline constexpr OptionHelp kSeed{"--seed", "seed of the LoRA initialisation and of the data order"};
 inline constexpr OptionHelp kTrainOnPrompt{"--train-on-prompt", "also train on prompts and user turns"};
+inline constexpr OptionHelp kGradCheckpoint{"--grad-checkpoint", "recompute each layer's activations in the backward: one layer's activations in GPU memory instead of all (long sequences, big batches), for about one more forward pass of time"};
 inline constexpr OptionHelp kPack{"--pack", "pack short examples into full rows"};
 inline constexpr OptionHelp kSkipBadLines{"--skip-bad-lines", "report and skip malformed JSONL lines"};
 inline constexpr OptionHelp kResume{"--resume", "continue from a checkpoint-N folder of a run with the same options"};

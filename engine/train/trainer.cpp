@@ -53,7 +53,7 @@ std::string config_json(const TrainConfig& c) {
       {"epochs", d.epochs}, {"lr", c.schedule.lr}, {"schedule", schedule_kind_name(c.schedule.kind)},
       {"warmup", c.schedule.warmup_steps}, {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
       {"eps", c.optimizer.eps}, {"weight_decay", c.optimizer.weight_decay},
-      {"max_grad_norm", c.optimizer.max_grad_norm}, {"train_on_prompt", d.train_on_prompt}, {"pack", d.pack},
+      {"max_grad_norm", c.optimizer.max_grad_norm}, {"grad_checkpoint", c.grad_checkpoint}, {"train_on_prompt", d.train_on_prompt}, {"pack", d.pack},
       {"shuffle", d.shuffle}, {"data_seed", d.seed}, {"seed", c.seed}, {"val_every", c.val_every},
       {"save_every", c.save_every}, {"resume", c.resume.string()}};
   return j.dump(2);
@@ -79,7 +79,7 @@ struct StepProgram {
 };
 
 StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapter& adapter, const LoraAdapter& grads,
-                        uint32_t B, uint32_t T, float loss_scale, bool profile, float dropout) {
+                        uint32_t B, uint32_t T, const model::StepOptions& options, bool profile) {
   StepProgram s;
   const uint32_t M = B * T;
   std::vector<int32_t> positions(M);
@@ -88,10 +88,10 @@ StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapte
              .positions = Tensor::empty(dev, {M}, DType::i32, "positions"),
              .targets = Tensor::empty_host(dev, {M}, DType::i32, "targets")};
   upload(s.batch.positions, positions);
-  if (dropout > 0) s.batch.dropout_seed = Tensor::empty_host(dev, {2}, DType::i32, "dropout seed");
+  if (options.dropout > 0) s.batch.dropout_seed = Tensor::empty_host(dev, {2}, DType::i32, "dropout seed");
   s.loss = Tensor::empty_host(dev, {2}, DType::f32, "loss");
   vk::Recorder rec(dev, {.profile = profile});
-  model::record_train_step(rec, m, adapter, grads, s.batch, s.loss, loss_scale, dropout);
+  model::record_train_step(rec, m, adapter, grads, s.batch, s.loss, options);
   s.program = rec.finish();
   return s;
 }
@@ -233,12 +233,15 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                 m2 = model::zero_grads_like(dev, adapter);
     uint32_t first_step = 1;
     if (!c.resume.empty()) first_step = load_checkpoint(dev, c.resume, model.config, adapter, m1, m2, batcher) + 1;
-    StepProgram step = record_step(dev, model, adapter, grads, B, T, 1.0f / float(c.grad_accum), c.profile, c.dropout);
+    StepProgram step = record_step(
+        dev, model, adapter, grads, B, T,
+        {.loss_scale = 1.0f / float(c.grad_accum), .dropout = c.dropout, .recompute = c.grad_checkpoint}, c.profile);
     std::optional<StepProgram> eval;
     LoraAdapter eval_grads;
     if (!data.validation.empty()) {
       eval_grads = model::zero_grads_like(dev, adapter);
-      eval = record_step(dev, model, adapter, eval_grads, B, T, 1.0f, false, 0.0f);  // no dropout, as PEFT's eval()
+      // No dropout, as under PEFT's eval().
+      eval = record_step(dev, model, adapter, eval_grads, B, T, {.recompute = c.grad_checkpoint}, false);
     }
     // Zeroing, and the update: global norm -> clip factor -> AdamW on every matrix.
     Tensor hyper = Tensor::empty_host(dev, {ops::kHyperSlots}, DType::f32, "hyper");

@@ -29,6 +29,7 @@ struct TrainConfig {
   uint32_t rank = 8;
   float alpha = 16;
   float dropout = 0;                 // LoRA dropout on each adapted projection's input, in [0, 1)
+  bool grad_checkpoint = false;      // recompute each layer's activations in the backward (less memory)
   bool rslora = false;
   uint32_t batch_size = 1;
   uint32_t grad_accum = 1;

@@ -5,7 +5,8 @@
 // - its LoRA gradients match central finite differences of that loss, for sampled elements of every
 //   A and B of every layer (one random element per matrix): |fd - g| <= 2e-3 * max|g of the matrix| + 5e-2 |g| (f32 loss, step 1e-2);
 // - with LoRA dropout (p = 0.3, fixed seed) the first layer's gradients match finite differences the
-//   same way, the same seed repeats the loss bit for bit and another seed changes it.
+//   same way, the same seed repeats the loss bit for bit and another seed changes it;
+// - recomputing activations in the backward (StepOptions::recompute) changes no bit of loss or gradients.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -68,7 +69,7 @@ class TrainingStep : public test::GpuTest {
     step_.loss = Tensor::empty(dev(), {2}, DType::f32, "loss");
     if (dropout() > 0) step_.batch.dropout_seed = test::tensor_from_ints(dev(), {2}, std::vector<int32_t>{9, 4});
     vk::Recorder rec(dev());
-    model::record_train_step(rec, *model_, adapter_, grads_, step_.batch, step_.loss, 1.0f, dropout());
+    model::record_train_step(rec, *model_, adapter_, grads_, step_.batch, step_.loss, {.dropout = dropout()});
     step_.program = rec.finish();
   }
   double loss() {
@@ -80,6 +81,7 @@ class TrainingStep : public test::GpuTest {
   // Central differences of the loss for one random element of each A and B of the first `layers`
   // layers against the analytic gradients.
   void expect_gradients_match_finite_differences(size_t layers);
+  void expect_recompute_identical();
 
   static constexpr uint32_t kB = 2, kT = 6;
   std::unique_ptr<model::Model> model_;
@@ -156,6 +158,30 @@ TEST_F(TrainingStepWithDropout, SeedDrawsTheMasks) {
   EXPECT_NE(loss(), first) << "a new seed draws new masks";
 }
 
+// Recomputing the activations in the backward (--grad-checkpoint) gives the same loss and gradients,
+// bit for bit, with and without dropout (the recomputed forward draws the same masks).
+void TrainingStep::expect_recompute_identical() {
+  auto loss_and_grads = [&](bool recompute) {
+    auto grads = model::zero_grads_like(dev(), adapter_);
+    Tensor l = Tensor::empty(dev(), {2}, DType::f32, "loss");
+    vk::Recorder rec(dev());
+    model::record_train_step(rec, *model_, adapter_, grads, step_.batch, l, {.dropout = dropout(), .recompute = recompute});
+    rec.finish().run();
+    std::vector<std::vector<float>> out{download(l)};
+    for (const auto& layer : grads.layers)
+      for (const auto& p : layer)
+        if (p.defined()) out.push_back(download(p.a)), out.push_back(download(p.b));
+    return out;
+  };
+  const auto kept = loss_and_grads(false), recomputed = loss_and_grads(true);
+  ASSERT_EQ(kept.size(), recomputed.size());
+  EXPECT_GT(kept[0][0], 0.0f);
+  for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i], recomputed[i]) << "tensor " << i << " (0: the loss)";
+}
+
+TEST_F(TrainingStep, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
+TEST_F(TrainingStepWithDropout, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
+
 void TrainingStep::expect_gradients_match_finite_differences(size_t layers) {
   loss();  // grads accumulated once; read them all now (every later run adds to them)
   const auto& c = model_->config;
@@ -208,7 +234,7 @@ TEST_F(TrainingStep, LossScaleScalesGradientsOnly) {
   auto half = model::zero_grads_like(dev(), adapter_);
   Tensor loss2 = Tensor::empty(dev(), {2}, DType::f32, "loss");
   vk::Recorder rec(dev());
-  model::record_train_step(rec, *model_, adapter_, half, step_.batch, loss2, 0.5f);
+  model::record_train_step(rec, *model_, adapter_, half, step_.batch, loss2, {.loss_scale = 0.5f});
   rec.finish().run();
   EXPECT_EQ(download(loss2)[0], float(plain));
   size_t i = 0;
