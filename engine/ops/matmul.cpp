@@ -88,6 +88,18 @@ vk::Kernel coopmat_kernel(DType a, DType b, DType c) {
   return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
 }
 
+// A tensor-core kernel and its output tile (shaders/matmul_coopmat.comp, matmul.kernels.cmake).
+struct CoopmatTile {
+  vk::Kernel kernel;
+  uint32_t bm, bn, threads;
+};
+
+CoopmatTile coopmat_tile(DType a, DType b, DType c) {
+  // f32 × f32 is attention's batched products: a 64×64 tile measured faster there (session 4).
+  if (a == DType::f32 && b == DType::f32 && c == DType::f32) return {vk::Kernel::gemm_coopmat_f32_f32_f32_t64, 64, 64, 128};
+  return {coopmat_kernel(a, b, c), 64, 128, 256};
+}
+
 vk::Kernel splitk_reduce_kernel(DType b, DType c) {
   static constexpr vk::Kernel table[] = {
       vk::Kernel::gemm_splitk_reduce_f32_f32,  vk::Kernel::gemm_splitk_reduce_f32_f16,
@@ -165,12 +177,15 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   }
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
-  vk::Kernel kernel = tensor_cores ? coopmat_kernel(a.dtype(), b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
-  // Tiles: 64x64 on the scalar path, 64 (M) x 128 (N) on tensor cores (shaders/matmul_coopmat.comp).
-  const uint32_t tiles_n = ceil_div(N, tensor_cores ? 2 * kTile : kTile), tiles_m = ceil_div(M, kTile);
+  const CoopmatTile tc = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), c.dtype()) : CoopmatTile{};
+  vk::Kernel kernel = tensor_cores ? tc.kernel : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
+  // Tiles: 64x64 on the scalar path, the kernel's on tensor cores (shaders/matmul_coopmat.comp).
+  const uint32_t bm = tensor_cores ? tc.bm : kTile, bn = tensor_cores ? tc.bn : kTile;
+  const uint32_t threads = tensor_cores ? tc.threads : 256u;
+  const uint32_t tiles_n = ceil_div(N, bn), tiles_m = ceil_div(M, bm);
   const uint32_t splits = g.batch == 1 ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range) : 1;
   if (splits == 1) {
-    rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = 256u});
+    rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = threads});
     return;
   }
   // Split-K: too few tiles to fill the GPU and a long reduction. Slice s of K writes its partial sums to
@@ -181,10 +196,11 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   first.K = kc, first.c_sm = N, first.alpha = 1, first.beta = 0, first.flags = 0;
   first.z_div = splits, first.a_sz = kc * g.a_sk, first.b_sz = kc * g.b_sk, first.c_sz = M * N, first.b_group = 1;
   first.a_sz2 = first.b_sz2 = first.c_sz2 = 0;
-  vk::Kernel partial_kernel = tensor_cores ? coopmat_kernel(a.dtype(), b.dtype(), DType::f32)
-                                           : gemm_kernel(a.dtype(), b.dtype(), DType::f32, g.op);
+  const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32) : CoopmatTile{};
+  vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : gemm_kernel(a.dtype(), b.dtype(), DType::f32, g.op);
+  const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
   rec.dispatch(partial_kernel, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
-               {tiles_n, tiles_m, splits}, {.local_x = 256u});
+               {ceil_div(N, pbn), ceil_div(M, pbm), splits}, {.local_x = tensor_cores ? tc32.threads : 256u});
   GemmParams second = params;
   second.K = splits;
   const uint32_t groups = std::min<uint32_t>(ceil_div(uint64_t(M) * N, 256), 65535u);
