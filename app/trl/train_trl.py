@@ -96,13 +96,22 @@ def read_records(path):
                 yield number, e
 
 
+def type_name(value):
+    """JSON's name for a value's type, as lorastudio's messages say it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    return {dict: "object", list: "array", str: "string", int: "number", float: "number"}[type(value)]
+
+
 def parse_record(line):
     try:
         j = json.loads(line)
     except json.JSONDecodeError as e:
         raise BadLine(f"not valid JSON: {e}")
     if not isinstance(j, dict):
-        raise BadLine(f"expected a JSON object, got {type(j).__name__}")
+        raise BadLine(f"expected a JSON object, got {type_name(j)}")
     formats = ("text" in j) + ("messages" in j) + ("prompt" in j or "completion" in j)
     if formats == 0:
         raise BadLine('no "text", "prompt"/"completion" or "messages" key (one of the three formats is needed)')
@@ -111,7 +120,7 @@ def parse_record(line):
 
     def string(obj, key, what):
         if not isinstance(obj[key], str):
-            raise BadLine(f"{what} must be a string, got {type(obj[key]).__name__}")
+            raise BadLine(f"{what} must be a string, got {type_name(obj[key])}")
         return obj[key]
 
     if "text" in j:
@@ -121,14 +130,14 @@ def parse_record(line):
     if "messages" in j:
         messages = j["messages"]
         if not isinstance(messages, list):
-            raise BadLine(f'"messages" must be an array, got {type(messages).__name__}')
+            raise BadLine(f'"messages" must be an array, got {type_name(messages)}')
         if not messages:
             raise BadLine('"messages" is empty')
         out = []
         for i, m in enumerate(messages):
             name = f"messages[{i}]"
             if not isinstance(m, dict):
-                raise BadLine(f"{name} must be an object, got {type(m).__name__}")
+                raise BadLine(f"{name} must be an object, got {type_name(m)}")
             for key in ("role", "content"):
                 if key not in m:
                     raise BadLine(f'{name} has no "{key}"')

@@ -181,6 +181,54 @@ TEST_F(TrlExport, CopyDataAndInitAdapterMakeAFolderThatMoves) {
   EXPECT_TRUE(fs::exists(out / "init_adapter/adapter_config.json"));
 }
 
+// The script reads JSONL by lorastudio's rules: the same lines are bad, with the same messages (the
+// JSON parsers' own descriptions of a syntax error aside).
+TEST_F(TrlExport, ScriptRefusesTheLinesLorastudioRefuses) {
+  if (!have_python()) GTEST_SKIP() << "python3 is not installed";
+  const fs::path out = dir_ / "reader";
+  ASSERT_EQ(export_trl({out.string(), "--run", (dir_ / "run").string()}).code, 0);
+  const fs::path data = dir_ / "problems.jsonl";
+  write_text(data,
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}, {\"role\": \"assistant\", \"content\": \"Yo\"}]}\n"
+             "{\"text\": \"unterminated}\n[\"a\", \"list\"]\n{\"input\": \"Hi\"}\n{\"text\": \"Hi\", \"completion\": \"Yo\"}\n"
+             "{\"text\": 42}\n{\"text\": \"\"}\n{\"prompt\": \"Hi\"}\n{\"completion\": \"Yo\"}\n{\"prompt\": \"Hi\", \"completion\": \"\"}\n"
+             "{\"prompt\": [\"Hi\"], \"completion\": \"Yo\"}\n{\"messages\": \"Hi\"}\n{\"messages\": []}\n{\"messages\": [\"Hi\"]}\n"
+             "{\"messages\": [{\"content\": \"Hi\"}]}\n{\"messages\": [{\"role\": \"bot\", \"content\": \"Hi\"}]}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": null}]}\n{\"messages\": [{\"role\": true, \"content\": \"Hi\"}]}\n"
+             "\n{\"prompt\": \"\", \"completion\": \"Yo\", \"extra\": 1}\n");
+  auto r = test::run_app({"--batch", "--model", kModel.string(), "--data", data.string(), "--out", (dir_ / "run-problems").string(),
+                          "--store", store().string(), "--steps", "1", "--skip-bad-lines", "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string ours;
+  const std::string skipped = "lorastudio: warning: skipped ";
+  for (size_t at = 0; (at = r.err.find(skipped, at)) != std::string::npos;) {
+    const size_t end = r.err.find('\n', at);
+    ours += r.err.substr(at + skipped.size(), end - at - skipped.size()) + "\n";
+    at = end;
+  }
+  const fs::path listing = dir_ / "reader.txt";
+  const std::string python = "import sys; sys.path.insert(0, sys.argv[1]); import train_trl as t\n"
+                             "for n, r in t.read_records(sys.argv[2]):\n"
+                             "    if isinstance(r, t.BadLine): print(f'{sys.argv[2]}:{n}: {r}')\n";
+  write_text(dir_ / "reader.py", python);
+  ASSERT_EQ(std::system(("python3 '" + (dir_ / "reader.py").string() + "' '" + out.string() + "' '" + data.string() + "' >'" +
+                         listing.string() + "' 2>&1").c_str()),
+            0)
+      << read_text(listing);
+  std::string theirs = read_text(listing);
+  // "not valid JSON: " is followed by each parser's own description.
+  auto cut_details = [](std::string text) {
+    const std::string marker = "not valid JSON: ";
+    for (size_t at = 0; (at = text.find(marker, at)) != std::string::npos;) {
+      at += marker.size();
+      text.erase(at, text.find('\n', at) - at);
+    }
+    return text;
+  };
+  EXPECT_EQ(cut_details(theirs), cut_details(ours));
+  EXPECT_NE(ours.find(":18: messages[0].role must be a string, got boolean"), std::string::npos) << ours;
+}
+
 TEST_F(TrlExport, ErrorsNameTheProblem) {
   auto fails = [](const test::AppResult& r, const std::string& want) {
     EXPECT_EQ(r.code, 1) << r.err;
