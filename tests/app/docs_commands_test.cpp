@@ -11,9 +11,10 @@
 //    be a line of what the command printed (stdout and stderr).
 // Stand-ins: ~/models/NAME is a link to the fixture model (tests/fixtures/models/llama_tiny when NAME says
 // llama, else qwen2_tiny); a .jsonl file a command names that no block wrote is a copy of
-// assets/demo/tiny_chat.jsonl (for commands expected to succeed); a --batch command trains at most 2 steps
-// (`--steps N` becomes `--steps 2`, and one without it gets it). `--demo` commands are skipped while the
-// binary has no --demo.
+// assets/demo/tiny_chat.jsonl; --batch and --demo train at most 2 steps of at most 2 sequences (`--steps N`
+// becomes `--steps 2`, and one without it gets it; `--batch-size N` becomes 2). These stand-ins apply to the
+// commands expected to succeed; the failing examples run as written. `--demo` commands are skipped while
+// the binary has no --demo.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -263,16 +264,23 @@ class Scenario {
     std::ofstream(path, std::ios::binary) << contents;
   }
 
-  // The command as the test runs it.
-  static std::string stand_in(std::string command) {
-    // Training: at most 2 steps (the fixture model learns nothing more from many, and the test stays
-    // short); a --batch command without --steps gets --steps 2, which also wins over a --config file's.
-    if (command.find("--batch") != std::string::npos) {
-      const std::regex steps("--steps([ =])(\\d+)");
+  // The command as the test runs it. Training, when it is to succeed: at most 2 steps of at most 2
+  // sequences (the fixture model learns nothing more from many, and the test stays short); a --batch or
+  // --demo command without --steps gets --steps 2, which also wins over a --config file's.
+  static std::string stand_in(std::string command, int expect_code) {
+    if (expect_code != 0) return command;
+    if (command.find("--batch") == std::string::npos && command.find("--demo") == std::string::npos) return command;
+    auto cap = [&](const std::string& option, int most, bool add) {
+      const std::regex value(option + "([ =])(\\d+)");
       std::smatch m;
-      if (!std::regex_search(command, m, steps)) command += " --steps 2";
-      else if (std::stoi(m[2]) > 2) command = m.prefix().str() + "--steps" + m[1].str() + "2" + m.suffix().str();
-    }
+      if (!std::regex_search(command, m, value)) {
+        if (add) command += " " + option + " " + std::to_string(most);
+      } else if (std::stoi(m[2]) > most) {
+        command = m.prefix().str() + option + m[1].str() + std::to_string(most) + m.suffix().str();
+      }
+    };
+    cap("--steps", 2, true);
+    cap("--batch-size", 2, false);
     return command;
   }
 
@@ -372,7 +380,7 @@ TEST_P(DocsCommands, RunAsDocumented) {
       continue;
     }
     if (c.expect_code == 0) scenario.provide_data(c.text);  // a failing example shows what its files do
-    const std::string command = Scenario::stand_in(c.text);
+    const std::string command = Scenario::stand_in(c.text, c.expect_code);
     const Output out = scenario.run(command);
     ++ran;
     std::printf("  ran %s:%d (exit %d, %.1f s): %s\n", file.c_str(), c.line, out.code, out.seconds, c.text.c_str());
