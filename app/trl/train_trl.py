@@ -401,11 +401,12 @@ def main():
     use_trl = False
     if not args.no_trl:
         try:
-            import trl  # noqa: F401
+            import datasets  # noqa: F401  (TRL needs it too)
+            import trl
             use_trl = True
-        except ImportError:
-            say("TRL is not installed: training with transformers' Trainer and PEFT (same model, data and "
-                "hyperparameters)")
+        except ImportError as e:
+            say(f"{e.name} is not installed, so no TRL: training with transformers' Trainer and PEFT (the same "
+                "model, data and hyperparameters)")
 
     if init_adapter:
         say(f"starting from the adapter in {init_adapter}")
