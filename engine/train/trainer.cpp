@@ -199,7 +199,7 @@ double mean_loss(StepProgram& s, std::span<const Example> rows, uint32_t B, uint
 }  // namespace
 
 TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<bool(const StepReport&)>& on_step,
-                  std::atomic<bool>* checkpoint_now) {
+                  std::atomic<bool>* checkpoint_now, const std::function<void(const std::string&)>& on_warning) {
   TrainConfig c = c_in;
   validate(c);
   const auto model = model::Model::load(dev, c.model);
@@ -210,6 +210,10 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                         : tok::ChatTemplate::recognise("", (c.model / "tokenizer_config.json").string(), &warnings);
   const Dataset data = load_dataset(c.data, tokenizer, tmpl, c.data_options);
   if (data.train.empty()) throw Error(c.data.string() + ": no training examples");
+  if (on_warning) {
+    for (const auto& w : warnings) on_warning(w);
+    for (const auto& w : data.warnings) on_warning(w);
+  }
   const int32_t pad = pad_token(tokenizer);
   const uint32_t T = fixed_seq_len(data.train, c.data_options.max_seq_len);
   const uint32_t B = c.batch_size;
