@@ -3,6 +3,7 @@
 // each also settable in a TOML file (--config run.toml, keys named like the long options; app/toml_config.h).
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "train/trainer.h"
@@ -21,5 +22,12 @@ struct BatchArgs {
 void add_batch_options(CLI::App& app, BatchArgs& args);
 // Trains; returns the exit code (0 done, 1 error, 130 stopped by Ctrl-C after writing a checkpoint).
 int run_batch(BatchArgs& args);
+
+// The training configuration the options give: the comma list of targets and the schedule's name parsed,
+// the data seed set from --seed. Throws ls::Error naming the option with a bad value.
+train::TrainConfig resolve_batch_args(const BatchArgs& args);
+// The resolved configuration of a --batch TOML file (`--config FILE`: every key an option, the rest
+// defaults), as a run folder's config.json holds it (train::config_json). Throws ls::Error naming the file.
+std::string resolved_config_json(const std::filesystem::path& toml_file);
 
 }  // namespace ls::app

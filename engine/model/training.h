@@ -20,13 +20,26 @@ struct TrainBatch {
   Tensor ids;        // [B*T] i32
   Tensor positions;  // [B*T] i32 (position of each token in its row)
   Tensor targets;    // [B*T] i32, the next token to predict, or < 0 to ignore
+  Tensor dropout_seed;  // [2] i32 (read as u32), rewritten before each replay; needed when dropout > 0
+};
+
+struct StepOptions {
+  // Multiplies the gradients (1 / micro-batches when accumulating; the loss itself is unscaled).
+  float loss_scale = 1.0f;
+  // LoRA dropout probability on every adapted projection's input (0 for evaluation). The masks come
+  // from batch.dropout_seed and the projection (stream layer · 7 + target), so a replay with the same
+  // seed is bit-identical and a new seed draws new masks.
+  float dropout = 0.0f;
+  // Activation recomputation (--grad-checkpoint): keep only each layer's input and run the layer's
+  // forward again before its backward. Same results, bit for bit; activations of one layer instead of
+  // all; about one more forward of the layers in time.
+  bool recompute = false;
 };
 
 // Records forward + backward. loss: [2] f32 = {mean loss, counted targets}. grads: same layout as
 // adapter (defined where the adapter is), f32, accumulated.
-// loss_scale multiplies the gradients (1 / micro-batches when accumulating; the loss itself is unscaled).
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
-                       const TrainBatch& batch, const Tensor& loss, float loss_scale = 1.0f);
+                       const TrainBatch& batch, const Tensor& loss, const StepOptions& options = {});
 
 // Profiling groups: every dispatch of the step is timed under one of these labels (the adapter's own
 // products under "lora", set by ops::lora_forward/backward).
