@@ -60,6 +60,12 @@ struct StudioState {
   bool browser_open = false, dialog_open = false;
   std::vector<std::string> errors;  // every error dialog shown, in order
   FrameStats frames;
+  struct SeenRun {  // the Runs panel's list, also runs of other processes
+    int64_t id = 0;
+    std::string name, status;
+    size_t metrics = 0;  // steps whose metrics the UI has read
+  };
+  std::vector<SeenRun> runs;
 };
 
 class Studio {
