@@ -18,6 +18,9 @@
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+// Every loop over registers or matrices is unrolled: an array of accumulators indexed by a loop counter
+// would otherwise live in local memory.
+#extension GL_EXT_control_flow_attributes : require
 #include "common/types.glsl"
 
 #ifndef BM
@@ -66,13 +69,13 @@ uvec4 pack8(float v[8]) {
 // 8 consecutive-k elements of A row m (or B row n), element by element.
 uvec4 gather_a(uint m, uint k, uint base) {
   float v[8];
-  for (uint i = 0u; i < 8u; ++i)
+  [[unroll]] for (uint i = 0u; i < 8u; ++i)
     v[i] = (m < p.M && k + i < p.K) ? TO_F32(A_T, a[base + m * p.a_sm + (k + i) * p.a_sk]) : 0.0;
   return pack8(v);
 }
 uvec4 gather_b(uint n, uint k, uint base) {
   float v[8];
-  for (uint i = 0u; i < 8u; ++i)
+  [[unroll]] for (uint i = 0u; i < 8u; ++i)
     v[i] = (n < p.N && k + i < p.K) ? TO_F32(B_T, b[base + n * p.b_sn + (k + i) * p.b_sk]) : 0.0;
   return pack8(v);
 }
@@ -94,7 +97,7 @@ uvec4 load_b8(uint i) {
   return uvec4(pack_pair(lo.x, lo.y), pack_pair(lo.z, lo.w), pack_pair(hi.x, hi.y), pack_pair(hi.z, hi.w));
 #elif defined(B_IS_BF16)
   uvec4 raw = b8[i / 8u], r;
-  for (uint j = 0u; j < 4u; ++j)
+  [[unroll]] for (uint j = 0u; j < 4u; ++j)
     r[j] = packHalf2x16(vec2(uintBitsToFloat(raw[j] << 16), uintBitsToFloat(raw[j] & 0xffff0000u)));
   return r;
 #else
@@ -107,7 +110,7 @@ uvec4 ra[A_LOADS], rb[B_LOADS];  // the next K step's tiles, this invocation's s
 // Global memory -> ra, rb for the K step at k0.
 void fetch(uint k0, uint m0, uint n0, uint a_base, uint b_base, bool vec_a, bool a_t, bool vec_b, bool b_t) {
   const uint tid = gl_LocalInvocationID.x;
-  for (uint r = 0u; r < A_LOADS; ++r) {
+  [[unroll]] for (uint r = 0u; r < A_LOADS; ++r) {
     uint idx = tid + r * THREADS;
     if (a_t) {  // [k][m / 8]
       uint k = k0 + idx / BM8, m = m0 + (idx % BM8) * 8u;
@@ -118,7 +121,7 @@ void fetch(uint k0, uint m0, uint n0, uint a_base, uint b_base, bool vec_a, bool
       else ra[r] = gather_a(m, k, a_base);
     }
   }
-  for (uint r = 0u; r < B_LOADS; ++r) {
+  [[unroll]] for (uint r = 0u; r < B_LOADS; ++r) {
     uint idx = tid + r * THREADS;
     if (b_t) {  // [k][n / 8]
       uint k = k0 + idx / BN8, n = n0 + (idx % BN8) * 8u;
@@ -145,17 +148,17 @@ void main() {
   const bool b_t = !vec_b && p.b_sn == 1u && p.b_sk % 8u == 0u && p.N % 8u == 0u && b_base % 8u == 0u;
 
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
-  for (uint i = 0u; i < FM; ++i)
-    for (uint j = 0u; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  [[unroll]] for (uint i = 0u; i < FM; ++i)
+    [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   fetch(0u, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
   for (uint k0 = 0u; k0 < p.K; k0 += BK) {
-    for (uint r = 0u; r < A_LOADS; ++r) {
+    [[unroll]] for (uint r = 0u; r < A_LOADS; ++r) {
       uint idx = tid + r * THREADS;
       if (a_t) tile_a[(idx / BM8) * LDTA + idx % BM8] = ra[r];
       else tile_a[(idx / BK8) * LD + idx % BK8] = ra[r];
     }
-    for (uint r = 0u; r < B_LOADS; ++r) {
+    [[unroll]] for (uint r = 0u; r < B_LOADS; ++r) {
       uint idx = tid + r * THREADS;
       if (b_t) tile_b[(idx / BN8) * LDT + idx % BN8] = rb[r];
       else tile_b[(idx / BK8) * LD + idx % BK8] = rb[r];
@@ -164,29 +167,29 @@ void main() {
     if (k0 + BK < p.K) {
       fetch(k0 + BK, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
     }
-    for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
+    [[unroll]] for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[FM], mb[FN];
       if (a_t) {
-        for (uint i = 0u; i < FM; ++i)
+        [[unroll]] for (uint i = 0u; i < FM; ++i)
           coopMatLoadNV(ma[i], tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, true);
       } else {
-        for (uint i = 0u; i < FM; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
+        [[unroll]] for (uint i = 0u; i < FM; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
       }
       if (b_t) {
-        for (uint j = 0u; j < FN; ++j)
+        [[unroll]] for (uint j = 0u; j < FN; ++j)
           coopMatLoadNV(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, false);
       } else {
-        for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
+        [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
       }
-      for (uint i = 0u; i < FM; ++i)
-        for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
+      [[unroll]] for (uint i = 0u; i < FM; ++i)
+        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
     }
     barrier();
   }
 
   const uint s0 = sg * 256u;
-  for (uint i = 0u; i < FM; ++i) {
-    for (uint j = 0u; j < FN; ++j) {
+  [[unroll]] for (uint i = 0u; i < FM; ++i) {
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
       coopMatStoreNV(acc[i][j], scratch, s0, 16u, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();
