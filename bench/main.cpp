@@ -13,10 +13,11 @@
 int main(int argc, char** argv) {
   CLI::App app{"lorastudio-bench — GPU timings from timestamp queries"};
   app.require_subcommand(1);
-  std::string device, json;
+  std::string device, json, filter;
   int iters = 200;
   auto* micro = app.add_subcommand("micro", "time single kernels: per-dispatch GPU time and submit+wait wall time");
   micro->add_option("--json", json, "also write the results as JSON to this file");
+  micro->add_option("--filter", filter, "only the cases whose name contains this text");
   micro->add_option("--iters", iters, "ops recorded per case (median taken)")->check(CLI::Range(10, 100000));
   ls::bench::InferenceBenchOptions inf;
   auto* inference = app.add_subcommand("inference", "prefill and greedy decode tokens/s on a model folder");
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
   try {
     ls::vk::Device dev({.select = device});
     std::cout << ls::vk::format_report(dev.report());
-    if (*micro) return ls::bench::run_micro(dev, iters, json);
+    if (*micro) return ls::bench::run_micro(dev, iters, json, filter);
     if (*inference) return ls::bench::run_inference(dev, inf);
     if (*train) return ls::bench::run_train(dev, tr);
   } catch (const std::exception& e) {

@@ -43,7 +43,7 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-int run_micro(vk::Device& dev, int iters, const std::string& json_path) {
+int run_micro(vk::Device& dev, int iters, const std::string& json_path, const std::string& filter) {
   using DT = DType;
   std::vector<Case> cases;
   uint32_t seed = 1;
@@ -100,6 +100,29 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path) {
                      [=](vk::Recorder& rec) { ops::matmul_forward(rec, y, x, w, Tensor()); }});
   };
 
+  // The training step's products: f32 activations, bf16 weights as loaded, f32 out; forward y = x·Wᵀ
+  // and the activation gradient dx = dy·W (W read down its columns).
+  auto train_matmul = [&](std::string name, uint32_t M, uint32_t K, uint32_t N, DT act = DT::f32) {
+    auto x = random_tensor(dev, {M, K}, act, seed++);
+    auto w = random_tensor(dev, {N, K}, DT::bf16, seed++, 0.05f);
+    auto y = Tensor::empty(dev, {M, N}, DT::f32);
+    auto dy = random_tensor(dev, {M, N}, act, seed++);
+    auto dx = Tensor::empty(dev, {M, K}, DT::f32);
+    const std::string dims = "[" + std::to_string(M) + ", " + std::to_string(K) + "] x W bf16 [" + std::to_string(N) +
+                             ", " + std::to_string(K) + "]";
+    const std::string an = dtype_name(act);
+    cases.push_back({name + "_fwd", an + " " + dims, 2.0 * M * N * K, 4.0 * M * K + 2.0 * N * K + 4.0 * M * N,
+                     [=](vk::Recorder& rec) { ops::matmul_forward(rec, y, x, w, Tensor()); }});
+    cases.push_back({name + "_dx", an + " dy, " + dims, 2.0 * M * N * K, 4.0 * M * K + 2.0 * N * K + 4.0 * M * N,
+                     [=](vk::Recorder& rec) { ops::matmul_backward_x(rec, dx, dy, w, false); }});
+  };
+  train_matmul("train_512x896x4864", 512, 896, 4864);
+  train_matmul("train_512x4864x896", 512, 4864, 896);
+  train_matmul("train_512x896x896", 512, 896, 896);
+  train_matmul("train_4096x896x4864", 4096, 896, 4864);
+  train_matmul("train_2048x896x16384", 2048, 896, 16384);  // an lm_head chunk
+  train_matmul("train16_512x896x4864", 512, 896, 4864, DT::f16);
+  train_matmul("train16_4096x896x4864", 4096, 896, 4864, DT::f16);
   softmax("softmax_1024", 1, 1024);
   {
     auto x = random_tensor(dev, {1, 1024}, DT::f32, seed++);
@@ -127,14 +150,25 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path) {
   matmul("matmul_4096x4096x4096", 4096, 4096, 4096);
 
   nlohmann::json results = nlohmann::json::array();
+  {  // One second of the heaviest product first: the GPU's clocks are up before the first case is timed.
+    auto x = random_tensor(dev, {4096, 4096}, DT::f16, seed++), w = random_tensor(dev, {4096, 4096}, DT::f16, seed++);
+    auto y = Tensor::empty(dev, {4096, 4096}, DT::f16);
+    vk::Recorder rec(dev);
+    for (int i = 0; i < 20; ++i) ops::matmul_forward(rec, y, x, w, Tensor());
+    auto warm = rec.finish();
+    for (auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1);) warm.run();
+  }
   std::printf("%-32s %-44s %11s %11s %10s %10s\n", "case", "operands", "gpu us/op", "wall us", "GFLOP/s", "GB/s");
   for (const auto& c : cases) {
+    if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
     // GPU time: `iters` ops in one command buffer, timestamps around each dispatch.
     vk::Recorder rec(dev, {.profile = true});
     for (int i = 0; i < iters; ++i) c.record(rec);
     auto program = rec.finish();
-    program.run();  // warm-up (first touch of memory, pipeline creation already done at record)
+    // Warm-up: first touch of memory, and 50 ms of work so the GPU's clocks are up before timing.
     program.run();
+    for (auto t0 = std::chrono::steady_clock::now(); std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(50);)
+      program.run();
     auto timings = program.timings();
     const size_t per_op = timings.size() / size_t(iters);
     std::vector<double> op_ns;

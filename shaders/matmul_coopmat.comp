@@ -3,18 +3,18 @@
 // Tensor-core variant of shaders/matmul.comp (same bindings, push constants and epilogue) through
 // GL_NV_cooperative_matrix: f16 × f16 → f32 at 16×16×16.
 // A BM×BN output tile per workgroup of SG_M×SG_N subgroups of 32, each owning (BM/SG_M)×(BN/SG_N)
-// = FM×FN matrices (the defaults: 64×128, 2×4 subgroups of 2×2; a kernel may set BM, BN, BK, SG_M and
-// SG_N; ops/matmul.cpp dispatches each with its tile). On the H100 at Qwen2.5-0.5B's training shapes
-// 128×128 (2×2 subgroups of 4×4, BK 32), 64×128 (1×4 of 4×2) and 128×64 (2×2 of 4×2, BK 32) were all
-// slower than the default; 64×64 (2×2 of 2×2) was faster only for attention's f32 × f32 products.
+// = FM×FN matrices (the defaults: 64×128, 2×4 subgroups of 2×2, K step 32; a kernel may set BM, BN, BK,
+// SG_M and SG_N; ops/matmul.cpp dispatches each with its tile). Shared memory holds the staged tiles
+// and, for the epilogue, the whole BM×BN f32 output tile: 47 KiB of the 48 at the defaults. On the H100
+// at Qwen2.5-0.5B's training shapes 128×64 was as fast as 64×128 and 64×64 slower (session 5).
 // K advances BK at a time: the A (BM×BK) and B (BN×BK) tiles are staged in shared memory as packed
 // f16 (uvec4 = 8 halves). The next K step's tiles are read from global memory into registers while
 // the tensor cores work on the current one. Loads are 16 bytes wide when an operand's rows are
 // contiguous and 8-aligned: A along k or, transposed, along m (dW = dyᵀ·x); B along k (y = x·Wᵀ) or,
 // transposed, along n (dx = dy·W, where the weight [N, K] is read down its columns); element by element
 // otherwise. f32 operands (A_IS_F32, B_IS_F32) and bf16 weights become f16 on the way (f32 clamped to
-// ±65504; bf16 exact for |w| >= 2^-14). Each subgroup passes its accumulators through a 16×16 f32
-// scratch to the element-wise epilogue (bias, LoRA, accumulate).
+// ±65504; bf16 exact for |w| >= 2^-14). Each subgroup passes its accumulators through shared memory
+// to the element-wise epilogue (bias, LoRA, accumulate).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -30,7 +30,7 @@
 #define SG_N 4u
 #endif
 #ifndef BK
-#define BK 64u
+#define BK 32u
 #endif
 const uint THREADS = 32u * SG_M * SG_N;
 layout(local_size_x = 32 * SG_M * SG_N) in;
@@ -59,7 +59,7 @@ const uint LDTA = BM8 + 1u;  // A transposed: [k][m / 8]
 const uint A_LOADS = BM * BK8 / THREADS, B_LOADS = BN * BK8 / THREADS;
 shared uvec4 tile_a[max(BM * LD, BK * LDTA)];
 shared uvec4 tile_b[max(BN * LD, BK * LDT)];
-shared float scratch[SG_M * SG_N * 256u];
+shared float scratch[BM * BN];  // the accumulators, for the epilogue
 
 uint pack_pair(float lo, float hi) { return packHalf2x16(clamp(vec2(lo, hi), -65504.0, 65504.0)); }
 uvec4 pack8(float v[8]) {
@@ -187,17 +187,19 @@ void main() {
     barrier();
   }
 
-  const uint s0 = sg * 256u;
-  [[unroll]] for (uint i = 0u; i < FM; ++i) {
-    [[unroll]] for (uint j = 0u; j < FN; ++j) {
-      coopMatStoreNV(acc[i][j], scratch, s0, 16u, false);
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      for (uint e = lane; e < 256u; e += gl_SubgroupSize) {
-        uint m = m0 + wm * 16u * FM + i * 16u + e / 16u, n = n0 + wn * 16u * FN + j * 16u + e % 16u;
-        if (m < p.M && n < p.N) gemm_store(m, n, scratch[s0 + e], c_base);
-      }
-      subgroupBarrier();
-    }
+  // Epilogue: every accumulator of the subgroup into its own (16·FM)×(16·FN) block of shared memory, then
+  // one element-wise pass, a row of 16·FN consecutive outputs per step. No barrier sits between the
+  // accumulators: with one per 16×16 matrix (a single 16×16 scratch reused) the driver kept the
+  // accumulator array in local memory through the whole K loop, which made the kernel 2.2× slower
+  // (session 5, bench/RESULTS.md).
+  const uint SW = 16u * FN, s0 = sg * FM * FN * 256u;
+  [[unroll]] for (uint i = 0u; i < FM; ++i)
+    [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatStoreNV(acc[i][j], scratch, s0 + i * 16u * SW + j * 16u, SW, false);
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
+  const uint mb = m0 + wm * 16u * FM, nb = n0 + wn * 16u * FN;
+  for (uint e = lane; e < FM * FN * 256u; e += gl_SubgroupSize) {
+    uint m = mb + e / SW, n = nb + e % SW;
+    if (m < p.M && n < p.N) gemm_store(m, n, scratch[s0 + e], c_base);
   }
 }
