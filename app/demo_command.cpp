@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 #include "batch_command.h"
 #include "demo/demo_data.h"
 #include "demo/demo_model.h"
@@ -81,6 +83,16 @@ std::string one_line(const std::string& text) {
   return out.empty() ? "(nothing: it ended at once)" : out;
 }
 
+// The demo data's shape: one JSON object {"answer": "...", "confidence": "high|medium|low"}.
+bool in_shape(const std::string& reply) {
+  const auto j = nlohmann::json::parse(reply, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.size() != 2 || !j.contains("answer") || !j["answer"].is_string() ||
+      !j.contains("confidence") || !j["confidence"].is_string())
+    return false;
+  const std::string c = j["confidence"];
+  return c == "high" || c == "medium" || c == "low";
+}
+
 std::string greedy_reply(infer::Generator& g, const infer::ChatModelFiles& files, const std::string& question) {
   g.reset();
   std::vector<tok::ChatMessage> messages = {{"user", question}};
@@ -121,14 +133,22 @@ int run_demo(const DemoArgs& a) {
   infer::Generator base(device, m, nullptr, {.context = 512});
   infer::Generator tuned(device, m, &adapter, {.context = 512});
   std::printf("\nHeld-out questions (not in the training data), greedy decoding: the base model, then the adapter.\n");
-  for (const auto& p : demo::demo_prompts(3)) {
+  const auto prompts = demo::demo_prompts(3);
+  size_t base_shaped = 0, tuned_shaped = 0;
+  for (const auto& p : prompts) {
     std::printf("\nQ: %s\n", p.question.c_str());
-    std::printf("  base model:   %s\n", one_line(greedy_reply(base, files, p.question)).c_str());
+    const std::string before = greedy_reply(base, files, p.question);
+    std::printf("  base model:   %s\n", one_line(before).c_str());
     std::fflush(stdout);
-    std::printf("  with adapter: %s\n", one_line(greedy_reply(tuned, files, p.question)).c_str());
+    const std::string after = greedy_reply(tuned, files, p.question);
+    std::printf("  with adapter: %s\n", one_line(after).c_str());
     std::printf("  (held out:    %s)\n", p.expected.c_str());
     std::fflush(stdout);
+    base_shaped += in_shape(before);
+    tuned_shaped += in_shape(after);
   }
+  std::printf("\nIn the data's JSON shape: the adapter's answers %zu of %zu, the base model's %zu of %zu.\n", tuned_shaped,
+              prompts.size(), base_shaped, prompts.size());
   std::printf("\nThe adapter: %s (run %lld in the run store; `lorastudio` opens the app, whose Runs and Charts\n"
               "show it). Chat with it: lorastudio chat --model %s --adapter %s\n",
               result.adapter_dir.string().c_str(), static_cast<long long>(result.run_id), model.dir.string().c_str(),
