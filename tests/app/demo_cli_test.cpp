@@ -1,10 +1,10 @@
 // `lorastudio --demo --steps 5` as a new user (and the .deb test) runs it: exit 0; the first lines say
 // the model is tiny and untrained and what to download for real work; the demo model is made in
-// $XDG_DATA_HOME/lorastudio (here a folder of the build tree, never the user's home) and found intact
-// the second time; the adapter is written to --out; the run is in the --store run store, finished, with
-// its loss curve (a row per step) and a validation loss from the held-out split; and three held-out
-// questions are answered by the base model and by the adapter. (The full demo, minutes long, is no
-// test; scripts/run.sh runs it.)
+// $XDG_DATA_HOME/lorastudio (here a folder of the build tree, never the user's home; that a second run
+// finds it intact is tests/demo's); the adapter is written to --out; the run is in the --store run
+// store, finished, with its loss curve (a row per step) and a validation loss from the held-out split;
+// and three held-out questions are answered by the base model and by the adapter. (The full demo,
+// minutes long, is no test; scripts/run.sh runs it.)
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -34,7 +34,7 @@ TEST(DemoCli, FiveStepsWriteAnAdapterAndARunAndPrintBothAnswers) {
   auto r = test::run_app({"--demo", "--steps", "5", "--out", out.string(), "--store", store.string()});
   std::printf("%s\n--- stderr\n%s\n", r.out.c_str(), r.err.c_str());
   ASSERT_EQ(r.code, 0) << r.err;
-  const std::string intro = r.out.substr(0, 600);
+  const std::string intro = r.out.substr(0, r.out.find("Training a LoRA adapter"));
   EXPECT_NE(intro.find("tiny and untrained"), std::string::npos);
   EXPECT_NE(intro.find("random weights"), std::string::npos);
   EXPECT_NE(intro.find("huggingface-cli download Qwen/Qwen2.5-0.5B-Instruct"), std::string::npos);
@@ -58,13 +58,6 @@ TEST(DemoCli, FiveStepsWriteAnAdapterAndARunAndPrintBothAnswers) {
   const auto metrics = runs.metrics(list[0].id);
   ASSERT_EQ(metrics.size(), 5u) << "the loss curve: a row per step";
   EXPECT_TRUE(metrics.back().val_loss.has_value()) << "the held-out split is the validation data";
-
-  // A second run finds the model intact.
-  r = test::run_app({"--demo", "--steps", "1", "--out", (dir / "run2").string(), "--store", store.string(), "--quiet"});
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.err.find("made the demo model"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("demo model: "), std::string::npos) << r.err;
-  EXPECT_EQ(store::RunStore(store).list_runs().size(), 2u);
 }
 
 }  // namespace
