@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdio>
 #include <sstream>
+#include <vector>
 
 #include "error.h"
 #include "toml_config.h"
@@ -55,6 +56,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_option(h::kSeed.flag, c.seed, h::kSeed.text)->capture_default_str();
   g->add_flag(h::kTrainOnPrompt.flag, c.data_options.train_on_prompt, h::kTrainOnPrompt.text);
   g->add_flag(h::kPack.flag, c.data_options.pack, h::kPack.text);
+  g->add_flag(h::kGradCheckpoint.flag, c.grad_checkpoint, h::kGradCheckpoint.text);
   g->add_flag(h::kSkipBadLines.flag, c.data_options.skip_bad_lines, h::kSkipBadLines.text);
   g->add_option(h::kResume.flag, c.resume, h::kResume.text);
   g->add_option(h::kStore.flag, a.store, h::kStore.text);
@@ -65,10 +67,8 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
                   "batch-size = 4; targets = [\"q_proj\", \"v_proj\"]); options on the command line win");
 }
 
-int run_batch(BatchArgs& a) {
-  auto& c = a.config;
-  if (c.model.empty() || c.data.empty()) throw Error("--batch needs --model DIR and --data FILE.jsonl");
-  if (c.out.empty()) throw Error("--out must name a folder");
+train::TrainConfig resolve_batch_args(const BatchArgs& a) {
+  train::TrainConfig c = a.config;
   c.targets.clear();
   std::stringstream ss(a.targets);
   for (std::string t; std::getline(ss, t, ',');) {
@@ -82,6 +82,32 @@ int run_batch(BatchArgs& a) {
   c.data_options.validation_fraction = a.val_fraction;
   c.data_options.seed = c.seed;
   c.store = a.store;
+  return c;
+}
+
+std::string resolved_config_json(const std::filesystem::path& toml_file) {
+  CLI::App app;
+  BatchArgs args;
+  add_batch_options(app, args);
+  std::vector<std::string> argv = {toml_file.string(), "--config"};  // CLI11 takes them last first
+  try {
+    app.parse(argv);
+  } catch (const CLI::FileError& e) {
+    throw Error("--config: " + std::string(e.what()));
+  } catch (const CLI::ParseError& e) {
+    throw Error(toml_file.string() + ": " + e.what());
+  }
+  const std::string where = toml_file.string() + ": ";
+  if (args.config.model.empty()) throw Error(where + "sets no model (model = \"DIR\"), so it describes no run");
+  if (args.config.data.empty()) throw Error(where + "sets no data (data = \"FILE.jsonl\"), so it describes no run");
+  return train::config_json(resolve_batch_args(args));
+}
+
+int run_batch(BatchArgs& a) {
+  if (a.config.model.empty() || a.config.data.empty()) throw Error("--batch needs --model DIR and --data FILE.jsonl");
+  if (a.config.out.empty()) throw Error("--out must name a folder");
+  a.config = resolve_batch_args(a);
+  auto& c = a.config;
   vk::Device device({.select = a.device});
   return train_with_progress(device, c, a.quiet).stopped ? 130 : 0;
 }
@@ -107,7 +133,7 @@ train::TrainResult train_with_progress(vk::Device& device, const train::TrainCon
       }
     }
     return !g_interrupted;
-  });
+  }, nullptr, [](const std::string& warning) { std::fprintf(stderr, "lorastudio: warning: %s\n", warning.c_str()); });
   std::fprintf(stderr, "%s%s after %u steps: loss %.4f -> %.4f; adapter in %s (run %lld)\n", tty ? "\n" : "",
                result.stopped ? "stopped" : "done", result.steps, result.first_loss, result.last_loss,
                result.adapter_dir.string().c_str(), static_cast<long long>(result.run_id));

@@ -3,6 +3,7 @@
 // each also settable in a TOML file (--config run.toml, keys named like the long options; app/toml_config.h).
 #include <CLI/CLI.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "train/trainer.h"
@@ -24,5 +25,12 @@ int run_batch(BatchArgs& args);
 // The training loop of run_batch (also `lorastudio --demo`'s): progress on stderr (a bar on a terminal,
 // else a line per step; nothing when quiet), Ctrl-C stops after a checkpoint, a summary line at the end.
 train::TrainResult train_with_progress(vk::Device& device, const train::TrainConfig& config, bool quiet);
+
+// The training configuration the options give: the comma list of targets and the schedule's name parsed,
+// the data seed set from --seed. Throws ls::Error naming the option with a bad value.
+train::TrainConfig resolve_batch_args(const BatchArgs& args);
+// The resolved configuration of a --batch TOML file (`--config FILE`: every key an option, the rest
+// defaults), as a run folder's config.json holds it (train::config_json). Throws ls::Error naming the file.
+std::string resolved_config_json(const std::filesystem::path& toml_file);
 
 }  // namespace ls::app

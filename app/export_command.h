@@ -1,9 +1,14 @@
 #pragma once
-// `lorastudio export`: a trained adapter in a form other programs run. One form so far:
-//   export --merge --model DIR --adapter DIR --out DIR
-// writes the base model with the adapter merged into its weights: a safetensors model folder
-// (config.json, tokenizer files, model.safetensors or shards + index) that transformers loads without
-// PEFT (model/merge.h). The adapter folder itself is already PEFT's format and needs no export.
+// `lorastudio export`: a trained adapter or run in a form other programs run.
+//   export --merge --model DIR --adapter DIR --out DIR [--run RUN]
+//     the base model with the adapter merged into its weights: a safetensors model folder (config.json,
+//     tokenizer files, model.safetensors or shards + index) that transformers loads without PEFT
+//     (model/merge.h); --run records the export under that run of the run store.
+//   export --trl DIR (--run RUN | --config FILE) [--init-adapter DIR] [--copy-data]
+//     a PyTorch script and config that train with the run's hyperparameters under TRL + PEFT, on one or
+//     many GPUs (app/trl_export.h). FILE is a run folder's config.json or a --batch TOML file.
+// RUN is a run's number in the run store or its folder. The adapter folder itself is already PEFT's
+// format and needs no export.
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -15,13 +20,14 @@ namespace ls::app {
 
 struct ExportArgs {
   std::string model, adapter, out, max_shard_size = "5GB", store;
-  int64_t run = -1;  // the run store's run to record the export under; -1: none
-  bool merge = false, force = false;
+  std::string run;                   // a run: its number in the run store or its folder; empty: none
+  std::string trl, config, init_adapter;  // --trl DIR, its source --config FILE, --init-adapter DIR
+  bool merge = false, force = false, copy_data = false;
 };
 
 // Adds the export options to its subcommand.
 void add_export_options(CLI::App& cmd, ExportArgs& args);
-// Returns the exit code: 0 written, 2 without --merge (the only export so far); errors throw ls::Error.
+// Returns the exit code: 0 written, 2 without --merge or --trl; errors throw ls::Error.
 int run_export(const ExportArgs& args);
 
 // A size as transformers' max_shard_size spells it, in bytes: "5GB" (10^9), "500MB", "100KB", "2GiB"

@@ -1,8 +1,9 @@
 // lorastudio: command line entry. With no command it opens the desktop app (app/gui.h); `--batch` trains
 // headless; `--demo` trains on the built-in demo model and prints its answers before and after
 // (app/demo_command.h); `generate` and `chat` run a model from the terminal; `export --merge` writes the
-// model with an adapter merged in; `--version` and `--devices` report. Without a display the default is
-// the device report and a line saying why no window opened.
+// model with an adapter merged in, `export --trl` a PyTorch script with a run's settings; `--version` and
+// `--devices` report. Without a display the default is the device report and a line saying why no window
+// opened.
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
@@ -10,6 +11,7 @@
 
 #include "error.h"
 #include "batch_command.h"
+#include "build_info.h"
 #include "demo_command.h"
 #include "export_command.h"
 #include "generate_command.h"
@@ -35,7 +37,7 @@ int main(int argc, char** argv) {
   CLI::App app{"lorastudio — LoRA fine-tuning of language models on any Vulkan GPU"};
   bool version = false, devices = false;
   std::string device;
-  app.add_flag("--version", version, "Print the version and exit");
+  app.add_flag("--version", version, "Print the version, git commit and build type, and exit");
   app.add_flag("--devices", devices, "List the Vulkan devices with the features lorastudio uses");
   app.add_option("--device", device,
                  "Vulkan device to use: its number from --devices or part of its name "
@@ -59,7 +61,8 @@ int main(int argc, char** argv) {
   chat_args.temperature = 0.7f;
   ls::app::ExportArgs export_args;
   auto* export_cmd = app.add_subcommand("export", "Write a trained adapter in another form: --merge writes the model "
-                                                  "with the adapter merged in, a safetensors folder transformers loads");
+                                                  "with the adapter merged in, a safetensors folder transformers loads; "
+                                                  "--trl writes a PyTorch script that trains with a run's settings");
   ls::app::add_export_options(*export_cmd, export_args);
   ls::app::GuiArgs gui;
   auto* gui_group = app.add_option_group("Desktop app (the default)", "the window");
@@ -101,7 +104,8 @@ int main(int argc, char** argv) {
     }
     if (*export_cmd) return ls::app::run_export(export_args);
     if (version) {
-      std::cout << "lorastudio " << LS_VERSION << "\n";
+      const auto& b = ls::app::build_info();
+      std::cout << "lorastudio " << b.version << " (commit " << b.commit << ", " << b.build_type << " build)\n";
       if (!devices) return 0;
     }
     if (devices) return report_devices(device);

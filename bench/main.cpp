@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   train->add_option("--seq", tr.seq, "tokens per sequence")->check(CLI::Range(2, 1 << 16));
   train->add_option("--rank", tr.rank, "LoRA rank")->check(CLI::Range(1, 1024));
   train->add_option("--targets", tr.targets, "adapted projections");
+  train->add_flag("--grad-checkpoint", tr.grad_checkpoint, "recompute each layer's activations in the backward");
   train->add_option("--steps", tr.steps, "timed steps")->check(CLI::Range(1, 10000));
   train->add_option("--json", tr.json, "also write the results as JSON to this file");
   app.add_option("--device", device, "Vulkan device: number or part of the name (default: LORASTUDIO_DEVICE, else best)");

@@ -64,7 +64,7 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
       vk::Recorder::Label label(rec, "zero grads");
       train::record_zero_grads(rec, grads);
     }
-    model::record_train_step(rec, m, adapter, grads, batch, loss);
+    model::record_train_step(rec, m, adapter, grads, batch, loss, {.recompute = o.grad_checkpoint});
     vk::Recorder::Label label(rec, "optimizer");
     train::record_optimizer_update(rec, adapter, grads, m1, m2, hyper, sumsq, norm, 1.0f);
     return rec.finish();
@@ -82,14 +82,14 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
   }
   std::sort(times.begin(), times.end());
   const double median = times[times.size() / 2];
+  const auto mem = dev.memory().stats();  // before the profiled copy of the step allocates its own tensors
   vk::Program prof = record(true);
   prof.run();
   std::map<std::string, double> by_label;
   double gpu_ns = 0;
   for (const auto& t : prof.timings()) by_label[t.name] += t.ns, gpu_ns += t.ns;
-  const auto mem = dev.memory().stats();
-  std::printf("train %s: B%u x T%u, r%u alpha %.0f on %s, f32 activations (f16 on tensor cores)\n", o.model_dir.c_str(), B, T, o.rank, o.alpha,
-              o.targets.c_str());
+  std::printf("train %s: B%u x T%u, r%u alpha %.0f on %s, f32 activations (f16 on tensor cores)%s\n", o.model_dir.c_str(),
+              B, T, o.rank, o.alpha, o.targets.c_str(), o.grad_checkpoint ? ", recomputed in the backward" : "");
   std::printf("  %.2f ms/step (median of %u) -> %.0f tok/s; loss %.4f -> %.4f; %zu dispatches\n", median * 1e3, o.steps,
               M / median, losses.front(), losses.back(), step.dispatch_count());
   std::printf("  device memory held: %.2f GiB in %llu blocks\n", double(mem.block_bytes) / (1 << 30),

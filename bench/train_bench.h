@@ -10,6 +10,7 @@ struct TrainBenchOptions {
   uint32_t batch = 1, seq = 512, rank = 8, steps = 10, warmup = 2;
   float alpha = 16;
   std::string targets = "q_proj,v_proj";
+  bool grad_checkpoint = false;  // recompute activations in the backward
   std::string json;
 };
 

@@ -1,7 +1,7 @@
 # Sourced by run.sh and test.sh: installs the Debian 12 packages lorastudio builds and runs with,
 # only those missing (so a second run costs nothing). Needs root (or sudo) when something is missing.
 LS_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git help2man
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libglfw3-dev libimgui-dev libstb-dev libx11-dev libxcb1-dev fonts-dejavu-core
   libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev zlib1g-dev
@@ -11,8 +11,9 @@ LS_PACKAGES=(
 # the tests read all three; any npm on the PATH will do (a nodejs from elsewhere conflicts with Debian's npm).
 LS_FETCH_PACKAGES=()
 command -v npm >/dev/null 2>&1 || LS_FETCH_PACKAGES+=(npm)
-# Tests only: the GUI test opens a real window on a virtual X server (Xvfb) when there is no display.
-LS_TEST_PACKAGES=(xvfb xauth "${LS_FETCH_PACKAGES[@]}")
+# Tests only: the GUI test opens a real window on a virtual X server (Xvfb) when there is no display;
+# python3 compiles and runs the script of `export --trl` (tests/app/trl_export_test.cpp).
+LS_TEST_PACKAGES=(xvfb xauth python3 "${LS_FETCH_PACKAGES[@]}")
 
 ls_install_deps() {
   local missing=()
@@ -26,3 +27,6 @@ ls_install_deps() {
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
+
+# scripts/test_deb.sh only: a clean Debian 12 root to install the .deb into; the desktop entry's check.
+LS_DEB_TEST_PACKAGES=(debootstrap desktop-file-utils)

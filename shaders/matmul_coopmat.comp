@@ -2,23 +2,38 @@
 #extension GL_GOOGLE_include_directive : require
 // Tensor-core variant of shaders/matmul.comp (same bindings, push constants and epilogue) through
 // GL_NV_cooperative_matrix: f16 × f16 → f32 at 16×16×16.
-// A 64×128 output tile per workgroup of 8 subgroups of 32 (a 2×4 grid; each owns 32×32 = 2×2
-// matrices; 128×128 tiles with 4×2 matrices per subgroup measured slower on the H100 at the model's
-// shapes). K advances 64 at a time: the A (64×64) and B (128×64) tiles are staged in shared memory
-// as packed f16 (uvec4 = 8 halves). The next K step's tiles are read from global memory into registers
-// while the tensor cores work on the current one. Loads are 16 bytes wide when an operand's rows are
+// A BM×BN output tile per workgroup of SG_M×SG_N subgroups of 32, each owning (BM/SG_M)×(BN/SG_N)
+// = FM×FN matrices (the defaults: 64×128, 2×4 subgroups of 2×2; a kernel may set BM, BN, BK, SG_M and
+// SG_N; ops/matmul.cpp dispatches each with its tile). On the H100 at Qwen2.5-0.5B's training shapes
+// 128×128 (2×2 subgroups of 4×4, BK 32), 64×128 (1×4 of 4×2) and 128×64 (2×2 of 4×2, BK 32) were all
+// slower than the default; 64×64 (2×2 of 2×2) was faster only for attention's f32 × f32 products.
+// K advances BK at a time: the A (BM×BK) and B (BN×BK) tiles are staged in shared memory as packed
+// f16 (uvec4 = 8 halves). The next K step's tiles are read from global memory into registers while
+// the tensor cores work on the current one. Loads are 16 bytes wide when an operand's rows are
 // contiguous and 8-aligned: A along k or, transposed, along m (dW = dyᵀ·x); B along k (y = x·Wᵀ) or,
 // transposed, along n (dx = dy·W, where the weight [N, K] is read down its columns); element by element
 // otherwise. f32 operands (A_IS_F32, B_IS_F32) and bf16 weights become f16 on the way (f32 clamped to
-// ±65504; bf16 exact for |w| >= 2^-14). Each
-// subgroup passes its accumulators through a 16×16 f32 scratch to the element-wise epilogue (bias,
-// LoRA, accumulate).
+// ±65504; bf16 exact for |w| >= 2^-14). Each subgroup passes its accumulators through a 16×16 f32
+// scratch to the element-wise epilogue (bias, LoRA, accumulate).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+// Every loop over registers or matrices is unrolled: an array of accumulators indexed by a loop counter
+// would otherwise live in local memory.
+#extension GL_EXT_control_flow_attributes : require
 #include "common/types.glsl"
 
-layout(local_size_x = 256) in;
+#ifndef BM
+#define BM 64u
+#define BN 128u
+#define SG_M 2u
+#define SG_N 4u
+#endif
+#ifndef BK
+#define BK 64u
+#endif
+const uint THREADS = 32u * SG_M * SG_N;
+layout(local_size_x = 32 * SG_M * SG_N) in;
 
 #include "common/gemm_interface.glsl"
 #include "common/gemm_epilogue.glsl"
@@ -33,18 +48,18 @@ layout(binding = 1) readonly buffer BufB4 { uvec4 b4[]; };
 layout(binding = 1) readonly buffer BufB8 { uvec4 b8[]; };
 #endif
 
-const uint BM = 64u, BN = 128u, BK = 64u, BK8 = BK / 8u, BN8 = BN / 8u;
-const uint FM = 2u, FN = 2u;  // 16×16 matrices per subgroup along m and n
+const uint BK8 = BK / 8u, BN8 = BN / 8u;
+const uint FM = BM / (16u * SG_M), FN = BN / (16u * SG_N);  // 16×16 matrices per subgroup along m and n
 // Rows of the staged tiles are one uvec4 longer than the data: the odd 16-byte stride spreads the rows
 // a cooperative load reads over the shared-memory banks.
 const uint BM8 = BM / 8u;
 const uint LD = BK8 + 1u;    // A [m][k / 8] and B [n][k / 8]
 const uint LDT = BN8 + 1u;   // B transposed: [k][n / 8]
 const uint LDTA = BM8 + 1u;  // A transposed: [k][m / 8]
-const uint A_LOADS = BM * BK8 / 256u, B_LOADS = BN * BK8 / 256u;
+const uint A_LOADS = BM * BK8 / THREADS, B_LOADS = BN * BK8 / THREADS;
 shared uvec4 tile_a[max(BM * LD, BK * LDTA)];
 shared uvec4 tile_b[max(BN * LD, BK * LDT)];
-shared float scratch[8u * 256u];
+shared float scratch[SG_M * SG_N * 256u];
 
 uint pack_pair(float lo, float hi) { return packHalf2x16(clamp(vec2(lo, hi), -65504.0, 65504.0)); }
 uvec4 pack8(float v[8]) {
@@ -54,13 +69,13 @@ uvec4 pack8(float v[8]) {
 // 8 consecutive-k elements of A row m (or B row n), element by element.
 uvec4 gather_a(uint m, uint k, uint base) {
   float v[8];
-  for (uint i = 0u; i < 8u; ++i)
+  [[unroll]] for (uint i = 0u; i < 8u; ++i)
     v[i] = (m < p.M && k + i < p.K) ? TO_F32(A_T, a[base + m * p.a_sm + (k + i) * p.a_sk]) : 0.0;
   return pack8(v);
 }
 uvec4 gather_b(uint n, uint k, uint base) {
   float v[8];
-  for (uint i = 0u; i < 8u; ++i)
+  [[unroll]] for (uint i = 0u; i < 8u; ++i)
     v[i] = (n < p.N && k + i < p.K) ? TO_F32(B_T, b[base + n * p.b_sn + (k + i) * p.b_sk]) : 0.0;
   return pack8(v);
 }
@@ -82,7 +97,7 @@ uvec4 load_b8(uint i) {
   return uvec4(pack_pair(lo.x, lo.y), pack_pair(lo.z, lo.w), pack_pair(hi.x, hi.y), pack_pair(hi.z, hi.w));
 #elif defined(B_IS_BF16)
   uvec4 raw = b8[i / 8u], r;
-  for (uint j = 0u; j < 4u; ++j)
+  [[unroll]] for (uint j = 0u; j < 4u; ++j)
     r[j] = packHalf2x16(vec2(uintBitsToFloat(raw[j] << 16), uintBitsToFloat(raw[j] & 0xffff0000u)));
   return r;
 #else
@@ -95,8 +110,8 @@ uvec4 ra[A_LOADS], rb[B_LOADS];  // the next K step's tiles, this invocation's s
 // Global memory -> ra, rb for the K step at k0.
 void fetch(uint k0, uint m0, uint n0, uint a_base, uint b_base, bool vec_a, bool a_t, bool vec_b, bool b_t) {
   const uint tid = gl_LocalInvocationID.x;
-  for (uint r = 0u; r < A_LOADS; ++r) {
-    uint idx = tid + r * 256u;
+  [[unroll]] for (uint r = 0u; r < A_LOADS; ++r) {
+    uint idx = tid + r * THREADS;
     if (a_t) {  // [k][m / 8]
       uint k = k0 + idx / BM8, m = m0 + (idx % BM8) * 8u;
       ra[r] = (m < p.M && k < p.K) ? load_a8(a_base + k * p.a_sk + m) : uvec4(0u);
@@ -106,8 +121,8 @@ void fetch(uint k0, uint m0, uint n0, uint a_base, uint b_base, bool vec_a, bool
       else ra[r] = gather_a(m, k, a_base);
     }
   }
-  for (uint r = 0u; r < B_LOADS; ++r) {
-    uint idx = tid + r * 256u;
+  [[unroll]] for (uint r = 0u; r < B_LOADS; ++r) {
+    uint idx = tid + r * THREADS;
     if (b_t) {  // [k][n / 8]
       uint k = k0 + idx / BN8, n = n0 + (idx % BN8) * 8u;
       rb[r] = (n < p.N && k < p.K) ? load_b8(b_base + k * p.b_sk + n) : uvec4(0u);
@@ -122,7 +137,7 @@ void fetch(uint k0, uint m0, uint n0, uint a_base, uint b_base, bool vec_a, bool
 void main() {
   const uint tid = gl_LocalInvocationID.x;
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  const uint wm = sg / 4u, wn = sg % 4u;
+  const uint wm = sg / SG_N, wn = sg % SG_N;
   const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, z = gl_WorkGroupID.z;
   uint a_base, b_base, c_base;
   gemm_bases(z, a_base, b_base, c_base);
@@ -133,18 +148,18 @@ void main() {
   const bool b_t = !vec_b && p.b_sn == 1u && p.b_sk % 8u == 0u && p.N % 8u == 0u && b_base % 8u == 0u;
 
   fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
-  for (uint i = 0u; i < FM; ++i)
-    for (uint j = 0u; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  [[unroll]] for (uint i = 0u; i < FM; ++i)
+    [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
 
   fetch(0u, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
   for (uint k0 = 0u; k0 < p.K; k0 += BK) {
-    for (uint r = 0u; r < A_LOADS; ++r) {
-      uint idx = tid + r * 256u;
+    [[unroll]] for (uint r = 0u; r < A_LOADS; ++r) {
+      uint idx = tid + r * THREADS;
       if (a_t) tile_a[(idx / BM8) * LDTA + idx % BM8] = ra[r];
       else tile_a[(idx / BK8) * LD + idx % BK8] = ra[r];
     }
-    for (uint r = 0u; r < B_LOADS; ++r) {
-      uint idx = tid + r * 256u;
+    [[unroll]] for (uint r = 0u; r < B_LOADS; ++r) {
+      uint idx = tid + r * THREADS;
       if (b_t) tile_b[(idx / BN8) * LDT + idx % BN8] = rb[r];
       else tile_b[(idx / BK8) * LD + idx % BK8] = rb[r];
     }
@@ -152,29 +167,29 @@ void main() {
     if (k0 + BK < p.K) {
       fetch(k0 + BK, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
     }
-    for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
+    [[unroll]] for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[FM], mb[FN];
       if (a_t) {
-        for (uint i = 0u; i < FM; ++i)
+        [[unroll]] for (uint i = 0u; i < FM; ++i)
           coopMatLoadNV(ma[i], tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, true);
       } else {
-        for (uint i = 0u; i < FM; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
+        [[unroll]] for (uint i = 0u; i < FM; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
       }
       if (b_t) {
-        for (uint j = 0u; j < FN; ++j)
+        [[unroll]] for (uint j = 0u; j < FN; ++j)
           coopMatLoadNV(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, false);
       } else {
-        for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
+        [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
       }
-      for (uint i = 0u; i < FM; ++i)
-        for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
+      [[unroll]] for (uint i = 0u; i < FM; ++i)
+        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
     }
     barrier();
   }
 
   const uint s0 = sg * 256u;
-  for (uint i = 0u; i < FM; ++i) {
-    for (uint j = 0u; j < FN; ++j) {
+  [[unroll]] for (uint i = 0u; i < FM; ++i) {
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
       coopMatStoreNV(acc[i][j], scratch, s0, 16u, false);
       subgroupMemoryBarrierShared();
       subgroupBarrier();

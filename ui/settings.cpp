@@ -36,7 +36,7 @@ std::string settings_json(const UiSettings& s) {
                 {"warmup", c.schedule.warmup_steps}, {"weight_decay", c.optimizer.weight_decay},
                 {"max_grad_norm", c.optimizer.max_grad_norm}, {"batch_size", c.batch_size},
                 {"seq_len", c.data_options.max_seq_len}, {"grad_accum", c.grad_accum},
-                {"train_on_prompt", c.data_options.train_on_prompt}, {"pack", c.data_options.pack},
+                {"train_on_prompt", c.data_options.train_on_prompt}, {"pack", c.data_options.pack}, {"grad_checkpoint", c.grad_checkpoint},
                 {"skip_bad_lines", c.data_options.skip_bad_lines}, {"val_fraction", s.train.val_fraction},
                 {"val_data", c.data_options.validation_file.string()}, {"val_every", c.val_every},
                 {"save_every", c.save_every}};
@@ -89,6 +89,7 @@ void read_settings(const std::string& text, UiSettings& s) {
     get(t, "grad_accum", c.grad_accum);
     get(t, "train_on_prompt", c.data_options.train_on_prompt);
     get(t, "pack", c.data_options.pack);
+    get(t, "grad_checkpoint", c.grad_checkpoint);
     get(t, "skip_bad_lines", c.data_options.skip_bad_lines);
     get(t, "val_fraction", s.train.val_fraction);
     get_path(t, "val_data", c.data_options.validation_file);

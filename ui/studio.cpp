@@ -174,6 +174,10 @@ StudioState Studio::state() const {
   s.demo_running = demo_step_ != DemoStep::none;
   s.errors = error_log_;
   s.frames = frame_stats_;
+  for (const auto& r : runs_.runs) {
+    const auto m = runs_.metrics.find(r.id);
+    s.runs.push_back({r.id, r.name, store::run_status_name(r.status), m == runs_.metrics.end() ? 0 : m->second.size()});
+  }
   return s;
 }
 

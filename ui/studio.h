@@ -61,6 +61,12 @@ struct StudioState {
   bool demo_running = false;        // "Try the demo" has steps left (making, opening, training)
   std::vector<std::string> errors;  // every error dialog shown, in order
   FrameStats frames;
+  struct SeenRun {  // the Runs panel's list, also runs of other processes
+    int64_t id = 0;
+    std::string name, status;
+    size_t metrics = 0;  // steps whose metrics the UI has read
+  };
+  std::vector<SeenRun> runs;
 };
 
 class Studio {

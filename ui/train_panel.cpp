@@ -179,6 +179,7 @@ void draw_train_panel(const TrainView& v, TrainSettings& t, const ModelView& mod
     u32("Batch size", h::kBatchSize, &c.batch_size, io, "train.batch_size");
     u32("Sequence length", h::kSeqLen, &c.data_options.max_seq_len, io, "train.seq_len");
     u32("Grad accumulation", h::kGradAccum, &c.grad_accum, io, "train.grad_accum");
+    flag("Recompute activations", h::kGradCheckpoint, &c.grad_checkpoint, io, "train.grad_checkpoint");
     flag("Train on prompt", h::kTrainOnPrompt, &c.data_options.train_on_prompt, io, "train.train_on_prompt");
     flag("Pack examples", h::kPack, &c.data_options.pack, io, "train.pack");
     flag("Skip bad lines", h::kSkipBadLines, &c.data_options.skip_bad_lines, io, "train.skip_bad_lines");

@@ -192,6 +192,14 @@ bool UiScript::condition(const std::string& what, const Studio& studio) const {
   if (what == "chat_done") return s.chat_turns > 0 && !s.chat_generating;
   if (what.rfind("steps>=", 0) == 0) return s.step >= uint32_t(std::atoi(what.c_str() + 7));
   if (what.rfind("file:", 0) == 0) return fs::exists(what.substr(5));
+  if (what.rfind("run_metrics:", 0) == 0) {  // run_metrics:NAME>=N
+    const auto ge = what.find(">=");
+    if (ge == std::string::npos) return false;
+    const std::string name = what.substr(12, ge - 12);
+    const size_t want = size_t(std::atoll(what.c_str() + ge + 2));
+    for (const auto& r : s.runs)
+      if (r.name == name && r.metrics >= want) return true;
+  }
   return false;
 }
 
@@ -238,6 +246,9 @@ void UiScript::write_state(const fs::path& file, const Studio& studio) const {
         {"max_frame_ms_less_cpu_wait_while_training", f.max_frame_ms_on_cpu},
         {"max_stale_ms_while_training", f.max_stale_ms}}},
       {"screenshots", screenshots_}};
+  j["runs"] = nlohmann::json::array();
+  for (const auto& r : s.runs)
+    j["runs"].push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"metrics", r.metrics}});
   write_file_atomically(file, j.dump(2) + "\n");
 }
 

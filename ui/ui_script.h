@@ -11,8 +11,8 @@
 //   key KEY                enter, escape, tab, backspace or ctrl+a
 //   drop PATH              PATH dropped on the window (a model folder, a JSONL file, an adapter folder)
 //   resize WIDTHxHEIGHT    the window's size, as a user drags its border
-//   wait_for CONDITION [SECONDS]  model | data | training | trained | chat_done | steps>=N | file:PATH
-//                          (default 60 s)
+//   wait_for CONDITION [SECONDS]  model | data | training | trained | chat_done | steps>=N | file:PATH |
+//                          run_metrics:NAME>=N (the Runs list has read N steps of run NAME) (default 60 s)
 //   frames N               let N frames pass
 //   sleep SECONDS          let time pass
 //   screenshot FILE        a PNG of the next frame that reaches the screen
@@ -21,7 +21,8 @@
 //   quit
 // State: model/data loaded, training state and steps, points on the loss chart, op groups in the GPU
 // timing table, chat turns and tokens and the last replies, validation messages, every error dialog,
-// frame statistics while training ran, screenshots written, script_error.
+// frame statistics while training ran, screenshots written, the runs listed (name, status, steps read),
+// script_error.
 #include <chrono>
 #include <filesystem>
 #include <functional>

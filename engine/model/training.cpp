@@ -23,7 +23,8 @@ struct Linear {
   const LinearWeights* w = nullptr;
   const LoraPair* lora = nullptr;  // null: not adapted
   const LoraPair* grad = nullptr;
-  Tensor x, t;                     // input, and x·Aᵀ when adapted
+  Tensor x, t;                     // input, and x̃·Aᵀ when adapted
+  ops::LoraDropout dropout;        // on the adapter's input
 };
 
 // Saved activations of one layer.
@@ -37,21 +38,21 @@ Tensor f32(vk::Device& dev, Shape s, const char* what) { return Tensor::empty(de
 void forward_linear(vk::Recorder& rec, Linear& l, const Tensor& y, const Tensor& x, float scale, uint32_t rank) {
   l.x = x;
   if (l.lora) {
-    l.t = f32(rec.device(), {uint32_t(x.rows()), rank}, "lora t");
-    ops::lora_forward(rec, y, l.t, x, l.w->w, l.w->b, l.lora->a, l.lora->b, scale);
+    if (!l.t.defined()) l.t = f32(rec.device(), {uint32_t(x.rows()), rank}, "lora t");
+    ops::lora_forward(rec, y, l.t, x, l.w->w, l.w->b, l.lora->a, l.lora->b, scale, l.dropout);
   } else {
     ops::matmul_forward(rec, y, x, l.w->w, l.w->b);
   }
 }
 
-// dx (+)= dy·W (+ the adapter's term); LoRA gradients accumulate.
+// dx (+)= dy·W (+ the adapter's term), unless dx is undefined; LoRA gradients accumulate.
 void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const Tensor& dy, bool accumulate,
                      float scale, uint32_t rank, float grad_unscale) {
   if (l.lora) {
     Tensor dt = f32(rec.device(), {uint32_t(dy.rows()), rank}, "lora dt");
     ops::lora_backward(rec, dx, l.grad->a, l.grad->b, dt, dy, l.x, l.t, l.w->w, l.lora->a, l.lora->b, scale, accumulate,
-                       grad_unscale);
-  } else {
+                       grad_unscale, l.dropout);
+  } else if (dx.defined()) {
     ops::matmul_backward_x(rec, dx, dy, l.w->w, accumulate);
   }
 }
@@ -107,82 +108,101 @@ LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
 }
 
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
-                       const TrainBatch& batch, const Tensor& loss, float loss_scale) {
+                       const TrainBatch& batch, const Tensor& loss, const StepOptions& options) {
   const ModelConfig& c = model.config;
   const ModelWeights& w = model.weights;
   vk::Device& dev = rec.device();
   const uint32_t B = batch.B, T = batch.T, M = B * T;
   const uint32_t C = c.hidden_size, H = c.num_heads, KV = c.num_kv_heads, D = c.head_dim, I = c.intermediate_size,
                  V = c.vocab_size, r = adapter.rank;
+  const float dropout = options.dropout, loss_scale = options.loss_scale;
   if (adapter.layers.size() != c.num_layers || grads.layers.size() != c.num_layers)
     throw Error("record_train_step: the adapter does not match the model's layers");
+  if (dropout > 0 && !batch.dropout_seed.defined())
+    throw Error("record_train_step: dropout needs the batch's dropout_seed tensor");
   const float s = adapter.scale(), att_scale = 1.0f / std::sqrt(float(D)), eps = c.rms_norm_eps;
   // Activation gradients carry a loss scale, the power of two at or above the row count, so that a
   // mean over many tokens (dlogits ~ p / count) does not underflow where tensor cores round operands to
   // f16; the LoRA gradients drop it again. Exact in f32 (powers of two), so the f32 path is unchanged.
   const float grad_scale = std::exp2(std::ceil(std::log2(float(M))));
 
-  std::vector<LayerActs> acts(c.num_layers);
+  // What each layer's forward saves for its backward. With recomputation only every layer's input is
+  // kept (layer_in); the rest is one set of tensors shared by all layers, refilled by running the
+  // layer's forward again just before its backward (same inputs, same dropout masks, same results).
+  const bool recompute = options.recompute;
+  std::vector<LayerActs> acts(recompute ? 1 : c.num_layers);
+  std::vector<Tensor> layer_in(c.num_layers);
+  auto allocate = [&](LayerActs& a) {
+    a.rstd1 = f32(dev, {M}, "rstd");
+    a.h1 = f32(dev, {M, C}, "normed");
+    a.q = f32(dev, {B, T, H, D}, "q");
+    a.k = f32(dev, {B, T, KV, D}, "k");
+    a.v = f32(dev, {B, T, KV, D}, "v");
+    a.attn = f32(dev, {B, T, H, D}, "attention");
+    a.lse = f32(dev, {B, H, T}, "lse");
+    a.x_mid = f32(dev, {M, C}, "residual mid");
+    a.rstd2 = f32(dev, {M}, "rstd");
+    a.h2 = f32(dev, {M, C}, "normed");
+    a.gate = f32(dev, {M, I}, "gate");
+    a.up = f32(dev, {M, I}, "up");
+    a.act = f32(dev, {M, I}, "silu*up");
+  };
+  // Outputs of o_proj and down_proj, only needed until they join the residual: one pair for all layers.
+  const Tensor proj = f32(dev, {M, C}, "o_proj out"), down = f32(dev, {M, C}, "down out");
+  // Layer i's forward from x_in; the next residual goes to x_out unless that is undefined (recomputing).
+  auto forward_layer = [&](uint32_t i, const Tensor& x_in, const Tensor& x_out) {
+    const LayerWeights& lw = w.layers[i];
+    LayerActs& a = acts[recompute ? 0 : i];
+    if (!a.h1.defined()) allocate(a);
+    auto bind = [&](Linear& l, const LinearWeights& lwts, LoraTarget t) {
+      l.w = &lwts;
+      l.lora = l.grad = nullptr;
+      if (adapter.at(i, t).defined()) l.lora = &adapter.at(i, t), l.grad = &grads.at(i, t);
+      // PEFT gives each adapted projection its own dropout module, so its own mask.
+      if (dropout > 0)
+        l.dropout = {.p = dropout, .seed = batch.dropout_seed, .stream = i * uint32_t(kLoraTargetCount) + uint32_t(t)};
+    };
+    bind(a.q_proj, lw.q, LoraTarget::q_proj);
+    bind(a.k_proj, lw.k, LoraTarget::k_proj);
+    bind(a.v_proj, lw.v, LoraTarget::v_proj);
+    bind(a.o_proj, lw.o, LoraTarget::o_proj);
+    bind(a.gate_proj, lw.gate, LoraTarget::gate_proj);
+    bind(a.up_proj, lw.up, LoraTarget::up_proj);
+    bind(a.down_proj, lw.down, LoraTarget::down_proj);
+
+    a.x_in = x_in;
+    std::optional<vk::Recorder::Label> group;
+    group.emplace(rec, kGroupNorms);
+    ops::rms_norm_forward(rec, a.h1, a.rstd1, x_in, lw.input_norm, eps);
+    group.emplace(rec, kGroupAttention);
+    forward_linear(rec, a.q_proj, a.q.reshape({M, H * D}), a.h1, s, r);
+    forward_linear(rec, a.k_proj, a.k.reshape({M, KV * D}), a.h1, s, r);
+    forward_linear(rec, a.v_proj, a.v.reshape({M, KV * D}), a.h1, s, r);
+    ops::rope_forward(rec, a.q, a.q, batch.positions, w.inv_freq);
+    ops::rope_forward(rec, a.k, a.k, batch.positions, w.inv_freq);
+    ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, att_scale);
+    forward_linear(rec, a.o_proj, proj, a.attn.reshape({M, H * D}), s, r);
+    ops::add_forward(rec, a.x_mid, x_in, proj);
+    group.emplace(rec, kGroupNorms);
+    ops::rms_norm_forward(rec, a.h2, a.rstd2, a.x_mid, lw.post_attention_norm, eps);
+    group.emplace(rec, kGroupMlp);
+    forward_linear(rec, a.gate_proj, a.gate, a.h2, s, r);
+    forward_linear(rec, a.up_proj, a.up, a.h2, s, r);
+    ops::silu_mul_forward(rec, a.act, a.gate, a.up);
+    forward_linear(rec, a.down_proj, down, a.act, s, r);
+    if (x_out.defined()) ops::add_forward(rec, x_out, a.x_mid, down);
+  };
+
   Tensor x = f32(dev, {M, C}, "residual");
   {
-    {
-      vk::Recorder::Label label(rec, kGroupEmbedding);
-      ops::embedding_forward(rec, x, w.embed, batch.ids);
-    }
-    for (uint32_t i = 0; i < c.num_layers; ++i) {
-      const LayerWeights& lw = w.layers[i];
-      LayerActs& a = acts[i];
-      auto bind = [&](Linear& l, const LinearWeights& lwts, LoraTarget t) {
-        l.w = &lwts;
-        if (adapter.at(i, t).defined()) l.lora = &adapter.at(i, t), l.grad = &grads.at(i, t);
-      };
-      bind(a.q_proj, lw.q, LoraTarget::q_proj);
-      bind(a.k_proj, lw.k, LoraTarget::k_proj);
-      bind(a.v_proj, lw.v, LoraTarget::v_proj);
-      bind(a.o_proj, lw.o, LoraTarget::o_proj);
-      bind(a.gate_proj, lw.gate, LoraTarget::gate_proj);
-      bind(a.up_proj, lw.up, LoraTarget::up_proj);
-      bind(a.down_proj, lw.down, LoraTarget::down_proj);
-
-      a.x_in = x;
-      a.rstd1 = f32(dev, {M}, "rstd");
-      a.h1 = f32(dev, {M, C}, "normed");
-      std::optional<vk::Recorder::Label> group;
-      group.emplace(rec, kGroupNorms);
-      ops::rms_norm_forward(rec, a.h1, a.rstd1, x, lw.input_norm, eps);
-      group.emplace(rec, kGroupAttention);
-      a.q = f32(dev, {B, T, H, D}, "q");
-      a.k = f32(dev, {B, T, KV, D}, "k");
-      a.v = f32(dev, {B, T, KV, D}, "v");
-      forward_linear(rec, a.q_proj, a.q.reshape({M, H * D}), a.h1, s, r);
-      forward_linear(rec, a.k_proj, a.k.reshape({M, KV * D}), a.h1, s, r);
-      forward_linear(rec, a.v_proj, a.v.reshape({M, KV * D}), a.h1, s, r);
-      ops::rope_forward(rec, a.q, a.q, batch.positions, w.inv_freq);
-      ops::rope_forward(rec, a.k, a.k, batch.positions, w.inv_freq);
-      a.attn = f32(dev, {B, T, H, D}, "attention");
-      a.lse = f32(dev, {B, H, T}, "lse");
-      ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, att_scale);
-      Tensor proj = f32(dev, {M, C}, "o_proj out");
-      forward_linear(rec, a.o_proj, proj, a.attn.reshape({M, H * D}), s, r);
-      a.x_mid = f32(dev, {M, C}, "residual mid");
-      ops::add_forward(rec, a.x_mid, x, proj);
-      a.rstd2 = f32(dev, {M}, "rstd");
-      a.h2 = f32(dev, {M, C}, "normed");
-      group.emplace(rec, kGroupNorms);
-      ops::rms_norm_forward(rec, a.h2, a.rstd2, a.x_mid, lw.post_attention_norm, eps);
-      group.emplace(rec, kGroupMlp);
-      a.gate = f32(dev, {M, I}, "gate");
-      a.up = f32(dev, {M, I}, "up");
-      forward_linear(rec, a.gate_proj, a.gate, a.h2, s, r);
-      forward_linear(rec, a.up_proj, a.up, a.h2, s, r);
-      a.act = f32(dev, {M, I}, "silu*up");
-      ops::silu_mul_forward(rec, a.act, a.gate, a.up);
-      Tensor down = f32(dev, {M, C}, "down out");
-      forward_linear(rec, a.down_proj, down, a.act, s, r);
-      Tensor x_next = f32(dev, {M, C}, "residual");
-      ops::add_forward(rec, x_next, a.x_mid, down);
-      x = x_next;
-    }
+    vk::Recorder::Label label(rec, kGroupEmbedding);
+    ops::embedding_forward(rec, x, w.embed, batch.ids);
+  }
+  for (uint32_t i = 0; i < c.num_layers; ++i) {
+    layer_in[i] = x;
+    Tensor x_next = f32(dev, {M, C}, "residual");
+    forward_layer(i, x, x_next);
+    x = x_next;
   }
   // Head and loss, over chunks of rows so that [K, V] f32 logits never exist at once (Qwen's 151,936
   // columns are 0.6 MB a row): per chunk, logits -> lse and row losses -> dlogits in place -> d(normed).
@@ -227,8 +247,11 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   Tensor dq = f32(dev, {B, T, H, D}, "dq"), dk = f32(dev, {B, T, KV, D}, "dk"), dv = f32(dev, {B, T, KV, D}, "dv");
   Tensor dh = f32(dev, {M, C}, "d normed");
   for (uint32_t i = c.num_layers; i-- > 0;) {
+    if (recompute) forward_layer(i, layer_in[i], Tensor());
     const LayerWeights& lw = w.layers[i];
-    const LayerActs& a = acts[i];
+    const LayerActs& a = acts[recompute ? 0 : i];
+    // The first layer's input comes from the frozen embedding: nothing needs its gradient.
+    const bool need_dx_in = i > 0;
     std::optional<vk::Recorder::Label> group;
     group.emplace(rec, kGroupMlp);
     // MLP: x_out = x_mid + down(silu(gate) * up), gate/up from h2 = norm(x_mid).
@@ -245,9 +268,11 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
     ops::attention_backward(rec, dq, dk, dv, d_attn, a.q, a.k, a.v, a.attn, a.lse, att_scale);
     ops::rope_backward(rec, dq, dq, batch.positions, w.inv_freq);
     ops::rope_backward(rec, dk, dk, batch.positions, w.inv_freq);
-    backward_linear(rec, a.q_proj, dh, dq.reshape({M, H * D}), false, s, r, 1.0f / grad_scale);
-    backward_linear(rec, a.k_proj, dh, dk.reshape({M, KV * D}), true, s, r, 1.0f / grad_scale);
-    backward_linear(rec, a.v_proj, dh, dv.reshape({M, KV * D}), true, s, r, 1.0f / grad_scale);
+    const Tensor d_h1 = need_dx_in ? dh : Tensor();
+    backward_linear(rec, a.q_proj, d_h1, dq.reshape({M, H * D}), false, s, r, 1.0f / grad_scale);
+    backward_linear(rec, a.k_proj, d_h1, dk.reshape({M, KV * D}), true, s, r, 1.0f / grad_scale);
+    backward_linear(rec, a.v_proj, d_h1, dv.reshape({M, KV * D}), true, s, r, 1.0f / grad_scale);
+    if (!need_dx_in) continue;
     group.emplace(rec, kGroupNorms);
     ops::rms_norm_backward(rec, tmp, Tensor(), dh, a.x_in, lw.input_norm, a.rstd1);
     ops::add_forward(rec, dx, dx, tmp);  // d x_in

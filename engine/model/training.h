@@ -21,6 +21,7 @@ struct TrainBatch {
   Tensor ids;        // [B*T] i32
   Tensor positions;  // [B*T] i32 (position of each token in its row)
   Tensor targets;    // [B*T] i32, the next token to predict, or < 0 to ignore
+  Tensor dropout_seed;  // [2] i32 (read as u32), rewritten before each replay; needed when dropout > 0
   // Optional, all three or none (fill_loss_rows writes them): the vocabulary projection and the
   // cross-entropy, by far the costliest part of a small model's step (V = 151,936 for Qwen), then run
   // over K rows instead of all B*T: the rows that have a target, padded with rows that have none. Chat
@@ -30,6 +31,19 @@ struct TrainBatch {
   Tensor loss_slots;    // [B*T] i32: a row's index in loss_rows when it has a target, else -1
 };
 
+struct StepOptions {
+  // Multiplies the gradients (1 / micro-batches when accumulating; the loss itself is unscaled).
+  float loss_scale = 1.0f;
+  // LoRA dropout probability on every adapted projection's input (0 for evaluation). The masks come
+  // from batch.dropout_seed and the projection (stream layer · 7 + target), so a replay with the same
+  // seed is bit-identical and a new seed draws new masks.
+  float dropout = 0.0f;
+  // Activation recomputation (--grad-checkpoint): keep only each layer's input and run the layer's
+  // forward again before its backward. Same results, bit for bit; activations of one layer instead of
+  // all; about one more forward of the layers in time.
+  bool recompute = false;
+};
+
 // Fills a batch's loss_rows, loss_targets and loss_slots (host copies) from its targets. Throws ls::Error
 // when more rows have a target than loss_rows holds (K).
 void fill_loss_rows(std::span<const int32_t> targets, std::span<int32_t> loss_rows, std::span<int32_t> loss_targets,
@@ -37,9 +51,8 @@ void fill_loss_rows(std::span<const int32_t> targets, std::span<int32_t> loss_ro
 
 // Records forward + backward. loss: [2] f32 = {mean loss, counted targets}. grads: same layout as
 // adapter (defined where the adapter is), f32, accumulated.
-// loss_scale multiplies the gradients (1 / micro-batches when accumulating; the loss itself is unscaled).
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
-                       const TrainBatch& batch, const Tensor& loss, float loss_scale = 1.0f);
+                       const TrainBatch& batch, const Tensor& loss, const StepOptions& options = {});
 
 // Profiling groups: every dispatch of the step is timed under one of these labels (the adapter's own
 // products under "lora", set by ops::lora_forward/backward).

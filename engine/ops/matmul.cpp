@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "ops/common.h"
+#include "ops/dropout.h"
 
 namespace ls::ops {
 
@@ -87,6 +88,18 @@ vk::Kernel coopmat_kernel(DType a, DType b, DType c) {
   return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
 }
 
+// A tensor-core kernel and its output tile (shaders/matmul_coopmat.comp, matmul.kernels.cmake).
+struct CoopmatTile {
+  vk::Kernel kernel;
+  uint32_t bm, bn, threads;
+};
+
+CoopmatTile coopmat_tile(DType a, DType b, DType c) {
+  // f32 × f32 is attention's batched products: a 64×64 tile measured faster there (session 4).
+  if (a == DType::f32 && b == DType::f32 && c == DType::f32) return {vk::Kernel::gemm_coopmat_f32_f32_f32_t64, 64, 64, 128};
+  return {coopmat_kernel(a, b, c), 64, 128, 256};
+}
+
 vk::Kernel splitk_reduce_kernel(DType b, DType c) {
   static constexpr vk::Kernel table[] = {
       vk::Kernel::gemm_splitk_reduce_f32_f32,  vk::Kernel::gemm_splitk_reduce_f32_f16,
@@ -164,12 +177,15 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   }
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
-  vk::Kernel kernel = tensor_cores ? coopmat_kernel(a.dtype(), b.dtype(), c.dtype()) : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
-  // Tiles: 64x64 on the scalar path, 64 (M) x 128 (N) on tensor cores (shaders/matmul_coopmat.comp).
-  const uint32_t tiles_n = ceil_div(N, tensor_cores ? 2 * kTile : kTile), tiles_m = ceil_div(M, kTile);
+  const CoopmatTile tc = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), c.dtype()) : CoopmatTile{};
+  vk::Kernel kernel = tensor_cores ? tc.kernel : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
+  // Tiles: 64x64 on the scalar path, the kernel's on tensor cores (shaders/matmul_coopmat.comp).
+  const uint32_t bm = tensor_cores ? tc.bm : kTile, bn = tensor_cores ? tc.bn : kTile;
+  const uint32_t threads = tensor_cores ? tc.threads : 256u;
+  const uint32_t tiles_n = ceil_div(N, bn), tiles_m = ceil_div(M, bm);
   const uint32_t splits = g.batch == 1 ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range) : 1;
   if (splits == 1) {
-    rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = 256u});
+    rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = threads});
     return;
   }
   // Split-K: too few tiles to fill the GPU and a long reduction. Slice s of K writes its partial sums to
@@ -180,10 +196,11 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   first.K = kc, first.c_sm = N, first.alpha = 1, first.beta = 0, first.flags = 0;
   first.z_div = splits, first.a_sz = kc * g.a_sk, first.b_sz = kc * g.b_sk, first.c_sz = M * N, first.b_group = 1;
   first.a_sz2 = first.b_sz2 = first.c_sz2 = 0;
-  vk::Kernel partial_kernel = tensor_cores ? coopmat_kernel(a.dtype(), b.dtype(), DType::f32)
-                                           : gemm_kernel(a.dtype(), b.dtype(), DType::f32, g.op);
+  const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32) : CoopmatTile{};
+  vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : gemm_kernel(a.dtype(), b.dtype(), DType::f32, g.op);
+  const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
   rec.dispatch(partial_kernel, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
-               {tiles_n, tiles_m, splits}, {.local_x = 256u});
+               {ceil_div(N, pbn), ceil_div(M, pbm), splits}, {.local_x = tensor_cores ? tc32.threads : 256u});
   GemmParams second = params;
   second.K = splits;
   const uint32_t groups = std::min<uint32_t>(ceil_div(uint64_t(M) * N, 256), 65535u);
@@ -346,8 +363,19 @@ void matmul_strided(vk::Recorder& rec, const Tensor& c, const Tensor& a, const T
              .a_sz2 = s.a_sz2, .b_sz2 = s.b_sz2, .c_sz2 = s.c_sz2, .b_group = s.b_group, .round_f32_b = true});
 }
 
+namespace {
+
+// The [M, K] scratch buffer, in x's dtype, that holds x̃ (and later dropoutᵀ's input).
+Tensor dropout_scratch(vk::Recorder& rec, const Tensor& x, uint32_t M, uint32_t K) {
+  const uint64_t bytes = uint64_t(M) * K * dtype_size(x.dtype());
+  return Tensor::view(rec.device(), rec.scratch(bytes, vk::Recorder::kScratchDropout), {M, K}, x.dtype());
+}
+
+}  // namespace
+
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
-                  const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale) {
+                  const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
+                  const LoraDropout& dropout) {
   const char* op = "lora_forward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -361,7 +389,13 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
   require_shape(t, {M, r}, op, "t");
   {
     vk::Recorder::Label label(rec, "lora");  // profiles group the adapter's own products
-    matmul_forward(rec, t, x, lora_a, Tensor());
+    if (dropout.active()) {
+      const Tensor dropped = dropout_scratch(rec, x, M, K);
+      dropout_forward(rec, dropped, x.reshape({M, K}), dropout.p, dropout.seed, dropout.stream);
+      matmul_forward(rec, t, dropped, lora_a, Tensor());
+    } else {
+      matmul_forward(rec, t, x, lora_a, Tensor());
+    }
   }
   require_dtype(y, kActivation, op, "y");
   require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
@@ -375,7 +409,8 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
 
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
                    const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
-                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate, float grad_unscale) {
+                   const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate, float grad_unscale,
+                   const LoraDropout& dropout) {
   const char* op = "lora_backward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -396,12 +431,25 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
     // dt(m, j) = s·Σ_n dy(m, n)·B(n, j)
     gemm(rec, {.op = op, .a = dy, .b = lora_b, .c = dt, .M = M, .N = r, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
                .b_sk = r, .c_sm = r, .alpha = scale});
-    matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
+    if (dropout.active()) {  // x̃ again, from the same seed and stream
+      const Tensor dropped = dropout_scratch(rec, x, M, K);
+      dropout_forward(rec, dropped, x.reshape({M, K}), dropout.p, dropout.seed, dropout.stream);
+      matmul_backward_w(rec, d_lora_a, dt, dropped, grad_unscale);  // dA += u·dtᵀ·x̃
+    } else {
+      matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
+    }
   }
   if (dx.defined()) {
     matmul_backward_x(rec, dx, dy, w, accumulate);
     vk::Recorder::Label label(rec, "lora");
-    matmul_backward_x(rec, dx, dt, lora_a, true);
+    if (dropout.active()) {  // dx += mask ⊙ (dt·A) / (1 − p)
+      require(dx.dtype() == x.dtype(), op, "with dropout, dx must have x's dtype");
+      const Tensor through = dropout_scratch(rec, x, M, K);
+      matmul_backward_x(rec, through, dt, lora_a, false);
+      dropout_backward(rec, dx.reshape({M, K}), through, dropout.p, dropout.seed, dropout.stream, true);
+    } else {
+      matmul_backward_x(rec, dx, dt, lora_a, true);
+    }
   }
 }
 

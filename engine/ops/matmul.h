@@ -21,17 +21,29 @@ void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, co
 // y [Z, M, N] = x [Z, M, K] · w [Z, N, K]ᵀ, one product per z.
 void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w);
 
-// t [M, r] (f32, saved for backward) = x·Aᵀ;  y = x·Wᵀ + bias + scale·t·Bᵀ  (two dispatches; the
-// low-rank term is fused into the base product's epilogue).
+// Dropout on the adapter's input (PEFT's lora_dropout): the adapter sees x̃ = dropout(x) (ops/dropout.h;
+// its mask a pure function of seed and stream, so the backward recomputes x̃ instead of keeping it),
+// the frozen product still sees x. p = 0: none.
+struct LoraDropout {
+  float p = 0;
+  Tensor seed;          // [2] i32 on the device, rewritten by the host between replays
+  uint32_t stream = 0;  // tells the adapted projections of one step apart
+  bool active() const { return p > 0; }
+};
+
+// t [M, r] (f32, saved for backward) = x̃·Aᵀ;  y = x·Wᵀ + bias + scale·t·Bᵀ  (two dispatches; the
+// low-rank term is fused into the base product's epilogue). x̃ = x without dropout.
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
-                  const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale);
-// dB += u·scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += u·dtᵀ·x;  dx = dy·W + dt·A when dx
-// is defined (activation gradient through the frozen weight and the adapter; with accumulate, dx += ...).
-// u (grad_unscale) undoes a loss scale the activation gradients carry (see record_train_step).
+                  const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
+                  const LoraDropout& dropout = {});
+// dB += u·scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += u·dtᵀ·x̃;  dx = dy·W + dropoutᵀ(dt·A)
+// when dx is defined (activation gradient through the frozen weight and the adapter; with accumulate,
+// dx += ...). u (grad_unscale) undoes a loss scale the activation gradients carry (see record_train_step).
+// With dropout, x̃ and dt·A go through one [M, K] scratch buffer of the recording (Recorder::kScratchDropout).
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
                    const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
                    const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate = false,
-                   float grad_unscale = 1.0f);
+                   float grad_unscale = 1.0f, const LoraDropout& dropout = {});
 
 // The strided product behind every function above, for ops that lay out their own operands (attention's
 // batched products). For z < batch, z = outer·z_div + inner:

@@ -22,7 +22,7 @@ inline constexpr OptionHelp kWarmup{"--warmup", "linear warmup steps"};
 inline constexpr OptionHelp kRank{"--rank", "LoRA rank r"};
 inline constexpr OptionHelp kAlpha{"--alpha", "LoRA alpha (scale alpha / r)"};
 inline constexpr OptionHelp kRslora{"--rslora", "scale alpha / sqrt(r) (rsLoRA)"};
-inline constexpr OptionHelp kDropout{"--dropout", "LoRA dropout (0 only, for now)"};
+inline constexpr OptionHelp kDropout{"--dropout", "LoRA dropout on each adapted projection's input, in [0, 1) (off for validation)"};
 inline constexpr OptionHelp kTargets{"--targets", "projections to adapt: q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"};
 inline constexpr OptionHelp kBatchSize{"--batch-size", "sequences per micro-batch"};
 inline constexpr OptionHelp kSeqLen{"--seq-len", "longest sequence; longer examples are truncated"};
@@ -33,6 +33,7 @@ inline constexpr OptionHelp kValEvery{"--val-every", "steps between validation l
 inline constexpr OptionHelp kSaveEvery{"--save-every", "steps between checkpoints (0: none; the adapter is written at the end and on Ctrl-C)"};
 inline constexpr OptionHelp kSeed{"--seed", "seed of the LoRA initialisation and of the data order"};
 inline constexpr OptionHelp kTrainOnPrompt{"--train-on-prompt", "also train on prompts and user turns"};
+inline constexpr OptionHelp kGradCheckpoint{"--grad-checkpoint", "recompute each layer's activations in the backward: one layer's activations in GPU memory instead of all (long sequences, big batches), for about one more forward pass of time"};
 inline constexpr OptionHelp kPack{"--pack", "pack short examples into full rows"};
 inline constexpr OptionHelp kSkipBadLines{"--skip-bad-lines", "report and skip malformed JSONL lines"};
 inline constexpr OptionHelp kResume{"--resume", "continue from a checkpoint-N folder of a run with the same options"};

@@ -1,6 +1,7 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -34,7 +35,7 @@ void validate(const TrainConfig& c) {
   if (c.targets.empty()) fail("--targets names no projection");
   if (c.rank == 0) fail("--rank must be at least 1");
   if (!(c.alpha > 0)) fail("--alpha must be positive");
-  if (c.dropout != 0) fail("--dropout other than 0 is not implemented yet");
+  if (!(c.dropout >= 0 && c.dropout < 1)) fail("--dropout must be at least 0 and below 1");
   if (c.batch_size == 0) fail("--batch-size must be at least 1");
   if (c.grad_accum == 0) fail("--grad-accum must be at least 1");
   if (!(c.schedule.lr > 0) || !std::isfinite(c.schedule.lr)) fail("--lr must be a positive number");
@@ -53,7 +54,7 @@ std::string config_json(const TrainConfig& c) {
       {"epochs", d.epochs}, {"lr", c.schedule.lr}, {"schedule", schedule_kind_name(c.schedule.kind)},
       {"warmup", c.schedule.warmup_steps}, {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
       {"eps", c.optimizer.eps}, {"weight_decay", c.optimizer.weight_decay},
-      {"max_grad_norm", c.optimizer.max_grad_norm}, {"train_on_prompt", d.train_on_prompt}, {"pack", d.pack},
+      {"max_grad_norm", c.optimizer.max_grad_norm}, {"grad_checkpoint", c.grad_checkpoint}, {"train_on_prompt", d.train_on_prompt}, {"pack", d.pack},
       {"shuffle", d.shuffle}, {"data_seed", d.seed}, {"seed", c.seed}, {"val_every", c.val_every},
       {"save_every", c.save_every}, {"resume", c.resume.string()}};
   return j.dump(2);
@@ -68,7 +69,8 @@ struct StepProgram {
   Tensor loss;
   vk::Program program;
   std::vector<int32_t> rows, row_targets, slots;  // the loss's rows (model::fill_loss_rows), when K < B*T
-  double run(const Batch& b) {
+  // dropout_seed: the masks of LoRA dropout for this replay (ignored when the step has no dropout).
+  double run(const Batch& b, std::array<uint32_t, 2> dropout_seed = {}) {
     upload(batch.ids, b.ids);
     upload(batch.targets, b.targets);
     if (batch.loss_rows.defined()) {
@@ -77,6 +79,8 @@ struct StepProgram {
       upload(batch.loss_targets, row_targets);
       upload(batch.loss_slots, slots);
     }
+    if (batch.dropout_seed.defined())
+      upload(batch.dropout_seed, std::vector<int32_t>{int32_t(dropout_seed[0]), int32_t(dropout_seed[1])});
     program.run();
     return static_cast<const float*>(loss.mapped())[0];
   }
@@ -96,7 +100,7 @@ uint32_t loss_rows_needed(std::span<const Example> rows, uint32_t B) {
 
 // K: the rows the loss runs over, or 0 for all B*T (when the rows with a target are not fewer).
 StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapter& adapter, const LoraAdapter& grads,
-                        uint32_t B, uint32_t T, uint32_t K, float loss_scale, bool profile) {
+                        uint32_t B, uint32_t T, uint32_t K, const model::StepOptions& options, bool profile) {
   StepProgram s;
   const uint32_t M = B * T;
   std::vector<int32_t> positions(M);
@@ -111,9 +115,10 @@ StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapte
     s.rows.resize(K), s.row_targets.resize(K), s.slots.resize(M);
   }
   upload(s.batch.positions, positions);
+  if (options.dropout > 0) s.batch.dropout_seed = Tensor::empty_host(dev, {2}, DType::i32, "dropout seed");
   s.loss = Tensor::empty_host(dev, {2}, DType::f32, "loss");
   vk::Recorder rec(dev, {.profile = profile});
-  model::record_train_step(rec, m, adapter, grads, s.batch, s.loss, loss_scale);
+  model::record_train_step(rec, m, adapter, grads, s.batch, s.loss, options);
   s.program = rec.finish();
   return s;
 }
@@ -221,7 +226,7 @@ double mean_loss(StepProgram& s, std::span<const Example> rows, uint32_t B, uint
 }  // namespace
 
 TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<bool(const StepReport&)>& on_step,
-                  std::atomic<bool>* checkpoint_now) {
+                  std::atomic<bool>* checkpoint_now, const std::function<void(const std::string&)>& on_warning) {
   TrainConfig c = c_in;
   validate(c);
   const auto model = model::Model::load(dev, c.model);
@@ -232,6 +237,10 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                         : tok::ChatTemplate::recognise("", (c.model / "tokenizer_config.json").string(), &warnings);
   const Dataset data = load_dataset(c.data, tokenizer, tmpl, c.data_options);
   if (data.train.empty()) throw Error(c.data.string() + ": no training examples");
+  if (on_warning) {
+    for (const auto& w : warnings) on_warning(w);
+    for (const auto& w : data.warnings) on_warning(w);
+  }
   const int32_t pad = pad_token(tokenizer);
   const uint32_t T = fixed_seq_len(data.train, c.data_options.max_seq_len);
   const uint32_t B = c.batch_size;
@@ -255,13 +264,16 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                 m2 = model::zero_grads_like(dev, adapter);
     uint32_t first_step = 1;
     if (!c.resume.empty()) first_step = load_checkpoint(dev, c.resume, model.config, adapter, m1, m2, batcher) + 1;
-    StepProgram step = record_step(dev, model, adapter, grads, B, T, loss_rows_needed(data.train, B),
-                                   1.0f / float(c.grad_accum), c.profile);
+    StepProgram step = record_step(
+        dev, model, adapter, grads, B, T, loss_rows_needed(data.train, B),
+        {.loss_scale = 1.0f / float(c.grad_accum), .dropout = c.dropout, .recompute = c.grad_checkpoint}, c.profile);
     std::optional<StepProgram> eval;
     LoraAdapter eval_grads;
     if (!data.validation.empty()) {
       eval_grads = model::zero_grads_like(dev, adapter);
-      eval = record_step(dev, model, adapter, eval_grads, B, T, loss_rows_needed(data.validation, B), 1.0f, false);
+      // No dropout, as under PEFT's eval().
+      eval = record_step(dev, model, adapter, eval_grads, B, T, loss_rows_needed(data.validation, B),
+                         {.recompute = c.grad_checkpoint}, false);
     }
     // Zeroing, and the update: global norm -> clip factor -> AdamW on every matrix.
     Tensor hyper = Tensor::empty_host(dev, {ops::kHyperSlots}, DType::f32, "hyper");
@@ -299,7 +311,10 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
           batcher.restore({.seed = batcher.state().seed, .shuffle = batcher.state().shuffle, .rows = batcher.state().rows});
           if (!batcher.next(batch)) break;
         }
-        loss_sum += step.run(batch);
+        // Dropout masks: a function of the run's seed and the micro-batch's number, so a resumed run
+        // draws the masks the uninterrupted one drew.
+        const uint32_t seed_word = uint32_t(c.seed) ^ uint32_t(c.seed >> 32);
+        loss_sum += step.run(batch, {seed_word, (s - 1) * c.grad_accum + micro});
         if (c.profile) add_timings(gpu_ms, step.program, "other");
         tokens += batch.trained_tokens;
       }

@@ -28,7 +28,8 @@ struct TrainConfig {
   std::vector<model::LoraTarget> targets = {model::LoraTarget::q_proj, model::LoraTarget::v_proj};
   uint32_t rank = 8;
   float alpha = 16;
-  float dropout = 0;                 // LoRA dropout (only 0 is implemented so far)
+  float dropout = 0;                 // LoRA dropout on each adapted projection's input, in [0, 1)
+  bool grad_checkpoint = false;      // recompute each layer's activations in the backward (less memory)
   bool rslora = false;
   uint32_t batch_size = 1;
   uint32_t grad_accum = 1;
@@ -69,8 +70,11 @@ std::string config_json(const TrainConfig& config);
 
 // Trains. on_step is called after every optimizer step; returning false stops after writing a checkpoint.
 // When *checkpoint_now is set after a step (another thread sets it), a checkpoint is written and it is
-// cleared.
+// cleared. on_warning, if set, gets each of the data set's warnings (skipped lines "skipped <file>:<line>:
+// problem" with skip_bad_lines, examples cut to the sequence length) and the chat template's, before the
+// first step.
 TrainResult train(vk::Device& device, const TrainConfig& config, const std::function<bool(const StepReport&)>& on_step,
-                  std::atomic<bool>* checkpoint_now = nullptr);
+                  std::atomic<bool>* checkpoint_now = nullptr,
+                  const std::function<void(const std::string&)>& on_warning = {});
 
 }  // namespace ls::train

@@ -4,6 +4,9 @@
 //   match transformers/PEFT, tests/infer/generator_golden_test) within 1e-5 relative;
 // - its LoRA gradients match central finite differences of that loss, for sampled elements of every
 //   A and B of every layer (one random element per matrix): |fd - g| <= 2e-3 * max|g of the matrix| + 5e-2 |g| (f32 loss, step 1e-2);
+// - with LoRA dropout (p = 0.3, fixed seed) the first layer's gradients match finite differences the
+//   same way, the same seed repeats the loss bit for bit and another seed changes it;
+// - recomputing activations in the backward (StepOptions::recompute) changes no bit of loss or gradients;
 // - run over only the rows that have a target (TrainBatch::loss_rows), loss and gradients are the same.
 #include <algorithm>
 #include <cmath>
@@ -65,14 +68,21 @@ class TrainingStep : public test::GpuTest {
                    .positions = test::tensor_from_ints(dev(), {kB * kT}, positions),
                    .targets = test::tensor_from_ints(dev(), {kB * kT}, targets_)};
     step_.loss = Tensor::empty(dev(), {2}, DType::f32, "loss");
+    if (dropout() > 0) step_.batch.dropout_seed = test::tensor_from_ints(dev(), {2}, std::vector<int32_t>{9, 4});
     vk::Recorder rec(dev());
-    model::record_train_step(rec, *model_, adapter_, grads_, step_.batch, step_.loss);
+    model::record_train_step(rec, *model_, adapter_, grads_, step_.batch, step_.loss, {.dropout = dropout()});
     step_.program = rec.finish();
   }
   double loss() {
     step_.program.run();
     return download(step_.loss)[0];
   }
+
+  virtual float dropout() const { return 0.0f; }
+  // Central differences of the loss for one random element of each A and B of the first `layers`
+  // layers against the analytic gradients.
+  void expect_gradients_match_finite_differences(size_t layers);
+  void expect_recompute_identical();
 
   static constexpr uint32_t kB = 2, kT = 6;
   std::unique_ptr<model::Model> model_;
@@ -128,6 +138,52 @@ TEST_F(TrainingStep, LossMatchesInferenceLogits) {
 }
 
 TEST_F(TrainingStep, LoraGradientsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(model_->config.num_layers);
+}
+
+// With LoRA dropout (p = 0.3; the seed is fixed, so the loss is a deterministic function of A and B):
+// the gradients still match finite differences. The first layer's matrices see the dropout of their
+// own inputs and, through dx, the masks of every later layer.
+class TrainingStepWithDropout : public TrainingStep {
+ protected:
+  float dropout() const override { return 0.3f; }
+};
+
+TEST_F(TrainingStepWithDropout, LoraGradientsMatchFiniteDifferences) { expect_gradients_match_finite_differences(1); }
+
+// A loss with dropout differs from one without, and replaying with the same seed repeats it bit for bit.
+TEST_F(TrainingStepWithDropout, SeedDrawsTheMasks) {
+  const double first = loss(), again = loss();
+  EXPECT_EQ(first, again);
+  upload(step_.batch.dropout_seed, std::vector<int32_t>{9, 5});
+  EXPECT_NE(loss(), first) << "a new seed draws new masks";
+}
+
+// Recomputing the activations in the backward (--grad-checkpoint) gives the same loss and gradients,
+// bit for bit, with and without dropout (the recomputed forward draws the same masks).
+void TrainingStep::expect_recompute_identical() {
+  auto loss_and_grads = [&](bool recompute) {
+    auto grads = model::zero_grads_like(dev(), adapter_);
+    Tensor l = Tensor::empty(dev(), {2}, DType::f32, "loss");
+    vk::Recorder rec(dev());
+    model::record_train_step(rec, *model_, adapter_, grads, step_.batch, l, {.dropout = dropout(), .recompute = recompute});
+    rec.finish().run();
+    std::vector<std::vector<float>> out{download(l)};
+    for (const auto& layer : grads.layers)
+      for (const auto& p : layer)
+        if (p.defined()) out.push_back(download(p.a)), out.push_back(download(p.b));
+    return out;
+  };
+  const auto kept = loss_and_grads(false), recomputed = loss_and_grads(true);
+  ASSERT_EQ(kept.size(), recomputed.size());
+  EXPECT_GT(kept[0][0], 0.0f);
+  for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i], recomputed[i]) << "tensor " << i << " (0: the loss)";
+}
+
+TEST_F(TrainingStep, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
+TEST_F(TrainingStepWithDropout, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
+
+void TrainingStep::expect_gradients_match_finite_differences(size_t layers) {
   loss();  // grads accumulated once; read them all now (every later run adds to them)
   const auto& c = model_->config;
   std::vector<std::vector<float>> analytic;
@@ -137,7 +193,7 @@ TEST_F(TrainingStep, LoraGradientsMatchFiniteDifferences) {
   size_t which = 0;
   std::mt19937 rng(5);
   double worst = 0;
-  for (size_t i = 0; i < c.num_layers; ++i) {
+  for (size_t i = 0; i < layers; ++i) {
     for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
       for (bool is_b : {false, true}) {
         const Tensor& p = is_b ? adapter_.layers[i][t].b : adapter_.layers[i][t].a;
@@ -179,7 +235,7 @@ TEST_F(TrainingStep, LossScaleScalesGradientsOnly) {
   auto half = model::zero_grads_like(dev(), adapter_);
   Tensor loss2 = Tensor::empty(dev(), {2}, DType::f32, "loss");
   vk::Recorder rec(dev());
-  model::record_train_step(rec, *model_, adapter_, half, step_.batch, loss2, 0.5f);
+  model::record_train_step(rec, *model_, adapter_, half, step_.batch, loss2, {.loss_scale = 0.5f});
   rec.finish().run();
   EXPECT_EQ(download(loss2)[0], float(plain));
   size_t i = 0;

@@ -3,8 +3,10 @@
 // Tolerance (rel, see test::expect_close): f32 output 1e-5, f16 output 2e-3.
 #include "ops/matmul.h"
 
+#include <array>
 #include <cmath>
 
+#include "ops/dropout.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -182,6 +184,70 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
 INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
                          ::testing::Values(LoraCase{1, 1, 1, 1}, LoraCase{7, 33, 129, 8}, LoraCase{33, 65, 17, 4},
                                            LoraCase{130, 96, 64, 16}));
+
+class LoraDropoutTest : public test::GpuTest {};
+
+// With LoRA dropout (p = 0.25, stream 5): the adapter sees x̃ = dropout(x) and the activation gradient
+// goes back through the same mask; written out from ops/dropout's reference. Same tolerances as above.
+TEST_F(LoraDropoutTest, ForwardAndBackwardMatchReference) {
+  const uint32_t M = 37, N = 48, K = 72, r = 4;
+  const float scale = 2.0f, p = 0.25f;
+  const std::array<uint32_t, 2> seed_words = {11, 3};
+  const uint32_t stream = 5;
+  auto x0 = test::random_values(size_t(M) * K, 40);
+  auto w0 = test::rounded(test::random_values(size_t(N) * K, 41), DType::bf16);
+  auto a0 = test::random_values(size_t(r) * K, 43, 0.1f);
+  auto b0 = test::random_values(size_t(N) * r, 44, 0.1f);
+  auto dy0 = test::random_values(size_t(M) * N, 45);
+  auto da0 = test::random_values(size_t(r) * K, 46, 0.01f);
+  auto db0 = test::random_values(size_t(N) * r, 47, 0.01f);
+  auto& d = dev();
+  auto x = test::tensor_from(d, {M, K}, DType::f32, x0);
+  auto w = test::tensor_from(d, {N, K}, DType::bf16, w0);
+  auto a = test::tensor_from(d, {r, K}, DType::f32, a0);
+  auto b = test::tensor_from(d, {N, r}, DType::f32, b0);
+  auto dy = test::tensor_from(d, {M, N}, DType::f32, dy0);
+  auto da = test::tensor_from(d, {r, K}, DType::f32, da0);
+  auto db = test::tensor_from(d, {N, r}, DType::f32, db0);
+  auto y = test::poisoned(d, {M, N}, DType::f32);
+  auto t = test::poisoned(d, {M, r}, DType::f32);
+  auto dt = test::poisoned(d, {M, r}, DType::f32);
+  auto dx = test::poisoned(d, {M, K}, DType::f32);
+  const ops::LoraDropout dropout{.p = p,
+                                 .seed = test::tensor_from_ints(d, {2}, std::vector<int32_t>{int32_t(seed_words[0]), int32_t(seed_words[1])}),
+                                 .stream = stream};
+  test::run(d, [&](vk::Recorder& rec) {
+    ops::lora_forward(rec, y.t, t.t, x, w, Tensor(), a, b, scale, dropout);
+    ops::lora_backward(rec, dx.t, da, db, dt.t, dy, x, t.t, w, a, b, scale, false, 1.0f, dropout);
+  });
+
+  std::vector<float> xd(x0.size()), want_t(size_t(M) * r), want_y(size_t(M) * N), low(size_t(M) * N);
+  ops::ref::dropout_forward(xd, x0, p, seed_words, stream);
+  size_t dropped = 0;
+  for (size_t i = 0; i < xd.size(); ++i) dropped += xd[i] == 0.0f;
+  EXPECT_GT(dropped, xd.size() / 8) << "the mask drops about a quarter";
+  ops::ref::matmul_forward(want_t, xd, a0, {}, M, r, K);
+  ops::ref::matmul_forward(want_y, x0, w0, {}, M, N, K);
+  ops::ref::matmul_forward(low, want_t, b0, {}, M, N, r);
+  for (size_t i = 0; i < want_y.size(); ++i) want_y[i] += scale * low[i];
+  test::expect_close(download(t.t), want_t, 1e-5, "lora t", t.t.shape());
+  const double base_tol = tol(d, M, DType::bf16, DType::f32);
+  test::expect_close(download(y.t), want_y, base_tol, "lora y", y.t.shape());
+
+  std::vector<float> want_db = db0, want_dt(size_t(M) * r), want_da = da0, want_dx(size_t(M) * K), through(size_t(M) * K);
+  ops::ref::matmul_backward_w(want_db, dy0, want_t, M, N, r, scale);
+  ops::ref::matmul_backward_x(want_dt, dy0, b0, M, N, r);
+  for (auto& v : want_dt) v *= scale;
+  ops::ref::matmul_backward_w(want_da, want_dt, xd, M, r, K, 1.0f);
+  ops::ref::matmul_backward_x(want_dx, dy0, w0, M, N, K);
+  ops::ref::matmul_backward_x(through, want_dt, a0, M, r, K);
+  ops::ref::dropout_backward(want_dx, through, p, seed_words, stream, true);
+  test::expect_close(download(db), want_db, 1e-5, "lora dB", db.shape());
+  test::expect_close(download(dt.t), want_dt, 1e-5, "lora dt", dt.t.shape());
+  test::expect_close(download(da), want_da, 1e-5, "lora dA", da.shape());
+  test::expect_close(download(dx.t), want_dx, base_tol, "lora dx", dx.t.shape());
+  for (auto* q : {&y, &t, &dt, &dx}) q->expect_guards_intact("lora dropout");
+}
 
 // The reference LoRA gradients against central differences of a double-precision forward of
 // L = Σ dy ⊙ y(x, A, B).

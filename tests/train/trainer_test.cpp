@@ -1,7 +1,8 @@
 // The training loop (train/trainer.h) on the tiny Qwen2 fixture:
 // - checkpoint and resume: a run resumed from its step-3 checkpoint gives, for every later step, the
 //   same loss, to the last bit, as the run that was never interrupted (same device), and the same
-//   final adapter bytes; a missing checkpoint is named;
+//   final adapter bytes; a missing checkpoint is named; the same with LoRA dropout, which changes the
+//   losses after step 1;
 // - gradient accumulation: two micro-batches of the same example average to that example's gradient,
 //   so the losses equal a run on the single example without accumulation;
 // - validation: held-out examples get a finite validation loss every val_every steps and at the end.
@@ -60,26 +61,48 @@ class TrainerLoop : public test::GpuTest {
     std::ifstream in(p, std::ios::binary);
     return {std::istreambuf_iterator<char>(in), {}};
   }
+  // Runs c for its 6 steps, then again from its step-3 checkpoint: every later loss and the final adapter
+  // bytes must be the same, bit for bit. Returns the uninterrupted run's losses.
+  std::vector<std::pair<uint32_t, double>> expect_resume_exact(const train::TrainConfig& c, const std::string& tag = "") {
+    auto a = c;
+    a.out = dir_ / (tag + "a");
+    const auto full = run(a);
+    EXPECT_EQ(full.size(), 6u);
+    EXPECT_TRUE(fs::exists(a.out / "checkpoint-3" / "trainer_state.json"));
+    auto b = c;
+    b.out = dir_ / (tag + "b");
+    b.resume = a.out / "checkpoint-3";
+    const auto resumed = run(b);
+    EXPECT_EQ(resumed.size(), 3u);
+    for (size_t i = 0; i < resumed.size() && i + 3 < full.size(); ++i) {
+      EXPECT_EQ(resumed[i].first, full[i + 3].first);
+      EXPECT_EQ(resumed[i].second, full[i + 3].second) << "step " << resumed[i].first;  // bit for bit
+    }
+    EXPECT_EQ(bytes(b.out / "adapter" / "adapter_model.safetensors"),
+              bytes(a.out / "adapter" / "adapter_model.safetensors"));
+    return full;
+  }
   fs::path dir_;
   train::TrainConfig config_;
 };
 
-TEST_F(TrainerLoop, ResumedRunMatchesUninterruptedBitForBit) {
-  auto a = config_;
-  a.out = dir_ / "a";
-  const auto full = run(a);
-  ASSERT_EQ(full.size(), 6u);
-  ASSERT_TRUE(fs::exists(a.out / "checkpoint-3" / "trainer_state.json"));
-  auto b = config_;
-  b.out = dir_ / "b";
-  b.resume = a.out / "checkpoint-3";
-  const auto resumed = run(b);
-  ASSERT_EQ(resumed.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) {
-    EXPECT_EQ(resumed[i].first, full[i + 3].first);
-    EXPECT_EQ(resumed[i].second, full[i + 3].second) << "step " << resumed[i].first;  // bit for bit
-  }
-  EXPECT_EQ(bytes(b.out / "adapter" / "adapter_model.safetensors"), bytes(a.out / "adapter" / "adapter_model.safetensors"));
+TEST_F(TrainerLoop, ResumedRunMatchesUninterruptedBitForBit) { expect_resume_exact(config_); }
+
+// With LoRA dropout the masks come from the seed and the micro-batch's number, so resuming is still
+// exact; and dropout changes training: not while B = 0 makes the adapter's term vanish (steps 1 and 2:
+// the one warmup step has lr 0), but from step 3 on.
+TEST_F(TrainerLoop, DropoutKeepsResumeExactAndChangesTraining) {
+  auto c = config_;
+  c.dropout = 0.3f;
+  const auto with = expect_resume_exact(c, "dropout-");
+  auto plain = config_;
+  plain.out = dir_ / "plain";
+  const auto without = run(plain);
+  ASSERT_EQ(with.size(), without.size());
+  EXPECT_EQ(with[0].second, without[0].second);
+  EXPECT_EQ(with[1].second, without[1].second);
+  for (size_t i = 2; i < with.size(); ++i)
+    EXPECT_NE(with[i].second, without[i].second) << "step " << with[i].first << ": dropout changed nothing";
 }
 
 TEST_F(TrainerLoop, BadCheckpointIsNamed) {
