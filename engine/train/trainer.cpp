@@ -86,11 +86,13 @@ struct StepProgram {
   }
 };
 
-// The most targets a batch of B of these rows can hold (the B rows with the most trained tokens), rounded
-// up to 16: the rows the step's vocabulary projection needs (model::TrainBatch::loss_rows).
+// The most targets a batch of B of these rows can hold (the B rows with the most trained tokens; with
+// fewer rows than B, a batch spans epochs and holds a row up to ceil(B / rows) times), rounded up to 16:
+// the rows the step's vocabulary projection needs (model::TrainBatch::loss_rows).
 uint32_t loss_rows_needed(std::span<const Example> rows, uint32_t B) {
   std::vector<size_t> counts;
-  for (const auto& r : rows) counts.push_back(train::trained_count(r));
+  const size_t repeats = rows.empty() ? 1 : (B + rows.size() - 1) / rows.size();
+  for (const auto& r : rows) counts.insert(counts.end(), repeats, train::trained_count(r));
   const size_t n = std::min<size_t>(B, counts.size());
   std::partial_sort(counts.begin(), counts.begin() + n, counts.end(), std::greater<>());
   size_t most = 0;
