@@ -171,7 +171,6 @@ StudioState Studio::state() const {
   s.gpu_groups = gpu_panel_.groups_shown;
   s.browser_open = browser_.is_open();
   s.dialog_open = !errors_.empty();
-  s.demo_running = demo_step_ != DemoStep::none;
   s.errors = error_log_;
   s.frames = frame_stats_;
   for (const auto& r : runs_.runs) {

@@ -58,7 +58,6 @@ struct StudioState {
   std::string last_reply[2];
   size_t loss_points = 0, gpu_groups = 0;
   bool browser_open = false, dialog_open = false;
-  bool demo_running = false;        // "Try the demo" has steps left (making, opening, training)
   std::vector<std::string> errors;  // every error dialog shown, in order
   FrameStats frames;
   struct SeenRun {  // the Runs panel's list, also runs of other processes

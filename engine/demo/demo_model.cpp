@@ -60,7 +60,7 @@ uint64_t fnv1a(std::string_view s) {
   return h;
 }
 
-struct Tensor {
+struct HostTensor {
   std::string name;
   std::vector<uint64_t> shape;
   std::vector<uint16_t> bf16;
@@ -68,10 +68,10 @@ struct Tensor {
 
 // n values uniform in [-bound, bound): a 24-bit integer minus 2^23, times 2^-23 (exact), times bound
 // (one f32 rounding), then rounded to bf16. bound 0 with constant c: every value c.
-Tensor make_tensor(std::string name, std::vector<uint64_t> shape, float bound, float constant = 0) {
+HostTensor make_tensor(std::string name, std::vector<uint64_t> shape, float bound, float constant = 0) {
   uint64_t n = 1;
   for (auto d : shape) n *= d;
-  Tensor t{std::move(name), std::move(shape), std::vector<uint16_t>(n)};
+  HostTensor t{std::move(name), std::move(shape), std::vector<uint16_t>(n)};
   SplitMix64 rng{kDemoSeed ^ fnv1a(t.name)};
   for (auto& v : t.bf16) {
     float x = constant;
@@ -81,11 +81,11 @@ Tensor make_tensor(std::string name, std::vector<uint64_t> shape, float bound, f
   return t;
 }
 
-std::vector<Tensor> make_weights(const Progress& progress) {
+std::vector<HostTensor> make_weights(const Progress& progress) {
   const auto& s = kDemoShape;
   const uint64_t C = s.hidden, I = s.intermediate, D = s.hidden / s.heads, Q = s.heads * D, KV = s.kv_heads * D;
   auto linear_bound = [](uint64_t fan_in) { return kSqrt3 / std::sqrt(float(fan_in)); };
-  std::vector<Tensor> w;
+  std::vector<HostTensor> w;
   if (progress) progress("weights", 0);
   w.push_back(make_tensor("model.embed_tokens.weight", {s.vocab, C}, kEmbedBound));
   for (uint32_t l = 0; l < s.layers; ++l) {
