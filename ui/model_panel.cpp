@@ -40,9 +40,18 @@ void draw_model_panel(const ModelView& v, const MemoryView& memory, ModelPanelSt
     ImGui::TextColored(kWarn, "Loading %s ...", v.loading_dir.string().c_str());
   }
   if (!v.loaded) {
-    if (!v.loading)
+    if (!v.loading) {
       ImGui::TextWrapped("A Hugging Face model folder: config.json, *.safetensors and tokenizer.json "
                          "(Qwen2, Llama and Mistral architectures).");
+      ImGui::Spacing();
+      if (ImGui::Button("Try the demo")) io.send(cmd::TryDemo{});
+      io.tag("model.demo");
+      ImGui::SameLine();
+      ImGui::TextColored(kDim, "no download needed");
+      ImGui::TextWrapped("A tiny built-in model with random weights learns a small data set's skill (sorting questions "
+                         "in JSON) in a few minutes; then it and the base model answer a question it has not seen. "
+                         "For real work download a model, e.g. Qwen/Qwen2.5-0.5B-Instruct from Hugging Face.");
+    }
     ImGui::End();
     return;
   }

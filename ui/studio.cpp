@@ -13,6 +13,8 @@
 
 #include <imgui.h>
 
+#include "demo/demo_data.h"
+#include "demo/demo_model.h"
 #include "error.h"
 #include "model/merge.h"
 #include "model/peft_adapter.h"
@@ -212,6 +214,7 @@ void Studio::frame() {
     open_data(data_wanted_);
     data_wanted_.clear();
   }
+  if (demo_step_ != DemoStep::none) advance_demo();
   if (Clock::now() - last_memory_ > std::chrono::milliseconds(500)) refresh_memory();
 
   draw_menu();
@@ -381,6 +384,24 @@ void Studio::apply(Event& event) {
           [&](ev::DeviceMemory& e) { memory_stats_ = e.stats; },
           [&](ev::Status& e) { status_ = std::move(e.text); },
           [&](ev::Failure& e) { fail(std::move(e.title), std::move(e.message)); },
+          [&](ev::DemoReady& e) {
+            model_.loading = false;
+            demo_model_dir_ = e.model_dir;
+            demo_data_ = e.data;
+            // The demo's options, as the Train and Chat panels show them: a few minutes on a CPU.
+            const auto c = demo::demo_train_config(e.model_dir, e.data, demo::kDemoSteps);
+            train_settings_.config = c;
+            for (size_t i = 0; i < model::kLoraTargetCount; ++i) train_settings_.targets[i] = false;
+            for (auto t : c.targets) train_settings_.targets[size_t(t)] = true;
+            train_settings_.schedule = int(c.schedule.kind);
+            train_settings_.val_fraction = 0;
+            chat_settings_.side_by_side = true;
+            chat_settings_.sampling.temperature = 0;  // greedy: the most likely answer of each side
+            chat_settings_.max_tokens = 48;
+            demo_step_ = DemoStep::opening;
+            demo_data_asked_ = false;
+            open_model(e.model_dir);
+          },
       },
       event);
   if (!chat_.turns.empty()) {
@@ -467,6 +488,7 @@ void Studio::run(Command& command) {
                  [&](cmd::ExportChart& c) { export_chart(c.png); },
                  [&](cmd::Status& c) { status_ = c.text; },
                  [&](cmd::Failure& c) { fail(c.title, c.message); },
+                 [&](cmd::TryDemo&) { try_demo(); },
              },
              command);
 }
@@ -494,6 +516,9 @@ void Studio::open_model(const fs::path& dir) {
 }
 
 void Studio::open_data(const fs::path& file) {
+  // The demo's held-out split is no validation data for other data sets.
+  auto& val = train_settings_.config.data_options.validation_file;
+  if (!demo_data_.validation.empty() && val == demo_data_.validation && file != demo_data_.train) val.clear();
   if (!model_.loaded) {
     data_wanted_ = file;
     status_ = "The data is read once a model is open (its tokenizer counts the tokens).";
@@ -525,7 +550,7 @@ void Studio::open_data(const fs::path& file) {
   });
 }
 
-void Studio::start_training() {
+void Studio::start_training(std::string name) {
   if (training() || trainer_->active()) return;
   if (!model_.loaded || !data_.loaded) return fail("Training cannot start", "Open a model and a data file first.");
   train::TrainConfig c = train_settings_.config;
@@ -538,7 +563,7 @@ void Studio::start_training() {
   c.schedule.kind = train::ScheduleOptions::Kind(train_settings_.schedule);
   c.data_options.validation_fraction = train_settings_.val_fraction;
   c.data_options.seed = c.seed;
-  std::string name = train_settings_.run_name.empty() ? "run-" + local_stamp() : train_settings_.run_name;
+  if (name.empty()) name = train_settings_.run_name.empty() ? "run-" + local_stamp() : train_settings_.run_name;
   fs::path out = options_.runs_dir / name;
   std::error_code ec;
   for (int n = 2; fs::exists(out, ec); ++n) out = options_.runs_dir / (name + "-" + std::to_string(n));
@@ -558,6 +583,70 @@ void Studio::start_training() {
           .on_failed = [this](const std::string& e) { events_.push(ev::TrainFailed{e}); }});
   if (!started) train_.state = TrainState::idle;
   status_ = "Training started: " + out.string();
+}
+
+void Studio::try_demo() {
+  if (demo_step_ != DemoStep::none) return;
+  if (model_.loading) return fail("A model is loading", "Wait until " + model_.loading_dir.string() + " is loaded.");
+  if (training()) return fail("Training is running", "The demo starts a training run: stop the current one first.");
+  fs::path root;
+  try {
+    root = demo::default_data_root();
+  } catch (const std::exception& e) {
+    return fail("The demo cannot start", e.what());
+  }
+  demo_step_ = DemoStep::making;
+  model_.loading = true;
+  model_.loading_dir = root / demo::kDemoModelFolder;
+  status_ = "Looking for the demo model in " + model_.loading_dir.string() + " ...";
+  loader_->post([this, root] {
+    try {
+      int shown = -1;
+      auto made = demo::ensure_demo_model(root, [&](std::string_view stage, double fraction) {
+        const int percent = int(fraction * 100 + 0.5);
+        if (percent / 10 == shown / 10) return;
+        shown = percent;
+        events_.push(ev::Status{"Making the demo model (first use): " + std::string(stage) + " " + std::to_string(percent) + "%"});
+      });
+      events_.push(ev::DemoReady{made.dir, demo::ensure_demo_data(root)});
+    } catch (const std::exception& e) {
+      events_.push(ev::ModelFailed{root / demo::kDemoModelFolder, e.what()});
+    }
+  });
+}
+
+// Called every frame while the demo has steps left; each step waits for the one before.
+void Studio::advance_demo() {
+  if (demo_step_ == DemoStep::making) {
+    if (!model_.loading) demo_step_ = DemoStep::none;  // ev::ModelFailed: its dialog says why
+    return;
+  }
+  if (demo_step_ == DemoStep::opening) {
+    if (model_.loading || data_.loading) return;
+    if (!model_.loaded || model_.loaded->model.dir != demo_model_dir_) {
+      demo_step_ = DemoStep::none;  // the model did not load (a dialog says why)
+      return;
+    }
+    const bool data_ready = data_.loaded && data_.path == demo_data_.train && data_.model_dir == demo_model_dir_;
+    if (!data_ready) {
+      if (demo_data_asked_) demo_step_ = DemoStep::none;  // the data did not load
+      else open_data(demo_data_.train), demo_data_asked_ = true;
+      return;
+    }
+    start_training("demo-" + local_stamp());
+    demo_step_ = training() ? DemoStep::training : DemoStep::none;
+    return;
+  }
+  if (demo_step_ == DemoStep::training && !training()) {
+    demo_step_ = DemoStep::none;
+    if (train_.state != TrainState::finished && train_.state != TrainState::stopped) return;
+    Command use = cmd::UseAdapter{train_.adapter_dir, train_.out_dir.filename().string() + " (final)"};
+    run(use);
+    const auto prompts = demo::demo_prompts(1);
+    if (!prompts.empty()) send_chat(prompts[0].question);
+    status_ = "Demo: the base model and the adapter answer a question the training data did not have. The demo model "
+              "is tiny and random: for real work open a real model (e.g. Qwen2.5-0.5B-Instruct).";
+  }
 }
 
 void Studio::send_chat(const std::string& text) {
@@ -683,6 +772,7 @@ void Studio::draw_menu() {
   if (ImGui::BeginMenu("File")) {
     if (ImGui::MenuItem("Open model folder...")) io_.send(cmd::Browse{cmd::BrowseFor::model});
     if (ImGui::MenuItem("Open data file...")) io_.send(cmd::Browse{cmd::BrowseFor::data});
+    if (ImGui::MenuItem("Try the demo")) io_.send(cmd::TryDemo{});
     ImGui::Separator();
     if (ImGui::MenuItem("Quit", "Ctrl+Q")) quit_ = true;
     ImGui::EndMenu();

@@ -102,7 +102,9 @@ class Studio {
 
   void open_model(const std::filesystem::path& dir);
   void open_data(const std::filesystem::path& file);
-  void start_training();
+  void start_training(std::string run_name = {});  // run_name: else the Train panel's, else a dated one
+  void try_demo();
+  void advance_demo();
   void send_chat(const std::string& text);
   void export_adapter(int64_t run, const std::filesystem::path& dir, bool merged);
   void export_chart(bool png);
@@ -127,6 +129,15 @@ class Studio {
   MemoryView memory_;
   vk::MemoryStats memory_stats_;
   uint64_t chat_kv_bytes_ = 0, chat_lora_bytes_ = 0;
+
+  // "Try the demo": the demo model and data are made (or found) on the loader thread (ev::DemoReady);
+  // then each step starts once the one before is done: the model and the data open, training runs with
+  // the demo's options, and the base model and the adapter answer a held-out question side by side.
+  enum class DemoStep { none, making, opening, training };
+  DemoStep demo_step_ = DemoStep::none;
+  std::filesystem::path demo_model_dir_;
+  demo::DemoData demo_data_;
+  bool demo_data_asked_ = false;
 
   ModelPanelState model_panel_;
   DataPanelState data_panel_;

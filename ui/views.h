@@ -163,11 +163,12 @@ struct Browse { BrowseFor purpose; int64_t run = 0; };  // opens the file browse
 struct ExportChart { bool png; };                      // the loss chart of the shown run
 struct Status { std::string text; };
 struct Failure { std::string title, message; };
+struct TryDemo {};  // the demo model and data, training, then base and adapter answer a held-out question
 }  // namespace cmd
 
 using Command = std::variant<cmd::OpenModel, cmd::OpenData, cmd::StartTraining, cmd::PauseTraining, cmd::ResumeTraining,
                              cmd::StopTraining, cmd::CheckpointNow, cmd::SendChat, cmd::StopChat, cmd::ClearChat,
                              cmd::UseAdapter, cmd::ShowRun, cmd::OverlayRun, cmd::ExportAdapter, cmd::Browse,
-                             cmd::ExportChart, cmd::Status, cmd::Failure>;
+                             cmd::ExportChart, cmd::Status, cmd::Failure, cmd::TryDemo>;
 
 }  // namespace ls::ui

@@ -59,6 +59,30 @@ void backward_linear(vk::Recorder& rec, const Linear& l, const Tensor& dx, const
 
 }  // namespace
 
+void fill_loss_rows(std::span<const int32_t> targets, std::span<int32_t> rows, std::span<int32_t> row_targets,
+                    std::span<int32_t> slots) {
+  if (slots.size() != targets.size() || row_targets.size() != rows.size())
+    throw Error("fill_loss_rows: " + std::to_string(targets.size()) + " targets, " + std::to_string(slots.size()) +
+                " slots, " + std::to_string(rows.size()) + " rows and " + std::to_string(row_targets.size()) +
+                " row targets");
+  size_t k = 0;
+  int32_t pad = -1;  // a row without a target
+  for (size_t m = 0; m < targets.size(); ++m) {
+    slots[m] = -1;
+    if (targets[m] < 0) {
+      if (pad < 0) pad = int32_t(m);
+      continue;
+    }
+    if (k == rows.size())
+      throw Error("training step: a batch has more rows with a target than the " + std::to_string(rows.size()) +
+                  " its loss was recorded for");
+    slots[m] = int32_t(k);
+    rows[k] = int32_t(m);
+    row_targets[k++] = targets[m];
+  }
+  for (; k < rows.size(); ++k) rows[k] = std::max(pad, 0), row_targets[k] = -100;
+}
+
 uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding) {
   // At most 256 MiB of f32 logits (64 MiB where one binding cannot hold 256), as few chunks as that
   // allows, sized about equally (rather than full chunks and a small remainder that leaves the GPU
@@ -180,32 +204,41 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
     forward_layer(i, x, x_next);
     x = x_next;
   }
-  // Head and loss, over chunks of rows so that [M, V] f32 logits never exist at once (Qwen's 151,936
+  // Head and loss, over chunks of rows so that [K, V] f32 logits never exist at once (Qwen's 151,936
   // columns are 0.6 MB a row): per chunk, logits -> lse and row losses -> dlogits in place -> d(normed).
-  // The backward's normaliser (the number of counted targets) comes first, from the targets alone.
+  // K = M, or the K rows of batch.loss_rows (gathered from the normed rows; their gradients go back to
+  // the rows through loss_slots, 0 where a row has no target). The backward's normaliser (the number of
+  // counted targets) comes first, from the targets alone.
+  const bool compact = batch.loss_rows.defined();
+  const uint32_t K = compact ? uint32_t(batch.loss_rows.numel()) : M;
   Tensor rstd_f = f32(dev, {M}, "rstd"), hf = f32(dev, {M, C}, "final normed");
-  Tensor row_loss = f32(dev, {M}, "row loss"), lse = f32(dev, {M}, "lse");
+  Tensor row_loss = f32(dev, {K}, "row loss"), lse = f32(dev, {K}, "lse");
   Tensor dx = f32(dev, {M, C}, "d residual"), tmp = f32(dev, {M, C}, "d scratch");
-  const uint32_t chunk = logit_rows_per_chunk(M, V, dev.report().max_storage_range);
+  const Tensor h_rows = compact ? f32(dev, {K, C}, "final normed, rows with targets") : hf;
+  const Tensor dh_rows = compact ? f32(dev, {K, C}, "d normed, rows with targets") : tmp;
+  const Tensor& t_rows = compact ? batch.loss_targets : batch.targets;
+  const uint32_t chunk = logit_rows_per_chunk(K, V, dev.report().max_storage_range);
   Tensor logits = f32(dev, {chunk, V}, "logits chunk");
   Tensor count = f32(dev, {2}, "counted targets"), zeros = f32(dev, {M}, "zeros");
   upload(zeros, std::vector<float>(M, 0.0f));
-  const Tensor targets = batch.targets.reshape({M, 1});
+  const Tensor targets = t_rows.reshape({K, 1});
   {
     vk::Recorder::Label label(rec, kGroupLoss);
     ops::rms_norm_forward(rec, hf, rstd_f, x, w.final_norm, eps);
     ops::cross_entropy_reduce(rec, count, zeros, batch.targets, V);
-    for (uint32_t r0 = 0; r0 < M; r0 += chunk) {
-      const uint32_t n = std::min(chunk, M - r0);
+    if (compact) ops::embedding_forward(rec, h_rows, hf, batch.loss_rows);  // gathers the rows
+    for (uint32_t r0 = 0; r0 < K; r0 += chunk) {
+      const uint32_t n = std::min(chunk, K - r0);
       const Tensor lg = logits.slice_rows(0, n), tg = targets.slice_rows(r0, r0 + n).reshape({n});
-      const Tensor rl = row_loss.reshape({M, 1}).slice_rows(r0, r0 + n).reshape({n});
-      const Tensor ls = lse.reshape({M, 1}).slice_rows(r0, r0 + n).reshape({n});
-      ops::matmul_forward(rec, lg, hf.slice_rows(r0, r0 + n), w.lm_head, Tensor());
+      const Tensor rl = row_loss.reshape({K, 1}).slice_rows(r0, r0 + n).reshape({n});
+      const Tensor ls = lse.reshape({K, 1}).slice_rows(r0, r0 + n).reshape({n});
+      ops::matmul_forward(rec, lg, h_rows.slice_rows(r0, r0 + n), w.lm_head, Tensor());
       ops::cross_entropy_rows(rec, rl, ls, lg, tg);
       ops::cross_entropy_backward(rec, lg, lg, tg, ls, count, loss_scale * grad_scale);  // dlogits in place
-      ops::matmul_backward_x(rec, tmp.slice_rows(r0, r0 + n), lg, w.lm_head);  // d hf
+      ops::matmul_backward_x(rec, dh_rows.slice_rows(r0, r0 + n), lg, w.lm_head);  // d hf
     }
-    ops::cross_entropy_reduce(rec, loss, row_loss, batch.targets, V);
+    ops::cross_entropy_reduce(rec, loss, row_loss, t_rows, V);
+    if (compact) ops::embedding_forward(rec, tmp, dh_rows, batch.loss_slots);  // back to the rows, 0 for slot -1
     ops::rms_norm_backward(rec, dx, Tensor(), tmp, x, w.final_norm, rstd_f);
   }
   // Backward through the layers; dx is d(residual out) of the current layer.

@@ -8,6 +8,7 @@
 // This first version computes in f32 throughout (the backward kernels are f32). The vocabulary
 // projection and cross-entropy go a chunk of rows at a time (logit_rows_per_chunk).
 #include <cstdint>
+#include <span>
 
 #include "model/lora.h"
 #include "model/weights.h"
@@ -21,6 +22,13 @@ struct TrainBatch {
   Tensor positions;  // [B*T] i32 (position of each token in its row)
   Tensor targets;    // [B*T] i32, the next token to predict, or < 0 to ignore
   Tensor dropout_seed;  // [2] i32 (read as u32), rewritten before each replay; needed when dropout > 0
+  // Optional, all three or none (fill_loss_rows writes them): the vocabulary projection and the
+  // cross-entropy, by far the costliest part of a small model's step (V = 151,936 for Qwen), then run
+  // over K rows instead of all B*T: the rows that have a target, padded with rows that have none. Chat
+  // data trains on the assistant's turns only, often a quarter of the rows or less.
+  Tensor loss_rows;     // [K] i32: rows (b*T + t) with a target, ascending, then padding rows without one
+  Tensor loss_targets;  // [K] i32: the targets of those rows (< 0 for the padding)
+  Tensor loss_slots;    // [B*T] i32: a row's index in loss_rows when it has a target, else -1
 };
 
 struct StepOptions {
@@ -35,6 +43,11 @@ struct StepOptions {
   // all; about one more forward of the layers in time.
   bool recompute = false;
 };
+
+// Fills a batch's loss_rows, loss_targets and loss_slots (host copies) from its targets. Throws ls::Error
+// when more rows have a target than loss_rows holds (K).
+void fill_loss_rows(std::span<const int32_t> targets, std::span<int32_t> loss_rows, std::span<int32_t> loss_targets,
+                    std::span<int32_t> loss_slots);
 
 // Records forward + backward. loss: [2] f32 = {mean loss, counted targets}. grads: same layout as
 // adapter (defined where the adapter is), f32, accumulated.

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
@@ -67,10 +68,17 @@ struct StepProgram {
   model::TrainBatch batch;
   Tensor loss;
   vk::Program program;
+  std::vector<int32_t> rows, row_targets, slots;  // the loss's rows (model::fill_loss_rows), when K < B*T
   // dropout_seed: the masks of LoRA dropout for this replay (ignored when the step has no dropout).
   double run(const Batch& b, std::array<uint32_t, 2> dropout_seed = {}) {
     upload(batch.ids, b.ids);
     upload(batch.targets, b.targets);
+    if (batch.loss_rows.defined()) {
+      model::fill_loss_rows(b.targets, rows, row_targets, slots);
+      upload(batch.loss_rows, rows);
+      upload(batch.loss_targets, row_targets);
+      upload(batch.loss_slots, slots);
+    }
     if (batch.dropout_seed.defined())
       upload(batch.dropout_seed, std::vector<int32_t>{int32_t(dropout_seed[0]), int32_t(dropout_seed[1])});
     program.run();
@@ -78,8 +86,23 @@ struct StepProgram {
   }
 };
 
+// The most targets a batch of B of these rows can hold (the B rows with the most trained tokens; with
+// fewer rows than B, a batch spans epochs and holds a row up to ceil(B / rows) times), rounded up to 16:
+// the rows the step's vocabulary projection needs (model::TrainBatch::loss_rows).
+uint32_t loss_rows_needed(std::span<const Example> rows, uint32_t B) {
+  std::vector<size_t> counts;
+  const size_t repeats = rows.empty() ? 1 : (B + rows.size() - 1) / rows.size();
+  for (const auto& r : rows) counts.insert(counts.end(), repeats, train::trained_count(r));
+  const size_t n = std::min<size_t>(B, counts.size());
+  std::partial_sort(counts.begin(), counts.begin() + n, counts.end(), std::greater<>());
+  size_t most = 0;
+  for (size_t i = 0; i < n; ++i) most += counts[i];
+  return uint32_t(std::min<size_t>((std::max<size_t>(most, 1) + 15) / 16 * 16, UINT32_MAX));
+}
+
+// K: the rows the loss runs over, or 0 for all B*T (when the rows with a target are not fewer).
 StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapter& adapter, const LoraAdapter& grads,
-                        uint32_t B, uint32_t T, const model::StepOptions& options, bool profile) {
+                        uint32_t B, uint32_t T, uint32_t K, const model::StepOptions& options, bool profile) {
   StepProgram s;
   const uint32_t M = B * T;
   std::vector<int32_t> positions(M);
@@ -87,6 +110,12 @@ StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapte
   s.batch = {.B = B, .T = T, .ids = Tensor::empty_host(dev, {M}, DType::i32, "ids"),
              .positions = Tensor::empty(dev, {M}, DType::i32, "positions"),
              .targets = Tensor::empty_host(dev, {M}, DType::i32, "targets")};
+  if (K > 0 && K < M) {
+    s.batch.loss_rows = Tensor::empty_host(dev, {K}, DType::i32, "loss rows");
+    s.batch.loss_targets = Tensor::empty_host(dev, {K}, DType::i32, "loss targets");
+    s.batch.loss_slots = Tensor::empty_host(dev, {M}, DType::i32, "loss slots");
+    s.rows.resize(K), s.row_targets.resize(K), s.slots.resize(M);
+  }
   upload(s.batch.positions, positions);
   if (options.dropout > 0) s.batch.dropout_seed = Tensor::empty_host(dev, {2}, DType::i32, "dropout seed");
   s.loss = Tensor::empty_host(dev, {2}, DType::f32, "loss");
@@ -238,14 +267,15 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
     uint32_t first_step = 1;
     if (!c.resume.empty()) first_step = load_checkpoint(dev, c.resume, model.config, adapter, m1, m2, batcher) + 1;
     StepProgram step = record_step(
-        dev, model, adapter, grads, B, T,
+        dev, model, adapter, grads, B, T, loss_rows_needed(data.train, B),
         {.loss_scale = 1.0f / float(c.grad_accum), .dropout = c.dropout, .recompute = c.grad_checkpoint}, c.profile);
     std::optional<StepProgram> eval;
     LoraAdapter eval_grads;
     if (!data.validation.empty()) {
       eval_grads = model::zero_grads_like(dev, adapter);
       // No dropout, as under PEFT's eval().
-      eval = record_step(dev, model, adapter, eval_grads, B, T, {.recompute = c.grad_checkpoint}, false);
+      eval = record_step(dev, model, adapter, eval_grads, B, T, loss_rows_needed(data.validation, B),
+                         {.recompute = c.grad_checkpoint}, false);
     }
     // Zeroing, and the update: global norm -> clip factor -> AdamW on every matrix.
     Tensor hyper = Tensor::empty_host(dev, {ops::kHyperSlots}, DType::f32, "hyper");

@@ -6,7 +6,8 @@
 //   A and B of every layer (one random element per matrix): |fd - g| <= 2e-3 * max|g of the matrix| + 5e-2 |g| (f32 loss, step 1e-2);
 // - with LoRA dropout (p = 0.3, fixed seed) the first layer's gradients match finite differences the
 //   same way, the same seed repeats the loss bit for bit and another seed changes it;
-// - recomputing activations in the backward (StepOptions::recompute) changes no bit of loss or gradients.
+// - recomputing activations in the backward (StepOptions::recompute) changes no bit of loss or gradients;
+// - run over only the rows that have a target (TrainBatch::loss_rows), loss and gradients are the same.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -243,6 +244,51 @@ TEST_F(TrainingStep, LossScaleScalesGradientsOnly) {
     for (auto& x : g1[i]) x *= 0.5f;
     test::expect_close(g, g1[i++], 1e-6, "half-scaled gradient");
   }
+}
+
+// The loss over only the rows that have a target (TrainBatch::loss_rows, as the trainer records it when
+// prompts are masked): the same loss and the same LoRA gradients as over all rows, with padding rows in
+// loss_rows (K above the targets' count) changing nothing.
+TEST_F(TrainingStep, LossOverRowsWithTargetsMatchesAllRows) {
+  const double full = loss();
+  std::vector<std::vector<float>> want;
+  for (const auto& layer : grads_.layers)
+    for (const auto& p : layer) want.push_back(download(p.a)), want.push_back(download(p.b));
+  size_t counted = 0;
+  for (int32_t t : targets_) counted += t >= 0;
+  ASSERT_LT(counted + 2, targets_.size());
+  const uint32_t K = uint32_t(counted + 2), M = kB * kT;
+  std::vector<int32_t> rows(K), row_targets(K), slots(M);
+  model::fill_loss_rows(targets_, rows, row_targets, slots);
+  model::TrainBatch batch = step_.batch;
+  batch.loss_rows = test::tensor_from_ints(dev(), {K}, rows);
+  batch.loss_targets = test::tensor_from_ints(dev(), {K}, row_targets);
+  batch.loss_slots = test::tensor_from_ints(dev(), {M}, slots);
+  auto grads = model::zero_grads_like(dev(), adapter_);
+  Tensor loss2 = Tensor::empty(dev(), {2}, DType::f32, "loss");
+  vk::Recorder rec(dev());
+  model::record_train_step(rec, *model_, adapter_, grads, batch, loss2);
+  rec.finish().run();
+  const auto got = download(loss2);
+  EXPECT_NEAR(got[0], full, 1e-6 * std::fabs(full));
+  EXPECT_EQ(got[1], float(counted));
+  size_t i = 0;
+  for (const auto& layer : grads.layers)
+    for (const auto& p : layer) {
+      test::expect_close(download(p.a), want[i++], 1e-5, "LoRA A gradient");
+      test::expect_close(download(p.b), want[i++], 1e-5, "LoRA B gradient");
+    }
+}
+
+TEST(LossRows, RowsWithTargetsInOrderThenPaddingRowsWithout) {
+  const std::vector<int32_t> targets = {-100, 7, 3, -100, 9, -100};
+  std::vector<int32_t> rows(5), row_targets(5), slots(6);
+  model::fill_loss_rows(targets, rows, row_targets, slots);
+  EXPECT_EQ(rows, (std::vector<int32_t>{1, 2, 4, 0, 0}));
+  EXPECT_EQ(row_targets, (std::vector<int32_t>{7, 3, 9, -100, -100}));
+  EXPECT_EQ(slots, (std::vector<int32_t>{-1, 0, 1, -1, 2, -1}));
+  std::vector<int32_t> two(2), two_targets(2);
+  test::expect_error_naming([&] { model::fill_loss_rows(targets, two, two_targets, slots); }, "more rows with a target");
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 //   losses after step 1;
 // - gradient accumulation: two micro-batches of the same example average to that example's gradient,
 //   so the losses equal a run on the single example without accumulation;
-// - validation: held-out examples get a finite validation loss every val_every steps and at the end.
+// - validation: held-out examples get a finite validation loss every val_every steps and at the end;
+// - a batch larger than the data set (rows repeat in it) trains.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -191,6 +192,19 @@ TEST_F(TrainerLoop, ProfiledStepsReportGpuTimePerOpGroup) {
   const auto rows = runs.metrics(runs.list_runs().front().id);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows.back().gpu_ms, seen.back());
+}
+
+// A batch larger than the data set holds rows more than once (it runs into the next epoch): the step's
+// loss, which runs over the rows with a target only, has room for all of them.
+TEST_F(TrainerLoop, BatchLargerThanTheDataSet) {
+  auto c = config_;
+  c.batch_size = 7;  // 4 examples: each batch holds some twice
+  c.steps = 2;
+  c.save_every = 0;
+  c.out = dir_ / "big-batch";
+  const auto losses = run(c);
+  ASSERT_EQ(losses.size(), 2u);
+  for (const auto& [step, loss] : losses) EXPECT_TRUE(std::isfinite(loss)) << step;
 }
 
 }  // namespace
