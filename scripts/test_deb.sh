@@ -3,8 +3,8 @@
 # cpack), checks its files and control fields with dpkg-deb (the exact file list; Depends has the libraries
 # and runtime needs, no build-only package), then installs it with `apt install ./lorastudio_*.deb` into a
 # clean Debian 12 root made by `debootstrap --variant=minbase bookworm` and runs `lorastudio --version`,
-# `--devices` and `--demo --steps 5` there on lavapipe (until --demo exists: `--batch`, 5 steps on the tiny
-# test model).
+# `--devices` and `--demo --steps 5` there on lavapipe (the demo's intro, both models' answers, the run
+# store and the adapter checked).
 # The debootstrapped root is cached as .cache/deb-test/bookworm-minbase.tar and the .debs apt downloads in
 # .cache/deb-test/archives/ (the root is made again when a month old), so a second run costs the build, an
 # unpack and the install; every run starts from a fresh copy of the root, in a tmpfs. Needs root
@@ -202,20 +202,14 @@ out=$(in_root lorastudio --devices) || fail "lorastudio --devices exited $?"
 echo "$out"
 grep -qi 'llvmpipe' <<<"$out" || fail "--devices lists no lavapipe (llvmpipe) device"
 
-help=$(in_root lorastudio --help) || fail "lorastudio --help exited $?"
-if grep -q -- '--demo' <<<"$help"; then
-  step "lorastudio --demo --steps 5 in the root (lavapipe)"
-  in_root timeout 900 lorastudio --demo --steps 5 || fail "lorastudio --demo --steps 5 exited $?"
-else
-  # Until --demo exists (helper/demo adds it): the same engine path, 5 training steps on the tiny test model.
-  step "lorastudio --batch --steps 5 on the tiny test model in the root (lavapipe)"
-  echo "SKIPPED --demo --steps 5: this build's lorastudio has no --demo yet; training the tiny test model instead"
-  mkdir -p "$root/root/check"
-  cp -r tests/fixtures/models/qwen2_tiny assets/demo/tiny_chat.jsonl "$root/root/check/"
-  in_root timeout 900 lorastudio --batch --model /root/check/qwen2_tiny --data /root/check/tiny_chat.jsonl \
-    --out /root/check/run --steps 5 --lr 1e-2 --batch-size 2 --rank 4 || fail "lorastudio --batch exited $?"
-  [ -f "$root/root/check/run/adapter/adapter_model.safetensors" ] || fail "--batch wrote no adapter"
-  [ -f "$root/root/.local/share/lorastudio/runs.sqlite" ] || fail "--batch wrote no run store in ~/.local/share"
-fi
+step "lorastudio --demo --steps 5 in the root (lavapipe)"
+out=$(in_root timeout 900 lorastudio --demo --steps 5) || fail "lorastudio --demo --steps 5 exited $?"
+echo "$out"
+grep -q "tiny and untrained" <<<"$out" || fail "--demo did not say that its model is tiny and untrained"
+[ "$(grep -c '^  with adapter: ' <<<"$out")" -eq 3 ] || fail "--demo did not print the adapter's 3 answers"
+[ "$(grep -c '^  base model: ' <<<"$out")" -eq 3 ] || fail "--demo did not print the base model's 3 answers"
+[ -f "$root/root/.local/share/lorastudio/runs.sqlite" ] || fail "--demo wrote no run store in ~/.local/share"
+ls "$root"/root/.local/share/lorastudio/runs/demo-*/adapter/adapter_model.safetensors >/dev/null 2>&1 ||
+  fail "--demo wrote no adapter under ~/.local/share/lorastudio/runs"
 
 step "clean up"
