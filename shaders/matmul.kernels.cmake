@@ -62,3 +62,7 @@ foreach(a f32 f16)
     endforeach()
   endforeach()
 endforeach()
+# One side of at most 16 outputs and a long reduction, f32 (LoRA's rank-r products in training): a
+# subgroup per long index when its operand is contiguous along k, else an invocation per long index.
+ls_kernel(gemm_skinny_rows matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32 ROWS_ALONG_K)
+ls_kernel(gemm_skinny_cols matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32)

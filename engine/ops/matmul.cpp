@@ -25,6 +25,9 @@ struct GemmParams {  // = `Params` in shaders/matmul.comp
 static_assert(sizeof(GemmParams) <= 128);
 constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4;
 constexpr uint32_t kTile = 64;
+// Products with a side of at most this many outputs go to shaders/matmul_skinny.comp; kSkinnySwap is its
+// flag for "the long side is N".
+constexpr uint32_t kSkinnyMax = 16, kSkinnySwap = 256;
 
 // Operand layouts: element (i, k) of A sits at i*a_sm + k*a_sk, (j, k) of B at j*b_sn + k*b_sk,
 // (i, j) of C at i*c_sm + j.
@@ -175,6 +178,57 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
                  {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
     return;
   }
+  // Adds the `splits` slices of partial sums (scratch [splits, M, N], f32) in order and applies the
+  // product's epilogue (shaders/matmul_splitk_reduce.comp).
+  auto reduce_slices = [&](const Tensor& partial, uint32_t splits) {
+    GemmParams second = params;
+    second.K = splits;
+    const uint32_t groups = std::min<uint32_t>(ceil_div(uint64_t(M) * N, 256), 65535u);
+    rec.dispatch(splitk_reduce_kernel(b.dtype(), c.dtype()),
+                 {in(partial), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
+                  in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
+                 second, {groups, 1, 1}, {.local_x = 256u});
+  };
+  // The parameters of slice z of K (kc long) writing raw sums to scratch [splits, M, N].
+  auto slice_params = [&](uint32_t splits, uint32_t kc) {
+    GemmParams first = params;
+    first.K = kc, first.c_sm = N, first.alpha = 1, first.beta = 0, first.flags = 0;
+    first.z_div = splits, first.a_sz = kc * g.a_sk, first.b_sz = kc * g.b_sk, first.c_sz = M * N, first.b_group = 1;
+    first.a_sz2 = first.b_sz2 = first.c_sz2 = 0;
+    return first;
+  };
+  const bool all_f32 = a.dtype() == DType::f32 && b.dtype() == DType::f32 && c.dtype() == DType::f32;
+  if (all_f32 && g.batch == 1 && (flags & (kBias | kLora)) == 0 && std::min(M, N) <= kSkinnyMax && K >= 32) {
+    // One short side, a long reduction: LoRA's rank-r products (shaders/matmul_skinny.comp). L, the long
+    // operand, is A unless N is the long side.
+    const bool swap = N > kSkinnyMax;
+    const uint32_t L = swap ? N : M;
+    const bool rows_along_k = (swap ? g.b_sk : g.a_sk) == 1;
+    GemmParams sp = params;
+    sp.flags |= swap ? kSkinnySwap : 0;
+    if (rows_along_k && L <= 65535) {  // a workgroup per long index
+      rec.dispatch(vk::Kernel::gemm_skinny_rows, uses, sp, {L, 1, 1}, {.local_x = 256});
+      return;
+    }
+    // An invocation per long index walking 8 to 16 of k, K split over up to 1024 workgroups: each walk is
+    // a chain of dependent loads, so short walks and many of them (measured on the H100, session 5).
+    const uint32_t groups = ceil_div(L, 256);
+    uint32_t splits = 1;
+    while (splits < 512 && groups * splits < 1024 && K % (2 * splits) == 0 && K / (2 * splits) >= 8 &&
+           uint64_t(2 * splits) * M * N * 4 <= rec.device().report().max_storage_range)
+      splits *= 2;
+    if (splits == 1) {
+      rec.dispatch(vk::Kernel::gemm_skinny_cols, uses, sp, {groups, 1, 1}, {.local_x = 256});
+      return;
+    }
+    Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
+    GemmParams first = slice_params(splits, K / splits);
+    first.flags = swap ? kSkinnySwap : 0;
+    rec.dispatch(vk::Kernel::gemm_skinny_cols, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
+                 {groups, 1, splits}, {.local_x = 256});
+    reduce_slices(partial, splits);
+    return;
+  }
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
   const CoopmatTile tc = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), c.dtype()) : CoopmatTile{};
@@ -192,22 +246,13 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   // scratch [s, M, N] (f32, no epilogue); a second pass adds the slices in order and applies the epilogue.
   const uint32_t kc = K / splits;
   Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
-  GemmParams first = params;
-  first.K = kc, first.c_sm = N, first.alpha = 1, first.beta = 0, first.flags = 0;
-  first.z_div = splits, first.a_sz = kc * g.a_sk, first.b_sz = kc * g.b_sk, first.c_sz = M * N, first.b_group = 1;
-  first.a_sz2 = first.b_sz2 = first.c_sz2 = 0;
+  const GemmParams first = slice_params(splits, kc);
   const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32) : CoopmatTile{};
   vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : gemm_kernel(a.dtype(), b.dtype(), DType::f32, g.op);
   const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
   rec.dispatch(partial_kernel, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
                {ceil_div(N, pbn), ceil_div(M, pbm), splits}, {.local_x = tensor_cores ? tc32.threads : 256u});
-  GemmParams second = params;
-  second.K = splits;
-  const uint32_t groups = std::min<uint32_t>(ceil_div(uint64_t(M) * N, 256), 65535u);
-  rec.dispatch(splitk_reduce_kernel(b.dtype(), c.dtype()),
-               {in(partial), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
-                in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
-               second, {groups, 1, 1}, {.local_x = 256u});
+  reduce_slices(partial, splits);
 }
 
 void gemm(vk::Recorder& rec, const Gemm& g) {

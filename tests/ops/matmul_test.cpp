@@ -96,7 +96,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{2, 5, 12, DType::f16, DType::f16, DType::f32},
                       Case{64, 4864, 896, DType::f16, DType::bf16, DType::f16},
                       // Few output tiles and a long K: split-K (partial sums, then an ordered reduction).
-                      Case{40, 72, 4096, DType::f32, DType::f32, DType::f32}, Case{70, 136, 2048, DType::f16, DType::bf16, DType::f32}),
+                      Case{40, 72, 4096, DType::f32, DType::f32, DType::f32}, Case{70, 136, 2048, DType::f16, DType::bf16, DType::f32},
+                      // One side of at most 16, f32 (shaders/matmul_skinny.comp, LoRA's shapes): a subgroup per
+                      // row along K, and (backward_x, W read down its columns) an invocation per row with K split.
+                      Case{300, 8, 896, DType::f32, DType::f32, DType::f32}, Case{16, 520, 384, DType::f32, DType::f32, DType::f32},
+                      Case{9, 130, 77, DType::f32, DType::f32, DType::f32}),
     [](const auto& param_info) {
       std::ostringstream o;
       o << param_info.param;
@@ -183,7 +187,9 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
                          ::testing::Values(LoraCase{1, 1, 1, 1}, LoraCase{7, 33, 129, 8}, LoraCase{33, 65, 17, 4},
-                                           LoraCase{130, 96, 64, 16}));
+                                           LoraCase{130, 96, 64, 16},
+                                           // training's shapes, smaller: rank-r products on the skinny kernel
+                                           LoraCase{256, 128, 448, 8}, LoraCase{160, 448, 96, 8}));
 
 class LoraDropoutTest : public test::GpuTest {};
 

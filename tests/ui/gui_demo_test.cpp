@@ -8,6 +8,9 @@
 // the run store: the demo model was made, the run trained on it with the held-out validation file and is
 // stored with its loss curve, both sides answered both questions (greedy) and differ, no error dialog and
 // no validation message. The screenshot (gui_demo.png) lands in the build folder.
+// LS_GUI_DEMO_FULL=1 runs the whole demo instead (about 5 minutes on lavapipe, not in the suite): the
+// run finishes, and the adapter's answers must then be in the demo data's JSON shape; docs/images/
+// gui-demo.png is such a run's screenshot.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -40,17 +43,35 @@ bool have(const char* program) {
   return std::system((std::string("command -v ") + program + " >/dev/null 2>&1").c_str()) == 0;
 }
 
+bool full_demo() {
+  const char* e = std::getenv("LS_GUI_DEMO_FULL");
+  return e && std::string(e) == "1";
+}
+
+// A JSON object with a "topic", as the demo data's answers {"topic": "...", "kind": "..."}. The second
+// question comes after the first turn in the same chat, which the tiny model did not see in training: a
+// full run answered it {"topic": "estimate"}, so the test asks for the object, not both keys.
+bool in_demo_shape(const std::string& reply) {
+  const auto j = nlohmann::json::parse(reply, nullptr, false);
+  return !j.is_discarded() && j.is_object() && j.contains("topic") && j["topic"].is_string();
+}
+
 std::string scenario(const fs::path& out, const std::string& question) {
   std::ostringstream s;
-  s << "timeout 400\n"
+  s << "timeout " << (full_demo() ? 1200 : 400) << "\n"
     << "frames 3\n"
     << "click model.demo\n"
     << "wait_for model 60\n"
     << "wait_for data 60\n"
-    << "wait_for training 60\n"
-    << "wait_for steps>=2 200\n"
-    << "click train.stop\n"
-    << "wait_for trained 60\n"
+    << "wait_for training 60\n";
+  if (full_demo()) {
+    s << "wait_for trained 1100\n";
+  } else {
+    s << "wait_for steps>=2 200\n"
+      << "click train.stop\n"
+      << "wait_for trained 60\n";
+  }
+  s
     // The app asked the first held-out question by itself; then the user asks another.
     << "wait_for chat_done 60\n"
     << "click chat.input\n"
@@ -92,14 +113,18 @@ TEST(GuiDemo, TryTheDemoTrainsAndBothSidesAnswerHeldOutQuestions) {
   EXPECT_EQ(state["script_error"], "");
   EXPECT_TRUE(state["model_loaded"].get<bool>());
   EXPECT_TRUE(state["data_loaded"].get<bool>());
-  EXPECT_EQ(state["train_state"], "stopped");
-  EXPECT_GE(state["steps"].get<int>(), 2);
+  EXPECT_EQ(state["train_state"], full_demo() ? "finished" : "stopped");
+  EXPECT_GE(state["steps"].get<int>(), full_demo() ? int(demo::kDemoSteps) : 2);
   EXPECT_EQ(state["total_steps"], demo::kDemoSteps) << "the demo's own step count";
   EXPECT_EQ(state["chat_turns"], 2);
   const std::string base = state["reply_base"], tuned = state["reply_adapter"];
   EXPECT_FALSE(base.empty());
   EXPECT_FALSE(tuned.empty());
   EXPECT_NE(base, tuned) << "the adapter changed the answer";
+  if (full_demo()) {
+    EXPECT_TRUE(in_demo_shape(tuned)) << tuned;
+    EXPECT_FALSE(in_demo_shape(base)) << base;
+  }
   EXPECT_EQ(state["validation_messages"], 0) << log;
   EXPECT_TRUE(state["errors"].empty()) << state["errors"].dump();
 
@@ -113,7 +138,7 @@ TEST(GuiDemo, TryTheDemoTrainsAndBothSidesAnswerHeldOutQuestions) {
   store::RunStore runs(out / "store/runs.sqlite");
   const auto list = runs.list_runs();
   ASSERT_EQ(list.size(), 1u);
-  EXPECT_EQ(list[0].status, store::RunStatus::stopped);
+  EXPECT_EQ(list[0].status, full_demo() ? store::RunStatus::finished : store::RunStatus::stopped);
   EXPECT_EQ(list[0].model_path, model_dir);
   EXPECT_EQ(list[0].name.rfind("demo-", 0), 0u) << list[0].name;
   EXPECT_NE(list[0].config_json.find("demo_val.jsonl"), std::string::npos) << "the held-out split validates";
