@@ -26,11 +26,6 @@ foreach(a f32 f16)
     endforeach()
   endforeach()
 endforeach()
-# Attention's products (f32 × f32): a 64×64 tile of 2×2 subgroups (4×4 matrices of 16×16 as 2×2 per
-# subgroup, K step 64). Measured on the H100 (bench/RESULTS.md, session 4) against 64×128 and three
-# other tiles; it was the fastest for these shapes, 64×128 for the products with weights.
-ls_kernel(gemm_coopmat_f32_f32_f32_t64 matmul_coopmat.comp A_T=f32 B_T=f32 C_T=f32 A_IS_F32 B_IS_F32
-          BM=64u BN=64u SG_M=2u SG_N=2u BK=64u)
 # Split-K second pass: the partial sums (f32) reduced in order, then the product's epilogue.
 foreach(b f32 f16 bf16)
   foreach(c f32 f16)

@@ -6,7 +6,8 @@
 // = FM×FN matrices (the defaults: 64×128, 2×4 subgroups of 2×2, K step 32; a kernel may set BM, BN, BK,
 // SG_M and SG_N; ops/matmul.cpp dispatches each with its tile). Shared memory holds the staged tiles
 // and, for the epilogue, the whole BM×BN f32 output tile: 47 KiB of the 48 at the defaults. On the H100
-// at Qwen2.5-0.5B's training shapes 128×64 was as fast as 64×128 and 64×64 slower (session 5).
+// at Qwen2.5-0.5B's training shapes 128×64 was as fast as 64×128 and 64×64 slower (session 5), for
+// attention's f32 × f32 products too.
 // K advances BK at a time: the A (BM×BK) and B (BN×BK) tiles are staged in shared memory as packed
 // f16 (uvec4 = 8 halves). The next K step's tiles are read from global memory into registers while
 // the tensor cores work on the current one. Loads are 16 bytes wide when an operand's rows are

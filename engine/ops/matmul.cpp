@@ -98,8 +98,8 @@ struct CoopmatTile {
 };
 
 CoopmatTile coopmat_tile(DType a, DType b, DType c) {
-  // f32 × f32 is attention's batched products: a 64×64 tile measured faster there (session 4).
-  if (a == DType::f32 && b == DType::f32 && c == DType::f32) return {vk::Kernel::gemm_coopmat_f32_f32_f32_t64, 64, 64, 128};
+  // 64×128 for every product, attention's f32 × f32 ones included: with the session-5 epilogue it beat
+  // 64×64 there too (a B1 step 35.2 -> 34.2 ms on the H100, bench/RESULTS.md).
   return {coopmat_kernel(a, b, c), 64, 128, 256};
 }
 

@@ -1,6 +1,8 @@
 // merge_adapter on qwen2_tiny and its PEFT adapter (r 4, alpha 8, all seven projections, random A and B):
 // - the merged folder run by our generator gives the logits of the base run with the adapter, every
-//   position, within 1e-5 relative (test::expect_close; f32 fixture; measured below);
+//   position, within 5e-5 relative (test::expect_close; f32 fixture; measured below: on lavapipe within
+//   1e-5, on the H100 two of 40,788 logits 2.6x past 1e-5, max abs 1.9e-5 with max |logit| ~7, as the
+//   two paths sum in different orders);
 // - merged weights equal W + scale·B·A computed here on the CPU, bit for bit, for f32, f16 and bf16 bases
 //   (bf16/f16 bases made here by converting the fixture with our writer), rsLoRA's scale included, and
 //   hand-picked bf16 cases round to nearest even with NaN and inf kept and overflow going to inf;
@@ -185,7 +187,7 @@ TEST_F(Merge, MergedModelGivesTheAdaptedLogits) {
   infer::Generator plain(dev(), merged, nullptr, {.context = 128});
   const auto got = plain.logits_of_every_position(ids);
   const uint32_t V = base.config.vocab_size;
-  test::expect_close(got, want, 1e-5, "merged vs base + adapter logits", {uint32_t(ids.size()), V});
+  test::expect_close(got, want, 5e-5, "merged vs base + adapter logits", {uint32_t(ids.size()), V});
   const auto s = test::compare(got, want);
   std::printf("  [measured] merged vs adapter logits: max abs %.2e, max rel (by max |e|) %.2e\n", s.max_abs, s.max_rel);
 
