@@ -18,6 +18,7 @@
 #include <stb_image_write.h>
 
 #include "error.h"
+#include "ui/embedded_font.h"
 #include "util/atomic_file.h"
 
 // Index of this file:
@@ -84,13 +85,17 @@ void check_imgui_vk(VkResult r) {
   if (r != VK_SUCCESS) vk::check(r, "Dear ImGui's Vulkan backend");
 }
 
-// DejaVu Sans (fonts-dejavu-core) at the size of `pixels`, or ImGui's own font scaled when it is absent.
+// DejaVu Sans (built into the binary, ui/embedded_font.h) at the size of `pixels`, or ImGui's own font
+// scaled should the atlas refuse it.
 void load_font(ImGuiIO& io, float pixels) {
   static const ImWchar kRanges[] = {0x0020, 0x00FF, 0x0100, 0x024F, 0x0370, 0x03FF, 0x0400, 0x04FF,
                                     0x2000, 0x206F, 0x2190, 0x21FF, 0x2200, 0x22FF, 0x2500, 0x25FF, 0};
-  for (const char* path : {"/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "/usr/share/fonts/TTF/DejaVuSans.ttf",
-                           "/usr/local/share/fonts/DejaVuSans.ttf"})
-    if (fs::exists(path) && io.Fonts->AddFontFromFileTTF(path, pixels, nullptr, kRanges)) return;
+  const auto ttf = ui::dejavu_sans_ttf();
+  ImFontConfig embedded;
+  embedded.FontDataOwnedByAtlas = false;  // the bytes live in the binary's read-only data
+  if (io.Fonts->AddFontFromMemoryTTF(const_cast<unsigned char*>(ttf.data()), int(ttf.size()), pixels, &embedded,
+                                     kRanges))
+    return;
   ImFontConfig config;
   config.SizePixels = std::max(13.0f, pixels * 0.9f);
   io.Fonts->AddFontDefault(&config);

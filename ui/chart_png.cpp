@@ -1,5 +1,5 @@
 // write_chart_png(): the chart of ui/chart_paint.h painted on the CPU into RGBA8 pixels. Text comes
-// from DejaVu Sans (fonts-dejavu-core) through stb_truetype, found at run time; lines are anti-aliased
+// from DejaVu Sans (built into the binary, ui/embedded_font.h) through stb_truetype; lines are anti-aliased
 // by the distance of each pixel centre to the segment; stb_image_write encodes the PNG and the file is
 // written atomically. Debian's libstb (linked through pkg-config imgui) holds the stb implementations.
 #include <stb_image_write.h>
@@ -15,33 +15,26 @@
 #include "error.h"
 #include "ui/chart.h"
 #include "ui/chart_paint.h"
+#include "ui/embedded_font.h"
 #include "util/atomic_file.h"
 
 namespace ls::ui {
 
 namespace {
 
-constexpr const char* kFontPath = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 constexpr float kFontPx = 13;  // ascent + descent, as ImGui's default font size
 constexpr int kMinSide = 16, kMaxSide = 8192;
 
 struct Font {
-  std::string bytes;
   stbtt_fontinfo info{};
   float scale = 1, ascent = 0;
 };
 
 void load_font(Font& font, const std::filesystem::path& file) {
-  std::ifstream in(kFontPath, std::ios::binary);
-  font.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) font.bytes.clear();
-  if (font.bytes.empty())
-    throw Error(file.string() + ": cannot draw the chart: font " + kFontPath +
-                " not found (it comes with Debian's fonts-dejavu-core)");
-  auto* data = reinterpret_cast<const unsigned char*>(font.bytes.data());
+  const unsigned char* data = dejavu_sans_ttf().data();
   int offset = stbtt_GetFontOffsetForIndex(data, 0);
-  if (offset < 0 || !stbtt_InitFont(&font.info, data, offset))
-    throw Error(file.string() + ": cannot draw the chart: " + kFontPath + " is not a TrueType font");
+  if (dejavu_sans_ttf().empty() || offset < 0 || !stbtt_InitFont(&font.info, data, offset))
+    throw Error(file.string() + ": cannot draw the chart: the built-in font is not a TrueType font");
   font.scale = stbtt_ScaleForPixelHeight(&font.info, kFontPx);
   int ascent = 0, descent = 0, gap = 0;
   stbtt_GetFontVMetrics(&font.info, &ascent, &descent, &gap);
