@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <optional>
 
@@ -16,6 +15,7 @@
 #include "infer/generator.h"
 #include "model/peft_adapter.h"
 #include "store/run_store.h"
+#include "util/local_time.h"
 #include "vk/device.h"
 
 namespace ls::app {
@@ -25,15 +25,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint32_t kAnswerTokens = 24;  // the learnt shape takes ~15; the base model runs on to this
-
-std::string local_stamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 void print_intro() {
   const auto& s = demo::kDemoShape;

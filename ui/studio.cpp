@@ -8,7 +8,6 @@
 #include "ui/studio.h"
 
 #include <algorithm>
-#include <ctime>
 #include <system_error>
 
 #include <imgui.h>
@@ -23,6 +22,7 @@
 #include "ui/settings.h"
 #include "ui/widgets.h"
 #include "util/atomic_file.h"
+#include "util/local_time.h"
 
 namespace ls::ui {
 
@@ -41,15 +41,6 @@ Overloaded(F...) -> Overloaded<F...>;
 constexpr size_t kPreviewExamples = 6;
 constexpr auto kPollPeriod = std::chrono::milliseconds(500);
 constexpr double kStaleAfterS = 300;  // a running run without a heartbeat for this long was interrupted
-
-std::string local_stamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
-}
 
 // Parameters, bytes and dtype of a model's weights.
 void measure(LoadedModel& m) {

@@ -26,13 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 uint32_t crc_of(const std::string& s) {
   return uint32_t(crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(s.data()), uInt(s.size())));
 }
@@ -53,14 +46,14 @@ TEST(DemoModel, TwoGenerationsAreByteIdenticalAndPinned) {
   demo::write_demo_model(a.path());
   demo::write_demo_model(b.path());
   for (const auto& f : kFiles) {
-    const auto x = read_bytes(a / f), y = read_bytes(b / f);
+    const auto x = test::read_text(a / f), y = test::read_text(b / f);
     ASSERT_FALSE(x.empty()) << f;
     EXPECT_TRUE(x == y) << f << " differs between two generations";
     std::printf("[ demo ] %-24s %9zu bytes  crc32 %08x\n", f.c_str(), x.size(), crc_of(x));
   }
   // The same bytes on every machine: pinned (our generator, no std:: distribution, no libm).
-  EXPECT_EQ(crc_of(read_bytes(a / "model.safetensors")), 0xb32bbe30u) << "model.safetensors changed";
-  EXPECT_EQ(crc_of(read_bytes(a / "tokenizer.json")), 0x674fe8a4u) << "tokenizer.json changed";
+  EXPECT_EQ(crc_of(test::read_text(a / "model.safetensors")), 0xb32bbe30u) << "model.safetensors changed";
+  EXPECT_EQ(crc_of(test::read_text(a / "tokenizer.json")), 0x674fe8a4u) << "tokenizer.json changed";
   EXPECT_TRUE(demo::demo_model_intact(a.path()));
 }
 
@@ -69,7 +62,7 @@ TEST(DemoModel, DamagedOrIncompleteCacheIsRebuilt) {
   const auto first = demo::ensure_demo_model(root.path());
   ASSERT_TRUE(first.made);
   EXPECT_EQ(first.dir, root / demo::kDemoModelFolder);
-  const std::string weights = read_bytes(first.dir / "model.safetensors");
+  const std::string weights = test::read_text(first.dir / "model.safetensors");
   EXPECT_FALSE(demo::ensure_demo_model(root.path()).made) << "an intact folder is used as it is";
 
   auto rebuilt = [&](const char* what) {
@@ -77,7 +70,7 @@ TEST(DemoModel, DamagedOrIncompleteCacheIsRebuilt) {
     const auto again = demo::ensure_demo_model(root.path());
     EXPECT_TRUE(again.made) << what;
     EXPECT_TRUE(demo::demo_model_intact(again.dir)) << what;
-    EXPECT_TRUE(read_bytes(again.dir / "model.safetensors") == weights) << what;
+    EXPECT_TRUE(test::read_text(again.dir / "model.safetensors") == weights) << what;
     // Nothing left beside it (temporary or moved-aside folders).
     EXPECT_EQ(std::distance(fs::directory_iterator(root.path()), fs::directory_iterator()), 1) << what;
   };
@@ -137,8 +130,8 @@ TEST(DemoModel, IsAQwen2ModelWithQwen25sTokenizerAndTemplate) {
 TEST(DemoData, ParsesWithNoBadLineInTheShapeWithADisjointHeldOutSplit) {
   test::TempDir root;
   const auto data = demo::ensure_demo_data(root.path());
-  EXPECT_TRUE(read_bytes(data.train) == demo::demo_train_jsonl());
-  EXPECT_TRUE(read_bytes(data.validation) == demo::demo_val_jsonl());
+  EXPECT_TRUE(test::read_text(data.train) == demo::demo_train_jsonl());
+  EXPECT_TRUE(test::read_text(data.validation) == demo::demo_val_jsonl());
 
   auto questions = [](const std::string& jsonl, const char* what) {
     std::set<std::string> q;

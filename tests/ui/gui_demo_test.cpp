@@ -23,6 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gui_run.h"
+
 #include "demo/demo_data.h"
 #include "demo/demo_model.h"
 #include "store/run_store.h"
@@ -31,17 +33,6 @@ namespace ls {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool have(const char* program) {
-  return std::system((std::string("command -v ") + program + " >/dev/null 2>&1").c_str()) == 0;
-}
 
 bool full_demo() {
   const char* e = std::getenv("LS_GUI_DEMO_FULL");
@@ -97,17 +88,15 @@ TEST(GuiDemo, TryTheDemoTrainsAndBothSidesAnswerHeldOutQuestions) {
   const char* binary = std::getenv("LS_APP_BINARY") ? std::getenv("LS_APP_BINARY") : LS_APP_BINARY;
   std::string cmd = "'" + std::string(binary) + "' --validation --ui-script '" + (out / "scenario.txt").string() +
                     "' --geometry 1600x900 --store '" + (out / "store/runs.sqlite").string() + "'";
-  const char* display = std::getenv("DISPLAY");
-  if (!display || !*display) {
-    ASSERT_TRUE(have("xvfb-run") && have("Xvfb")) << "no DISPLAY and no Xvfb: apt-get install xvfb xauth";
-    cmd = "xvfb-run -a -s '-screen 0 1600x900x24 -nolisten tcp' " + cmd;
-  }
+  const auto shown = test::on_a_display(cmd, 1600, 900);
+  ASSERT_TRUE(shown) << "no DISPLAY and no Xvfb: apt-get install xvfb xauth";
+  cmd = *shown;
   cmd += " >'" + (out / "log.txt").string() + "' 2>&1";
   const int status = std::system(cmd.c_str());
-  const std::string log = read_text(out / "log.txt");
+  const std::string log = test::read_text(out / "log.txt");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log;
   ASSERT_TRUE(fs::exists(out / "state.json")) << log;
-  const auto state = nlohmann::json::parse(read_text(out / "state.json"));
+  const auto state = nlohmann::json::parse(test::read_text(out / "state.json"));
   std::printf("[ gui ] state: %s\n", state.dump(2).c_str());
 
   EXPECT_EQ(state["script_error"], "");
@@ -130,7 +119,7 @@ TEST(GuiDemo, TryTheDemoTrainsAndBothSidesAnswerHeldOutQuestions) {
 
   const fs::path model_dir = out / "xdg-data/lorastudio" / demo::kDemoModelFolder;
   EXPECT_TRUE(demo::demo_model_intact(model_dir)) << "made in the data folder";
-  const std::string png = read_text(out / "gui_demo.png");
+  const std::string png = test::read_text(out / "gui_demo.png");
   EXPECT_GT(png.size(), 10000u);
   EXPECT_EQ(png.substr(1, 3), "PNG");
   std::printf("[ gui ] screenshot: %s\n", (out / "gui_demo.png").string().c_str());

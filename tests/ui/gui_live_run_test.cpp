@@ -18,21 +18,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gui_run.h"
+
 namespace ls {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool have(const char* program) {
-  return std::system((std::string("command -v ") + program + " >/dev/null 2>&1").c_str()) == 0;
-}
 
 const nlohmann::json* find_run(const nlohmann::json& state, const std::string& name) {
   for (const auto& r : state["runs"])
@@ -74,11 +65,9 @@ TEST(GuiLiveRun, RunsOfAnotherProcessUpdateLive) {
                                       << "quit\n";
   std::string cmd = "'" + std::string(binary) + "' --validation --ui-script '" + (out / "scenario.txt").string() +
                     "' --geometry 1280x720 --store '" + store.string() + "'";
-  const char* display = std::getenv("DISPLAY");
-  if (!display || !*display) {
-    ASSERT_TRUE(have("xvfb-run") && have("Xvfb")) << "no DISPLAY and no Xvfb: apt-get install xvfb xauth";
-    cmd = "xvfb-run -a -s '-screen 0 1280x720x24 -nolisten tcp' " + cmd;
-  }
+  const auto shown = test::on_a_display(cmd, 1280, 720);
+  ASSERT_TRUE(shown) << "no DISPLAY and no Xvfb: apt-get install xvfb xauth";
+  cmd = *shown;
   cmd += " >'" + (out / "log.txt").string() + "' 2>&1";
   const int status = std::system(cmd.c_str());
 
@@ -87,10 +76,10 @@ TEST(GuiLiveRun, RunsOfAnotherProcessUpdateLive) {
   kill(batch, SIGINT);
   waitpid(batch, &batch_status, 0);
 
-  const std::string log = read_text(out / "log.txt");
+  const std::string log = test::read_text(out / "log.txt");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log;
-  const auto s1 = nlohmann::json::parse(read_text(out / "state1.json"));
-  const auto s2 = nlohmann::json::parse(read_text(out / "state2.json"));
+  const auto s1 = nlohmann::json::parse(test::read_text(out / "state1.json"));
+  const auto s2 = nlohmann::json::parse(test::read_text(out / "state2.json"));
   EXPECT_EQ(s2["script_error"], "");
   const auto* r1 = find_run(s1, "ext-run");
   const auto* r2 = find_run(s2, "ext-run");
@@ -105,7 +94,7 @@ TEST(GuiLiveRun, RunsOfAnotherProcessUpdateLive) {
   EXPECT_GT(s2["chart_points"].get<int>(), 0) << "the loss chart shows the latest run";
   EXPECT_EQ(s2["validation_messages"], 0) << log;
 
-  EXPECT_TRUE(WIFEXITED(batch_status) && WEXITSTATUS(batch_status) == 130) << read_text(out / "batch_log.txt");
+  EXPECT_TRUE(WIFEXITED(batch_status) && WEXITSTATUS(batch_status) == 130) << test::read_text(out / "batch_log.txt");
   bool checkpoint = false;
   for (const auto& e : fs::directory_iterator(out / "ext-run"))
     checkpoint |= e.path().filename().string().rfind("checkpoint-", 0) == 0;

@@ -20,6 +20,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gui_run.h"
+
 #include "store/run_store.h"
 
 namespace ls {
@@ -28,17 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kSteps = 12;
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool have(const char* program) {
-  return std::system((std::string("command -v ") + program + " >/dev/null 2>&1").c_str()) == 0;
-}
 
 std::string scenario(const fs::path& out) {
   const fs::path src = LS_SOURCE_DIR;
@@ -114,17 +105,15 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   const char* binary = std::getenv("LS_APP_BINARY") ? std::getenv("LS_APP_BINARY") : LS_APP_BINARY;
   std::string cmd = "'" + std::string(binary) + "' --validation --ui-script '" + (out / "scenario.txt").string() +
                     "' --geometry 1600x900 --store '" + (out / "store/runs.sqlite").string() + "'";
-  const char* display = std::getenv("DISPLAY");
-  if (!display || !*display) {
-    ASSERT_TRUE(have("xvfb-run") && have("Xvfb")) << "no DISPLAY and no Xvfb: apt-get install xvfb xauth";
-    cmd = "xvfb-run -a -s '-screen 0 1600x900x24 -nolisten tcp' " + cmd;
-  }
+  const auto shown = test::on_a_display(cmd, 1600, 900);
+  ASSERT_TRUE(shown) << "no DISPLAY and no Xvfb: apt-get install xvfb xauth";
+  cmd = *shown;
   cmd += " >'" + (out / "log.txt").string() + "' 2>&1";
   const int status = std::system(cmd.c_str());
-  const std::string log = read_text(out / "log.txt");
+  const std::string log = test::read_text(out / "log.txt");
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log;
   ASSERT_TRUE(fs::exists(out / "state.json")) << log;
-  const auto state = nlohmann::json::parse(read_text(out / "state.json"));
+  const auto state = nlohmann::json::parse(test::read_text(out / "state.json"));
   std::printf("[ gui ] state: %s\n", state.dump(2).c_str());
 
   EXPECT_EQ(state["script_error"], "");
@@ -160,7 +149,7 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   EXPECT_LT(f["max_frame_ms_less_cpu_wait_while_training"].get<double>(), 50.0) << "a UI frame waited on something";
 
   for (const char* png : {"gui_training.png", "gui_chat.png"}) {
-    const std::string bytes = read_text(out / png);
+    const std::string bytes = test::read_text(out / png);
     EXPECT_GT(bytes.size(), 10000u) << png;
     EXPECT_EQ(bytes.substr(1, 3), "PNG") << png;
     std::printf("[ gui ] screenshot: %s\n", (out / png).string().c_str());
