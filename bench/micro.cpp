@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -123,6 +124,25 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   train_matmul("train_2048x896x16384", 2048, 896, 16384);  // an lm_head chunk
   train_matmul("train16_512x896x4864", 512, 896, 4864, DT::f16);
   train_matmul("train16_4096x896x4864", 4096, 896, 4864, DT::f16);
+  // ggml-vulkan's test-backend-ops MUL_MAT shapes, named as there: m output features, n tokens, k inputs
+  // (../shared/peers/llamacpp/gemm_peer.sh times the same ones), y [n, m] = x [n, k] · W [m, k]ᵀ.
+  auto peer_gemm = [&](uint32_t m, uint32_t n, uint32_t k, DT act, DT weight) {
+    const std::string name = "gemm_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "_" +
+                             dtype_name(act) + "_" + dtype_name(weight);
+    if (!filter.empty() && name.find(filter) == std::string::npos) return;  // up to 256 MiB an operand: only if run
+    auto x = random_tensor(dev, {n, k}, act, seed++);
+    auto w = random_tensor(dev, {m, k}, weight, seed++, 0.05f);
+    auto y = Tensor::empty(dev, {n, m}, act);
+    const std::string an = dtype_name(act), wn = dtype_name(weight);
+    cases.push_back({name, an + " x [" + std::to_string(n) + ", " + std::to_string(k) + "] · W " + wn + " [" + std::to_string(m) +
+                         ", " + std::to_string(k) + "]",
+                     2.0 * m * n * k, double(dtype_size(act)) * (n * k + n * m) + double(dtype_size(weight)) * m * k,
+                     [=](vk::Recorder& rec) { ops::matmul_forward(rec, y, x, w, Tensor()); }});
+  };
+  for (auto [m, n, k] : {std::array<uint32_t, 3>{4864, 512, 896}, {896, 512, 4864}, {4864, 4096, 896},
+                         {18944, 512, 3584}, {3584, 512, 18944}, {18944, 4096, 3584}, {8192, 8192, 8192}})
+    for (DT act : {DT::f32, DT::f16})
+      for (DT weight : {DT::f16, DT::bf16}) peer_gemm(m, n, k, act, weight);
   softmax("softmax_1024", 1, 1024);
   {
     auto x = random_tensor(dev, {1, 1024}, DT::f32, seed++);

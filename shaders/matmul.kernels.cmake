@@ -23,6 +23,13 @@ foreach(a f32 f16)
         list(APPEND defs B_IS_F32)
       endif()
       ls_kernel(gemm_coopmat_${a}_${b}_${c} matmul_coopmat.comp ${defs})
+      # The big tile, 128×128 on 2×2 subgroups of 4×4 matrices, storing straight to C (DIRECT_STORE):
+      # for products whose tiles all lie inside C, with no bias or LoRA term (ops/matmul.cpp).
+      set(big ${defs} BM=128u BN=128u SG_M=2u SG_N=2u DIRECT_STORE)
+      if(c STREQUAL "f16")
+        list(APPEND big C_IS_F16)
+      endif()
+      ls_kernel(gemm_coopmat_big_${a}_${b}_${c} matmul_coopmat.comp ${big})
     endforeach()
   endforeach()
 endforeach()

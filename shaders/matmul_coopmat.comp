@@ -16,6 +16,13 @@
 // otherwise. f32 operands (A_IS_F32, B_IS_F32) and bf16 weights become f16 on the way (f32 clamped to
 // ±65504; bf16 exact for |w| >= 2^-14). Each subgroup passes its accumulators through shared memory
 // to the element-wise epilogue (bias, LoRA, accumulate).
+// DIRECT_STORE (the big tile, 128×128 on 2×2 subgroups of 4×4 matrices: the shape of the ~378 TFLOP/s
+// ceiling probe, DESIGN): ops/matmul.cpp picks it only when every tile lies inside C and the epilogue is
+// at most alpha and accumulation (beta·C), so each accumulator goes straight to C with no shared scratch;
+// the shared memory then holds only the staged tiles. A subgroup keeps one A matrix and its FN B
+// matrices live at a time. On the H100 (session 6) it beats the default tile by 10-20% when both operands
+// are f16 (up to 127 TFLOP/s at 8192³), and loses when the 128 invocations must also convert f32 or bf16
+// operands while staging them; staging without the register prefetch of the next K step made no difference.
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -60,7 +67,9 @@ const uint LDTA = BM8 + 1u;  // A transposed: [k][m / 8]
 const uint A_LOADS = BM * BK8 / THREADS, B_LOADS = BN * BK8 / THREADS;
 shared uvec4 tile_a[max(BM * LD, BK * LDTA)];
 shared uvec4 tile_b[max(BN * LD, BK * LDT)];
+#if !defined(DIRECT_STORE)
 shared float scratch[BM * BN];  // the accumulators, for the epilogue
+#endif
 
 uint pack_pair(float lo, float hi) { return packHalf2x16(clamp(vec2(lo, hi), -65504.0, 65504.0)); }
 uvec4 pack8(float v[8]) {
@@ -169,6 +178,21 @@ void main() {
       fetch(k0 + BK, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
     }
     [[unroll]] for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
+#if defined(DIRECT_STORE)
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb[FN];
+      if (b_t) {
+        [[unroll]] for (uint j = 0u; j < FN; ++j)
+          coopMatLoadNV(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, false);
+      } else {
+        [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
+      }
+      [[unroll]] for (uint i = 0u; i < FM; ++i) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma;
+        if (a_t) coopMatLoadNV(ma, tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, true);
+        else coopMatLoadNV(ma, tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
+        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma, mb[j], acc[i][j]);
+      }
+#else
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[FM], mb[FN];
       if (a_t) {
         [[unroll]] for (uint i = 0u; i < FM; ++i)
@@ -184,9 +208,36 @@ void main() {
       }
       [[unroll]] for (uint i = 0u; i < FM; ++i)
         [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
+#endif
     }
     barrier();
   }
+
+#if defined(DIRECT_STORE)
+  const uint mb0 = m0 + wm * 16u * FM, nb0 = n0 + wn * 16u * FN;
+  const bool accumulate = (p.flags & 2u) != 0u;
+  [[unroll]] for (uint i = 0u; i < FM; ++i)
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      const uint ci = c_base + (mb0 + i * 16u) * p.c_sm + nb0 + j * 16u;
+#if defined(C_IS_F16)
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> r = fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j] * p.alpha);
+      if (accumulate) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> old;
+        coopMatLoadNV(old, c, ci, p.c_sm, false);
+        r = r + old * float16_t(p.beta);
+      }
+#else
+      fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> r = acc[i][j] * p.alpha;
+      if (accumulate) {
+        fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> old;
+        coopMatLoadNV(old, c, ci, p.c_sm, false);
+        r = r + old * p.beta;
+      }
+#endif
+      coopMatStoreNV(r, c, ci, p.c_sm, false);
+    }
+}
+#else
 
   // Epilogue: every accumulator of the subgroup into its own (16·FM)×(16·FN) block of shared memory, then
   // one element-wise pass, a row of 16·FN consecutive outputs per step. No barrier sits between the
@@ -204,3 +255,4 @@ void main() {
     if (m < p.M && n < p.N) gemm_store(m, n, scratch[s0 + e], c_base);
   }
 }
+#endif

@@ -81,26 +81,43 @@ vk::Kernel matvec8_kernel(DType a, DType b, DType c) {
   return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
 }
 
-// f16 or f32 activations × f16/bf16 weights on tensor cores (shaders/matmul_coopmat.comp).
-vk::Kernel coopmat_kernel(DType a, DType b, DType c) {
-  static constexpr vk::Kernel table[] = {
-      vk::Kernel::gemm_coopmat_f32_f32_f32,  vk::Kernel::gemm_coopmat_f32_f32_f16,  vk::Kernel::gemm_coopmat_f32_f16_f32,
-      vk::Kernel::gemm_coopmat_f32_f16_f16,  vk::Kernel::gemm_coopmat_f32_bf16_f32, vk::Kernel::gemm_coopmat_f32_bf16_f16,
-      vk::Kernel::gemm_coopmat_f16_f32_f32,  vk::Kernel::gemm_coopmat_f16_f32_f16,  vk::Kernel::gemm_coopmat_f16_f16_f32,
-      vk::Kernel::gemm_coopmat_f16_f16_f16,  vk::Kernel::gemm_coopmat_f16_bf16_f32, vk::Kernel::gemm_coopmat_f16_bf16_f16};
-  return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
+// The tensor-core kernels (shaders/matmul_coopmat.comp, matmul.kernels.cmake): f16 or f32 activations
+// × f16/bf16 weights, at the default tile (64×128 on 2×4 subgroups of 2×2 matrices) or the big one
+// (128×128 on 2×2 subgroups of 4×4, storing straight to C).
+vk::Kernel coopmat_kernel(DType a, DType b, DType c, bool big) {
+#define LS_COOPMAT_ROW(prefix)                                                                                    \
+  {vk::Kernel::prefix##f32_f32_f32, vk::Kernel::prefix##f32_f32_f16, vk::Kernel::prefix##f32_f16_f32,             \
+   vk::Kernel::prefix##f32_f16_f16, vk::Kernel::prefix##f32_bf16_f32, vk::Kernel::prefix##f32_bf16_f16,           \
+   vk::Kernel::prefix##f16_f32_f32, vk::Kernel::prefix##f16_f32_f16, vk::Kernel::prefix##f16_f16_f32,             \
+   vk::Kernel::prefix##f16_f16_f16, vk::Kernel::prefix##f16_bf16_f32, vk::Kernel::prefix##f16_bf16_f16}
+  static constexpr vk::Kernel table[2][12] = {LS_COOPMAT_ROW(gemm_coopmat_), LS_COOPMAT_ROW(gemm_coopmat_big_)};
+#undef LS_COOPMAT_ROW
+  return table[big ? 1 : 0][float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
 }
 
-// A tensor-core kernel and its output tile (shaders/matmul_coopmat.comp, matmul.kernels.cmake).
+// A tensor-core kernel and its output tile.
 struct CoopmatTile {
   vk::Kernel kernel;
   uint32_t bm, bn, threads;
 };
 
-CoopmatTile coopmat_tile(DType a, DType b, DType c) {
-  // 64×128 for every product, attention's f32 × f32 ones included: with the session-5 epilogue it beat
-  // 64×64 there too (a B1 step 35.2 -> 34.2 ms on the H100, bench/RESULTS.md).
-  return {coopmat_kernel(a, b, c), 64, 128, 256};
+// Output tiles at 128×128 from which the big tile is used: about one per SM of an H100 (132), so that
+// the bigger tile does not leave the GPU half idle.
+constexpr uint64_t kBigTileMinTiles = 128;
+
+// The big tile stores its accumulators straight to C: every tile must lie inside C (M and N multiples of
+// 128), C's rows 16-byte aligned, and the epilogue no more than alpha and accumulation. It pays only when
+// both operands are already f16 (measured on the H100, session 6: bench/RESULTS.md).
+bool big_tile_fits(DType a, DType b, uint32_t M, uint32_t N, uint32_t c_sm, uint32_t batch, uint32_t flags) {
+  return a == DType::f16 && b == DType::f16 && M % 128 == 0 && N % 128 == 0 && c_sm % 8 == 0 && batch == 1 &&
+         (flags & (kBias | kLora)) == 0 && uint64_t(M / 128) * (N / 128) >= kBigTileMinTiles;
+}
+
+CoopmatTile coopmat_tile(DType a, DType b, DType c, bool big) {
+  // Below the big tile, 64×128 for every product, attention's f32 × f32 ones included (session 5: it beat
+  // 64×64 there too).
+  return big ? CoopmatTile{coopmat_kernel(a, b, c, true), 128, 128, 128}
+             : CoopmatTile{coopmat_kernel(a, b, c, false), 64, 128, 256};
 }
 
 vk::Kernel splitk_reduce_kernel(DType b, DType c) {
@@ -231,13 +248,17 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   }
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
-  const CoopmatTile tc = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), c.dtype()) : CoopmatTile{};
+  const bool big = tensor_cores && big_tile_fits(a.dtype(), b.dtype(), M, N, g.c_sm, g.batch, flags);
+  const CoopmatTile tc = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), c.dtype(), big) : CoopmatTile{};
   vk::Kernel kernel = tensor_cores ? tc.kernel : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
   // Tiles: 64x64 on the scalar path, the kernel's on tensor cores (shaders/matmul_coopmat.comp).
   const uint32_t bm = tensor_cores ? tc.bm : kTile, bn = tensor_cores ? tc.bn : kTile;
   const uint32_t threads = tensor_cores ? tc.threads : 256u;
   const uint32_t tiles_n = ceil_div(N, bn), tiles_m = ceil_div(M, bm);
-  const uint32_t splits = g.batch == 1 ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range) : 1;
+  // The big tile is chosen only with enough tiles to fill the GPU: no split of K then.
+  const uint32_t splits = g.batch == 1 && !(tensor_cores && tc.bm == 128)
+                              ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range)
+                              : 1;
   if (splits == 1) {
     rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = threads});
     return;
@@ -247,7 +268,7 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   const uint32_t kc = K / splits;
   Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
   const GemmParams first = slice_params(splits, kc);
-  const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32) : CoopmatTile{};
+  const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32, false) : CoopmatTile{};
   vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : gemm_kernel(a.dtype(), b.dtype(), DType::f32, g.op);
   const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
   rec.dispatch(partial_kernel, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,

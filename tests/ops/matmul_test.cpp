@@ -100,12 +100,40 @@ INSTANTIATE_TEST_SUITE_P(
                       // One side of at most 16, f32 (shaders/matmul_skinny.comp, LoRA's shapes): a subgroup per
                       // row along K, and (backward_x, W read down its columns) an invocation per row with K split.
                       Case{300, 8, 896, DType::f32, DType::f32, DType::f32}, Case{16, 520, 384, DType::f32, DType::f32, DType::f32},
-                      Case{9, 130, 77, DType::f32, DType::f32, DType::f32}),
+                      Case{9, 130, 77, DType::f32, DType::f32, DType::f32},
+                      // f16 × f16, M and N multiples of 128 with at least 128 tiles of 128×128: on tensor cores the
+                      // big tile, which stores straight to C (the forward; its backward_x has too few tiles for it).
+                      Case{1024, 2048, 96, DType::f16, DType::f16, DType::f16},
+                      Case{2048, 1024, 64, DType::f16, DType::f16, DType::f32}),
     [](const auto& param_info) {
       std::ostringstream o;
       o << param_info.param;
       return o.str();
     });
+
+// The big tile's epilogue with accumulation (dx += dy·W, as the backward of two projections that read
+// the same input does), into f32 and f16 outputs.
+class MatmulBigTileTest : public test::GpuTest, public ::testing::WithParamInterface<DType> {};
+
+TEST_P(MatmulBigTileTest, BackwardXAccumulates) {
+  const DType out = GetParam();
+  const uint32_t M = 1024, N = 64, K = 2048;  // dx [M, K]: 8×16 tiles of 128×128
+  auto dy0 = test::rounded(test::random_values(size_t(M) * N, 21), DType::f16);
+  auto w0 = test::rounded(test::random_values(size_t(N) * K, 22), DType::f16);
+  auto dx0 = test::rounded(test::random_values(size_t(M) * K, 23), out);
+  auto dy = test::tensor_from(dev(), {M, N}, DType::f16, dy0);
+  auto w = test::tensor_from(dev(), {N, K}, DType::f16, w0);
+  auto dx = test::tensor_from(dev(), {M, K}, out, dx0);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_backward_x(rec, dx, dy, w, true); });
+  std::vector<float> want(size_t(M) * K);
+  ops::ref::matmul_backward_x(want, dy0, w0, M, N, K);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += dx0[i];
+  test::expect_close(download(dx), test::rounded(want, out), tol(dev(), M, DType::f16, out), "matmul_backward_x",
+                     dx.shape());
+}
+
+INSTANTIATE_TEST_SUITE_P(Outputs, MatmulBigTileTest, ::testing::Values(DType::f32, DType::f16),
+                         [](const auto& param_info) { return std::string(dtype_name(param_info.param)); });
 
 class MatmulBatchedTest : public test::GpuTest {};
 
