@@ -42,23 +42,20 @@ constexpr size_t kPreviewExamples = 6;
 constexpr auto kPollPeriod = std::chrono::milliseconds(500);
 constexpr double kStaleAfterS = 300;  // a running run without a heartbeat for this long was interrupted
 
-// Parameters, bytes and dtype of a model's weights.
+// Parameters, bytes and dtype of a model's weights: the tensors of its table (model/architecture.h).
 void measure(LoadedModel& m) {
-  std::vector<const Tensor*> all = {&m.model.weights.embed, &m.model.weights.final_norm};
-  if (!m.model.config.tie_word_embeddings) all.push_back(&m.model.weights.lm_head);
-  for (const auto& l : m.model.weights.layers)
-    for (const Tensor* t : {&l.input_norm, &l.post_attention_norm, &l.q.w, &l.q.b, &l.k.w, &l.k.b, &l.v.w, &l.v.b,
-                            &l.o.w, &l.o.b, &l.gate.w, &l.gate.b, &l.up.w, &l.up.b, &l.down.w, &l.down.b})
-      all.push_back(t);
-  for (const Tensor* t : all) {
-    if (!t->defined()) continue;
-    m.parameters += t->numel();
-    m.weight_bytes += t->bytes();
+  const std::vector<model::ExpectedTensor> table = model::expected_tensors(m.model.config);
+  for (const model::ExpectedTensor& e : table) {
+    const Tensor& t = model::weight_of(m.model.weights, e);
+    m.parameters += t.numel();
+    m.weight_bytes += t.bytes();
   }
   const std::string d = dtype_name(m.model.weights.embed.dtype());
   m.dtype = d;
-  for (const Tensor* t : all)
-    if (t->defined() && t->numel() > 4096 && dtype_name(t->dtype()) != d) m.dtype = "mixed";
+  for (const model::ExpectedTensor& e : table) {
+    const Tensor& t = model::weight_of(m.model.weights, e);
+    if (t.numel() > 4096 && dtype_name(t.dtype()) != d) m.dtype = "mixed";
+  }
 }
 
 // The example as pieces of text, each trained or not.

@@ -15,6 +15,7 @@
 
 #include "demo/demo_assets.h"
 #include "error.h"
+#include "model/architecture.h"
 #include "model/safetensors.h"
 #include "tensor/dtype.h"
 #include "util/atomic_file.h"
@@ -81,33 +82,6 @@ HostTensor make_tensor(std::string name, std::vector<uint64_t> shape, float boun
   return t;
 }
 
-std::vector<HostTensor> make_weights(const Progress& progress) {
-  const auto& s = kDemoShape;
-  const uint64_t C = s.hidden, I = s.intermediate, D = s.hidden / s.heads, Q = s.heads * D, KV = s.kv_heads * D;
-  auto linear_bound = [](uint64_t fan_in) { return kSqrt3 / std::sqrt(float(fan_in)); };
-  std::vector<HostTensor> w;
-  if (progress) progress("weights", 0);
-  w.push_back(make_tensor("model.embed_tokens.weight", {s.vocab, C}, kEmbedBound));
-  for (uint32_t l = 0; l < s.layers; ++l) {
-    const std::string p = "model.layers." + std::to_string(l) + ".";
-    w.push_back(make_tensor(p + "input_layernorm.weight", {C}, 0, 1.0f));
-    w.push_back(make_tensor(p + "self_attn.q_proj.weight", {Q, C}, linear_bound(C)));
-    w.push_back(make_tensor(p + "self_attn.q_proj.bias", {Q}, kBiasBound));
-    w.push_back(make_tensor(p + "self_attn.k_proj.weight", {KV, C}, linear_bound(C)));
-    w.push_back(make_tensor(p + "self_attn.k_proj.bias", {KV}, kBiasBound));
-    w.push_back(make_tensor(p + "self_attn.v_proj.weight", {KV, C}, linear_bound(C)));
-    w.push_back(make_tensor(p + "self_attn.v_proj.bias", {KV}, kBiasBound));
-    w.push_back(make_tensor(p + "self_attn.o_proj.weight", {C, Q}, linear_bound(Q)));
-    w.push_back(make_tensor(p + "post_attention_layernorm.weight", {C}, 0, 1.0f));
-    w.push_back(make_tensor(p + "mlp.gate_proj.weight", {I, C}, linear_bound(C)));
-    w.push_back(make_tensor(p + "mlp.up_proj.weight", {I, C}, linear_bound(C)));
-    w.push_back(make_tensor(p + "mlp.down_proj.weight", {C, I}, linear_bound(I)));
-    if (progress) progress("weights", double(l + 1) / (s.layers + 1));
-  }
-  w.push_back(make_tensor("model.norm.weight", {C}, 0, 1.0f));
-  return w;
-}
-
 std::string config_json() {
   const auto& s = kDemoShape;
   nlohmann::ordered_json j = {
@@ -134,6 +108,40 @@ std::string config_json() {
       {"use_sliding_window", false},
       {"vocab_size", s.vocab}};
   return j.dump(2) + "\n";
+}
+
+// The demo model's config, parsed as any model's is.
+model::ModelConfig demo_config() {
+  return model::parse_config(nlohmann::json::parse(config_json()), std::string(kDemoModelFolder) + "/config.json");
+}
+
+// How a tensor of the model's table (model/architecture.h) starts: uniform in [-bound, bound], or every
+// value `constant` (the norms: 1).
+struct Init {
+  float bound = 0, constant = 0;
+};
+Init init_of(const model::ExpectedTensor& e) {
+  switch (e.role) {
+    case model::TensorRole::embed:
+    case model::TensorRole::lm_head: return {.bound = kEmbedBound};
+    case model::TensorRole::weight: return {.bound = kSqrt3 / std::sqrt(float(e.shape[1]))};  // std 1/sqrt(fan_in)
+    case model::TensorRole::bias: return {.bound = kBiasBound};
+    case model::TensorRole::layer_norm:
+    case model::TensorRole::final_norm: return {.constant = 1.0f};
+  }
+  return {};
+}
+
+std::vector<HostTensor> make_weights(const Progress& progress) {
+  const std::vector<model::ExpectedTensor> table = model::expected_tensors(demo_config());
+  std::vector<HostTensor> w;
+  if (progress) progress("weights", 0);
+  for (const model::ExpectedTensor& e : table) {
+    const Init init = init_of(e);
+    w.push_back(make_tensor(e.name, e.shape, init.bound, init.constant));
+    if (progress) progress("weights", double(w.size()) / double(table.size()));
+  }
+  return w;
 }
 
 std::string generation_config_json() {
@@ -196,10 +204,9 @@ fs::path default_data_root() {
 }
 
 uint64_t demo_parameter_count() {
-  const auto& s = kDemoShape;
-  const uint64_t C = s.hidden, I = s.intermediate, D = s.hidden / s.heads, Q = s.heads * D, KV = s.kv_heads * D;
-  const uint64_t layer = 2 * C + (Q * C + Q) + 2 * (KV * C + KV) + C * Q + 3 * C * I;
-  return uint64_t(s.vocab) * C + s.layers * layer + C;
+  uint64_t n = 0;
+  for (const model::ExpectedTensor& e : model::expected_tensors(demo_config())) n += e.numel();
+  return n;
 }
 
 void write_demo_model(const fs::path& dir, const Progress& progress) {

@@ -13,42 +13,36 @@ constexpr size_t kMaxListed = 10;
 
 }  // namespace
 
-std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
-  const uint64_t V = c.vocab_size, C = c.hidden_size, I = c.intermediate_size, Q = uint64_t(c.num_heads) * c.head_dim,
-                 KV = uint64_t(c.num_kv_heads) * c.head_dim;
+uint64_t ExpectedTensor::numel() const {
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<ExpectedTensor> expected_tensors(const ModelSpec& s) {
+  const uint64_t V = s.vocab, C = s.hidden;
   std::vector<ExpectedTensor> t;
-  t.push_back({"model.embed_tokens.weight", {V, C}});
-  for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    t.push_back({p + "input_layernorm.weight", {C}});
-    const struct {
-      const char* name;
-      uint64_t out, in;
-      bool bias;
-    } linears[] = {
-        {"self_attn.q_proj", Q, C, c.qkv_bias},
-        {"self_attn.k_proj", KV, C, c.qkv_bias},
-        {"self_attn.v_proj", KV, C, c.qkv_bias},
-        {"self_attn.o_proj", C, Q, c.o_bias},
-    };
-    for (const auto& l : linears) {
-      t.push_back({p + l.name + ".weight", {l.out, l.in}});
-      if (l.bias) t.push_back({p + l.name + ".bias", {l.out}});
-    }
-    t.push_back({p + "post_attention_layernorm.weight", {C}});
-    const struct {
-      const char* name;
-      uint64_t out, in;
-    } mlp[] = {{"mlp.gate_proj", I, C}, {"mlp.up_proj", I, C}, {"mlp.down_proj", C, I}};
-    for (const auto& l : mlp) {
-      t.push_back({p + l.name + ".weight", {l.out, l.in}});
-      if (c.mlp_bias) t.push_back({p + l.name + ".bias", {l.out}});
+  t.push_back({.name = "model.embed_tokens.weight", .shape = {V, C}, .role = TensorRole::embed});
+  for (uint32_t i = 0; i < s.layers.size(); ++i) {
+    for (const ModuleSpec& m : s.layers[i].modules) {
+      const std::string name = "model.layers." + std::to_string(i) + "." + m.name;
+      if (m.norm) {
+        t.push_back({.name = name + ".weight", .shape = {m.out}, .role = TensorRole::layer_norm, .layer = i,
+                     .norm = *m.norm});
+        continue;
+      }
+      t.push_back({.name = name + ".weight", .shape = {m.out, m.in}, .role = TensorRole::weight, .layer = i,
+                   .target = *m.target});
+      if (m.bias)
+        t.push_back({.name = name + ".bias", .shape = {m.out}, .role = TensorRole::bias, .layer = i, .target = *m.target});
     }
   }
-  t.push_back({"model.norm.weight", {C}});
-  if (!c.tie_word_embeddings) t.push_back({"lm_head.weight", {V, C}});
+  t.push_back({.name = "model.norm.weight", .shape = {C}, .role = TensorRole::final_norm});
+  if (!s.tied) t.push_back({.name = "lm_head.weight", .shape = {V, C}, .role = TensorRole::lm_head});
   return t;
 }
+
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) { return expected_tensors(model_spec(c)); }
 
 void check_weights(const ModelConfig& c, const SafeTensors& st) {
   std::vector<std::string> problems;

@@ -1,21 +1,39 @@
 #pragma once
-// The tensors a Qwen2 / Llama / Mistral checkpoint holds, by their Hugging Face names, and a check that a
-// SafeTensors has exactly those. Sizes: V vocab, C hidden, I intermediate, H heads, KV kv heads, D head dim.
+// The tensors a model's checkpoint holds, by their Hugging Face names: one table derived from the layer
+// description (model/layer_spec.h), which the weight check and upload (model/weights.h), the demo model's
+// writer and the UI's parameter count all iterate. And a check that a SafeTensors has exactly those.
+// Sizes: V vocab, C hidden, I intermediate, H heads, KV kv heads, D head dim.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "model/config.h"
+#include "model/layer_spec.h"
 #include "model/safetensors.h"
 
 namespace ls::model {
 
+// Which weight a tensor is (the field of ModelWeights it fills).
+enum class TensorRole : uint8_t {
+  embed,       // embed
+  final_norm,  // final_norm
+  lm_head,     // lm_head
+  layer_norm,  // layers[layer], the norm `norm`
+  weight,      // layers[layer], the projection `target`: .w
+  bias,        //   ... .b
+};
+
 struct ExpectedTensor {
   std::string name;
   std::vector<uint64_t> shape;
+  TensorRole role = TensorRole::embed;
+  uint32_t layer = 0;                       // layer_norm, weight, bias
+  LayerNorm norm = LayerNorm::input;        // layer_norm
+  LoraTarget target = LoraTarget::q_proj;   // weight, bias
+  uint64_t numel() const;
 };
 
-// In module order:
+// In module order. For Qwen2 / Llama / Mistral:
 //   model.embed_tokens.weight                               [V, C]
 //   per layer i, prefix model.layers.{i}.:
 //     input_layernorm.weight                                [C]
@@ -28,6 +46,7 @@ struct ExpectedTensor {
 //     mlp.down_proj.weight [C, I]                            (.bias [C] if mlp_bias)
 //   model.norm.weight                                        [C]
 //   lm_head.weight                                           [V, C] unless tie_word_embeddings
+std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec);
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c);
 
 // Every expected tensor must be present with exactly its shape (dtype F32, F16 or BF16: SafeTensors reads

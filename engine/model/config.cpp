@@ -49,6 +49,13 @@ class Keys {
     const json* v = get(key);
     return v ? to_positive_u32(key, *v) : fallback;
   }
+  uint32_t u32(const std::string& key, uint32_t fallback) const {  // any non-negative integer
+    const json* v = get(key);
+    if (!v) return fallback;
+    if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<uint64_t>() > std::numeric_limits<uint32_t>::max())
+      fail(key, "must be a non-negative integer, got " + v->dump());
+    return uint32_t(v->get<uint64_t>());
+  }
   float positive_float(const std::string& key, double fallback) const {
     const json* v = get(key);
     if (!v) return float(fallback);
@@ -220,6 +227,7 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
     c.sliding_window = 4096;
   else if (windowed && k.has("sliding_window"))
     c.sliding_window = k.positive_u32("sliding_window");
+  if (windowed && qwen2) c.max_window_layers = k.u32("max_window_layers", 28);
 
   const bool llama_like = llama || mistral;  // LlamaConfig and MistralConfig default bos 1, eos 2
   if (!j.contains("bos_token_id")) {

@@ -38,6 +38,7 @@ struct ModelConfig {
   // Mistral ("sliding_window", default 4096, null for none) and Qwen2 (only when "use_sliding_window" is
   // true, and then only on layers >= "max_window_layers"). Inference may refuse contexts longer than this.
   std::optional<uint32_t> sliding_window;
+  uint32_t max_window_layers = 0;  // Qwen2 with a window: "max_window_layers" (default 28); else 0
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // "eos_token_id" may be an int or a list
   std::string torch_dtype;             // "torch_dtype" (or transformers 5's "dtype") as written, "" if absent

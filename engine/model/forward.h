@@ -3,16 +3,15 @@
 // position (DESIGN.md "Record once, replay many"): token ids, positions and the KV-cache fill level
 // live in small host-visible tensors the host writes before each run.
 //
-// One layer (Qwen2/Llama/Mistral, HF semantics), x the f32 residual stream [T, C]:
-//   h = RMSNorm(x) · w_in;  q, k, v = h·Wqᵀ + bq, ...;  q, k = RoPE(q, k) at positions
-//   cache[past .. past + T) = k, v;  a = causal GQA attention of q over cache[0 .. past + t]
-//   x += a·Woᵀ;  h = RMSNorm(x) · w_post;  x += (silu(h·Wgᵀ) * (h·Wuᵀ))·Wdᵀ
-// then logits = RMSNorm(x) · w_final · lm_headᵀ, in f32, for every row or only for the row
-// step[kLastRowSlot] (the last real token of a padded chunk).
+// The layers are model/layer.h's layer_forward over one set of activations reused at once
+// (ActsPlan::inference), each layer's k and v written into its KV cache at step[kPastSlot] and attention
+// reading the cache up to each token; then logits = norm(x) · w_final · lm_headᵀ, in f32, for every row
+// or only for the row step[kLastRowSlot] (the last real token of a padded chunk).
 // Activations entering matmuls are `act` (f32, or f16 for tensor cores); the residual stream, norms'
 // statistics, attention's softmax and the logits are f32.
 #include <vector>
 
+#include "model/layer.h"
 #include "model/lora.h"
 #include "model/weights.h"
 #include "tensor/tensor.h"
@@ -20,10 +19,7 @@
 
 namespace ls::model {
 
-// Slots of the i32 `step` tensor the host writes before each run.
-constexpr uint32_t kPastSlot = 0;     // tokens already in the KV cache (this chunk starts there)
-constexpr uint32_t kLastRowSlot = 1;  // row of the chunk whose logits are wanted (last-row mode)
-constexpr uint32_t kStepSlots = 2;
+// The slots of the i32 `step` tensor the host writes before each run: kPastSlot, kLastRowSlot (model/layer.h).
 
 struct KvCache {
   std::vector<Tensor> k, v;  // per layer [1, capacity, KV, D] of the activation dtype

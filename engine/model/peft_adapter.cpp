@@ -13,8 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
-#include "tensor/tensor.h"
+#include "model/layer_spec.h"
 #include "model/safetensors.h"
+#include "tensor/tensor.h"
 #include "util/atomic_file.h"
 #include "util/decimal.h"
 
@@ -183,18 +184,9 @@ std::string peft_key(size_t layer, LoraTarget target, bool b_matrix) {
 }
 
 std::pair<uint32_t, uint32_t> target_shape(const ModelConfig& c, LoraTarget t) {
-  const uint32_t C = c.hidden_size, q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim,
-                 I = c.intermediate_size;
-  switch (t) {
-    case LoraTarget::q_proj: return {q, C};
-    case LoraTarget::k_proj:
-    case LoraTarget::v_proj: return {kv, C};
-    case LoraTarget::o_proj: return {C, q};
-    case LoraTarget::gate_proj:
-    case LoraTarget::up_proj: return {I, C};
-    case LoraTarget::down_proj: return {C, I};
-  }
-  return {0, 0};
+  const LayerSpec layer = layer_spec(c, 0);
+  const ModuleSpec& p = layer.projection(t);
+  return {p.out, p.in};
 }
 
 LoraAdapter read_peft_adapter_config(const std::filesystem::path& dir) {

@@ -1,15 +1,17 @@
 #pragma once
 // One LoRA training step's forward and backward through the transformer, written out layer by layer
-// (DESIGN.md: no general autograd): activations the backward needs are kept in tensors the recorded
-// program owns; gradients flow through the frozen weights to the inputs of each adapted projection,
-// and only the LoRA matrices get gradients (ACCUMULATED into `grads`, so several micro-batches can
-// add up before the optimiser; zero them first for a plain gradient).
+// (DESIGN.md: no general autograd) by model/layer.h's layer_forward, the inference forward's own, and
+// layer_backward: activations the backward needs are kept in tensors the recorded program owns
+// (ActsPlan::training, or ActsPlan::recompute); gradients flow through the frozen weights to the inputs
+// of each adapted projection, and only the LoRA matrices get gradients (ACCUMULATED into `grads`, so
+// several micro-batches can add up before the optimiser; zero them first for a plain gradient).
 // Loss: mean cross-entropy over the counted targets (target < 0 is ignored, -100 by convention).
 // This first version computes in f32 throughout (the backward kernels are f32). The vocabulary
 // projection and cross-entropy go a chunk of rows at a time (logit_rows_per_chunk).
 #include <cstdint>
 #include <span>
 
+#include "model/layer.h"
 #include "model/lora.h"
 #include "model/weights.h"
 #include "vk/recorder.h"
@@ -54,13 +56,7 @@ void fill_loss_rows(std::span<const int32_t> targets, std::span<int32_t> loss_ro
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
                        const TrainBatch& batch, const Tensor& loss, const StepOptions& options = {});
 
-// Profiling groups: every dispatch of the step is timed under one of these labels (the adapter's own
-// products under "lora", set by ops::lora_forward/backward).
-inline constexpr const char* kGroupEmbedding = "embedding";
-inline constexpr const char* kGroupNorms = "norms";
-inline constexpr const char* kGroupAttention = "attention";
-inline constexpr const char* kGroupMlp = "mlp";
-inline constexpr const char* kGroupLoss = "loss";
+// Profiling groups: kGroupEmbedding, kGroupNorms, kGroupAttention, kGroupMlp, kGroupLoss (model/layer.h).
 
 // Rows of logits computed at once by the step: ≤ 256 MiB of f32 (64 MiB on devices whose bindings are
 // smaller), as few chunks as that allows sized about equally, a multiple of 16 rows, at most `rows`.

@@ -1,7 +1,8 @@
 #include "model/weights.h"
 
+#include <utility>
+
 #include "error.h"
-#include "model/architecture.h"
 
 namespace ls::model {
 
@@ -15,33 +16,52 @@ Tensor upload_tensor(vk::Device& device, const TensorInfo& info) {
 }
 }  // namespace
 
+const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e) {
+  auto norm = [&]() -> const Tensor& {
+    const LayerWeights& l = w.layers.at(e.layer);
+    switch (e.norm) {
+      case LayerNorm::input: return l.input_norm;
+      case LayerNorm::post_attention: return l.post_attention_norm;
+    }
+    throw Error("weight_of: " + e.name + ": no such norm");
+  };
+  auto linear = [&]() -> const LinearWeights& {
+    const LayerWeights& l = w.layers.at(e.layer);
+    switch (e.target) {
+      case LoraTarget::q_proj: return l.q;
+      case LoraTarget::k_proj: return l.k;
+      case LoraTarget::v_proj: return l.v;
+      case LoraTarget::o_proj: return l.o;
+      case LoraTarget::gate_proj: return l.gate;
+      case LoraTarget::up_proj: return l.up;
+      case LoraTarget::down_proj: return l.down;
+    }
+    throw Error("weight_of: " + e.name + ": no such projection");
+  };
+  switch (e.role) {
+    case TensorRole::embed: return w.embed;
+    case TensorRole::final_norm: return w.final_norm;
+    case TensorRole::lm_head: return w.lm_head;
+    case TensorRole::layer_norm: return norm();
+    case TensorRole::weight: return linear().w;
+    case TensorRole::bias: return linear().b;
+  }
+  throw Error("weight_of: " + e.name + ": no such role");
+}
+
+Tensor& weight_of(ModelWeights& w, const ExpectedTensor& e) {
+  return const_cast<Tensor&>(weight_of(std::as_const(w), e));
+}
+
 ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const SafeTensors& files) {
   check_weights(c, files);
-  auto get = [&](const std::string& name) { return upload_tensor(device, files.at(name)); };
-  auto linear = [&](const std::string& prefix, bool bias) {
-    return LinearWeights{get(prefix + ".weight"), bias ? get(prefix + ".bias") : Tensor()};
-  };
+  const ModelSpec spec = model_spec(c);
   ModelWeights w;
-  w.embed = get("model.embed_tokens.weight");
-  for (uint32_t i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerWeights l;
-    l.input_norm = get(p + "input_layernorm.weight");
-    l.post_attention_norm = get(p + "post_attention_layernorm.weight");
-    l.q = linear(p + "self_attn.q_proj", c.qkv_bias);
-    l.k = linear(p + "self_attn.k_proj", c.qkv_bias);
-    l.v = linear(p + "self_attn.v_proj", c.qkv_bias);
-    l.o = linear(p + "self_attn.o_proj", c.o_bias);
-    l.gate = linear(p + "mlp.gate_proj", c.mlp_bias);
-    l.up = linear(p + "mlp.up_proj", c.mlp_bias);
-    l.down = linear(p + "mlp.down_proj", c.mlp_bias);
-    w.layers.push_back(std::move(l));
-  }
-  w.final_norm = get("model.norm.weight");
-  w.lm_head = c.tie_word_embeddings ? w.embed : get("lm_head.weight");
-  auto inv_freq = rope_inv_freq(c);
-  w.inv_freq = Tensor::empty(device, {uint32_t(inv_freq.size())}, DType::f32, "rope inv_freq");
-  upload(w.inv_freq, inv_freq);
+  w.layers.resize(spec.layers.size());
+  for (const ExpectedTensor& e : expected_tensors(spec)) weight_of(w, e) = upload_tensor(device, files.at(e.name));
+  if (spec.tied) w.lm_head = w.embed;
+  w.inv_freq = Tensor::empty(device, {uint32_t(spec.inv_freq.size())}, DType::f32, "rope inv_freq");
+  upload(w.inv_freq, spec.inv_freq);
   return w;
 }
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "model/architecture.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 #include "tensor/tensor.h"
@@ -28,7 +29,11 @@ struct ModelWeights {
   Tensor inv_freq;                 // [D/2] f32 RoPE inverse frequencies (rope scaling applied)
 };
 
-// Checks the files against the config (model/architecture.h) and uploads every tensor.
+// The field of `w` that a row of the tensor table (model/architecture.h) fills.
+const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e);
+Tensor& weight_of(ModelWeights& w, const ExpectedTensor& e);
+
+// Checks the files against the config (model/architecture.h) and uploads every tensor of the table.
 ModelWeights upload_weights(vk::Device& device, const ModelConfig& config, const SafeTensors& files);
 
 // A loaded model: its folder, config and weights.

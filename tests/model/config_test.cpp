@@ -194,6 +194,11 @@ TEST(Config, OptionsThatChangeTheWeights) {
   json q = kQwen25;
   q["use_sliding_window"] = true;
   EXPECT_EQ(parse(q).sliding_window, 32768u);
+  EXPECT_EQ(parse(q).max_window_layers, 24u);  // the window is on layers 24 and up: none of Qwen2.5-0.5B's
+  q["max_window_layers"] = 0;
+  EXPECT_EQ(parse(q).max_window_layers, 0u);
+  q["max_window_layers"] = -1;
+  EXPECT_TRUE(throws_error([&] { parse(q); }, {"\"max_window_layers\" must be a non-negative integer, got -1"}));
   json l = kLlama32;
   l["attention_bias"] = true;
   l["mlp_bias"] = true;

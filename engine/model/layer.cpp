@@ -1,0 +1,163 @@
+// The gradient policy of the backward: activation gradients (d.*) are written (=); LoRA gradients
+// (run.grads) and dres, the residual stream's gradient, accumulate (+=). The one activation gradient
+// read by several projections, d h (of h1 or h2), is written by the first of them and added to by the
+// rest.
+#include "model/layer.h"
+
+#include <optional>
+#include <string>
+
+#include "error.h"
+#include "ops/activations.h"
+#include "ops/attention.h"
+#include "ops/copy_rows.h"
+#include "ops/elementwise.h"
+#include "ops/embedding.h"
+#include "ops/matmul.h"
+#include "ops/norms.h"
+#include "ops/rope.h"
+
+namespace ls::model {
+
+namespace {
+
+// The adapter's pair on this projection, or null.
+const LoraPair* lora_of(const LayerRun& run, uint32_t layer, LoraTarget t) {
+  return run.adapter && run.adapter->at(layer, t).defined() ? &run.adapter->at(layer, t) : nullptr;
+}
+
+// PEFT gives each adapted projection its own dropout module, so its own mask.
+ops::LoraDropout dropout_of(const LayerRun& run, uint32_t layer, LoraTarget t) {
+  if (run.dropout <= 0) return {};
+  return {.p = run.dropout, .seed = run.dropout_seed, .stream = layer * uint32_t(kLoraTargetCount) + uint32_t(t)};
+}
+
+// y = x·Wᵀ + b, plus the adapter's term where it adapts this projection (t = x̃·Aᵀ kept in a.lora_t).
+void project(vk::Recorder& rec, const LayerRun& run, uint32_t layer, LoraTarget target, const LinearWeights& w,
+             const LayerActs& a, const Tensor& y, const Tensor& x) {
+  if (const LoraPair* p = lora_of(run, layer, target))
+    ops::lora_forward(rec, y, a.lora_t[size_t(target)], x, w.w, w.b, p->a, p->b, run.adapter->scale(),
+                      dropout_of(run, layer, target));
+  else
+    ops::matmul_forward(rec, y, x, w.w, w.b);
+}
+
+// dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
+// projection's forward input.
+void project_backward(vk::Recorder& rec, const LayerRun& run, uint32_t layer, LoraTarget target,
+                      const LinearWeights& w, const LayerActs& a, const Tensor& x, const Tensor& dx, const Tensor& dy,
+                      bool accumulate) {
+  if (const LoraPair* p = lora_of(run, layer, target)) {
+    const LoraPair& g = run.grads->at(layer, target);
+    Tensor dt = Tensor::empty(rec.device(), {uint32_t(dy.rows()), run.adapter->rank}, DType::f32, "lora dt");
+    ops::lora_backward(rec, dx, g.a, g.b, dt, dy, x, a.lora_t[size_t(target)], w.w, p->a, p->b, run.adapter->scale(),
+                       accumulate, run.grad_unscale, dropout_of(run, layer, target));
+  } else if (dx.defined()) {
+    ops::matmul_backward_x(rec, dx, dy, w.w, accumulate);
+  }
+}
+
+// gated = act(gate)·up, and its backward.
+void mlp_activation_forward(vk::Recorder& rec, MlpActivation f, const Tensor& gated, const Tensor& gate,
+                            const Tensor& up) {
+  switch (f) {
+    case MlpActivation::silu: return ops::silu_mul_forward(rec, gated, gate, up);
+  }
+}
+void mlp_activation_backward(vk::Recorder& rec, MlpActivation f, const Tensor& d_gate, const Tensor& d_up,
+                             const Tensor& d_gated, const Tensor& gate, const Tensor& up) {
+  switch (f) {
+    case MlpActivation::silu: return ops::silu_mul_backward(rec, d_gate, d_up, d_gated, gate, up);
+  }
+}
+
+}  // namespace
+
+void embed_tokens(vk::Recorder& rec, const ModelSpec& spec, const Tensor& x, const Tensor& embed, const Tensor& ids) {
+  if (spec.embedding_scale != 1)
+    throw Error("embed_tokens: a scaled embedding (" + std::to_string(spec.embedding_scale) + ") is not supported");
+  vk::Recorder::Label label(rec, kGroupEmbedding);
+  ops::embedding_forward(rec, x, embed, ids);
+}
+
+void norm_forward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& y, const Tensor& rstd, const Tensor& x,
+                  const Tensor& w) {
+  switch (norm.style) {
+    case NormStyle::times_weight: return ops::rms_norm_forward(rec, y, rstd, x, w, norm.eps);
+  }
+}
+
+void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, const Tensor& dy, const Tensor& x,
+                   const Tensor& w, const Tensor& rstd) {
+  switch (norm.style) {
+    case NormStyle::times_weight: return ops::rms_norm_backward(rec, dx, Tensor(), dy, x, w, rstd);
+  }
+}
+
+void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w, const LayerActs& a,
+                   const LayerRun& run, uint32_t layer) {
+  const uint32_t M = uint32_t(a.x_in.rows()), H = s.heads, KV = s.kv_heads, D = s.head_dim;
+  std::optional<vk::Recorder::Label> group;
+  group.emplace(rec, kGroupNorms);
+  norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);                        // (M, C)
+  group.emplace(rec, kGroupAttention);
+  project(rec, run, layer, LoraTarget::q_proj, w.q, a, a.q.reshape({M, H * D}), a.h1);   // (M, H·D)
+  project(rec, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
+  project(rec, run, layer, LoraTarget::v_proj, w.v, a, a.v.reshape({M, KV * D}), a.h1);  // (M, KV·D)
+  ops::rope_forward(rec, a.q, a.q, run.positions, run.inv_freq);                          // (B, T, H, D)
+  ops::rope_forward(rec, a.k, a.k, run.positions, run.inv_freq);                          // (B, T, KV, D)
+  if (a.k_cache.defined()) {
+    // Inference: k and v join the cache at step[kPastSlot]; q attends over the cache up to itself.
+    const uint32_t S = a.k_cache.dim(1);
+    const ops::RowCopy at_past{.dst_slot = int32_t(kPastSlot)};
+    ops::copy_rows(rec, a.k_cache.reshape({S, KV * D}), a.k.reshape({M, KV * D}), run.step, at_past);
+    ops::copy_rows(rec, a.v_cache.reshape({S, KV * D}), a.v.reshape({M, KV * D}), run.step, at_past);
+    ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale);
+  } else {
+    // Training: q attends over the batch row's own k and v; lse is kept for the backward.
+    ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale);      // (B, T, H, D)
+  }
+  project(rec, run, layer, LoraTarget::o_proj, w.o, a, a.o, a.attn.reshape({M, H * D}));  // (M, C)
+  ops::add_forward(rec, a.x_mid, a.x_in, a.o);
+  group.emplace(rec, kGroupNorms);
+  norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);              // (M, C)
+  group.emplace(rec, kGroupMlp);
+  project(rec, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);               // (M, I)
+  project(rec, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                     // (M, I)
+  mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);                       // (M, I)
+  project(rec, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);            // (M, C)
+  if (a.x_out.defined()) ops::add_forward(rec, a.x_out, a.x_mid, a.down);
+}
+
+// layer_forward read bottom-up; dres is d x_out on entry.
+void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w, const LayerActs& a,
+                    const LayerActs& d, const LayerRun& run, uint32_t layer, const Tensor& dres, bool input_grad) {
+  const uint32_t M = uint32_t(a.x_in.rows()), H = s.heads, KV = s.kv_heads, D = s.head_dim;
+  std::optional<vk::Recorder::Label> group;
+  group.emplace(rec, kGroupMlp);
+  // x_out = x_mid + down(act(gate(h2)) · up(h2))
+  project_backward(rec, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, dres, false);  // (M, I)
+  mlp_activation_backward(rec, s.activation, d.gate, d.up, d.gated, a.gate, a.up);                   // (M, I)
+  project_backward(rec, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);     // (M, C)
+  project_backward(rec, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d.h2, d.up, true);
+  group.emplace(rec, kGroupNorms);
+  norm_backward(rec, s.norm, d.x_mid, d.h2, a.x_mid, w.post_attention_norm, a.rstd2);
+  ops::add_forward(rec, dres, dres, d.x_mid);  // dres = d x_mid
+  group.emplace(rec, kGroupAttention);
+  // x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
+  const Tensor attn = a.attn.reshape({M, H * D});
+  project_backward(rec, run, layer, LoraTarget::o_proj, w.o, a, attn, d.attn.reshape({M, H * D}), dres, false);
+  ops::attention_backward(rec, d.q, d.k, d.v, d.attn, a.q, a.k, a.v, a.attn, a.lse, s.attention_scale);
+  ops::rope_backward(rec, d.q, d.q, run.positions, run.inv_freq);
+  ops::rope_backward(rec, d.k, d.k, run.positions, run.inv_freq);
+  const Tensor d_h1 = input_grad ? d.h1 : Tensor();  // undefined: only the LoRA gradients
+  project_backward(rec, run, layer, LoraTarget::q_proj, w.q, a, a.h1, d_h1, d.q.reshape({M, H * D}), false);
+  project_backward(rec, run, layer, LoraTarget::k_proj, w.k, a, a.h1, d_h1, d.k.reshape({M, KV * D}), true);
+  project_backward(rec, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
+  if (!input_grad) return;
+  group.emplace(rec, kGroupNorms);
+  norm_backward(rec, s.norm, d.x_in, d.h1, a.x_in, w.input_norm, a.rstd1);
+  ops::add_forward(rec, dres, dres, d.x_in);  // dres = d x_in
+}
+
+}  // namespace ls::model

@@ -1,0 +1,72 @@
+#pragma once
+// One decoder layer, recorded: its forward, which the inference forward (model/forward.h) and the
+// training step (model/training.h) both call, and its backward beside it. Both read the layer's
+// description (model/layer_spec.h). What differs between inference and training is data, not code:
+//   - where the activations live (plan_layer_acts: one set reused at once in inference; in training
+//     what the backward reads kept per layer, or only each layer's input when recomputing);
+//   - where k and v go: into the KV cache at step[kPastSlot], attention reading the whole cache
+//     (LayerActs::k_cache defined), or attention over the batch's own k and v, keeping the softmax
+//     statistics for the backward (training);
+//   - whether the adapter has gradients and dropout (LayerRun).
+//
+// One layer, HF semantics (Qwen2/Llama/Mistral), x the f32 residual stream:
+//   h1 = norm(x_in)·w_in;  q, k, v = h1·Wqᵀ + bq, ...;  q, k = RoPE(q, k) at positions
+//   attn = causal GQA attention of q over k, v (or over the cache);  x_mid = x_in + attn·Woᵀ
+//   h2 = norm(x_mid)·w_post;  x_out = x_mid + (silu(h2·Wgᵀ) · (h2·Wuᵀ))·Wdᵀ
+// each projection with the adapter's term where it adapts it: + scale·(x̃·Aᵀ)·Bᵀ.
+//
+// Sizes as in model/layer_acts.h: M = B·T tokens, C hidden, H / KV heads of D, I intermediate.
+#include <cstdint>
+
+#include "model/layer_acts.h"
+#include "model/weights.h"
+#include "vk/recorder.h"
+
+namespace ls::model {
+
+// Slots of the i32 `step` tensor an inference program's host writes before each run.
+constexpr uint32_t kPastSlot = 0;     // tokens already in the KV cache (this chunk starts there)
+constexpr uint32_t kLastRowSlot = 1;  // row of the chunk whose logits are wanted (last-row mode)
+constexpr uint32_t kStepSlots = 2;
+
+// Profiling groups: every dispatch of a program is timed under one of these labels (the adapter's own
+// products under "lora", set by ops::lora_forward/backward).
+inline constexpr const char* kGroupEmbedding = "embedding";
+inline constexpr const char* kGroupNorms = "norms";
+inline constexpr const char* kGroupAttention = "attention";
+inline constexpr const char* kGroupMlp = "mlp";
+inline constexpr const char* kGroupLoss = "loss";
+
+// What all layers of a program share.
+struct LayerRun {
+  Tensor positions;                       // (M) i32 the position of each token, for RoPE
+  Tensor inv_freq;                        // (D/2) f32 RoPE inverse frequencies
+  Tensor step;                            // inference: [kStepSlots] i32 (step[kPastSlot]: the cache's fill)
+  const LoraAdapter* adapter = nullptr;   // null: no adapter
+  const LoraAdapter* grads = nullptr;     // training: LoRA gradients (accumulated), shaped like adapter
+  float dropout = 0;                      // training: LoRA dropout on each adapted projection's input
+  Tensor dropout_seed;                    // [2] i32, when dropout > 0
+  float grad_unscale = 1;                 // training: undoes the loss scale the activation gradients carry
+};
+
+// x = embed[ids] · spec.embedding_scale. x (M, C) f32; ids (M) i32.
+void embed_tokens(vk::Recorder& rec, const ModelSpec& spec, const Tensor& x, const Tensor& embed, const Tensor& ids);
+// y = norm(x)·w as `norm` says (rstd: (rows) f32, kept for the backward).
+void norm_forward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& y, const Tensor& rstd, const Tensor& x,
+                  const Tensor& w);
+// dx = the norm's gradient (frozen weight). f32; dx aliases neither dy nor x.
+void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, const Tensor& dy, const Tensor& x,
+                   const Tensor& w, const Tensor& rstd);
+
+// Records layer `layer`'s forward from a.x_in: every tensor of `a` the forward makes, and a.x_out when
+// defined.
+void layer_forward(vk::Recorder& rec, const LayerSpec& spec, const LayerWeights& w, const LayerActs& a,
+                   const LayerRun& run, uint32_t layer);
+// Records its backward (training; `a` as the forward left it). dres: (M, C) f32, the residual stream's
+// gradient: d x_out in, d x_in out (accumulated), the latter only with input_grad (the first layer's
+// input comes from the frozen embedding: nothing needs its gradient). LoRA gradients accumulate into
+// run.grads; d is scratch (plan_layer_grads).
+void layer_backward(vk::Recorder& rec, const LayerSpec& spec, const LayerWeights& w, const LayerActs& a,
+                    const LayerActs& d, const LayerRun& run, uint32_t layer, const Tensor& dres, bool input_grad);
+
+}  // namespace ls::model

@@ -1,0 +1,114 @@
+#include "model/layer_acts.h"
+
+#include <string>
+
+namespace ls::model {
+
+namespace {
+
+// Where a tensor lives in a set: its own memory, another tensor's of the set (same shape and dtype,
+// its life over before this one's begins), or nowhere (the set has no such tensor).
+struct Home {
+  enum Kind : uint8_t { none, own, shares } kind = none;
+  Tensor LayerActs::*other = nullptr;
+};
+constexpr Home kOwn{Home::own}, kNone{Home::none};
+constexpr Home shares(Tensor LayerActs::*other) { return {Home::shares, other}; }
+
+// How long training keeps a tensor.
+enum class Keep : uint8_t {
+  input,      // the residual entering a layer: one per layer (recomputation starts from it)
+  backward,   // the backward reads it: one per layer, or one set for all when recomputing
+  transient,  // dead once the next op has read it: one for all layers
+};
+
+enum class Dt : uint8_t { f32, act };
+
+struct ActRow {
+  Tensor LayerActs::*field;
+  const char* name;
+  Shape shape;
+  Dt dtype;
+  Keep keep;       // in training
+  Home inference;  // in the inference set
+  Home grad;       // in the backward's gradient set (f32)
+};
+
+// The plan table. x_out is the next layer's x_in (or, in inference, x_in itself); lora_t and the KV
+// cache are placed apart (plan_layer_acts, the caller).
+std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T) {
+  using A = LayerActs;
+  const uint32_t M = B * T, C = s.hidden, H = s.heads, KV = s.kv_heads, D = s.head_dim, I = s.intermediate;
+  return {
+      // tensor   name             shape          dtype    training         inference         gradient
+      {&A::x_in,  "residual",      {M, C},        Dt::f32, Keep::input,     kOwn,             shares(&A::x_mid)},
+      {&A::rstd1, "rstd",          {M},           Dt::f32, Keep::backward,  kOwn,             kNone},
+      {&A::h1,    "normed",        {M, C},        Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::q,     "q",             {B, T, H, D},  Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::k,     "k",             {B, T, KV, D}, Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::v,     "v",             {B, T, KV, D}, Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::attn,  "attention",     {B, T, H, D},  Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::lse,   "lse",           {B, H, T},     Dt::f32, Keep::backward,  kNone,            kNone},
+      {&A::o,     "o_proj out",    {M, C},        Dt::f32, Keep::transient, kOwn,             kNone},
+      {&A::x_mid, "residual mid",  {M, C},        Dt::f32, Keep::backward,  shares(&A::x_in), kOwn},
+      {&A::rstd2, "rstd",          {M},           Dt::f32, Keep::backward,  shares(&A::rstd1), kNone},
+      {&A::h2,    "normed",        {M, C},        Dt::act, Keep::backward,  shares(&A::h1),   shares(&A::h1)},
+      {&A::gate,  "gate",          {M, I},        Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::up,    "up",            {M, I},        Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::gated, "silu*up",       {M, I},        Dt::act, Keep::backward,  shares(&A::gate), kOwn},
+      {&A::down,  "down_proj out", {M, C},        Dt::f32, Keep::transient, shares(&A::o),    kNone},
+  };
+}
+
+// Fills one set by each row's home in it: own tensors first, then the shared ones.
+template <class Make>
+void fill(LayerActs& set, const std::vector<ActRow>& rows, Home ActRow::*home, const Make& make) {
+  for (const ActRow& r : rows)
+    if ((r.*home).kind == Home::own) set.*r.field = make(r);
+  for (const ActRow& r : rows)
+    if ((r.*home).kind == Home::shares) set.*r.field = set.*(r.*home).other;
+}
+
+}  // namespace
+
+std::vector<LayerActs> plan_layer_acts(vk::Device& dev, const ModelSpec& spec, const LoraAdapter* adapter,
+                                       uint32_t B, uint32_t T, DType act, ActsPlan plan) {
+  const size_t L = spec.layers.size();
+  const std::vector<ActRow> rows = act_table(spec.layers.at(0), B, T);  // every layer has the same shapes
+  auto make = [&](const ActRow& r) { return Tensor::empty(dev, r.shape, r.dtype == Dt::act ? act : DType::f32, r.name); };
+  std::vector<LayerActs> acts(L);
+  LayerActs shared;  // the tensors that are one for all layers
+  // Layer i's tensor t: its own, or `one`, the same for every layer.
+  auto place = [&](Tensor& t, Tensor& one, Keep keep, const auto& make_one) {
+    const bool own = plan != ActsPlan::inference &&
+                     (keep == Keep::input || (keep == Keep::backward && plan == ActsPlan::training));
+    t = own ? make_one() : one.defined() ? one : (one = make_one());
+  };
+  if (plan == ActsPlan::inference) {
+    fill(shared, rows, &ActRow::inference, make);
+    shared.x_out = shared.x_in;
+    acts.assign(L, shared);
+  } else {
+    for (LayerActs& a : acts)
+      for (const ActRow& r : rows) place(a.*r.field, shared.*r.field, r.keep, [&] { return make(r); });
+    for (size_t i = 0; i < L; ++i)
+      acts[i].x_out = i + 1 < L ? acts[i + 1].x_in : Tensor::empty(dev, {B * T, spec.hidden}, DType::f32, "residual");
+  }
+  // The adapter's products x̃·Aᵀ, (M, r) f32, kept for the backward.
+  if (adapter)
+    for (size_t i = 0; i < L; ++i)
+      for (size_t t = 0; t < kLoraTargetCount; ++t)
+        if (adapter->at(i, LoraTarget(t)).defined())
+          place(acts[i].lora_t[t], shared.lora_t[t], Keep::backward,
+                [&] { return Tensor::empty(dev, {B * T, adapter->rank}, DType::f32, "lora t"); });
+  return acts;
+}
+
+LayerActs plan_layer_grads(vk::Device& dev, const LayerSpec& spec, uint32_t B, uint32_t T) {
+  LayerActs d;
+  fill(d, act_table(spec, B, T), &ActRow::grad,
+       [&](const ActRow& r) { return Tensor::empty(dev, r.shape, DType::f32, ("d " + std::string(r.name)).c_str()); });
+  return d;
+}
+
+}  // namespace ls::model

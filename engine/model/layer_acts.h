@@ -1,0 +1,64 @@
+#pragma once
+// The activations of a decoder layer (model/layer.h records the layer over them) and where they live:
+// one plan table (layer_acts.cpp) says each tensor's shape and dtype, whether the backward reads it, and
+// which tensors share memory in inference and in the backward's gradients.
+//
+// Sizes: B rows of a batch (1 in inference), T tokens a row, M = B·T, C hidden, H / KV query / key-value
+// heads, D head dim, I intermediate, S KV-cache capacity, r LoRA rank. `act` is the dtype of the
+// activations that enter matmuls: f32, or f16 (tensor cores) in inference; training is f32 throughout.
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "model/layer_spec.h"
+#include "model/lora.h"
+#include "tensor/tensor.h"
+
+namespace ls::model {
+
+// The activations of one layer, in the order the forward makes them. The backward's gradients are the
+// same struct: d.h1 is the gradient of h1, and so on.
+struct LayerActs {
+  Tensor x_in;              // (M, C) f32         the residual stream entering the layer
+  Tensor rstd1;             // (M) f32            1/rms of x_in
+  Tensor h1;                // (M, C) act         input_layernorm(x_in)
+  Tensor q;                 // (B, T, H, D) act   after RoPE
+  Tensor k, v;              // (B, T, KV, D) act  k after RoPE
+  Tensor k_cache, v_cache;  // (1, S, KV, D) act  inference: this layer's KV cache; undefined in training
+  Tensor attn;              // (B, T, H, D) act   attention's output
+  Tensor lse;               // (B, H, T) f32      its softmax log-sum-exp, for the backward (training)
+  Tensor o;                 // (M, C) f32         o_proj(attn)
+  Tensor x_mid;             // (M, C) f32         x_in + o
+  Tensor rstd2;             // (M) f32            1/rms of x_mid
+  Tensor h2;                // (M, C) act         post_attention_layernorm(x_mid)
+  Tensor gate, up;          // (M, I) act         gate_proj(h2), up_proj(h2)
+  Tensor gated;             // (M, I) act         silu(gate)·up
+  Tensor down;              // (M, C) f32         down_proj(gated)
+  Tensor x_out;             // (M, C) f32         x_mid + down; undefined: not written (a recompute)
+  std::array<Tensor, kLoraTargetCount> lora_t;  // (M, r) f32  x̃·Aᵀ of each adapted projection
+};
+
+// Where a program's layer activations live.
+enum class ActsPlan : uint8_t {
+  // One set for all layers, each tensor reused once read: h2 in h1, rstd2 in rstd1, gated in gate, down
+  // in o, and the residual stream updated in place (x_in = x_mid = x_out). No lse.
+  inference,
+  // What the backward reads, one set per layer, each layer's output the next one's input; the rest
+  // (o, down) one set for all layers.
+  training,
+  // Training that keeps only each layer's input; the rest is one set for all layers, refilled by running
+  // a layer's forward again just before its backward (same inputs, same dropout masks, same results).
+  recompute,
+};
+
+// One LayerActs per layer (shared tensors appear in several), x_in to x_out and lora_t included; lora_t
+// where `adapter` (may be null) adapts a projection. k_cache and v_cache are the caller's to set. The last
+// layer's x_out is the stream leaving the layers.
+std::vector<LayerActs> plan_layer_acts(vk::Device& device, const ModelSpec& spec, const LoraAdapter* adapter,
+                                       uint32_t B, uint32_t T, DType act, ActsPlan plan);
+
+// The gradients layer_backward writes, f32, one set for all layers; d.h2 shares d.h1 and d.x_in shares
+// d.x_mid (each holds a norm's part of the residual's gradient until it is added in).
+LayerActs plan_layer_grads(vk::Device& device, const LayerSpec& spec, uint32_t B, uint32_t T);
+
+}  // namespace ls::model

@@ -1,0 +1,77 @@
+#pragma once
+// What a model family's decoder layer is, as data: its norms, its projections with their Hugging Face
+// names, shapes and biases, its MLP activation, its attention (scale, window) and its RoPE. Everything
+// that knows a layer reads this: the tensor table (model/architecture.h) and through it the weight
+// upload, the demo model's writer and the UI's parameter count; the recorded layer (model/layer.h) for
+// inference and for training. A new family is a row of kFamilies (layer_spec.cpp) plus the code for
+// what is truly new in it.
+//
+// Sizes: V vocab, C hidden, I intermediate, H / KV query / key-value heads, D head dim.
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/config.h"
+#include "model/lora.h"
+
+namespace ls::model {
+
+// How an RMSNorm applies its weight to x̂ = x / rms(x).
+enum class NormStyle : uint8_t {
+  times_weight,  // y = x̂·w (Qwen2, Llama, Mistral). Gemma's x̂·(1 + w) would be a second value.
+};
+
+// The MLP: down(act(gate(h)) · up(h)).
+enum class MlpActivation : uint8_t {
+  silu,  // SwiGLU (Qwen2, Llama, Mistral). Gemma's GELU-tanh would be a second value.
+};
+
+// The norms of a layer. Gemma 3 would add pre_feedforward and post_feedforward ([C]); Qwen3 and Gemma 3
+// per-head q and k norms ([D]).
+enum class LayerNorm : uint8_t { input, post_attention };
+
+struct RmsNorm {
+  NormStyle style = NormStyle::times_weight;
+  float eps = 1e-6f;
+};
+
+// A module of the layer that holds weights: a norm, weight [out], or a projection y = x·Wᵀ (+ b),
+// W [out, in], b [out]. Fused projections (Phi-3's qkv_proj, gate_up_proj) would be projections of their
+// own, with LoRA targets of their own as PEFT names them, whose output the layer splits.
+struct ModuleSpec {
+  const char* name;                  // Hugging Face name under model.layers.{i}., e.g. "self_attn.q_proj"
+  std::optional<LayerNorm> norm;     // a norm: which one
+  std::optional<LoraTarget> target;  // a projection: which one, and the LoRA target that adapts it
+  uint32_t out = 0, in = 0;
+  bool bias = false;                 // from the config: qkv_bias, o_bias, mlp_bias
+};
+
+struct LayerSpec {
+  uint32_t hidden = 0, intermediate = 0, heads = 0, kv_heads = 0, head_dim = 0;  // C, I, H, KV, D
+  RmsNorm norm;                                      // every norm of the layer
+  MlpActivation activation = MlpActivation::silu;
+  float attention_scale = 1;                         // softmax(q·kᵀ · scale): 1/√D
+  // Sliding-window attention (Mistral; Qwen2 with use_sliding_window, on layers >= max_window_layers):
+  // a token sees the last `window` positions. No attention kernel applies a window yet, so a layer
+  // attends to everything before it, which is the same as long as the context is at most the window.
+  std::optional<uint32_t> window;
+  std::vector<ModuleSpec> modules;                   // in module order (the tensor table's)
+
+  const ModuleSpec& projection(LoraTarget t) const;  // throws ls::Error when the layer has none
+};
+
+struct ModelSpec {
+  uint32_t vocab = 0, hidden = 0;  // V, C
+  bool tied = false;               // lm_head is the embedding
+  float embedding_scale = 1;       // x = embed[ids] · scale: 1 for every family today (Gemma: √C)
+  RmsNorm final_norm;
+  std::vector<float> inv_freq;     // [D/2] f32 RoPE inverse frequencies, rope_scaling applied (rope_inv_freq)
+  std::vector<LayerSpec> layers;   // one per layer (layers may differ: attention window)
+};
+
+// From a parsed config (model/config.h): sizes, biases and window from the config, the rest from the
+// family's row.
+ModelSpec model_spec(const ModelConfig& c);
+LayerSpec layer_spec(const ModelConfig& c, uint32_t layer);
+
+}  // namespace ls::model

@@ -1,0 +1,113 @@
+// The layer description (model/layer_spec.h) each config implies, and the tensor table read through it:
+// modules in Hugging Face order with the config's biases, the attention window on the layers the config
+// puts it on, and every row of the table filling its own field of ModelWeights.
+#include "model/layer_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "model/peft_adapter.h"
+#include "model/weights.h"
+
+namespace ls::model {
+namespace {
+
+using nlohmann::json;
+
+json config(const char* arch) {
+  return {{"architectures", {arch}}, {"hidden_size", 48},       {"intermediate_size", 80}, {"num_hidden_layers", 3},
+          {"num_attention_heads", 6}, {"num_key_value_heads", 2}, {"vocab_size", 100}};
+}
+
+ModelSpec spec_of(const json& j) { return model_spec(parse_config(j, "config.json")); }
+
+TEST(LayerSpec, Qwen2ModulesInOrderWithQkvBiases) {
+  const ModelSpec s = spec_of(config("Qwen2ForCausalLM"));
+  ASSERT_EQ(s.layers.size(), 3u);
+  const LayerSpec& l = s.layers[1];
+  EXPECT_EQ(l.hidden, 48u);
+  EXPECT_EQ(l.head_dim, 8u);
+  EXPECT_FLOAT_EQ(l.attention_scale, 1.0f / std::sqrt(8.0f));
+  EXPECT_EQ(l.norm.style, NormStyle::times_weight);
+  EXPECT_EQ(l.activation, MlpActivation::silu);
+  std::vector<std::string> names;
+  for (const ModuleSpec& m : l.modules) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+                                             "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
+                                             "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}));
+  EXPECT_TRUE(l.projection(LoraTarget::k_proj).bias);
+  EXPECT_FALSE(l.projection(LoraTarget::o_proj).bias);
+  EXPECT_FALSE(l.projection(LoraTarget::down_proj).bias);
+  EXPECT_EQ(l.projection(LoraTarget::k_proj).out, 16u);
+  EXPECT_EQ(l.projection(LoraTarget::down_proj).in, 80u);
+  EXPECT_EQ(s.inv_freq.size(), 4u);
+  EXPECT_EQ(s.embedding_scale, 1.0f);
+}
+
+TEST(LayerSpec, LlamaBiasesFromTheConfig) {
+  json j = config("LlamaForCausalLM");
+  j["attention_bias"] = true;
+  j["mlp_bias"] = true;
+  const LayerSpec l = spec_of(j).layers[0];
+  for (const ModuleSpec& m : l.modules)
+    if (m.target) {
+      EXPECT_TRUE(m.bias) << m.name;
+    }
+  EXPECT_FALSE(spec_of(config("LlamaForCausalLM")).layers[0].projection(LoraTarget::q_proj).bias);
+}
+
+TEST(LayerSpec, AttentionWindowOnTheLayersTheConfigSays) {
+  const ModelSpec mistral = spec_of(config("MistralForCausalLM"));  // sliding_window defaults to 4096
+  for (const LayerSpec& l : mistral.layers) EXPECT_EQ(l.window, 4096u);
+  json m = config("MistralForCausalLM");
+  m["sliding_window"] = nullptr;
+  for (const LayerSpec& l : spec_of(m).layers) EXPECT_FALSE(l.window);
+
+  json q = config("Qwen2ForCausalLM");
+  q["sliding_window"] = 32;
+  for (const LayerSpec& l : spec_of(q).layers) EXPECT_FALSE(l.window);  // use_sliding_window false
+  q["use_sliding_window"] = true;
+  q["max_window_layers"] = 1;
+  const ModelSpec windowed = spec_of(q);
+  EXPECT_FALSE(windowed.layers[0].window);
+  EXPECT_EQ(windowed.layers[1].window, 32u);
+  EXPECT_EQ(windowed.layers[2].window, 32u);
+  q.erase("max_window_layers");  // Qwen2Config's default, 28: no layer of three
+  for (const LayerSpec& l : spec_of(q).layers) EXPECT_FALSE(l.window);
+}
+
+TEST(TensorTable, EveryRowFillsItsOwnWeight) {
+  for (const char* arch : {"Qwen2ForCausalLM", "LlamaForCausalLM"})
+    for (bool tied : {false, true}) {
+      json j = config(arch);
+      j["tie_word_embeddings"] = tied;
+      j["attention_bias"] = true;
+      j["mlp_bias"] = true;
+      const ModelConfig c = parse_config(j, "config.json");
+      ModelWeights w;
+      w.layers.resize(c.num_layers);
+      std::set<const Tensor*> fields;
+      const auto table = expected_tensors(c);
+      for (const ExpectedTensor& e : table) EXPECT_TRUE(fields.insert(&weight_of(w, e)).second) << e.name;
+      // embed, 2 norms and 7 weights and their biases (Llama; Qwen2's o and mlp have none) a layer,
+      // the final norm, lm_head unless tied
+      const size_t per_layer = std::string(arch) == "LlamaForCausalLM" ? 2 + 7 + 7 : 2 + 7 + 3;
+      EXPECT_EQ(table.size(), 2 + 3 * per_layer + (tied ? 0 : 1)) << arch;
+    }
+}
+
+TEST(TensorTable, TargetShapesAreTheProjections) {
+  const ModelConfig c = parse_config(config("Qwen2ForCausalLM"), "config.json");
+  const LayerSpec layer = layer_spec(c, 0);
+  for (size_t t = 0; t < kLoraTargetCount; ++t) {
+    const ModuleSpec& p = layer.projection(LoraTarget(t));
+    EXPECT_EQ(target_shape(c, LoraTarget(t)), std::make_pair(p.out, p.in)) << p.name;
+  }
+  EXPECT_EQ(target_shape(c, LoraTarget::o_proj), std::make_pair(48u, 48u));
+  EXPECT_EQ(target_shape(c, LoraTarget::up_proj), std::make_pair(80u, 48u));
+}
+
+}  // namespace
+}  // namespace ls::model
