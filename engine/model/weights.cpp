@@ -1,18 +1,46 @@
 #include "model/weights.h"
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
+#include <vector>
 
 #include "error.h"
 
 namespace ls::model {
 
 namespace {
-Tensor upload_tensor(vk::Device& device, const TensorInfo& info) {
+Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype) {
   Shape shape;
   for (uint64_t d : info.shape) shape.push_back(uint32_t(d));
-  Tensor t = Tensor::empty(device, shape, info.dtype, "weight");
-  upload_bytes(t, {reinterpret_cast<const uint8_t*>(info.bytes.data()), info.bytes.size()});
+  Tensor t = Tensor::empty(device, shape, dtype, "weight");
+  if (dtype == info.dtype) {
+    upload_bytes(t, {reinterpret_cast<const uint8_t*>(info.bytes.data()), info.bytes.size()});
+    return t;
+  }
+  // bf16 -> f16 (the only conversion asked for): exact for 2^-14 <= |w| <= 65504, as the tensor-core
+  // kernels' own conversion while staging was.
+  std::vector<uint16_t> halves(info.bytes.size() / 2);
+  const auto* raw = reinterpret_cast<const uint8_t*>(info.bytes.data());
+  for (size_t i = 0; i < halves.size(); ++i) {
+    uint32_t bits = uint32_t(raw[2 * i] | (raw[2 * i + 1] << 8)) << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    halves[i] = f32_to_f16(std::clamp(f, -65504.0f, 65504.0f));
+  }
+  upload_bytes(t, {reinterpret_cast<const uint8_t*>(halves.data()), halves.size() * 2});
   return t;
+}
+
+// The dtype a weight is kept in on this device. On tensor cores (DESIGN "Precision") the products'
+// bf16 weights become f16 once, here: the tensor-core kernels read f16 operands, and converting each
+// weight tile while staging it cost them 10-40% (H100, session 6, bench/RESULTS.md). Norms keep their
+// dtype, and so does an untied embedding table (it only feeds a gather); a tied one is the lm_head's
+// weight, the largest product of the step, and its gather then reads the same f16 values.
+DType stored_dtype(const vk::Device& device, const ExpectedTensor& e, DType file_dtype, bool tied) {
+  const bool product = e.role == TensorRole::weight || e.role == TensorRole::bias || e.role == TensorRole::lm_head ||
+                       (tied && e.role == TensorRole::embed);
+  return device.coopmat() && product && file_dtype == DType::bf16 ? DType::f16 : file_dtype;
 }
 }  // namespace
 
@@ -58,7 +86,10 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
   const ModelSpec spec = model_spec(c);
   ModelWeights w;
   w.layers.resize(spec.layers.size());
-  for (const ExpectedTensor& e : expected_tensors(spec)) weight_of(w, e) = upload_tensor(device, files.at(e.name));
+  for (const ExpectedTensor& e : expected_tensors(spec)) {
+    const TensorInfo& info = files.at(e.name);
+    weight_of(w, e) = upload_tensor(device, info, stored_dtype(device, e, info.dtype, spec.tied));
+  }
   if (spec.tied) w.lm_head = w.embed;
   w.inv_freq = Tensor::empty(device, {uint32_t(spec.inv_freq.size())}, DType::f32, "rope inv_freq");
   upload(w.inv_freq, spec.inv_freq);
