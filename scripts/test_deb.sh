@@ -45,6 +45,7 @@ fail() {
 }
 cleanup() {
   local rc=$?
+  mkdir -p build/deb-test-logs && cp "$work"/*.log build/deb-test-logs/ 2>/dev/null || true  # survive the cleanup
   if [ "${LS_KEEP_ROOT:-0}" = 1 ]; then
     echo "test_deb.sh: the roots are kept in $build_root and $root (tmpfs; \`umount -R\` each when done)"
   else
@@ -107,8 +108,12 @@ grep -E '^(  with adapter|  base model): ' <<<"$out"
 step "scripts/test.sh's packages in the same root, and the whole test suite on that build"
 in_build_root 'source scripts/deps.sh && ls_install_deps "${LS_TEST_PACKAGES[@]+"${LS_TEST_PACKAGES[@]}"}"' |
   grep -E '^installing: ' | cut -c1-300 || true
-in_build_root 'ctest --test-dir build/release -j "$(nproc)" --timeout 600 --output-on-failure' >"$work/ctest.log" 2>&1 ||
-  { tail -60 "$work/ctest.log"; fail "the test suite failed in the clean root"; }
+if ! in_build_root 'ctest --test-dir build/release -j "$(nproc)" --timeout 600 --output-on-failure' >"$work/ctest.log" 2>&1; then
+  echo "--- what the failing tests printed around their failures:"
+  grep -E -B4 -A16 -e ': Failure$' -e '\*\*\*(Failed|Timeout|Exception)' "$work/ctest.log" | head -200
+  tail -12 "$work/ctest.log"
+  fail "the test suite failed in the clean root"
+fi
 grep -E -e 'tests passed' -e '^Total Test time' "$work/ctest.log"
 
 step "build the package in that root (cmake --build --preset release --target package: cpack)"

@@ -287,7 +287,7 @@ class Scenario {
   Output run(const std::string& command) const {
     const std::string path = (root_ / "bin").string() + ":" + (std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin");
     const std::string shell = "cd " + shell_quote(cwd().string()) + " && env -u DISPLAY -u WAYLAND_DISPLAY -u XDG_DATA_HOME HOME=" +
-                              shell_quote(home().string()) + " PATH=" + shell_quote(path) + " timeout 120 sh -c " +
+                              shell_quote(home().string()) + " PATH=" + shell_quote(path) + " timeout 300 sh -c " +
                               shell_quote(command) + " </dev/null 2>&1";
     Output out;
     const auto t0 = std::chrono::steady_clock::now();
