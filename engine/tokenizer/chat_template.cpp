@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <ctime>
-#include <fstream>
-#include <iterator>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "error.h"
 #include "tokenizer/jinja_source.h"
+#include "tokenizer/model_chat_template.h"
 #include "tokenizer/py_str.h"
 
 namespace ls::tok {
@@ -167,60 +165,10 @@ ChatTemplate ChatTemplate::recognise(std::string_view jinja, const std::string& 
 
 ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& path,
                                                  std::vector<std::string>* warnings) {
-  const std::string file = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(file + ": cannot open");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(file + ": not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) throw Error(file + ": expected a JSON object, found " + j.type_name());
-
-  std::string jinja, source = file;
-  const auto jinja_file = path.parent_path() / "chat_template.jinja";
-  if (std::filesystem::exists(jinja_file)) {
-    std::ifstream f(jinja_file, std::ios::binary);
-    if (!f) throw Error(jinja_file.string() + ": cannot open");
-    jinja.assign(std::istreambuf_iterator<char>(f), {});
-    source = jinja_file.string();
-  } else if (j.contains("chat_template") && !j["chat_template"].is_null()) {
-    const auto& c = j["chat_template"];
-    if (c.is_string()) {
-      jinja = c.get<std::string>();
-    } else if (c.is_array()) {
-      std::string names;
-      bool found = false;
-      for (size_t i = 0; i < c.size(); ++i) {
-        const auto& e = c[i];
-        if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") ||
-            !e["template"].is_string())
-          throw Error(file + ": \"chat_template\"[" + std::to_string(i) +
-                      "]: expected {\"name\": string, \"template\": string}");
-        const std::string name = e["name"].get<std::string>();
-        names += (names.empty() ? "" : ", ") + name;
-        if (name == "default") {
-          jinja = e["template"].get<std::string>();
-          found = true;
-        }
-      }
-      if (!found) throw Error(file + ": \"chat_template\" lists templates without a \"default\" one (" + names + ")");
-    } else {
-      throw Error(file + ": \"chat_template\" is " + c.type_name() +
-                  " (expected a string or a list of {name, template})");
-    }
-  }
-  ChatTemplate t = recognise(jinja, source, warnings);
-  auto token = [&](const char* key) -> std::optional<std::string> {
-    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-    const auto& v = j[key];
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-    throw Error(file + ": \"" + key + "\" is " + v.type_name() + " (expected a string or {\"content\": string})");
-  };
-  if (auto bos = token("bos_token")) t.bos_ = *bos;
-  if (auto eos = token("eos_token")) t.eos_ = *eos;
+  const ModelChatTemplate m = read_model_chat_template(path);
+  ChatTemplate t = recognise(m.jinja, m.source, warnings);
+  if (auto bos = m.special_token("bos_token")) t.bos_ = *bos;
+  if (auto eos = m.special_token("eos_token")) t.eos_ = *eos;
   return t;
 }
 
