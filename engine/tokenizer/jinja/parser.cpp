@@ -609,12 +609,14 @@ class Parser {
       const Token& attr = next();
       if (attr.type == TokenType::name) {
         auto e = make(ExprKind::attribute, t);
+        place_at(*e, *node);
         e->object = std::move(node);
         e->name = attr.text;
         return e;
       }
       if (attr.type != TokenType::integer) fail("expected name or number", &attr);
       auto e = make(ExprKind::item, t);
+      place_at(*e, *node);
       e->object = std::move(node);
       auto index = make(ExprKind::constant, attr);
       index->value = Value(attr.integer);
@@ -628,6 +630,7 @@ class Parser {
     }
     expect_op("]");
     auto e = make(ExprKind::item, t);
+    place_at(*e, *node);
     e->object = std::move(node);
     if (args.size() == 1) {
       e->items.push_back(std::move(args[0]));
@@ -689,9 +692,16 @@ class Parser {
     return args;
   }
 
+  // Calls, attributes and subscripts are placed where their whole expression starts.
+  static void place_at(Expr& e, const Expr& start) {
+    e.line = start.line;
+    e.column = start.column;
+  }
+
   ExprPtr parse_call(ExprPtr node) {
     auto e = make(ExprKind::call, current());
     e->args = parse_call_args();
+    place_at(*e, *node);
     e->object = std::move(node);
     return e;
   }
