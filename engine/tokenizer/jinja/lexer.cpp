@@ -12,13 +12,6 @@ namespace ls::tok::jinja {
 
 namespace {
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Python's encode('ascii', 'backslashreplace') of one character, without its backslash.
 std::string backslash_replaced(char32_t c) {
   static constexpr char kHex[] = "0123456789abcdef";
