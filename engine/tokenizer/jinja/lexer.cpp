@@ -144,6 +144,11 @@ class Lexer {
     return tokens_.back();
   }
 
+  // jinja2's message, which counts characters from the template's start.
+  std::string unexpected_char(size_t offset, const std::string& ch) const {
+    return "unexpected char " + string_repr(ch) + " at " + std::to_string(code_point_count(std::string_view(src_).substr(0, offset)));
+  }
+
   bool at(size_t i, std::string_view s) const { return std::string_view(src_).substr(i, s.size()) == s; }
 
   // The data before a tag at `tag` whose sign is `sign` ('-', '+' or 0), with jinja2's stripping.
@@ -379,7 +384,7 @@ class Lexer {
     const char quote = src_[start];
     size_t i = start + 1;
     while (i < src_.size() && src_[i] != quote) i += src_[i] == '\\' ? 2 : 1;
-    if (i >= src_.size()) error_at(start, std::string("unexpected char '") + quote + "' at " + std::to_string(start));
+    if (i >= src_.size()) error_at(start, unexpected_char(start, std::string(1, quote)));
     std::string value, error;
     if (!unescape_string_literal(std::string_view(src_).substr(start + 1, i - start - 1), value, error))
       error_at(start, error);
@@ -401,7 +406,7 @@ class Lexer {
       size_t j = start;
       std::string ch;
       append_utf8(ch, next_code_point(src_, j));
-      error_at(start, "unexpected char " + string_repr(ch) + " at " + std::to_string(start));
+      error_at(start, unexpected_char(start, ch));
     }
     if (c == '(' || c == '[' || c == '{') balance.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
     if (c == ')' || c == ']' || c == '}') {

@@ -40,6 +40,18 @@ class Parser {
   size_t pos_ = 0;
   std::vector<Stmt*> macros_;  // the macro and call blocks being parsed, innermost last
   std::vector<std::string> tag_stack_;
+  int nesting_ = 0;
+
+  // Counts the parser's recursion (nested expressions and blocks): a template nested deeper than any
+  // real one fails as a syntax error instead of exhausting the stack.
+  static constexpr int kMaxNesting = 200;
+  struct Nested {
+    Parser& p;
+    explicit Nested(Parser& parser) : p(parser) {
+      if (++p.nesting_ > kMaxNesting) p.fail("too deeply nested (more than " + std::to_string(kMaxNesting) + " levels)");
+    }
+    ~Nested() { --p.nesting_; }
+  };
 
   const Token& current() const { return tokens_[pos_]; }
   const Token& look() const { return tokens_[std::min(pos_ + 1, tokens_.size() - 1)]; }
@@ -148,6 +160,7 @@ class Parser {
   }
 
   StmtPtr parse_statement() {
+    Nested nested(*this);
     const Token& t = current();
     if (t.type != TokenType::name) fail("tag name expected");
     const std::string& tag = t.text;
@@ -363,9 +376,13 @@ class Parser {
     return e;
   }
 
-  ExprPtr parse_expression(bool with_condexpr) { return with_condexpr ? parse_condexpr() : parse_or(); }
+  ExprPtr parse_expression(bool with_condexpr) {
+    Nested nested(*this);
+    return with_condexpr ? parse_condexpr() : parse_or();
+  }
 
   ExprPtr parse_condexpr() {
+    Nested nested(*this);
     const Token& start = current();
     ExprPtr expr = parse_or();
     while (skip_name("if")) {
@@ -400,6 +417,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    Nested nested(*this);
     if (is_name("not")) {
       auto e = make(ExprKind::not_, next());
       e->object = parse_not();
@@ -481,6 +499,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    Nested nested(*this);
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       auto e = make(current().text == "-" ? ExprKind::negate : ExprKind::positive, current());

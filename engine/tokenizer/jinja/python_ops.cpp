@@ -317,7 +317,12 @@ std::pair<double, double> float_divmod(double a, double b) {
   return {floordiv, mod};
 }
 
+constexpr size_t kMaxRepeatedSize = size_t(1) << 28;  // str * int and list * int beyond this fail
+
 Value repeat(const Value& seq, int64_t times) {
+  const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
+  if (times > 0 && unit > 0 && uint64_t(times) > kMaxRepeatedSize / unit)
+    fail(ErrorKind::arithmetic, "repeated sequence too large (over 2^28 elements)");
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < times; ++i) out += seq.as_string();
@@ -363,8 +368,11 @@ Value arith_numbers(ArithOp op, const Value& a, const Value& b) {
       return Value(op == ArithOp::mod ? floor_mod(x, y) : floor_div(x, y));
     case ArithOp::pow: {
       if (y < 0) return Value(std::pow(double(x), double(y)));
-      int64_t result = 1;
-      for (int64_t i = 0; i < y; ++i) result = checked([&](int64_t& r) { return __builtin_mul_overflow(result, x, &r); });
+      int64_t result = 1, base = x;  // by squaring: y can be large when x is 0, 1 or -1
+      for (int64_t e = y; e > 0; e >>= 1) {
+        if (e & 1) result = checked([&](int64_t& r) { return __builtin_mul_overflow(result, base, &r); });
+        if (e > 1) base = checked([&](int64_t& r) { return __builtin_mul_overflow(base, base, &r); });
+      }
       return Value(result);
     }
     default: break;
