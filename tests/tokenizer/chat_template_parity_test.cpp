@@ -11,7 +11,9 @@
 #include <set>
 
 #include "python_jinja.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/model_chat_template.h"
+#include "tokenizer/py_str.h"
 
 namespace ls::test {
 namespace {
@@ -109,6 +111,87 @@ TEST(ChatTemplateParity, RealTemplatesRenderAsTransformers) {
             << conversations.size() << " conversations x 2 (generation prompt off, on) = " << jobs.size()
             << " renderings, " << raising << " raising in jinja2, " << differences << " differences (jinja2 " << version
             << ")\n";
+}
+
+// The plain conversations of the corpus (system, user and assistant messages with text content) as
+// ChatTemplate takes them; the others are skipped.
+std::vector<std::pair<const OrderedJson*, std::vector<tok::ChatMessage>>> plain_conversations(const OrderedJson& all) {
+  std::vector<std::pair<const OrderedJson*, std::vector<tok::ChatMessage>>> out;
+  for (const auto& c : all) {
+    std::vector<tok::ChatMessage> messages;
+    bool plain = !c.at("messages").empty();
+    for (const auto& m : c.at("messages")) {
+      const std::string role = m.value("role", "");
+      plain = plain && m.size() == 2 && m.contains("content") && m.at("content").is_string() &&
+              (role == "system" || role == "user" || role == "assistant");
+      if (plain) messages.push_back({role, m.at("content")});
+    }
+    if (plain) out.emplace_back(&c, std::move(messages));
+  }
+  return out;
+}
+
+// Assistant-only loss masks on every real template: the trainable segments are the assistant turns. Each
+// answer is inside one, ending with an end-of-turn text; no user text is; the segments make the rendering.
+TEST(ChatTemplateParity, AssistantMasksOnEveryTemplate) {
+  std::ifstream in(source_dir() / "tests/fixtures/chat_parity_conversations.json", std::ios::binary);
+  const auto corpus = OrderedJson::parse(in).at("conversations");
+  const auto conversations = plain_conversations(corpus);
+  EXPECT_GE(conversations.size(), 20u);
+  size_t rendered = 0, refused = 0, turns = 0;
+  for (const auto& t : real_templates()) {
+    for (const auto& [c, messages] : conversations) {
+      const std::string what = t.name + ", \"" + c->at("name").get<std::string>() + "\"";
+      auto chat = tok::ChatTemplate::from_jinja(t.source, t.name, nullptr);
+      ASSERT_TRUE(chat.runs_model_template()) << what;
+      for (const auto& [k, v] : t.special_tokens.items()) chat.set_special_token(k, v);
+      if (c->contains("kwargs")) {
+        const auto& kw = c->at("kwargs");
+        if (kw.contains("enable_thinking")) chat.set_enable_thinking(kw.at("enable_thinking"));
+        if (kw.contains("date_string")) chat.set_date_string(kw.at("date_string"));
+      }
+      std::vector<tok::ChatSegment> segments;
+      try {
+        segments = chat.render(messages, false);
+      } catch (const Error& e) {
+        ++refused;  // the template refuses the conversation (roles not alternating, ...)
+        EXPECT_NE(std::string(e.what()).find(t.name), std::string::npos) << what << ": " << e.what();
+        continue;
+      }
+      ++rendered;
+      std::string joined, trained;
+      size_t trainable = 0;
+      for (const auto& s : segments) {
+        joined += s.text;
+        if (!s.trainable) continue;
+        ++trainable;
+        trained += s.text + "\x01";
+        const auto stops = chat.stop_strings();
+        EXPECT_TRUE(std::any_of(stops.begin(), stops.end(), [&](const std::string& e) { return s.text.ends_with(e); }))
+            << what << ": trainable segment " << escaped(s.text) << " does not end a turn";
+      }
+      EXPECT_EQ(joined, chat.render_text(messages, false)) << what;
+      if (std::getenv("LS_JINJA_VERBOSE")) std::cout << what << ": trained " << escaped(trained) << "\n";
+      size_t assistants = 0;
+      for (const auto& m : messages) {
+        const size_t think_end = m.content.rfind("</think>");
+        const std::string text = tok::py_strip(m.content.substr(think_end == std::string::npos ? 0 : think_end + 8));
+        if (m.role == "assistant") {
+          ++assistants;
+          if (!text.empty()) {
+            EXPECT_NE(trained.find(text), std::string::npos)
+                << what << ": answer " << escaped(text) << " not trained in " << escaped(trained);
+          }
+        } else if (text.size() > 2) {
+          EXPECT_EQ(trained.find(text), std::string::npos) << what << ": " << m.role << " text " << escaped(text) << " trained";
+        }
+      }
+      EXPECT_LE(trainable, assistants) << what;
+      turns += trainable;
+    }
+  }
+  std::cout << "assistant masks: " << rendered << " renderings (" << refused << " refused by their template), " << turns
+            << " assistant turns placed\n";
 }
 
 }  // namespace
