@@ -4,7 +4,6 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-
 #include <nlohmann/json.hpp>
 
 #include "error.h"
@@ -28,7 +27,8 @@ void add_template_options(CLI::App& cmd, TemplateArgs& a) {
                  "or an object with \"messages\" (and \"tools\")")
       ->type_name("FILE")
       ->required();
-  cmd.add_option("--tools", a.tools, "a JSON list of tool schemas, passed as `tools` (default: none)")->type_name("FILE");
+  cmd.add_option("--tools", a.tools, "a JSON list of tool schemas, passed as `tools` (default: none)")
+      ->type_name("FILE");
   cmd.add_flag("--add-generation-prompt", a.add_generation_prompt,
                "end with the header of the assistant's next turn, as for generation");
   cmd.add_option("--var", a.vars,
@@ -71,9 +71,11 @@ int run_template(const TemplateArgs& a) {
   if (!a.model.empty()) {
     const auto m = tok::read_model_chat_template(fs::path(a.model) / "tokenizer_config.json", a.template_name);
     if (m.jinja.empty())
-      throw Error(a.model + ": no chat template (no chat_template.jinja, and tokenizer_config.json has no chat_template)");
+      throw Error(a.model +
+                  ": no chat template (no chat_template.jinja, and tokenizer_config.json has no chat_template)");
     source = m.jinja;
-    source_name = m.source.ends_with(".jinja") ? m.source : m.source + ": chat_template";  // lines count in the template
+    source_name =
+        m.source.ends_with(".jinja") ? m.source : m.source + ": chat_template";  // lines count in the template
     call.special_tokens = m.special_tokens;
   } else {
     source = read_text(a.template_file);

@@ -9,7 +9,6 @@
 // folder (chat_template.jinja or tokenizer_config.json, tokenizer/model_chat_template.h); --var sets any
 // template variable (enable_thinking=false, bos_token="<s>", date_string="26 Jul 2024") and wins.
 #include <CLI/CLI.hpp>
-
 #include <string>
 #include <vector>
 

@@ -13,7 +13,7 @@ namespace ls::tok {
 
 struct ChatTemplateCall {
   jinja::Value messages = jinja::Value(jinja::List{});  // a list of {"role": ..., "content": ...}
-  jinja::Value tools = jinja::Value(nullptr);            // None, or a list of tool schemas
+  jinja::Value tools = jinja::Value(nullptr);           // None, or a list of tool schemas
   bool add_generation_prompt = false;
   std::vector<std::pair<std::string, std::string>> special_tokens;
   jinja::Dict extra;  // enable_thinking, date_string, ...

@@ -99,7 +99,8 @@ class Finder {
     const std::string through = render_(i + 1, false);
     const std::string_view anchor = last_line(prompt);
     if (anchor.empty()) return std::nullopt;
-    for (size_t at = through.rfind(anchor); at != std::string::npos; at = at ? through.rfind(anchor, at - 1) : std::string::npos) {
+    for (size_t at = through.rfind(anchor); at != std::string::npos;
+         at = at ? through.rfind(anchor, at - 1) : std::string::npos) {
       std::string turn = through.substr(at + anchor.size());
       const size_t cut = end_of_first_stop(turn, 0, stops_);
       if (cut == std::string::npos && !stops_.empty()) continue;

@@ -189,7 +189,7 @@ ChatTemplate ChatTemplate::from_jinja(std::string_view jinja, const std::string&
   }
   ChatTemplate t = recognise(jinja, source, nullptr);  // the family: stop strings and the name
   t.engine_ = std::move(engine);
-  t.name_ = t.name_ == "ChatML (fallback)" ? "the model's template" : t.name_ + ", the model's template";
+  if (t.name_ == "ChatML (fallback)") t.name_ = "the model's own template";  // no family recognised
   return t;
 }
 

@@ -91,9 +91,9 @@ class ChatTemplate {
                                             std::vector<std::string>* warnings);
 
   ChatFormat format() const { return format_; }
-  // The family's name; for a model's template run by the engine "<family>, the model's template" (or
-  // "the model's template" when no family is recognised).
+  // The family's name ("the model's own template" for a template the engine runs but no family fits).
   std::string_view name() const { return name_; }
+  // Whether the model's template runs (the Jinja engine), rather than its family rendered by hand.
   bool runs_model_template() const { return engine_ != nullptr; }
 
   // The rendering in segments. add_generation_prompt appends the assistant header (ignored, as by the

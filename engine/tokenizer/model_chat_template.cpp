@@ -39,14 +39,16 @@ std::string config_template(const nlohmann::json& c, const std::string& file, co
     return c.get<std::string>();
   }
   if (!c.is_array())
-    throw Error(file + ": \"chat_template\" is " + c.type_name() + " (expected a string or a list of {name, template})");
+    throw Error(file + ": \"chat_template\" is " + c.type_name() +
+                " (expected a string or a list of {name, template})");
   std::string names, found;
   bool has = false;
   for (size_t i = 0; i < c.size(); ++i) {
     const auto& e = c[i];
     if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") ||
         !e["template"].is_string())
-      throw Error(file + ": \"chat_template\"[" + std::to_string(i) + "]: expected {\"name\": string, \"template\": string}");
+      throw Error(file + ": \"chat_template\"[" + std::to_string(i) +
+                  "]: expected {\"name\": string, \"template\": string}");
     const std::string n = e["name"].get<std::string>();
     names += (names.empty() ? "" : ", ") + n;
     if (n == name) {
@@ -56,7 +58,8 @@ std::string config_template(const nlohmann::json& c, const std::string& file, co
   }
   if (!has)
     throw Error(file + ": \"chat_template\" lists templates without " +
-                (name == "default" ? std::string("a \"default\" one") : "one named \"" + name + "\"") + " (" + names + ")");
+                (name == "default" ? std::string("a \"default\" one") : "one named \"" + name + "\"") + " (" + names +
+                ")");
   return found;
 }
 
@@ -70,7 +73,8 @@ std::optional<std::string> ModelChatTemplate::special_token(std::string_view nam
 
 ModelChatTemplate read_model_chat_template(const fs::path& path, const std::string& template_name) {
   const fs::path dir = path.parent_path();
-  const fs::path jinja_file = dir / "chat_template.jinja", named_file = dir / "additional_chat_templates" / (template_name + ".jinja");
+  const fs::path jinja_file = dir / "chat_template.jinja",
+                 named_file = dir / "additional_chat_templates" / (template_name + ".jinja");
   const bool config_exists = fs::exists(path);
   nlohmann::json j = config_exists || !fs::exists(jinja_file) ? read_config(path) : nlohmann::json::object();
   const std::string file = path.string();

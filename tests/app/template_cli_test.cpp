@@ -33,7 +33,8 @@ class TemplateCli : public ::testing::Test {
 const OrderedJson kMessages = OrderedJson::parse(R"([
   {"role": "system", "content": "Be brief."},
   {"role": "user", "content": "Weather in Paris? 東京 too"},
-  {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+  {"role": "assistant", "content": "", "tool_calls": [
+    {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
   {"role": "tool", "content": "21 C"},
   {"role": "assistant", "content": "<think>\nok\n</think>\n\nIt is 21 °C."}])");
 const OrderedJson kTools = OrderedJson::parse(R"([{"type": "function", "function": {"name": "get_weather",
@@ -45,8 +46,8 @@ TEST_F(TemplateCli, PrintsWhatTransformersRenders) {
     const fs::path folder = test::tokenizer_dir(model);
     ASSERT_TRUE(fs::exists(folder / "tokenizer_config.json")) << "run scripts/fetch_tokenizers.sh";
     const auto m = tok::read_model_chat_template(folder / "tokenizer_config.json");
-    OrderedJson variables = {{"messages", kMessages}, {"tools", kTools}, {"documents", nullptr},
-                             {"add_generation_prompt", true}};
+    OrderedJson variables = {
+        {"messages", kMessages}, {"tools", kTools}, {"documents", nullptr}, {"add_generation_prompt", true}};
     for (const auto& [k, v] : m.special_tokens) variables[k] = v;
     variables["enable_thinking"] = false;
     variables["date_string"] = "26 Jul 2024";
@@ -72,12 +73,13 @@ TEST_F(TemplateCli, PrintsWhatTransformersRenders) {
 TEST_F(TemplateCli, TemplateFileVariablesAndErrors) {
   const auto messages = write("messages.json", R"({"messages": [{"role": "user", "content": "hi"}], "tools": [1]})");
   const auto t = write("t.jinja", "{{ bos_token }}{{ messages[0].content }}|{{ tools }}|{{ x }}\n");
-  auto r = test::run_app({"template", "--template", t.string(), "--messages", messages.string(), "--var", "x=[1.0, null]",
-                          "--var", "bos_token=\"<B>\""});
+  auto r = test::run_app({"template", "--template", t.string(), "--messages", messages.string(), "--var",
+                          "x=[1.0, null]", "--var", "bos_token=\"<B>\""});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "<B>hi|[1]|[1.0, None]");  // the template's one trailing newline is dropped, as by jinja2
 
-  const auto raising = write("raise.jinja", "line one\n{{ raise_exception('Roles must alternate: ' ~ messages | length) }}");
+  const auto raising =
+      write("raise.jinja", "line one\n{{ raise_exception('Roles must alternate: ' ~ messages | length) }}");
   r = test::run_app({"template", "--template", raising.string(), "--messages", messages.string()});
   EXPECT_EQ(r.code, 1);
   EXPECT_EQ(r.out, "");
@@ -104,7 +106,8 @@ TEST_F(TemplateCli, NamedTemplatesOfAModelFolder) {
     {"name": "tool_use", "template": "T:{{ eos_token }}"}], "eos_token": {"content": "</s>", "lstrip": false}})");
   auto r = test::run_app({"template", "--model", dir_.string(), "--messages", messages.string()});
   EXPECT_EQ(r.out, "D:hi") << r.err;
-  r = test::run_app({"template", "--model", dir_.string(), "--messages", messages.string(), "--template-name", "tool_use"});
+  r = test::run_app(
+      {"template", "--model", dir_.string(), "--messages", messages.string(), "--template-name", "tool_use"});
   EXPECT_EQ(r.out, "T:</s>") << r.err;
   r = test::run_app({"template", "--model", dir_.string(), "--messages", messages.string(), "--template-name", "rag"});
   EXPECT_EQ(r.code, 1);

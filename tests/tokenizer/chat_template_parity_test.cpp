@@ -183,7 +183,8 @@ TEST(ChatTemplateParity, AssistantMasksOnEveryTemplate) {
                 << what << ": answer " << escaped(text) << " not trained in " << escaped(trained);
           }
         } else if (text.size() > 2) {
-          EXPECT_EQ(trained.find(text), std::string::npos) << what << ": " << m.role << " text " << escaped(text) << " trained";
+          EXPECT_EQ(trained.find(text), std::string::npos)
+              << what << ": " << m.role << " text " << escaped(text) << " trained";
         }
       }
       EXPECT_LE(trainable, assistants) << what;

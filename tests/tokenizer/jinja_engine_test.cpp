@@ -11,7 +11,8 @@
 namespace ls::tok::jinja {
 namespace {
 
-std::string render(const std::string& source, const nlohmann::ordered_json& variables = nlohmann::ordered_json::object()) {
+std::string render(const std::string& source,
+                   const nlohmann::ordered_json& variables = nlohmann::ordered_json::object()) {
   return Template(source, "t.jinja").render(Value::from_json(variables).as_dict());
 }
 
@@ -20,8 +21,8 @@ std::string error_of(const std::string& source) {
   try {
     render(source);
   } catch (const TemplateError& e) {
-    EXPECT_EQ(std::string(e.what()), "t.jinja:" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": " +
-                                         e.message());
+    EXPECT_EQ(std::string(e.what()),
+              "t.jinja:" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": " + e.message());
     return std::string(python_name(e.kind())) + " " + std::to_string(e.line()) + ":" + std::to_string(e.column()) +
            " " + e.message();
   }
@@ -31,7 +32,8 @@ std::string error_of(const std::string& source) {
 TEST(JinjaEngine, ErrorsNameTheLineAndColumn) {
   EXPECT_EQ(error_of("a\n  {{ raise_exception('no ' ~ 1) }}"), "TemplateError 2:6 no 1");
   EXPECT_EQ(error_of("{% for m in x %}\n{{ m.content.nope.x }}{% endfor %}"), "(no error)");  // x undefined: no loop
-  EXPECT_EQ(error_of("{% set x = {'a': {}} %}\n\n  {{ x.a.b.c }}"), "UndefinedError 3:6 'dict object' has no attribute 'b'");
+  EXPECT_EQ(error_of("{% set x = {'a': {}} %}\n\n  {{ x.a.b.c }}"),
+            "UndefinedError 3:6 'dict object' has no attribute 'b'");
   EXPECT_EQ(error_of("{{ 1 +\n 'a' }}"), "TypeError 1:4 unsupported operand type(s) for +: 'int' and 'str'");
   EXPECT_EQ(error_of("ok\n{% if %}"), "TemplateSyntaxError 2:7 Expected an expression, got 'end of statement block'");
   EXPECT_EQ(error_of("{{ 'é' ~ x | bogus }}"), "TemplateSyntaxError 1:14 No filter named 'bogus'.");
@@ -45,7 +47,8 @@ TEST(JinjaEngine, RefusesWhatReachesOutside) {
                           "{% block b %}{% endblock %}"})
     EXPECT_NE(error_of(tag).find("unsupported 1:4 "), std::string::npos) << tag << ": " << error_of(tag);
   EXPECT_NE(error_of("{% do x %}").find("Encountered unknown tag 'do'."), std::string::npos);
-  EXPECT_NE(error_of("{{ ''.__class__ }}").find("no error"), std::string::npos);  // an undefined attribute, printed empty
+  EXPECT_NE(error_of("{{ ''.__class__ }}").find("no error"),
+            std::string::npos);  // an undefined attribute, printed empty
 }
 
 TEST(JinjaEngine, LimitsKeepHostileTemplatesFromCrashing) {
@@ -66,7 +69,8 @@ TEST(JinjaEngine, LimitsKeepHostileTemplatesFromCrashing) {
 }
 
 TEST(JinjaEngine, ValuesFromJson) {
-  const auto v = nlohmann::ordered_json::parse(R"({"z": 1, "a": [1.0, 2, true, null, "é"], "big": 18446744073709551615})");
+  const auto v =
+      nlohmann::ordered_json::parse(R"({"z": 1, "a": [1.0, 2, true, null, "é"], "big": 18446744073709551615})");
   EXPECT_EQ(render("{{ d }} {{ d | tojson }} {{ d.big }}", {{"d", v}}),
             "{'z': 1, 'a': [1.0, 2, True, None, 'é'], 'big': 1.8446744073709552e+19} "
             "{\"z\": 1, \"a\": [1.0, 2, true, null, \"é\"], \"big\": 1.8446744073709552e+19} 1.8446744073709552e+19");
@@ -76,7 +80,8 @@ TEST(JinjaEngine, ValuesFromJson) {
 }
 
 TEST(JinjaEngine, TemplatesAreReusable) {
-  const Template t("{% set ns = namespace(n=0) %}{% for x in xs %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}", "t");
+  const Template t("{% set ns = namespace(n=0) %}{% for x in xs %}{% set ns.n = ns.n + x %}{% endfor %}{{ ns.n }}",
+                   "t");
   for (int i = 1; i <= 3; ++i) {
     Dict vars;
     vars.set(Value("xs"), Value(List{Value(i), Value(i)}));

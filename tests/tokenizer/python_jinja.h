@@ -4,6 +4,7 @@
 // LS_PYTHON when set, else /usr/bin/python3 (Debian's, where python3-jinja2 installs), else python3.
 // A missing jinja2 fails the test: scripts/deps.sh installs python3-jinja2 with the test packages.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -11,7 +12,6 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <unistd.h>
 
 #include "tokenizer/jinja/template.h"
 #include "tokenizer_fixtures.h"
@@ -48,7 +48,8 @@ inline std::vector<Rendering> render_with_python(const OrderedJson& jobs, std::s
     const int status = ::pclose(p);
     if (status != 0) {
       ADD_FAILURE() << command << " failed (python3-jinja2 missing? `source scripts/deps.sh; "
-                    << "ls_install_deps python3-jinja2`):\n" << output;
+                    << "ls_install_deps python3-jinja2`):\n"
+                    << output;
       return {};
     }
   }
@@ -95,7 +96,8 @@ inline std::string difference(const Rendering& ours, const Rendering& theirs) {
     return "errors differ:\n  jinja2: " + theirs.error_type + ": " + theirs.error + "\n  ours:   " + ours.error_type +
            ": " + ours.error;
   }
-  if (!ours.ok) return "jinja2 renders " + escaped(theirs.text) + "\n  ours fails: " + ours.error_type + ": " + ours.error;
+  if (!ours.ok)
+    return "jinja2 renders " + escaped(theirs.text) + "\n  ours fails: " + ours.error_type + ": " + ours.error;
   return "jinja2 fails (" + theirs.error_type + ": " + theirs.error + ")\n  ours renders " + escaped(ours.text);
 }
 

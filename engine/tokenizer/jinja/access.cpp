@@ -2,7 +2,6 @@
 
 #include <array>
 #include <functional>
-#include <map>
 
 #include "tokenizer/jinja/object.h"
 #include "tokenizer/jinja/python_ops.h"
@@ -18,11 +17,11 @@ Value undefined_attribute(const Value& object, std::string_view name) {
 }
 
 Value unsafe_attribute(const Value& object, std::string_view name) {
-  return Value::undefined(UndefinedInfo{.hint = "access to attribute '" + std::string(name) + "' of '" +
-                                                object.type_name() + "' object is unsafe.",
-                                        .object_type = object.object_type_repr(),
-                                        .name = std::string(name),
-                                        .security = true});
+  return Value::undefined(UndefinedInfo{
+      .hint = "access to attribute '" + std::string(name) + "' of '" + object.type_name() + "' object is unsafe.",
+      .object_type = object.object_type_repr(),
+      .name = std::string(name),
+      .security = true});
 }
 
 const std::string& string_arg(const std::optional<Value>& v, std::string_view what) {
@@ -42,7 +41,8 @@ int64_t int_arg(const std::optional<Value>& v, int64_t default_value, std::strin
   if (!v || v->is_none()) return default_value;
   if (!v->is_int() && !v->is_bool()) {
     require_defined(*v);
-    fail(ErrorKind::type, "'" + v->type_name() + "' object cannot be interpreted as an integer (" + std::string(what) + ")");
+    fail(ErrorKind::type,
+         "'" + v->type_name() + "' object cannot be interpreted as an integer (" + std::string(what) + ")");
   }
   return v->as_int();
 }
@@ -90,8 +90,10 @@ std::string str_format(const std::string& format, const Arguments& args) {
   for (size_t i = 0; i < format.size(); ++i) {
     const char c = format[i];
     if (c == '}') {
-      if (i + 1 < format.size() && format[i + 1] == '}') ++i;
-      else fail(ErrorKind::value, "Single '}' encountered in format string");
+      if (i + 1 < format.size() && format[i + 1] == '}')
+        ++i;
+      else
+        fail(ErrorKind::value, "Single '}' encountered in format string");
       out += '}';
       continue;
     }
@@ -123,7 +125,8 @@ std::string str_format(const std::string& format, const Arguments& args) {
     if (head.empty() || (head.find_first_not_of("0123456789") == std::string::npos)) {
       const size_t index = head.empty() ? auto_index++ : size_t(std::stoul(head));
       if (index >= args.positional.size())
-        fail(ErrorKind::lookup, "Replacement index " + std::to_string(index) + " out of range for positional args tuple");
+        fail(ErrorKind::lookup,
+             "Replacement index " + std::to_string(index) + " out of range for positional args tuple");
       v = args.positional[index];
     } else {
       const Value* k = args.keyword(head);
@@ -139,8 +142,9 @@ std::string str_format(const std::string& format, const Arguments& args) {
         const size_t e = field.find(']', p);
         if (e == std::string::npos) fail(ErrorKind::value, "Missing ']' in format string");
         const std::string key = field.substr(p + 1, e - p - 1);
-        v = key.find_first_not_of("0123456789") == std::string::npos && !key.empty() ? get_item(v, Value(int64_t(std::stoll(key))))
-                                                                                     : get_item(v, Value(key));
+        v = key.find_first_not_of("0123456789") == std::string::npos && !key.empty()
+                ? get_item(v, Value(int64_t(std::stoll(key))))
+                : get_item(v, Value(key));
         p = e + 1;
       }
     }
@@ -149,8 +153,6 @@ std::string str_format(const std::string& format, const Arguments& args) {
   }
   return out;
 }
-
-using Method = std::function<Value(const Value& self, const Arguments& args)>;
 
 Value string_method(const std::string& s, std::string_view name, const Arguments& a) {
   auto strip = [&](StripSide side) {
@@ -188,7 +190,8 @@ Value string_method(const std::string& s, std::string_view name, const Arguments
   if (name == "lower") return no_args(), Value(py_lower(s));
   if (name == "title") return no_args(), Value(py_title(s));
   if (name == "capitalize") return no_args(), Value(py_capitalize(s));
-  if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") return no_args(), Value(py_is(s, CharClass::digit));
+  if (name == "isdigit" || name == "isdecimal" || name == "isnumeric")
+    return no_args(), Value(py_is(s, CharClass::digit));
   if (name == "isalpha") return no_args(), Value(py_is(s, CharClass::alpha));
   if (name == "isalnum") return no_args(), Value(py_is(s, CharClass::alnum));
   if (name == "isspace") return no_args(), Value(py_is(s, CharClass::space));
@@ -213,7 +216,8 @@ Value string_method(const std::string& s, std::string_view name, const Arguments
     size_t i = 0;
     for (const Value& item : py_iterate(*p[0])) {
       if (!item.is_string())
-        fail(ErrorKind::type, "sequence item " + std::to_string(i) + ": expected str instance, " + item.type_name() + " found");
+        fail(ErrorKind::type,
+             "sequence item " + std::to_string(i) + ": expected str instance, " + item.type_name() + " found");
       if (i++) out += s;
       out += item.as_string();
     }
@@ -243,12 +247,12 @@ Value string_method(const std::string& s, std::string_view name, const Arguments
   return Value();  // not reached: string_methods() lists the names
 }
 
-const std::array kStringMethods = {"strip",     "lstrip",     "rstrip",   "split",        "rsplit",     "startswith",
-                                   "endswith",  "find",       "rfind",    "index",        "rindex",     "upper",
-                                   "lower",     "title",      "capitalize", "isdigit",    "isdecimal",  "isnumeric",
-                                   "isalpha",   "isalnum",    "isspace",  "islower",      "isupper",    "splitlines",
-                                   "replace",   "count",      "join",     "removeprefix", "removesuffix", "center",
-                                   "ljust",     "rjust",      "partition", "rpartition",  "format"};
+const std::array kStringMethods = {"strip",    "lstrip",  "rstrip",     "split",        "rsplit",       "startswith",
+                                   "endswith", "find",    "rfind",      "index",        "rindex",       "upper",
+                                   "lower",    "title",   "capitalize", "isdigit",      "isdecimal",    "isnumeric",
+                                   "isalpha",  "isalnum", "isspace",    "islower",      "isupper",      "splitlines",
+                                   "replace",  "count",   "join",       "removeprefix", "removesuffix", "center",
+                                   "ljust",    "rjust",   "partition",  "rpartition",   "format"};
 
 bool is_string_method(std::string_view name) {
   for (std::string_view m : kStringMethods)
@@ -259,8 +263,10 @@ bool is_string_method(std::string_view name) {
 Value dict_view(const Dict& d, Sequence style) {
   List out;
   for (const auto& [k, v] : d.items) {
-    if (style == Sequence::dict_items) out.emplace_back(List{k, v}, Sequence::tuple);
-    else out.push_back(style == Sequence::dict_keys ? k : v);
+    if (style == Sequence::dict_items)
+      out.emplace_back(List{k, v}, Sequence::tuple);
+    else
+      out.push_back(style == Sequence::dict_keys ? k : v);
   }
   return Value(std::move(out), style);
 }
@@ -275,8 +281,8 @@ std::optional<Value> dict_method(const Value& self, std::string_view name) {
       const Value* v = self.as_dict().find(*p[0]);
       return v ? *v : p[1] ? *p[1] : Value(nullptr);
     });
-  const Sequence style = name == "items" ? Sequence::dict_items
-                         : name == "keys" ? Sequence::dict_keys
+  const Sequence style = name == "items"    ? Sequence::dict_items
+                         : name == "keys"   ? Sequence::dict_keys
                          : name == "values" ? Sequence::dict_values
                                             : Sequence::list;
   if (style != Sequence::list)
@@ -382,8 +388,8 @@ Value get_item(const Value& object, const Value& key) {
     if (auto v = python_attribute(object, key.as_string())) return *v;
     return undefined_attribute(object, key.as_string());
   }
-  return Value::undefined(UndefinedInfo{.object_type = object.object_type_repr(), .name = py_repr(key),
-                                        .name_is_string = false});
+  return Value::undefined(
+      UndefinedInfo{.object_type = object.object_type_repr(), .name = py_repr(key), .name_is_string = false});
 }
 
 Value get_slice(const Value& object, const std::optional<Value>& start, const std::optional<Value>& stop,
@@ -391,8 +397,8 @@ Value get_slice(const Value& object, const std::optional<Value>& start, const st
   require_defined(object);
   const bool is_text = object.is_string();
   if (!is_text && !(object.is_list() && object.sequence_style() <= Sequence::tuple))
-    return Value::undefined(UndefinedInfo{.object_type = object.object_type_repr(), .name = "slice",
-                                          .name_is_string = false});
+    return Value::undefined(
+        UndefinedInfo{.object_type = object.object_type_repr(), .name = "slice", .name_is_string = false});
   auto bound = [](const std::optional<Value>& v) -> std::optional<int64_t> {
     if (!v || v->is_none()) return std::nullopt;
     if (!v->is_int() && !v->is_bool()) {
@@ -421,8 +427,10 @@ Value get_slice(const Value& object, const std::optional<Value>& start, const st
   std::u32string out_text;
   List out;
   for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
-    if (is_text) out_text += text[size_t(i)];
-    else out.push_back(object.as_list()[size_t(i)]);
+    if (is_text)
+      out_text += text[size_t(i)];
+    else
+      out.push_back(object.as_list()[size_t(i)]);
   }
   if (is_text) return Value(encode_utf8(out_text));
   return Value(std::move(out), object.sequence_style());

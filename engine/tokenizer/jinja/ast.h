@@ -52,11 +52,11 @@ enum class CompareKind { eq, ne, lt, le, gt, ge, in, not_in };
 
 struct Expr : Node {
   ExprKind kind;
-  Value value;                // constant
-  std::string name;           // name, attribute, filter, test
-  ExprPtr object;             // attribute, item, call, filter, test, negate, positive, not_
+  Value value;       // constant
+  std::string name;  // name, attribute, filter, test
+  ExprPtr object;    // attribute, item, call, filter, test, negate, positive, not_
   std::vector<ExprPtr> items;
-  CallArgs args;              // call, filter, test
+  CallArgs args;  // call, filter, test
   ArithOp arith_op = ArithOp::add;
   std::vector<CompareKind> compare_ops;
   explicit Expr(ExprKind k) : kind(k) {}
@@ -87,7 +87,7 @@ enum class StmtKind {
   with,          // {% with targets = values %}body{% endwith %}
   break_,
   continue_,
-  generation,    // transformers' {% generation %}body{% endgeneration %}: renders its body
+  generation,  // transformers' {% generation %}body{% endgeneration %}: renders its body
 };
 
 struct Parameter {
@@ -97,10 +97,10 @@ struct Parameter {
 
 struct Stmt : Node {
   StmtKind kind;
-  std::string text;  // text; macro name
-  ExprPtr expr;      // output, if, for (the iterable), set, call_block (the call)
-  ExprPtr filter;    // for: the `if` condition; set_block, filter_block: the filter chain
-  Target target;     // for, set, set_block
+  std::string text;             // text; macro name
+  ExprPtr expr;                 // output, if, for (the iterable), set, call_block (the call)
+  ExprPtr filter;               // for: the `if` condition; set_block, filter_block: the filter chain
+  Target target;                // for, set, set_block
   std::vector<Target> targets;  // with
   std::vector<ExprPtr> values;  // with
   Body body, else_body;

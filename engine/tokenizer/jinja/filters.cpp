@@ -243,7 +243,9 @@ std::string do_title(const std::string& s) {
 
 Value do_indent(const std::string& text, const Params& p) {
   std::string indentation = "    ";
-  if (p[0]) indentation = p[0]->is_string() ? p[0]->as_string() : std::string(size_t(std::max<int64_t>(0, p[0]->as_int())), ' ');
+  if (p[0])
+    indentation =
+        p[0]->is_string() ? p[0]->as_string() : std::string(size_t(std::max<int64_t>(0, p[0]->as_int())), ' ');
   const std::vector<std::string> lines = py_splitlines(text + "\n", false);
   std::string out;
   if (flag(p[2])) {
@@ -349,9 +351,9 @@ Value do_reverse(const Value& v) {
   }
   List items = py_iterate(v);
   std::reverse(items.begin(), items.end());
-  const char* type = v.is_dict() ? "dict_reversekeyiterator"
+  const char* type = v.is_dict()                                           ? "dict_reversekeyiterator"
                      : v.is_list() && v.sequence_style() == Sequence::list ? "list_reverseiterator"
-                                                                            : "reversed";
+                                                                           : "reversed";
   return Value::iterator(type, std::move(items));
 }
 
@@ -382,7 +384,9 @@ Value do_dictsort(const Value& v, const Params& p) {
     return case_sensitive ? x : ignore_case(x);
   };
   std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) { return py_less(key(a), key(b)); });
-  if (flag(p[2])) std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) { return py_less(key(b), key(a)); });
+  if (flag(p[2]))
+    std::stable_sort(items.begin(), items.end(),
+                     [&](const Value& a, const Value& b) { return py_less(key(b), key(a)); });
   return Value(std::move(items));
 }
 
@@ -394,9 +398,8 @@ Value do_sort(const Value& v, const Params& p) {
   std::vector<size_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   const bool reverse = flag(p[0]);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return reverse ? py_less(keys[b], keys[a]) : py_less(keys[a], keys[b]);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return reverse ? py_less(keys[b], keys[a]) : py_less(keys[a], keys[b]); });
   List out;
   for (size_t i : order) out.push_back(items[i]);
   return Value(std::move(out));
@@ -493,7 +496,8 @@ Value do_slice(const Value& v, const Params& p) {
 // map / select / reject / selectattr / rejectattr: their extra arguments are Python's *args, **kwargs.
 Arguments rest(const Arguments& args, size_t skip) {
   Arguments r;
-  r.positional.assign(args.positional.begin() + std::ptrdiff_t(std::min(skip, args.positional.size())), args.positional.end());
+  r.positional.assign(args.positional.begin() + std::ptrdiff_t(std::min(skip, args.positional.size())),
+                      args.positional.end());
   r.keywords = args.keywords;
   return r;
 }
@@ -504,14 +508,17 @@ Value do_map(const Value& v, const Arguments& args) {
   if (args.positional.empty() && args.keyword("attribute")) {
     std::optional<Value> default_value;
     for (const auto& [k, x] : args.keywords) {
-      if (k == "default") default_value = x;
-      else if (k != "attribute") fail(ErrorKind::value, "Unexpected keyword argument '" + k + "'");
+      if (k == "default")
+        default_value = x;
+      else if (k != "attribute")
+        fail(ErrorKind::value, "Unexpected keyword argument '" + k + "'");
     }
     f = attribute_getter(*args.keyword("attribute"), false, default_value);
   } else {
     if (args.positional.empty()) fail(ErrorKind::value, "map requires a filter argument");
     const Value& name = args.positional[0];
-    if (!name.is_string() || !is_filter(name.as_string())) fail(ErrorKind::runtime, "No filter named " + py_repr(name) + ".");
+    if (!name.is_string() || !is_filter(name.as_string()))
+      fail(ErrorKind::runtime, "No filter named " + py_repr(name) + ".");
     const Arguments r = rest(args, 1);
     f = [name = name.as_string(), r](const Value& item) { return apply_filter(name, item, r); };
   }
@@ -532,7 +539,8 @@ Value select_or_reject(const Value& v, const Arguments& args, bool select, bool 
   std::function<bool(const Value&)> test = [](const Value& x) { return py_truthy(x); };
   if (args.positional.size() > off) {
     const Value& name = args.positional[off];
-    if (!name.is_string() || !is_test(name.as_string())) fail(ErrorKind::runtime, "No test named " + py_repr(name) + ".");
+    if (!name.is_string() || !is_test(name.as_string()))
+      fail(ErrorKind::runtime, "No test named " + py_repr(name) + ".");
     const Arguments r = rest(args, off + 1);
     test = [name = name.as_string(), r](const Value& x) { return apply_test(name, x, r); };
   }
@@ -619,7 +627,8 @@ const std::map<std::string, Filter, std::less<>>& filters() {
     t["reject"] = [](const Value& v, const Arguments& a) { return select_or_reject(v, a, false, false); };
     t["rejectattr"] = [](const Value& v, const Arguments& a) { return select_or_reject(v, a, false, true); };
     t["replace"] = with("replace", {"old", "new", "count"}, 2, [](const Value& v, const Params& p) {
-      return Value(py_replace(text_of(v), text_of(*p[0]), text_of(*p[1]), p[2] && !p[2]->is_none() ? p[2]->as_int() : -1));
+      return Value(
+          py_replace(text_of(v), text_of(*p[0]), text_of(*p[1]), p[2] && !p[2]->is_none() ? p[2]->as_int() : -1));
     });
     t["reverse"] = with("reverse", {}, 0, [](const Value& v, const Params&) { return do_reverse(v); });
     t["round"] = with("round", {"precision", "method"}, 0, do_round);
@@ -638,7 +647,8 @@ const std::map<std::string, Filter, std::less<>>& filters() {
     });
     t["unique"] = with("unique", {"case_sensitive", "attribute"}, 0, do_unique);
     t["upper"] = string_filter("upper", [](const std::string& s) { return py_upper(s); });
-    t["wordcount"] = with("wordcount", {}, 0, [](const Value& v, const Params&) { return Value(word_count(text_of(v))); });
+    t["wordcount"] =
+        with("wordcount", {}, 0, [](const Value& v, const Params&) { return Value(word_count(text_of(v))); });
     for (const char* name : {"filesizeformat", "pprint", "random", "striptags", "truncate", "urlencode", "urlize",
                              "wordwrap", "xmlattr", "groupby"})
       t[name] = unsupported(name);

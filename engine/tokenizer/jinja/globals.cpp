@@ -22,7 +22,8 @@ int64_t integer(const Value& v) {
 Value range(const Arguments& a) {
   if (!a.keywords.empty()) fail(ErrorKind::type, "range() takes no keyword arguments");
   const auto& p = a.positional;
-  if (p.empty() || p.size() > 3) fail(ErrorKind::type, "range expected 1 to 3 arguments, got " + std::to_string(p.size()));
+  if (p.empty() || p.size() > 3)
+    fail(ErrorKind::type, "range expected 1 to 3 arguments, got " + std::to_string(p.size()));
   const int64_t start = p.size() == 1 ? 0 : integer(p[0]), stop = integer(p.size() == 1 ? p[0] : p[1]),
                 step = p.size() == 3 ? integer(p[2]) : 1;
   if (step == 0) fail(ErrorKind::value, "range() arg 3 must not be zero");
@@ -38,7 +39,8 @@ Value range(const Arguments& a) {
 // dict(mapping_or_pairs, **kwargs), as Python's dict() and Namespace() take them.
 Dict dict_of(const Arguments& a, const char* function) {
   if (a.positional.size() > 1)
-    fail(ErrorKind::type, std::string(function) + " expected at most 1 argument, got " + std::to_string(a.positional.size()));
+    fail(ErrorKind::type,
+         std::string(function) + " expected at most 1 argument, got " + std::to_string(a.positional.size()));
   Dict d;
   if (!a.positional.empty()) {
     const Value& src = a.positional[0];
@@ -47,7 +49,9 @@ Dict dict_of(const Arguments& a, const char* function) {
     } else {
       for (const Value& pair : py_iterate(src)) {
         const List kv = py_iterate(pair);
-        if (kv.size() != 2) fail(ErrorKind::value, "dictionary update sequence element has length " + std::to_string(kv.size()) + "; 2 is required");
+        if (kv.size() != 2)
+          fail(ErrorKind::value,
+               "dictionary update sequence element has length " + std::to_string(kv.size()) + "; 2 is required");
         d.set(kv[0], kv[1]);
       }
     }
@@ -91,9 +95,8 @@ std::optional<Value> global(std::string_view name) {
   if (name == "range") return make_function("range", range);
   if (name == "dict") return make_function("dict", [](const Arguments& a) { return Value(dict_of(a, "dict")); });
   if (name == "namespace")
-    return make_function("namespace", [](const Arguments& a) {
-      return Value(std::make_shared<Namespace>(dict_of(a, "namespace")));
-    });
+    return make_function(
+        "namespace", [](const Arguments& a) { return Value(std::make_shared<Namespace>(dict_of(a, "namespace"))); });
   if (name == "joiner")
     return make_function("joiner", [](const Arguments& a) {
       const auto p = bind_arguments(a, "joiner", {"sep"});

@@ -49,9 +49,12 @@ bool unescape_string_literal(std::string_view s, std::string& value, std::string
       const size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
       uint32_t cp = 0;
       size_t k = 0;
-      for (; k < digits && i + k < s.size() && hex_digit(s[i + k]) >= 0; ++k) cp = cp * 16 + uint32_t(hex_digit(s[i + k]));
+      for (; k < digits && i + k < s.size() && hex_digit(s[i + k]) >= 0; ++k)
+        cp = cp * 16 + uint32_t(hex_digit(s[i + k]));
       if (k < digits) {
-        error = e == 'x' ? "truncated \\xXX escape" : e == 'u' ? "truncated \\uXXXX escape" : "truncated \\UXXXXXXXX escape";
+        error = e == 'x'   ? "truncated \\xXX escape"
+                : e == 'u' ? "truncated \\uXXXX escape"
+                           : "truncated \\UXXXXXXXX escape";
         return false;
       }
       if (cp > 0x10FFFF) {
@@ -146,7 +149,8 @@ class Lexer {
 
   // jinja2's message, which counts characters from the template's start.
   std::string unexpected_char(size_t offset, const std::string& ch) const {
-    return "unexpected char " + string_repr(ch) + " at " + std::to_string(code_point_count(std::string_view(src_).substr(0, offset)));
+    return "unexpected char " + string_repr(ch) + " at " +
+           std::to_string(code_point_count(std::string_view(src_).substr(0, offset)));
   }
 
   bool at(size_t i, std::string_view s) const { return std::string_view(src_).substr(i, s.size()) == s; }
@@ -157,7 +161,8 @@ class Lexer {
     if (sign == '-') return py_rstrip(text);
     if (sign != '+' && lstrip) {
       const size_t line_pos = text.rfind('\n') + 1;  // npos + 1 == 0
-      if ((line_pos > 0 || line_starting_) && line_pos < text.size() && space_run(text, line_pos) == text.size() - line_pos)
+      if ((line_pos > 0 || line_starting_) && line_pos < text.size() &&
+          space_run(text, line_pos) == text.size() - line_pos)
         text.resize(line_pos);
     }
     return text;
@@ -365,11 +370,12 @@ class Lexer {
     }
     if (base == 10 && src_[start] == '0') {  // decimal zero: 0(_?0)*
       end = start + 1;
-      while (end < src_.size() && (src_[end] == '0' || (src_[end] == '_' && end + 1 < src_.size() && src_[end + 1] == '0')))
+      while (end < src_.size() &&
+             (src_[end] == '0' || (src_[end] == '_' && end + 1 < src_.size() && src_[end + 1] == '0')))
         ++end;
     }
-    const std::string digits = without_underscores(src_.substr(base == 10 ? start : digits_start,
-                                                                end - (base == 10 ? start : digits_start)));
+    const std::string digits =
+        without_underscores(src_.substr(base == 10 ? start : digits_start, end - (base == 10 ? start : digits_start)));
     uint64_t v = 0;
     for (char c : digits) {
       const uint64_t next = v * uint64_t(base) + uint64_t(hex_digit(c));

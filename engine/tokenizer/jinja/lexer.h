@@ -16,7 +16,19 @@
 
 namespace ls::tok::jinja {
 
-enum class TokenType { data, variable_begin, variable_end, block_begin, block_end, name, string, integer, floating, op, eof };
+enum class TokenType {
+  data,
+  variable_begin,
+  variable_end,
+  block_begin,
+  block_end,
+  name,
+  string,
+  integer,
+  floating,
+  op,
+  eof
+};
 
 struct Token {
   TokenType type;

@@ -12,7 +12,7 @@ const Value* Arguments::keyword(std::string_view name) const {
 }
 
 std::vector<std::optional<Value>> bind_arguments(const Arguments& args, std::string_view function,
-                                       std::span<const std::string_view> params, size_t required) {
+                                                 std::span<const std::string_view> params, size_t required) {
   const std::string f(function);
   if (args.positional.size() > params.size())
     fail(ErrorKind::type, f + "() takes at most " + std::to_string(params.size()) + " argument" +
@@ -31,8 +31,7 @@ std::vector<std::optional<Value>> bind_arguments(const Arguments& args, std::str
     out[i] = value;
   }
   for (size_t i = 0; i < required; ++i)
-    if (!out[i])
-      fail(ErrorKind::type, f + "() missing required argument '" + std::string(params[i]) + "'");
+    if (!out[i]) fail(ErrorKind::type, f + "() missing required argument '" + std::string(params[i]) + "'");
   return out;
 }
 

@@ -25,9 +25,10 @@ struct Arguments {
 // (TypeError) on too many positional arguments, an unknown keyword, a parameter given twice, or fewer
 // than `required` given.
 std::vector<std::optional<Value>> bind_arguments(const Arguments& args, std::string_view function,
-                                       std::span<const std::string_view> params, size_t required = 0);
+                                                 std::span<const std::string_view> params, size_t required = 0);
 inline std::vector<std::optional<Value>> bind_arguments(const Arguments& args, std::string_view function,
-                                              std::initializer_list<std::string_view> params, size_t required = 0) {
+                                                        std::initializer_list<std::string_view> params,
+                                                        size_t required = 0) {
   return bind_arguments(args, function, std::span<const std::string_view>(params.begin(), params.size()), required);
 }
 

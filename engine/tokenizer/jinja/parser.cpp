@@ -48,7 +48,8 @@ class Parser {
   struct Nested {
     Parser& p;
     explicit Nested(Parser& parser) : p(parser) {
-      if (++p.nesting_ > kMaxNesting) p.fail("too deeply nested (more than " + std::to_string(kMaxNesting) + " levels)");
+      if (++p.nesting_ > kMaxNesting)
+        p.fail("too deeply nested (more than " + std::to_string(kMaxNesting) + " levels)");
     }
     ~Nested() { --p.nesting_; }
   };
@@ -61,7 +62,8 @@ class Parser {
     return t;
   }
 
-  [[noreturn]] void fail(const std::string& message, const Token* at = nullptr, ErrorKind kind = ErrorKind::syntax) const {
+  [[noreturn]] void fail(const std::string& message, const Token* at = nullptr,
+                         ErrorKind kind = ErrorKind::syntax) const {
     const Token& t = at ? *at : current();
     throw TemplateError(kind, message, name_, t.line, t.column);
   }
@@ -88,7 +90,9 @@ class Parser {
     }
     return next();
   }
-  const Token& expect_op(std::string_view op) { return expect(TokenType::op, op, ("'" + std::string(op) + "'").c_str()); }
+  const Token& expect_op(std::string_view op) {
+    return expect(TokenType::op, op, ("'" + std::string(op) + "'").c_str());
+  }
   const Token& expect_name() { return expect(TokenType::name, {}, "'name'"); }
   void expect_block_end() { expect(TokenType::block_end, {}, "'end of statement block'"); }
 
@@ -166,16 +170,26 @@ class Parser {
     const std::string& tag = t.text;
     tag_stack_.push_back(tag);
     StmtPtr s;
-    if (tag == "for") s = parse_for();
-    else if (tag == "if") s = parse_if();
-    else if (tag == "set") s = parse_set();
-    else if (tag == "macro") s = parse_macro();
-    else if (tag == "call") s = parse_call_block();
-    else if (tag == "filter") s = parse_filter_block();
-    else if (tag == "with") s = parse_with();
-    else if (tag == "print") s = parse_print();
-    else if (tag == "generation") s = parse_generation();
-    else if (tag == "break" || tag == "continue") s = make_stmt(tag == "break" ? StmtKind::break_ : StmtKind::continue_, next());
+    if (tag == "for")
+      s = parse_for();
+    else if (tag == "if")
+      s = parse_if();
+    else if (tag == "set")
+      s = parse_set();
+    else if (tag == "macro")
+      s = parse_macro();
+    else if (tag == "call")
+      s = parse_call_block();
+    else if (tag == "filter")
+      s = parse_filter_block();
+    else if (tag == "with")
+      s = parse_with();
+    else if (tag == "print")
+      s = parse_print();
+    else if (tag == "generation")
+      s = parse_generation();
+    else if (tag == "break" || tag == "continue")
+      s = make_stmt(tag == "break" ? StmtKind::break_ : StmtKind::continue_, next());
     else if (tag == "include" || tag == "import" || tag == "from" || tag == "extends" || tag == "block")
       fail("'" + tag + "': a chat template cannot include, import or extend other templates or define blocks", &t,
            ErrorKind::unsupported);
@@ -320,8 +334,8 @@ class Parser {
         return t;
       }
       const Token& n = current();
-      if (n.type != TokenType::name || n.text == "true" || n.text == "false" || n.text == "none" ||
-          n.text == "True" || n.text == "False" || n.text == "None")
+      if (n.type != TokenType::name || n.text == "true" || n.text == "false" || n.text == "none" || n.text == "True" ||
+          n.text == "False" || n.text == "None")
         fail("can't assign to '" + describe(n) + "'");
       t.name = next().text;
       return t;
@@ -433,15 +447,24 @@ class Parser {
     while (true) {
       CompareKind op;
       const Token& t = current();
-      if (is(t, TokenType::op, "==")) op = CompareKind::eq;
-      else if (is(t, TokenType::op, "!=")) op = CompareKind::ne;
-      else if (is(t, TokenType::op, "<")) op = CompareKind::lt;
-      else if (is(t, TokenType::op, "<=")) op = CompareKind::le;
-      else if (is(t, TokenType::op, ">")) op = CompareKind::gt;
-      else if (is(t, TokenType::op, ">=")) op = CompareKind::ge;
-      else if (is(t, TokenType::name, "in")) op = CompareKind::in;
-      else if (is(t, TokenType::name, "not") && is(look(), TokenType::name, "in")) op = CompareKind::not_in;
-      else break;
+      if (is(t, TokenType::op, "=="))
+        op = CompareKind::eq;
+      else if (is(t, TokenType::op, "!="))
+        op = CompareKind::ne;
+      else if (is(t, TokenType::op, "<"))
+        op = CompareKind::lt;
+      else if (is(t, TokenType::op, "<="))
+        op = CompareKind::le;
+      else if (is(t, TokenType::op, ">"))
+        op = CompareKind::gt;
+      else if (is(t, TokenType::op, ">="))
+        op = CompareKind::ge;
+      else if (is(t, TokenType::name, "in"))
+        op = CompareKind::in;
+      else if (is(t, TokenType::name, "not") && is(look(), TokenType::name, "in"))
+        op = CompareKind::not_in;
+      else
+        break;
       next();
       if (op == CompareKind::not_in) next();
       if (!cmp) {
@@ -485,7 +508,10 @@ class Parser {
     ExprPtr left = parse_pow();
     while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
       const std::string& o = next().text;
-      const ArithOp op = o == "*" ? ArithOp::mul : o == "/" ? ArithOp::div : o == "//" ? ArithOp::floordiv : ArithOp::mod;
+      const ArithOp op = o == "*"    ? ArithOp::mul
+                         : o == "/"  ? ArithOp::div
+                         : o == "//" ? ArithOp::floordiv
+                                     : ArithOp::mod;
       left = arith(start, op, std::move(left), parse_pow());
     }
     return left;

@@ -12,11 +12,11 @@ namespace ls::tok::jinja {
 namespace {
 
 constexpr std::array<std::string_view, 40> kTests = {
-    "odd",    "even",   "divisibleby", "defined",  "undefined", "filter",   "test",        "none",
-    "boolean", "false", "true",        "integer",  "float",     "lower",    "upper",       "string",
-    "mapping", "number", "sequence",   "iterable", "callable",  "sameas",   "escaped",     "in",
-    "==",     "eq",     "equalto",     "!=",       "ne",        ">",        "gt",          "greaterthan",
-    ">=",     "ge",     "<",           "lt",       "lessthan",  "<=",       "le",          ""};
+    "odd",     "even",   "divisibleby", "defined",  "undefined", "filter", "test",    "none",
+    "boolean", "false",  "true",        "integer",  "float",     "lower",  "upper",   "string",
+    "mapping", "number", "sequence",    "iterable", "callable",  "sameas", "escaped", "in",
+    "==",      "eq",     "equalto",     "!=",       "ne",        ">",      "gt",      "greaterthan",
+    ">=",      "ge",     "<",           "lt",       "lessthan",  "<=",     "le",      ""};
 
 const Value& one_argument(std::string_view name, const Arguments& args) {
   if (args.positional.size() != 1 || !args.keywords.empty())
@@ -38,7 +38,8 @@ bool identical(const Value& a, const Value& b) {
   switch (a.kind()) {
     case Value::Kind::none: return true;
     case Value::Kind::boolean: return a.as_bool() == b.as_bool();
-    case Value::Kind::integer: return a.as_int() == b.as_int() && a.as_int() >= -5 && a.as_int() <= 256;  // CPython's cache
+    case Value::Kind::integer:
+      return a.as_int() == b.as_int() && a.as_int() >= -5 && a.as_int() <= 256;  // CPython's cache
     case Value::Kind::list: return &a.as_list() == &b.as_list();
     case Value::Kind::dict: return &a.as_dict() == &b.as_dict();
     case Value::Kind::iterator: return &a.as_iterator() == &b.as_iterator();
@@ -86,7 +87,8 @@ bool apply_test(std::string_view name, const Value& v, const Arguments& args) {
   if (name == "number") return v.is_number();
   if (name == "string") return v.is_string();
   if (name == "mapping") return v.is_dict();
-  if (name == "iterable") return v.kind() == K::undefined || v.is_string() || v.is_list() || v.is_dict() || v.is_iterator();
+  if (name == "iterable")
+    return v.kind() == K::undefined || v.is_string() || v.is_list() || v.is_dict() || v.is_iterator();
   if (name == "sequence")
     return v.kind() == K::undefined || v.is_string() || v.is_dict() ||
            (v.is_list() && v.sequence_style() <= Sequence::tuple);

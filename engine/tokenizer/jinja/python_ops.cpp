@@ -282,7 +282,8 @@ int64_t checked(Op op) {
 }
 
 int64_t floor_div(int64_t a, int64_t b) {
-  if (b == -1 && a == std::numeric_limits<int64_t>::min()) fail(ErrorKind::arithmetic, "integer result does not fit in 64 bits");
+  if (b == -1 && a == std::numeric_limits<int64_t>::min())
+    fail(ErrorKind::arithmetic, "integer result does not fit in 64 bits");
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -333,9 +334,7 @@ Value repeat(const Value& seq, int64_t times) {
   return Value(std::move(out), seq.sequence_style());
 }
 
-bool is_repeatable(const Value& v) {
-  return v.is_string() || (v.is_list() && v.sequence_style() <= Sequence::tuple);
-}
+bool is_repeatable(const Value& v) { return v.is_string() || (v.is_list() && v.sequence_style() <= Sequence::tuple); }
 
 Value arith_numbers(ArithOp op, const Value& a, const Value& b) {
   const bool floats = a.is_float() || b.is_float();
@@ -388,21 +387,22 @@ Value py_arith(ArithOp op, const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) return arith_numbers(op, a, b);
   if (op == ArithOp::add) {
     if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
-    if (a.is_list() && b.is_list() && a.sequence_style() == b.sequence_style() && a.sequence_style() <= Sequence::tuple) {
+    if (a.is_list() && b.is_list() && a.sequence_style() == b.sequence_style() &&
+        a.sequence_style() <= Sequence::tuple) {
       List out = a.as_list();
       out.insert(out.end(), b.as_list().begin(), b.as_list().end());
       return Value(std::move(out), a.sequence_style());
     }
     if (a.is_string() || (a.is_list() && a.sequence_style() <= Sequence::tuple))
-      fail(ErrorKind::type, "can only concatenate " + a.type_name() + " (not \"" + b.type_name() + "\") to " +
-                                a.type_name());
+      fail(ErrorKind::type,
+           "can only concatenate " + a.type_name() + " (not \"" + b.type_name() + "\") to " + a.type_name());
   }
   if (op == ArithOp::mul) {
     if (is_repeatable(a) && (b.is_int() || b.is_bool())) return repeat(a, b.as_int());
     if (is_repeatable(b) && (a.is_int() || a.is_bool())) return repeat(b, a.as_int());
     if (is_repeatable(a) || is_repeatable(b))
-      fail(ErrorKind::type, "can't multiply sequence by non-int of type '" +
-                                (is_repeatable(a) ? b.type_name() : a.type_name()) + "'");
+      fail(ErrorKind::type,
+           "can't multiply sequence by non-int of type '" + (is_repeatable(a) ? b.type_name() : a.type_name()) + "'");
   }
   if (op == ArithOp::mod && a.is_string()) return Value(percent_format(a.as_string(), b));
   unsupported_operands(op, a, b);
@@ -411,7 +411,8 @@ Value py_arith(ArithOp op, const Value& a, const Value& b) {
 Value py_negate(const Value& v) {
   require_defined(v);
   if (v.is_float()) return Value(-v.as_float());
-  if (v.is_number()) return Value(checked([&](int64_t& r) { return __builtin_sub_overflow(int64_t(0), v.as_int(), &r); }));
+  if (v.is_number())
+    return Value(checked([&](int64_t& r) { return __builtin_sub_overflow(int64_t(0), v.as_int(), &r); }));
   fail(ErrorKind::type, "bad operand type for unary -: '" + v.type_name() + "'");
 }
 

@@ -10,9 +10,9 @@
 
 namespace ls::tok::jinja {
 
-std::string py_str(const Value& v);   // str(v): what {{ v }} prints
-std::string py_repr(const Value& v);  // repr(v): how v prints inside a list or dict
-std::string float_repr(double d);     // repr(float): "1.0", "0.1", "1e+16", "1e-05", "inf", "nan"
+std::string py_str(const Value& v);           // str(v): what {{ v }} prints
+std::string py_repr(const Value& v);          // repr(v): how v prints inside a list or dict
+std::string float_repr(double d);             // repr(float): "1.0", "0.1", "1e+16", "1e-05", "inf", "nan"
 std::string string_repr(std::string_view s);  // repr(str): "'a'", "\"it's\"", "'\\n'"
 
 bool py_truthy(const Value& v);

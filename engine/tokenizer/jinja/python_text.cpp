@@ -39,7 +39,8 @@ std::string encode_utf8(std::u32string_view s) {
 }
 
 size_t code_point_count(std::string_view s) {
-  return size_t(std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return size_t(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 namespace {
@@ -314,7 +315,8 @@ std::string format_one(const Spec& spec, const Value& v) {
     return pad(s, spec, false);
   }
   require_defined(v);
-  if (!v.is_number()) fail(ErrorKind::type, std::string("%") + c + " format: a real number is required, not " + v.type_name());
+  if (!v.is_number())
+    fail(ErrorKind::type, std::string("%") + c + " format: a real number is required, not " + v.type_name());
   std::string flags;
   for (char f : spec.flags)
     if (f == '+' || f == ' ' || f == '#') flags += f;

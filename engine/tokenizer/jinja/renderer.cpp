@@ -44,7 +44,8 @@ ScopePtr child(const ScopePtr& parent) {
 class Loop : public Object, public std::enable_shared_from_this<Loop> {
  public:
   using Recurse = std::function<std::string(const Value& items, int depth0)>;
-  Loop(List items, int depth0, Recurse recurse) : items_(std::move(items)), depth0_(depth0), recurse_(std::move(recurse)) {}
+  Loop(List items, int depth0, Recurse recurse)
+      : items_(std::move(items)), depth0_(depth0), recurse_(std::move(recurse)) {}
   size_t index0 = 0;
 
   std::string type_name() const override { return "LoopContext"; }
@@ -171,8 +172,7 @@ class Renderer {
     switch (s.kind) {
       case StmtKind::text: out += s.text; break;
       case StmtKind::output: out += py_str(eval(*s.expr, scope)); break;
-      case StmtKind::if_:
-        return exec_body(py_truthy(eval(*s.expr, scope)) ? s.body : s.else_body, scope, out);
+      case StmtKind::if_: return exec_body(py_truthy(eval(*s.expr, scope)) ? s.body : s.else_body, scope, out);
       case StmtKind::for_: run_loop(s, scope, eval(*s.expr, scope), 0, out); break;
       case StmtKind::set: assign(s.target, eval(*s.expr, scope), *scope); break;
       case StmtKind::set_block: {
@@ -180,9 +180,7 @@ class Renderer {
         assign(s.target, s.filter ? filter_chain(*s.filter, scope, v) : v, *scope);
         break;
       }
-      case StmtKind::macro:
-        scope->vars[s.text] = Value(std::make_shared<Macro>(*this, s, scope, s.text));
-        break;
+      case StmtKind::macro: scope->vars[s.text] = Value(std::make_shared<Macro>(*this, s, scope, s.text)); break;
       case StmtKind::call_block: {
         Value caller(std::make_shared<Macro>(*this, s, scope, "caller"));
         out += py_str(call(*s.expr, scope, &caller));
@@ -432,15 +430,16 @@ Value Renderer::call_macro(const Stmt& def, const ScopePtr& defining, const Argu
   for (size_t i = 0; i < n; ++i) {
     if (bound[i]) continue;
     const Parameter& p = def.params[i];
-    scope->vars[p.name] = p.default_value ? eval(*p.default_value, scope)
-                                          : Value::undefined(UndefinedInfo{.hint = "parameter '" + p.name +
-                                                                                   "' was not provided",
-                                                                           .name = p.name});
+    scope->vars[p.name] =
+        p.default_value
+            ? eval(*p.default_value, scope)
+            : Value::undefined(UndefinedInfo{.hint = "parameter '" + p.name + "' was not provided", .name = p.name});
   }
   if (def.uses_varargs) scope->vars["varargs"] = Value(std::move(varargs), Sequence::tuple);
   if (def.uses_kwargs) scope->vars["kwargs"] = Value(std::move(kwargs));
   if (def.uses_caller)
-    scope->vars["caller"] = caller ? *caller : Value::undefined(UndefinedInfo{.hint = "No caller defined", .name = "caller"});
+    scope->vars["caller"] =
+        caller ? *caller : Value::undefined(UndefinedInfo{.hint = "No caller defined", .name = "caller"});
   ++depth_;
   std::string out;
   exec_body(def.body, scope, out);

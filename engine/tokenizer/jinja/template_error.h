@@ -11,16 +11,16 @@ namespace ls::tok::jinja {
 
 // The Python exception jinja2 would raise, by family.
 enum class ErrorKind {
-  syntax,         // TemplateSyntaxError (and TemplateAssertionError: unknown filter or test)
-  undefined,      // UndefinedError: using an undefined value
-  security,       // SecurityError: an unsafe attribute or call in the sandbox
-  raised,         // TemplateError from raise_exception(message)
-  type,           // TypeError
-  value,          // ValueError (and FilterArgumentError)
-  arithmetic,     // ZeroDivisionError, OverflowError
-  lookup,         // IndexError, KeyError
-  runtime,        // TemplateRuntimeError and anything else
-  unsupported,    // what this engine refuses: include, import, extends, ...
+  syntax,       // TemplateSyntaxError (and TemplateAssertionError: unknown filter or test)
+  undefined,    // UndefinedError: using an undefined value
+  security,     // SecurityError: an unsafe attribute or call in the sandbox
+  raised,       // TemplateError from raise_exception(message)
+  type,         // TypeError
+  value,        // ValueError (and FilterArgumentError)
+  arithmetic,   // ZeroDivisionError, OverflowError
+  lookup,       // IndexError, KeyError
+  runtime,      // TemplateRuntimeError and anything else
+  unsupported,  // what this engine refuses: include, import, extends, ...
 };
 
 // The Python class name of a kind ("UndefinedError", "TypeError", ...), for messages and tests.

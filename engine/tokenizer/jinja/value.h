@@ -81,7 +81,7 @@ class Value {
   bool is_object() const { return kind() == Kind::object; }
 
   bool as_bool() const { return std::get<bool>(v_); }
-  int64_t as_int() const;  // bool or int
+  int64_t as_int() const;   // bool or int
   double as_float() const;  // bool, int or float
   const std::string& as_string() const { return std::get<std::string>(v_); }
   const List& as_list() const { return *std::get<std::shared_ptr<const List>>(v_); }
