@@ -1,7 +1,8 @@
 // lorastudio: command line entry. With no command it opens the desktop app (app/gui.h); `--batch` trains
 // headless; `--demo` trains on the built-in demo model and prints its answers before and after
 // (app/demo_command.h); `generate` and `chat` run a model from the terminal; `export --merge` writes the
-// model with an adapter merged in, `export --trl` a PyTorch script with a run's settings; `--version` and
+// model with an adapter merged in, `export --trl` a PyTorch script with a run's settings; `template` prints what
+// a conversation becomes under a chat template (app/template_command.h); `--version` and
 // `--devices` report. Without a display the default is the device report and a line saying why no window
 // opened.
 // Exit codes: 0 success, 1 an error (one line on stderr), 2 bad command line.
@@ -16,6 +17,7 @@
 #include "export_command.h"
 #include "generate_command.h"
 #include "gui.h"
+#include "template_command.h"
 #include "vk/device.h"
 
 namespace {
@@ -64,6 +66,11 @@ int main(int argc, char** argv) {
                                                   "with the adapter merged in, a safetensors folder transformers loads; "
                                                   "--trl writes a PyTorch script that trains with a run's settings");
   ls::app::add_export_options(*export_cmd, export_args);
+  ls::app::TemplateArgs template_args;
+  auto* template_cmd = app.add_subcommand(
+      "template", "Print what a conversation becomes under a chat template, byte for byte as transformers' "
+                  "apply_chat_template(tokenize=False) renders it (nothing added, not even a newline)");
+  ls::app::add_template_options(*template_cmd, template_args);
   ls::app::GuiArgs gui;
   auto* gui_group = app.add_option_group("Desktop app (the default)", "the window");
   gui_group->add_option("--ui-script", gui.ui_script, "run a UI scenario in the window (see ui/ui_script.h)");
@@ -103,6 +110,7 @@ int main(int argc, char** argv) {
       return ls::app::run_chat(chat_args);
     }
     if (*export_cmd) return ls::app::run_export(export_args);
+    if (*template_cmd) return ls::app::run_template(template_args);
     if (version) {
       const auto& b = ls::app::build_info();
       std::cout << "lorastudio " << b.version << " (commit " << b.commit << ", " << b.build_type << " build)\n";

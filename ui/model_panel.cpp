@@ -67,7 +67,10 @@ void draw_model_panel(const ModelView& v, const MemoryView& memory, ModelPanelSt
                           std::to_string(c.num_kv_heads) + " heads)");
     row("Weights", m.dtype + ", " + format_bytes(m.weight_bytes) + " on the GPU");
     row("Context", format_count(c.max_position_embeddings) + " tokens, vocabulary " + format_count(c.vocab_size));
-    row("Chat template", std::string(m.files.chat.name()));
+    const char* how = m.files.chat.runs_model_template()
+                          ? ", the model's own, run as transformers runs it"
+                          : ", rendered by lorastudio as that family (no template it can run)";
+    row("Chat template", std::string(m.files.chat.name()) + how);
     if (memory.device_local)
       row("GPU memory", format_bytes(memory.used) + " in use of " + format_bytes(memory.device_local));
     ImGui::EndTable();

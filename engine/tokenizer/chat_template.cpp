@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <ctime>
-#include <fstream>
-#include <iterator>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "error.h"
+#include "tokenizer/apply_chat_template.h"
+#include "tokenizer/assistant_spans.h"
+#include "tokenizer/jinja/template.h"
 #include "tokenizer/jinja_source.h"
+#include "tokenizer/model_chat_template.h"
 #include "tokenizer/py_str.h"
 
 namespace ls::tok {
@@ -167,61 +168,47 @@ ChatTemplate ChatTemplate::recognise(std::string_view jinja, const std::string& 
 
 ChatTemplate ChatTemplate::from_tokenizer_config(const std::filesystem::path& path,
                                                  std::vector<std::string>* warnings) {
-  const std::string file = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(file + ": cannot open");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(file + ": not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) throw Error(file + ": expected a JSON object, found " + j.type_name());
+  const ModelChatTemplate m = read_model_chat_template(path);
+  ChatTemplate t = from_jinja(m.jinja, m.source, warnings);
+  for (const auto& [name, text] : m.special_tokens) t.set_special_token(name, text);
+  return t;
+}
 
-  std::string jinja, source = file;
-  const auto jinja_file = path.parent_path() / "chat_template.jinja";
-  if (std::filesystem::exists(jinja_file)) {
-    std::ifstream f(jinja_file, std::ios::binary);
-    if (!f) throw Error(jinja_file.string() + ": cannot open");
-    jinja.assign(std::istreambuf_iterator<char>(f), {});
-    source = jinja_file.string();
-  } else if (j.contains("chat_template") && !j["chat_template"].is_null()) {
-    const auto& c = j["chat_template"];
-    if (c.is_string()) {
-      jinja = c.get<std::string>();
-    } else if (c.is_array()) {
-      std::string names;
-      bool found = false;
-      for (size_t i = 0; i < c.size(); ++i) {
-        const auto& e = c[i];
-        if (!e.is_object() || !e.contains("name") || !e["name"].is_string() || !e.contains("template") ||
-            !e["template"].is_string())
-          throw Error(file + ": \"chat_template\"[" + std::to_string(i) +
-                      "]: expected {\"name\": string, \"template\": string}");
-        const std::string name = e["name"].get<std::string>();
-        names += (names.empty() ? "" : ", ") + name;
-        if (name == "default") {
-          jinja = e["template"].get<std::string>();
-          found = true;
-        }
-      }
-      if (!found) throw Error(file + ": \"chat_template\" lists templates without a \"default\" one (" + names + ")");
-    } else {
-      throw Error(file + ": \"chat_template\" is " + c.type_name() +
-                  " (expected a string or a list of {name, template})");
+ChatTemplate ChatTemplate::from_jinja(std::string_view jinja, const std::string& source,
+                                      std::vector<std::string>* warnings) {
+  if (jinja.empty()) return recognise(jinja, source, warnings);
+  std::shared_ptr<const jinja::Template> engine;
+  try {
+    engine = std::make_shared<const jinja::Template>(jinja, source);
+  } catch (const jinja::TemplateError& e) {
+    if (warnings)
+      warnings->push_back(source + ": the chat template cannot be run (" + e.message() + ", line " +
+                          std::to_string(e.line()) + ", column " + std::to_string(e.column()) +
+                          "); rendering its recognised family instead, which may differ from the model's own");
+    return recognise(jinja, source, warnings);
+  }
+  ChatTemplate t = recognise(jinja, source, nullptr);  // the family: stop strings and the name
+  t.engine_ = std::move(engine);
+  if (t.name_ == "ChatML (fallback)") t.name_ = "the model's own template";  // no family recognised
+  return t;
+}
+
+void ChatTemplate::set_special_token(const std::string& name, std::string text) {
+  if (name == "bos_token") {
+    bos_ = std::move(text);
+    return;
+  }
+  if (name == "eos_token") {
+    eos_ = std::move(text);
+    return;
+  }
+  for (auto& [k, v] : other_tokens_) {
+    if (k == name) {
+      v = std::move(text);
+      return;
     }
   }
-  ChatTemplate t = recognise(jinja, source, warnings);
-  auto token = [&](const char* key) -> std::optional<std::string> {
-    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
-    const auto& v = j[key];
-    if (v.is_string()) return v.get<std::string>();
-    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-    throw Error(file + ": \"" + key + "\" is " + v.type_name() + " (expected a string or {\"content\": string})");
-  };
-  if (auto bos = token("bos_token")) t.bos_ = *bos;
-  if (auto eos = token("eos_token")) t.eos_ = *eos;
-  return t;
+  other_tokens_.emplace_back(name, std::move(text));
 }
 
 std::vector<std::string> ChatTemplate::stop_strings() const {
@@ -257,7 +244,7 @@ std::string ChatTemplate::bos_text() const {
   }
 }
 
-std::vector<ChatSegment> ChatTemplate::render(std::span<const ChatMessage> messages, bool gen) const {
+void ChatTemplate::check_messages(std::span<const ChatMessage> messages) const {
   const std::string where = source_ + ": chat template (" + name_ + "): ";
   if (messages.empty()) throw Error(where + "no messages to render");
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -266,6 +253,62 @@ std::vector<ChatSegment> ChatTemplate::render(std::span<const ChatMessage> messa
       throw Error(where + "message " + std::to_string(i) + " has role \"" + r +
                   "\" (supported: system, user, assistant)");
   }
+}
+
+std::vector<ChatSegment> ChatTemplate::render(std::span<const ChatMessage> messages, bool gen) const {
+  check_messages(messages);
+  if (!engine_) return render_by_hand(messages, gen);
+  const std::string where = source_ + ": chat template (" + name_ + "): ";
+  const std::string whole = render_with_engine(messages, gen);
+  std::vector<AssistantMessage> assistants;
+  for (size_t i = 0; i < messages.size(); ++i)
+    if (messages[i].role == "assistant") assistants.push_back({i, messages[i].content});
+  std::vector<TextSpan> spans;
+  try {
+    spans = assistant_spans(
+        whole, assistants, [&](size_t n, bool prompt) { return render_with_engine(messages.first(n), prompt); },
+        stop_strings());
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with(where)) throw;  // the template's own error
+    throw Error(where + e.what());
+  }
+  Segments out;
+  size_t at = 0;
+  for (const auto& span : spans) {
+    out.add(std::string_view(whole).substr(at, span.begin - at));
+    out.add(std::string_view(whole).substr(span.begin, span.end - span.begin), true);
+    at = span.end;
+  }
+  out.add(std::string_view(whole).substr(at));
+  return out.list;
+}
+
+std::string ChatTemplate::render_with_engine(std::span<const ChatMessage> messages, bool gen) const {
+  ChatTemplateCall call;
+  jinja::List list;
+  for (const auto& m : messages) {
+    jinja::Dict d;
+    d.set(jinja::Value("role"), jinja::Value(m.role));
+    d.set(jinja::Value("content"), jinja::Value(m.content));
+    list.emplace_back(std::move(d));
+  }
+  call.messages = jinja::Value(std::move(list));
+  call.add_generation_prompt = gen;
+  if (!bos_.empty()) call.special_tokens.emplace_back("bos_token", bos_);
+  if (!eos_.empty()) call.special_tokens.emplace_back("eos_token", eos_);
+  call.special_tokens.insert(call.special_tokens.end(), other_tokens_.begin(), other_tokens_.end());
+  if (enable_thinking_set_) call.extra.set(jinja::Value("enable_thinking"), jinja::Value(enable_thinking_));
+  if (!date_string_.empty()) call.extra.set(jinja::Value("date_string"), jinja::Value(date_string_));
+  try {
+    return apply_chat_template(*engine_, call);
+  } catch (const jinja::TemplateError& e) {
+    throw Error(source_ + ": chat template (" + name_ + "): " + e.message() + " (line " + std::to_string(e.line()) +
+                ", column " + std::to_string(e.column()) + " of the template)");
+  }
+}
+
+std::vector<ChatSegment> ChatTemplate::render_by_hand(std::span<const ChatMessage> messages, bool gen) const {
+  const std::string where = source_ + ": chat template (" + name_ + "): ";
   const bool has_system = messages[0].role == "system";
   // Llama 2 and Mistral: after the optional first system message, user and assistant alternate.
   auto check_alternation = [&](std::span<const ChatMessage> loop, const std::string& message) {
@@ -412,6 +455,10 @@ std::vector<ChatSegment> ChatTemplate::render(std::span<const ChatMessage> messa
 }
 
 std::string ChatTemplate::render_text(std::span<const ChatMessage> messages, bool gen) const {
+  if (engine_) {
+    check_messages(messages);
+    return render_with_engine(messages, gen);
+  }
   std::string s;
   for (const auto& seg : render(messages, gen)) s += seg.text;
   return s;

@@ -1,10 +1,18 @@
 #pragma once
-// Chat templates. A model folder's tokenizer_config.json carries a Jinja template; we do not run
-// Jinja: the template's family is recognised from its text and the conversation is rendered by hand,
-// byte for byte as transformers' apply_chat_template(tokenize=False) renders plain system / user /
-// assistant conversations with that template (no tools). tests/fixtures/chat_templates/ holds the
-// real templates of each family (templates.json says which models carry them) and
-// tests/fixtures/chat_rendered.json their renderings, which the tests compare with ours.
+// Chat templates. A model folder's template (tokenizer_config.json's chat_template, chat_template.jinja,
+// or a named one) is run by the Jinja engine (jinja/template.h) as transformers' apply_chat_template runs
+// it (tokenizer/apply_chat_template.h): from_tokenizer_config() and from_jinja() give such a template. Its
+// trainable segments are the assistant turns, found as TRL finds a completion after its prompt
+// (tokenizer/assistant_spans.h): each turn from the end of the rendering of the messages before it with the
+// generation prompt, through its end-of-turn text. The family is still recognised from the text, for the
+// stop strings and the name shown to the user.
+//
+// Only a folder with no template (or one the engine cannot parse, with a warning) falls back to the
+// recognised family rendered by hand, which is what recognise() gives: byte for byte as transformers'
+// apply_chat_template(tokenize=False) renders plain system / user / assistant conversations with the
+// family's real template (no tools). tests/fixtures/chat_templates/ holds the real templates of each family
+// (templates.json says which models carry them) and tests/fixtures/chat_rendered.json their renderings,
+// which the tests compare with ours.
 //
 // Families (ChatFormat) and their variants (name()):
 //   ChatML        plain ChatML (OpenHermes, SmolLM v1): "<|im_start|>{role}\n{content}<|im_end|>\n" per
@@ -36,12 +44,18 @@
 // the generation prompt are not trainable.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace ls::tok {
+
+namespace jinja {
+class Template;
+}
 
 struct ChatMessage {
   std::string role;  // system | user | assistant
@@ -63,21 +77,30 @@ class ChatTemplate {
   // family and a warning. Warnings name source_name and say the output may differ from the model's.
   static ChatTemplate recognise(std::string_view jinja, const std::string& source_name,
                                 std::vector<std::string>* warnings);
-  // The template of a tokenizer_config.json: chat_template.jinja beside it when present (it takes
-  // precedence, as in transformers), else "chat_template" (a string, or a list of {name, template}
-  // whose "default" is used). bos_token / eos_token (strings or {"content": ...}) replace the
-  // family's defaults. Throws ls::Error naming the file for unreadable or malformed JSON and for a
+  // A model's own template, run by the Jinja engine; its family recognised for stop strings and the name.
+  // An empty template, or one the engine cannot parse (a warning with the line and column), gives
+  // recognise()'s hand-rendered family instead.
+  static ChatTemplate from_jinja(std::string_view jinja, const std::string& source_name,
+                                 std::vector<std::string>* warnings);
+  // The template of a tokenizer_config.json (tokenizer/model_chat_template.h: chat_template.jinja beside it
+  // takes precedence, else "chat_template", a string or the "default" of a list of {name, template}),
+  // through from_jinja(), with the config's special tokens (bos_token, eos_token, ...; strings or
+  // {"content": ...}). Throws ls::Error naming the file for unreadable or malformed JSON and for a
   // chat_template that is neither (or a list without "default"); a missing one gives ChatML + warning.
   static ChatTemplate from_tokenizer_config(const std::filesystem::path& tokenizer_config_json,
                                             std::vector<std::string>* warnings);
 
   ChatFormat format() const { return format_; }
+  // The family's name ("the model's own template" for a template the engine runs but no family fits).
   std::string_view name() const { return name_; }
+  // Whether the model's template runs (the Jinja engine), rather than its family rendered by hand.
+  bool runs_model_template() const { return engine_ != nullptr; }
 
   // The rendering in segments. add_generation_prompt appends the assistant header (ignored, as by the
   // templates, for Llama 2 and Mistral). Throws ls::Error naming the source for an empty conversation,
-  // a role other than system / user / assistant, and where the real template raises (Llama 2 and
-  // Mistral: roles not alternating user/assistant after an optional first system message).
+  // a role other than system / user / assistant, and where the template raises (Llama 2 and Mistral:
+  // roles not alternating user/assistant after an optional first system message), with the template's
+  // line and column when the engine runs it.
   std::vector<ChatSegment> render(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
   std::string render_text(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 
@@ -86,9 +109,11 @@ class ChatTemplate {
 
   // Template arguments transformers would take as apply_chat_template(..., name=value).
   void set_date_string(std::string date) { date_string_ = std::move(date); }  // Llama 3.1/3.2: "26 Jul 2024"
-  void set_enable_thinking(bool on) { enable_thinking_ = on; }                // Qwen3
+  void set_enable_thinking(bool on) { enable_thinking_ = on; enable_thinking_set_ = true; }  // Qwen3
   void set_bos_token(std::string bos) { bos_ = std::move(bos); }
   void set_eos_token(std::string eos) { eos_ = std::move(eos); }
+  // Any other special token the template reads (unk_token, pad_token, ...), as transformers passes them.
+  void set_special_token(const std::string& name, std::string text);
 
   // Whether the template's text is one of the known templates of tests/fixtures/chat_templates.
   bool known_text() const { return known_text_; }
@@ -105,8 +130,14 @@ class ChatTemplate {
   std::string default_system_;  // ChatMLQwen25
   std::string bos_, eos_;
   std::string date_string_;  // Llama31: empty = the template's own default
-  bool enable_thinking_ = true;
+  bool enable_thinking_ = true, enable_thinking_set_ = false;
   bool known_text_ = false;
+  std::shared_ptr<const jinja::Template> engine_;                 // the model's template; null: by hand
+  std::vector<std::pair<std::string, std::string>> other_tokens_;  // special tokens besides bos and eos
+
+  void check_messages(std::span<const ChatMessage> messages) const;  // not empty; system, user, assistant
+  std::vector<ChatSegment> render_by_hand(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
+  std::string render_with_engine(std::span<const ChatMessage> messages, bool add_generation_prompt) const;
 };
 
 }  // namespace ls::tok

@@ -9,13 +9,6 @@
 namespace ls::tok {
 namespace {
 
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // The byte of a "<0xNN>" token, or -1. Mirrors u8::from_str_radix on the two characters after "<0x",
 // which also takes "+N".
 int fallback_byte(const std::string& t) {

@@ -1,66 +1,22 @@
 #include "tokenizer/jinja_source.h"
 
+#include <algorithm>
+
+#include "tokenizer/jinja/lexer.h"
+
 namespace ls::tok {
 
 namespace {
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += char(cp);
-  } else if (cp < 0x800) {
-    out += char(0xC0 | (cp >> 6));
-    out += char(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += char(0xE0 | (cp >> 12));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  } else {
-    out += char(0xF0 | (cp >> 18));
-    out += char(0x80 | ((cp >> 12) & 0x3F));
-    out += char(0x80 | ((cp >> 6) & 0x3F));
-    out += char(0x80 | (cp & 0x3F));
-  }
-}
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Reads the literal whose opening quote is at s[i]; returns the index after its closing quote.
+// Reads the literal whose opening quote is at s[i]; returns the index after its closing quote. The value
+// is unescaped as the Jinja lexer does; a literal Python would refuse keeps its text as written.
 size_t read_literal(std::string_view s, size_t i, std::string& value) {
   const char quote = s[i++];
-  while (i < s.size() && s[i] != quote) {
-    if (s[i] != '\\' || i + 1 >= s.size()) {
-      value += s[i++];
-      continue;
-    }
-    const char e = s[i + 1];
-    i += 2;
-    constexpr std::string_view kEscapes = "ntrabfv\\'\"", kValues = "\n\t\r\a\b\f\v\\'\"";
-    if (const size_t at = kEscapes.find(e); at != std::string_view::npos) {
-      value += kValues[at];
-    } else if (e == '\n') {  // a line continuation
-    } else if (e == 'x' || e == 'u' || e == 'U') {
-      const size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-      uint32_t cp = 0;
-      size_t k = 0;
-      for (; k < digits && i + k < s.size() && hex_value(s[i + k]) >= 0; ++k)
-        cp = cp * 16 + uint32_t(hex_value(s[i + k]));
-      if (k == digits && cp <= 0x10FFFF) {
-        append_utf8(value, cp);
-        i += k;
-      } else {  // not a valid escape (Python would refuse the template): kept as written
-        value += '\\';
-        value += e;
-      }
-    } else {  // unknown escapes stay as written, as in Python
-      value += '\\';
-      value += e;
-    }
-  }
+  const size_t start = i;
+  while (i < s.size() && s[i] != quote) i += s[i] == '\\' && i + 1 < s.size() ? 2 : 1;
+  const std::string_view body = s.substr(start, std::min(i, s.size()) - start);
+  std::string error;
+  if (!jinja::unescape_string_literal(body, value, error)) value = std::string(body);
   return i < s.size() ? i + 1 : i;
 }
 

@@ -24,4 +24,7 @@ size_t utf8_length(unsigned char lead);
 
 void append_utf8(std::string& out, char32_t c);
 
+// The value of a hexadecimal digit (0-9, a-f, A-F), or -1: for escapes such as \xhh and <0xNN>.
+int hex_digit(char c);
+
 }  // namespace ls::tok

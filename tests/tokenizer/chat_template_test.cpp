@@ -78,16 +78,30 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-TEST(ChatTemplate, RendersExactlyAsTransformers) {
+// Both ways a template renders: its family by hand (recognise(), the fallback), and the template itself
+// run by the Jinja engine (from_jinja(), what a model folder with a template gets).
+enum class Way { by_hand, engine };
+ChatTemplate make_template(const std::string& jinja, const std::string& source, Way way,
+                           std::vector<std::string>* warnings = nullptr) {
+  return way == Way::engine ? ChatTemplate::from_jinja(jinja, source, warnings)
+                            : ChatTemplate::recognise(jinja, source, warnings);
+}
+
+class ChatTemplateBothWays : public ::testing::TestWithParam<Way> {};
+INSTANTIATE_TEST_SUITE_P(Ways, ChatTemplateBothWays, ::testing::Values(Way::by_hand, Way::engine),
+                         [](const auto& way) { return way.param == Way::engine ? "Engine" : "ByHand"; });
+
+TEST_P(ChatTemplateBothWays, RendersExactlyAsTransformers) {
   const auto f = read_json(kFixtures / "chat_rendered.json");
   std::cout << "chat_rendered.json: " << f.at("generator").get<std::string>() << "\n";
   size_t checked = 0, errors = 0;
   for (const auto& t : f.at("templates")) {
     const std::string id = t.at("id"), file = t.at("file");
     std::vector<std::string> warnings;
-    auto tmpl = ChatTemplate::recognise(t.at("jinja").get<std::string>(), file, &warnings);
+    auto tmpl = make_template(t.at("jinja").get<std::string>(), file, GetParam(), &warnings);
     EXPECT_TRUE(warnings.empty()) << id << ": " << (warnings.empty() ? "" : warnings[0]);
     EXPECT_EQ(tmpl.format(), format_named(t.at("format"))) << id;
+    EXPECT_EQ(tmpl.runs_model_template(), GetParam() == Way::engine) << id;
     EXPECT_EQ(tmpl.name(), t.at("name").get<std::string>()) << id;
     if (t.at("bos_token").is_string()) tmpl.set_bos_token(t.at("bos_token"));
     if (t.at("eos_token").is_string()) tmpl.set_eos_token(t.at("eos_token"));
@@ -111,7 +125,8 @@ TEST(ChatTemplate, RendersExactlyAsTransformers) {
         EXPECT_NE(e.find(file), std::string::npos) << what << " (template raises \"" << r.at("error") << "\"): " << e;
         continue;
       }
-      const auto segments = tmpl.render(msgs, gen);
+      std::vector<tok::ChatSegment> segments;
+      EXPECT_NO_THROW(segments = tmpl.render(msgs, gen)) << what << ": " << error_of([&] { tmpl.render(msgs, gen); });
       std::string joined;
       for (const auto& s : segments) joined += s.text;
       EXPECT_EQ(joined, r.at("text").get<std::string>()) << what;
@@ -137,8 +152,12 @@ TEST(ChatTemplate, KnownTemplatesAreRecognisedWithoutWarning) {
   EXPECT_EQ(n, 13u);
 }
 
-// One conversation through every family: the trainable text is each assistant answer and its end of turn.
-TEST(ChatTemplate, TrainableSegmentsAreAssistantContentAndEndOfTurn) {
+// One conversation through every family: the trainable text is each assistant answer and its end of turn,
+// the same whether the family is rendered by hand or the template runs (its turns found from prefixes).
+TEST_P(ChatTemplateBothWays, TrainableSegmentsAreAssistantContentAndEndOfTurn) {
+  auto fixture_template = [&](const std::string& file) {
+    return make_template(read_file(kFixtures / "chat_templates" / file), file, GetParam());
+  };
   const std::vector<ChatMessage> m = {
       {"system", "S"}, {"user", "u1"}, {"assistant", " a1 "}, {"user", "u2"}, {"assistant", "a2"}};
   EXPECT_EQ(trainable(fixture_template("chatml.jinja"), m), " a1 <|im_end|>|a2<|im_end|>|");
