@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <random>
 
+#include "ops/attention.h"
+#include "ops/attention_flash.h"
+#include "ops/attention_products.h"
 #include "ops/matmul.h"
 #include "ops/norms.h"
 #include "ops/softmax.h"
@@ -143,6 +147,52 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
                          {18944, 512, 3584}, {3584, 512, 18944}, {18944, 4096, 3584}, {8192, 8192, 8192}})
     for (DT act : {DT::f32, DT::f16})
       for (DT weight : {DT::f16, DT::bf16}) peer_gemm(m, n, k, act, weight);
+  // Training attention (causal, S = T) by each path: flash kernels, batched products (tensor cores only)
+  // and the row kernels. FLOPs counted as the causal half of the four (forward: two) T×T×D products per
+  // head; the backward recomputes the scores (five products).
+  auto attention = [&](std::string name, ops::AttentionDims d) {
+    if (!filter.empty() && name.find(filter) == std::string::npos) return;
+    const Shape qs{d.B, d.T, d.H, d.D}, ks{d.B, d.S, d.KV, d.D};
+    auto q = random_tensor(dev, qs, DT::f32, seed++), k = random_tensor(dev, ks, DT::f32, seed++);
+    auto v = random_tensor(dev, ks, DT::f32, seed++), dout = random_tensor(dev, qs, DT::f32, seed++);
+    auto o = Tensor::empty(dev, qs, DT::f32), lse = Tensor::empty(dev, {d.B, d.H, d.T}, DT::f32);
+    auto dq = Tensor::empty(dev, qs, DT::f32), dk = Tensor::empty(dev, ks, DT::f32), dv = Tensor::empty(dev, ks, DT::f32);
+    const float scale = 1.0f / std::sqrt(float(d.D));
+    {  // o and lse of these inputs, for the backward cases
+      vk::Recorder rec(dev);
+      ops::attention_forward(rec, o, lse, q, k, v, scale);
+      rec.finish().run();
+    }
+    const double pair = 2.0 * d.B * d.H * double(d.T) * d.S * d.D / 2;  // one causal product
+    const std::string what = "B" + std::to_string(d.B) + " T" + std::to_string(d.T) + " H" + std::to_string(d.H) +
+                             "/" + std::to_string(d.KV) + " D" + std::to_string(d.D);
+    const double io = 8.0 * double(q.numel() + k.numel());
+    if (ops::detail::attention_flash_fit(dev, d, DT::f32)) {
+      cases.push_back({name + "_fwd_flash", what, 2 * pair, io, [=](vk::Recorder& rec) {
+                         ops::detail::attention_forward_flash(rec, o, lse, q, k, v, d, scale);
+                       }});
+      cases.push_back({name + "_bwd_flash", what, 5 * pair, 2 * io, [=](vk::Recorder& rec) {
+                         ops::detail::attention_backward_flash(rec, dq, dk, dv, dout, q, k, v, o, lse, d, scale);
+                       }});
+    }
+    cases.push_back({name + "_fwd_rows", what, 2 * pair, io, [=](vk::Recorder& rec) {
+                       ops::detail::attention_forward_rows(rec, o, lse, q, k, v, d, scale);
+                     }});
+    cases.push_back({name + "_bwd_rows", what, 5 * pair, 2 * io, [=](vk::Recorder& rec) {
+                       ops::detail::attention_backward_rows(rec, dq, dk, dv, dout, q, k, v, o, lse, d, scale);
+                     }});
+    if (ops::detail::attention_products_fit(dev, d, DT::f32)) {
+      cases.push_back({name + "_fwd_products", what, 2 * pair, io, [=](vk::Recorder& rec) {
+                         ops::detail::attention_forward_products(rec, o, lse, q, k, v, d, scale);
+                       }});
+      cases.push_back({name + "_bwd_products", what, 5 * pair, 2 * io, [=](vk::Recorder& rec) {
+                         ops::detail::attention_backward_products(rec, dq, dk, dv, dout, q, k, v, o, lse, d, scale);
+                       }});
+    }
+  };
+  attention("attention_05b_T512", {.B = 1, .T = 512, .S = 512, .H = 14, .KV = 2, .D = 64});
+  attention("attention_05b_B8_T512", {.B = 8, .T = 512, .S = 512, .H = 14, .KV = 2, .D = 64});
+  attention("attention_7b_T512", {.B = 1, .T = 512, .S = 512, .H = 28, .KV = 4, .D = 128});
   softmax("softmax_1024", 1, 1024);
   {
     auto x = random_tensor(dev, {1, 1024}, DT::f32, seed++);

@@ -16,3 +16,16 @@ ls_kernel(attention_probs_forward attention_rows.comp PROBS_FORWARD)
 ls_kernel(attention_probs_from_lse attention_rows.comp PROBS_FROM_LSE)
 ls_kernel(attention_dscores attention_rows.comp DSCORES)
 ls_kernel(attention_group_sum attention_group_sum.comp)
+# Flash attention for training (f32; head dims up to 64 or 128): forward, then dq (and delta), then dk and
+# dv per query head.
+foreach(d 64 128)
+  ls_kernel(flash_attention_forward_d${d} flash_attention.comp FORWARD DMAX=${d})
+  ls_kernel(flash_attention_backward_dq_d${d} flash_attention.comp BACKWARD_DQ DMAX=${d})
+  ls_kernel(flash_attention_backward_dkdv_d${d} flash_attention.comp BACKWARD_DKDV DMAX=${d})
+endforeach()
+# The same on tensor cores (GL_NV_cooperative_matrix; head dims a multiple of 16 up to 64 or 128).
+foreach(d 64 128)
+  ls_kernel(flash_attention_coopmat_forward_d${d} flash_attention_coopmat.comp FORWARD DMAX=${d})
+  ls_kernel(flash_attention_coopmat_backward_dq_d${d} flash_attention_coopmat.comp BACKWARD_DQ DMAX=${d})
+  ls_kernel(flash_attention_coopmat_backward_dkdv_d${d} flash_attention_coopmat.comp BACKWARD_DKDV DMAX=${d})
+endforeach()

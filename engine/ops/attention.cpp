@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/attention_flash.h"
 #include "ops/attention_products.h"
 #include "ops/common.h"
 
@@ -71,14 +72,14 @@ void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, co
   require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
   require_shape(lse, {d.B, d.H, d.T}, op, "lse");
   require_dtype(lse, {DType::f32}, op, "lse");
-  if (detail::attention_products_fit(rec.device(), d, q.dtype())) {
+  if (detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype()))
+    detail::attention_forward_flash(rec, o, lse, q, k, v, d, scale);
+  else if (detail::attention_products_fit(rec.device(), d, q.dtype()))
     detail::attention_forward_products(rec, o, lse, q, k, v, d, scale);
-    return;
-  }
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
-  // Binding 5 (past on the device) is unused here; lse stands in for it.
-  rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k), in(v), out(o), out(lse), in(lse)},
-               params_for(d, scale), row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
+  else if (detail::attention_flash_fit(rec.device(), d, q.dtype()))
+    detail::attention_forward_flash(rec, o, lse, q, k, v, d, scale);
+  else
+    detail::attention_forward_rows(rec, o, lse, q, k, v, d, scale);
 }
 
 void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
@@ -137,10 +138,29 @@ void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, c
   require_dtype(dk, {DType::f32}, op, "dk");
   require_dtype(dv, {DType::f32}, op, "dv");
   require_dtype(lse, {DType::f32}, op, "lse");
-  if (detail::attention_products_fit(rec.device(), d, q.dtype())) {
+  if (detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype()))
+    detail::attention_backward_flash(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
+  else if (detail::attention_products_fit(rec.device(), d, q.dtype()))
     detail::attention_backward_products(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
-    return;
-  }
+  else if (detail::attention_flash_fit(rec.device(), d, q.dtype()))
+    detail::attention_backward_flash(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
+  else
+    detail::attention_backward_rows(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
+}
+
+namespace detail {
+void attention_forward_rows(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
+                            const Tensor& v, const AttentionDims& d, float scale) {
+  static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
+  // Binding 5 (past on the device) is unused here; lse stands in for it.
+  rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k), in(v), out(o), out(lse), in(lse)},
+               params_for(d, scale), row_groups(uint64_t(d.B) * d.T * d.H, "attention_forward"), {.local_x = kThreads});
+}
+
+void attention_backward_rows(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                             const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                             const Tensor& lse, const AttentionDims& d, float scale) {
+  const char* op = "attention_backward";
   Tensor delta = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention_backward delta");
   AttentionParams params = params_for(d, scale);
   rec.dispatch(vk::Kernel::attention_backward_dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq), out(delta)},
@@ -149,6 +169,7 @@ void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, c
                {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk), out(dv)}, params,
                row_groups(uint64_t(d.B) * d.S * d.KV, op), {.local_x = kThreads});
 }
+}  // namespace detail
 
 namespace ref {
 namespace {

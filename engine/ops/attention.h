@@ -5,7 +5,8 @@
 // Query head h reads kv head g = h / (H / KV). Query t (0-based within this call) sees keys j <= past + t:
 //   s_j = scale * q[b,t,h,:] . k[b,j,g,:]
 //   lse[b,h,t] = log sum_j exp(s_j),   o[b,t,h,:] = sum_j exp(s_j - lse) * v[b,j,g,:]
-// scale is usually 1 / sqrt(D). D <= 256, any S. Straightforward (not flash-tuned) kernels, f32 math.
+// scale is usually 1 / sqrt(D). D <= 256, any S. The forward and backward take flash kernels where they fit
+// (ops/attention_flash.h: on tensor cores f16 products with f32 sums, elsewhere f32 throughout).
 #include <span>
 
 #include "tensor/tensor.h"

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "ops/attention.h"
+#include "ops/attention_flash.h"
 #include "ops/attention_products.h"
 #include "support/testing.h"
 
@@ -21,8 +22,13 @@ double tol(DType t) { return t == DType::f32 ? 1e-5 : 2e-3; }
 // probabilities and the gradients to f16 as the products read them: measured on the H100 up to ~1e-3
 // of the largest value and 8.5e-3 by this per-element measure (test::expect_close).
 constexpr double kProductsTol = 1.5e-2;
+// The flash kernels (ops/attention_flash.h), taken where the products path does not fit, compute in f32
+// like the row kernels.
+// On tensor cores (flash or products) q, k, v, the probabilities and the gradients are rounded to f16.
 double tol(vk::Device& dev, const AttentionDims& d, DType t) {
-  return ops::detail::attention_products_fit(dev, d, t) ? std::max(tol(t), kProductsTol) : tol(t);
+  const bool f16_products =
+      ops::detail::attention_flash_coopmat_fit(dev, d, t) || ops::detail::attention_products_fit(dev, d, t);
+  return f16_products ? std::max(tol(t), kProductsTol) : tol(t);
 }
 float default_scale(const AttentionDims& d) { return 1.0f / std::sqrt(float(d.D)); }
 
@@ -103,6 +109,8 @@ const AttentionDims kCases[] = {
     {.B = 1, .T = 1, .S = 20, .H = 14, .KV = 2, .D = 64},     // decode: one new token
     {.B = 1, .T = 3, .S = 131, .H = 2, .KV = 1, .D = 256},    // largest head dim, past = 128 over chunks
     {.B = 2, .T = 70, .S = 70, .H = 3, .KV = 3, .D = 40},     // plain MHA, odd head dim, 2 query chunks
+    {.B = 1, .T = 70, .S = 70, .H = 4, .KV = 2, .D = 128},    // Qwen2.5-7B head dim: the 128 flash kernels
+    {.B = 2, .T = 20, .S = 45, .H = 4, .KV = 1, .D = 96},     // 128 kernels, padded dims, past = 25
     {.B = 33000, .T = 1, .S = 2, .H = 1, .KV = 1, .D = 4},    // > 32768 rows: workgroups fold into y
 };
 
@@ -212,9 +220,11 @@ TEST_P(AttentionMask, MaskedKeysHaveNoInfluence) {
   for (uint32_t g = 0; g < d.KV; ++g)
     for (uint32_t c = 0; c < d.D; ++c) {
       size_t i = ((size_t(d.S) - 1) * d.KV + g) * d.D + c;  // batch 0, key S - 1
-      // The products path (tensor cores) multiplies masked keys by exactly 0, which a NaN would poison:
-      // it gets the largest finite value instead (rounded into f16 range as it is read).
-      const float poison = ops::detail::attention_products_fit(dev(), d, DType::f32) ? 3e38f : NAN;
+      // The flash and products paths multiply masked keys' values by exactly 0, which a NaN would poison:
+      // they get the largest finite value instead (rounded into f16 range as the products read it).
+      const bool times_zero = ops::detail::attention_flash_fit(dev(), d, DType::f32) ||
+                              ops::detail::attention_products_fit(dev(), d, DType::f32);
+      const float poison = times_zero ? 3e38f : NAN;
       x.k[i] = poison;
       x.v[i] = poison;
     }

@@ -1,0 +1,118 @@
+#include "ops/attention_flash.h"
+
+#include <algorithm>
+
+#include "ops/common.h"
+
+namespace ls::ops::detail {
+
+namespace {
+
+struct FlashParams {  // = Params in shaders/flash_attention.comp
+  uint32_t B, T, S, H, KV, D;
+  float scale;
+  uint32_t per_head;
+};
+static_assert(sizeof(FlashParams) <= 128);
+
+struct GroupSumParams {  // = Params in shaders/attention_group_sum.comp
+  uint32_t total, T, KV, D, G;
+};
+
+// Tile shapes per kernel, = BQ / BK and the workgroup size in shaders/flash_attention.comp.
+struct FlashTiles {
+  uint32_t forward_rows, dq_rows, dkdv_rows, dkdv_threads;
+};
+struct FlashKernels {
+  vk::Kernel forward, dq, dkdv;
+};
+constexpr FlashTiles kTiles64{.forward_rows = 32, .dq_rows = 32, .dkdv_rows = 16, .dkdv_threads = 256};
+constexpr FlashTiles kTiles128{.forward_rows = 16, .dq_rows = 16, .dkdv_rows = 8, .dkdv_threads = 128};
+// shaders/flash_attention_coopmat.comp: 64 queries (4 subgroups), 32 queries and 32 keys (2 subgroups).
+constexpr FlashTiles kTilesCoopmat{.forward_rows = 64, .dq_rows = 32, .dkdv_rows = 32, .dkdv_threads = 64};
+constexpr uint32_t kCoopmatForwardThreads = 128, kCoopmatDqThreads = 64;
+
+bool small_heads(const AttentionDims& d) { return d.D <= 64; }
+
+struct FlashPlan {
+  FlashKernels kernels;
+  FlashTiles tiles;
+  uint32_t forward_threads, dq_threads;
+};
+
+FlashPlan plan_for(vk::Device& device, const AttentionDims& d) {
+  const bool small = small_heads(d);
+  if (attention_flash_coopmat_fit(device, d, DType::f32)) {
+    const FlashKernels k = small ? FlashKernels{vk::Kernel::flash_attention_coopmat_forward_d64,
+                                                vk::Kernel::flash_attention_coopmat_backward_dq_d64,
+                                                vk::Kernel::flash_attention_coopmat_backward_dkdv_d64}
+                                 : FlashKernels{vk::Kernel::flash_attention_coopmat_forward_d128,
+                                                vk::Kernel::flash_attention_coopmat_backward_dq_d128,
+                                                vk::Kernel::flash_attention_coopmat_backward_dkdv_d128};
+    return {k, kTilesCoopmat, kCoopmatForwardThreads, kCoopmatDqThreads};
+  }
+  const FlashKernels k =
+      small ? FlashKernels{vk::Kernel::flash_attention_forward_d64, vk::Kernel::flash_attention_backward_dq_d64,
+                           vk::Kernel::flash_attention_backward_dkdv_d64}
+            : FlashKernels{vk::Kernel::flash_attention_forward_d128, vk::Kernel::flash_attention_backward_dq_d128,
+                           vk::Kernel::flash_attention_backward_dkdv_d128};
+  return {k, small ? kTiles64 : kTiles128, 256, 256};
+}
+
+FlashParams params_for(const AttentionDims& d, float scale, bool per_head) {
+  return {d.B, d.T, d.S, d.H, d.KV, d.D, scale, per_head ? 1u : 0u};
+}
+}  // namespace
+
+bool attention_flash_fit(vk::Device& device, const AttentionDims& d, DType dtype) {
+  return dtype == DType::f32 && d.D % 4 == 0 && d.D <= 128 && device.report().subgroup_size >= 8 && d.H <= 65535 &&
+         d.B <= 65535;
+}
+
+// Sequences of fewer than 16 queries stay on the f32 shader cores: a 16-row matrix would be mostly
+// padding, and f32 keeps tiny cases (the gradient checks of tests/model) exact, as with the products path.
+bool attention_flash_coopmat_fit(vk::Device& device, const AttentionDims& d, DType dtype) {
+  return device.coopmat() && d.D % 16 == 0 && d.T >= 16 && attention_flash_fit(device, d, dtype);
+}
+
+void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
+                             const Tensor& v, const AttentionDims& d, float scale) {
+  const FlashPlan plan = plan_for(rec.device(), d);
+  rec.dispatch(plan.kernels.forward, {in(q), in(k), in(v), out(o), out(lse)}, params_for(d, scale, false),
+               {ceil_div(d.T, plan.tiles.forward_rows), d.H, d.B}, {.local_x = plan.forward_threads});
+}
+
+void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                              const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                              const Tensor& lse, const AttentionDims& d, float scale) {
+  vk::Device& dev = rec.device();
+  const Tensor delta = Tensor::view(dev, rec.scratch(uint64_t(d.B) * d.H * d.T * 4, vk::Recorder::kScratchAttention),
+                                    {d.B, d.H, d.T}, DType::f32);
+  const FlashPlan plan = plan_for(dev, d);
+  rec.dispatch(plan.kernels.dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq), out(delta)},
+               params_for(d, scale, false), {ceil_div(d.T, plan.tiles.dq_rows), d.H, d.B},
+               {.local_x = plan.dq_threads});
+
+  const vk::Kernel dkdv = plan.kernels.dkdv;
+  const vk::Groups groups{ceil_div(d.S, plan.tiles.dkdv_rows), d.H, d.B};
+  if (d.H == d.KV) {  // one query head per kv head: the gradients go straight to dk and dv
+    rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk), out(dv)},
+                 params_for(d, scale, false), groups, {.local_x = plan.tiles.dkdv_threads});
+    return;
+  }
+  const Shape per_head_shape{d.B, d.H, d.S, d.D};
+  const uint64_t per_head_bytes = uint64_t(d.B) * d.H * d.S * d.D * 4;
+  const Tensor dk_head =
+      Tensor::view(dev, rec.scratch(per_head_bytes, vk::Recorder::kScratchAttention + 1), per_head_shape, DType::f32);
+  const Tensor dv_head =
+      Tensor::view(dev, rec.scratch(per_head_bytes, vk::Recorder::kScratchAttention + 2), per_head_shape, DType::f32);
+  rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk_head), out(dv_head)},
+               params_for(d, scale, true), groups, {.local_x = plan.tiles.dkdv_threads});
+  const uint64_t total = uint64_t(d.B) * d.S * d.KV * d.D;
+  const GroupSumParams sum{uint32_t(total), d.S, d.KV, d.D, d.H / d.KV};
+  const vk::Groups sum_groups{uint32_t(std::min<uint64_t>(ceil_div(total, 256), 65535)), 1, 1};
+  rec.dispatch(vk::Kernel::attention_group_sum, {in(dk_head), out(dk)}, sum, sum_groups, {.local_x = 256});
+  rec.dispatch(vk::Kernel::attention_group_sum, {in(dv_head), out(dv)}, sum, sum_groups, {.local_x = 256});
+}
+
+}  // namespace ls::ops::detail

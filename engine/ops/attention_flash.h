@@ -1,0 +1,31 @@
+#pragma once
+// Attention (ops/attention.h) through flash kernels: tiles of queries and keys in shared memory, no
+// score matrix in global memory. On tensor cores (shaders/flash_attention_coopmat.comp) the products are
+// f16 x f16 -> f32 matrix products; elsewhere (shaders/flash_attention.comp) all math is f32 on the
+// shader cores. ops/attention.cpp takes, in order: the tensor-core flash kernels, the products path
+// (ops/attention_products.h), the f32 flash kernels, and the row kernels (shaders/attention.comp,
+// attention_backward.comp: a workgroup per query or key row) for what none of them fits.
+#include "ops/attention.h"
+
+namespace ls::ops::detail {
+
+// Whether the flash kernels take these shapes and dtype.
+bool attention_flash_fit(vk::Device& device, const AttentionDims& d, DType dtype);
+// Whether they run on tensor cores (head dim a multiple of 16, at least 16 queries).
+bool attention_flash_coopmat_fit(vk::Device& device, const AttentionDims& d, DType dtype);
+void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
+                             const Tensor& v, const AttentionDims& d, float scale);
+// Four dispatches (dq and delta; dk and dv per query head; their two sums over each kv group), two when
+// H = KV. delta and the per-head gradients live in the recording's attention scratch.
+void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                              const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
+                              const Tensor& lse, const AttentionDims& d, float scale);
+
+// The row kernels.
+void attention_forward_rows(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
+                            const Tensor& v, const AttentionDims& d, float scale);
+void attention_backward_rows(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,
+                             const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
+                             const AttentionDims& d, float scale);
+
+}  // namespace ls::ops::detail
