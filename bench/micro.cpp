@@ -16,6 +16,7 @@
 #include "ops/attention_products.h"
 #include "ops/matmul.h"
 #include "ops/norms.h"
+#include "ops/optimizer.h"
 #include "ops/softmax.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
@@ -190,6 +191,37 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
                        }});
     }
   };
+  // Prefill's attention over a KV cache (past read on the device, 0 here), as engine/infer records it.
+  auto cached = [&](std::string name, ops::AttentionDims d, DT dtype) {
+    name += std::string("_") + dtype_name(dtype);
+    if (!filter.empty() && name.find(filter) == std::string::npos) return;
+    const Shape qs{d.B, d.T, d.H, d.D}, ks{d.B, d.S, d.KV, d.D};
+    auto q = random_tensor(dev, qs, dtype, seed++), k = random_tensor(dev, ks, dtype, seed++);
+    auto v = random_tensor(dev, ks, dtype, seed++);
+    auto o = Tensor::empty(dev, qs, dtype);
+    auto past = Tensor::empty(dev, {4}, DT::i32);
+    {
+      vk::Recorder rec(dev);
+      ops::fill_zero(rec, past);
+      rec.finish().run();
+    }
+    const float scale = 1.0f / std::sqrt(float(d.D));
+    const double pair = 2.0 * d.B * d.H * double(d.T) * d.T * d.D / 2;
+    cases.push_back({name, "B" + std::to_string(d.B) + " T" + std::to_string(d.T) + " cache " + std::to_string(d.S),
+                     2 * pair, double(dtype_size(dtype)) * double(2 * q.numel() + 2 * k.numel()),
+                     [=](vk::Recorder& rec) { ops::attention_cached_forward(rec, o, q, k, v, past, scale); }});
+    if (dtype == DT::f32 && ops::detail::attention_flash_coopmat_fit(dev, d, dtype)) {  // f32 on tensor cores
+      auto lse = Tensor::empty(dev, {d.B, d.H, d.T}, DT::f32);
+      cases.push_back({name + "_tensor_cores", "B" + std::to_string(d.B) + " T" + std::to_string(d.T), 2 * pair,
+                       4.0 * double(2 * q.numel() + 2 * k.numel()), [=](vk::Recorder& rec) {
+                         ops::detail::attention_forward_flash(rec, o, lse, q, k, v, d, scale, past, true);
+                       }});
+    }
+  };
+  for (DT dtype : {DT::f16, DT::f32}) {
+    cached("attention_cached_05b_T512", {.B = 1, .T = 512, .S = 520, .H = 14, .KV = 2, .D = 64}, dtype);
+    cached("attention_cached_7b_T512", {.B = 1, .T = 512, .S = 520, .H = 28, .KV = 4, .D = 128}, dtype);
+  }
   attention("attention_05b_T512", {.B = 1, .T = 512, .S = 512, .H = 14, .KV = 2, .D = 64});
   attention("attention_05b_B8_T512", {.B = 8, .T = 512, .S = 512, .H = 14, .KV = 2, .D = 64});
   attention("attention_7b_T512", {.B = 1, .T = 512, .S = 512, .H = 28, .KV = 4, .D = 128});

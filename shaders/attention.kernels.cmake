@@ -23,9 +23,11 @@ foreach(d 64 128)
   ls_kernel(flash_attention_backward_dq_d${d} flash_attention.comp BACKWARD_DQ DMAX=${d})
   ls_kernel(flash_attention_backward_dkdv_d${d} flash_attention.comp BACKWARD_DKDV DMAX=${d})
 endforeach()
-# The same on tensor cores (GL_NV_cooperative_matrix; head dims a multiple of 16 up to 64 or 128).
+# The same on tensor cores (GL_NV_cooperative_matrix; head dims a multiple of 16 up to 64 or 128); the
+# forward also with f16 q, k, v, o (inference).
 foreach(d 64 128)
   ls_kernel(flash_attention_coopmat_forward_d${d} flash_attention_coopmat.comp FORWARD DMAX=${d})
+  ls_kernel(flash_attention_coopmat_forward_f16_d${d} flash_attention_coopmat.comp FORWARD IO_F16 DMAX=${d})
   ls_kernel(flash_attention_coopmat_backward_dq_d${d} flash_attention_coopmat.comp BACKWARD_DQ DMAX=${d})
   ls_kernel(flash_attention_coopmat_backward_dkdv_d${d} flash_attention_coopmat.comp BACKWARD_DKDV DMAX=${d})
 endforeach()

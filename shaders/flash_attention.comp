@@ -6,7 +6,8 @@
 // (past = S - T); query head h reads kv head g = h / (H / KV). Head dims up to DMAX (64 or 128, a
 // kernel each), D a multiple of 4 (rows move as vec4); shorter rows are zero-padded in shared memory.
 //   FORWARD        workgroup (query block, h, b): online softmax over key blocks (running max m and
-//                  sum l per row; the output accumulator is rescaled when m grows); o and lse.
+//                  sum l per row; the output accumulator is rescaled when m grows); o and lse. Also over
+//                  KV caches whose fill level `past` is read from the device (prefill of engine/infer).
 //   BACKWARD_DQ    workgroup (query block, h, b): delta = do·o per row (also written for the next
 //                  kernel), p = exp(scale q·k - lse), ds = p (do·v - delta), dq = scale Σ_j ds k_j.
 //   BACKWARD_DKDV  workgroup (key block, h, b): dk = scale Σ_t ds q_t, dv = Σ_t p do_t over the queries
@@ -20,6 +21,9 @@
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+// The fill level read from memory is broadcast from the first lane: uniform as far as the compiler can
+// see, so the key loop (barriers, tensor-core products) is not treated as divergent.
+#extension GL_KHR_shader_subgroup_ballot : require
 
 #if defined(FORWARD)
 #if DMAX == 64
@@ -63,7 +67,8 @@ const float kMasked = -3.0e38;     // below any real score
 layout(push_constant) uniform Params {
   uint B, T, S, H, KV, D;
   float scale;
-  uint per_head;  // BACKWARD_DKDV: dk and dv are [B, H, S, D] partials (1) or [B, S, KV, D] (0)
+  uint per_head;        // BACKWARD_DKDV: dk and dv are [B, H, S, D] partials (1) or [B, S, KV, D] (0)
+  uint past_on_device;  // FORWARD: past = past_buf[0], k and v are KV caches of capacity S (else past = S - T)
 } p;
 
 // result = a · b over the DV vec4 of two staged rows (or COUNT of them). `precise` (no fma contraction):
@@ -91,6 +96,7 @@ layout(binding = 1) readonly buffer K { vec4 k4[]; };
 layout(binding = 2) readonly buffer V { vec4 v4[]; };
 layout(binding = 3) writeonly buffer O { vec4 o4[]; };
 layout(binding = 4) writeonly buffer Lse { float lse[]; };
+layout(binding = 5) readonly buffer Past { int past_buf[]; };
 
 const uint RPT = BQ / TY, KPT = BK / TX, LS = BK + 1u;
 shared vec4 q_s[BQ * LD];
@@ -101,7 +107,8 @@ shared float m_s[BQ], l_s[BQ], alpha_s[BQ];
 void main() {
   const uint tid = gl_LocalInvocationID.x, tx = tid % TX, ty = tid / TX;
   const uint q0 = gl_WorkGroupID.x * BQ, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-  const uint g = h / (p.H / p.KV), past = p.S - p.T, D4 = p.D / 4u;
+  const uint g = h / (p.H / p.KV), D4 = p.D / 4u;
+  const uint past = p.past_on_device != 0u ? subgroupBroadcastFirst(uint(max(past_buf[0], 0))) : p.S - p.T;
   STAGE_ROWS(q_s, q4, BQ, q0, p.T, p.T, p.H, h);
   if (tid < BQ) {
     m_s[tid] = kMasked;

@@ -7,7 +7,8 @@
 // them). Head dims D a multiple of 16 up to DMAX (64 or 128, a kernel each).
 //   FORWARD        workgroup: 64 queries (4 subgroups of 16 rows) of head h. Two passes over the key
 //                  blocks: the first finds each row's lse, the second adds exp(s - lse)·v, so the output
-//                  accumulators never need rescaling and stay in the tensor-core registers.
+//                  accumulators never need rescaling and stay in the tensor-core registers. Also over KV
+//                  caches whose fill level `past` is read from the device, with f16 q, k, v, o (IO_F16).
 //   BACKWARD_DQ    workgroup: 32 queries (2 subgroups); delta = do·o (written for the next kernel),
 //                  p = exp(scale q·k - lse), ds = p (do·v - delta), dq = scale Σ ds k.
 //   BACKWARD_DKDV  workgroup: 32 keys (2 subgroups) and one query head; dv = Σ_t p do_t,
@@ -18,6 +19,9 @@
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
+// The fill level read from memory is broadcast from the first lane: uniform as far as the compiler can
+// see, so the key loop (barriers, tensor-core products) is not treated as divergent.
+#extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/types.glsl"
 
@@ -44,6 +48,7 @@ layout(push_constant) uniform Params {
   uint B, T, S, H, KV, D;
   float scale;
   uint per_head;
+  uint past_on_device;  // FORWARD: past = past_buf[0], k and v are KV caches of capacity S (else past = S - T)
 } p;
 
 // N rows of a [B, L, heads, D] f32 tensor (vec4 view SRC) from row `first` of head `head` into the f16
@@ -53,7 +58,7 @@ layout(push_constant) uniform Params {
   for (uint e_ = gl_LocalInvocationID.x; e_ < (N) * DV; e_ += THREADS) {                               \
     const uint r_ = e_ / DV, c_ = e_ % DV, row_ = (first) + r_;                                        \
     const vec4 x_ = (row_ < (limit) && c_ < p.D / 4u)                                                  \
-                        ? clamp(SRC[((gl_WorkGroupID.z * (L) + row_) * (heads) + (head)) * (p.D / 4u) + c_], \
+                        ? clamp(vec4(SRC[((gl_WorkGroupID.z * (L) + row_) * (heads) + (head)) * (p.D / 4u) + c_]), \
                                 -65504.0, 65504.0)                                                     \
                         : vec4(0.0);                                                                   \
     const uint at_ = r_ * LDH + 4u * c_;                                                               \
@@ -96,9 +101,9 @@ void sync_subgroup() {
   subgroupBarrier();
 }
 
-// The subgroup's 16 rows of accumulators ACCS (times `factor`) to a [B, L, heads, D] f32 tensor (vec4
-// view DST... written element by element through the subgroup's scratch): rows from `first`, up to `limit`.
-#define STORE_ROWS(ACCS, factor, SCRATCH, S0, DST, first, limit, L, heads, head)                     \
+// The subgroup's 16 rows of accumulators ACCS (times `factor`, converted by CONV) to a [B, L, heads, D]
+// tensor DST, element by element through the subgroup's scratch: rows from `first`, up to `limit`.
+#define STORE_ROWS(ACCS, factor, SCRATCH, S0, DST, first, limit, L, heads, head, CONV)               \
   [[unroll]] for (uint n_ = 0u; n_ < DN; ++n_) {                                                    \
     if (n_ * 16u >= p.D) break;                                                                     \
     coopMatStoreNV(ACCS[n_], SCRATCH, S0, LSC, false);                                              \
@@ -107,17 +112,28 @@ void sync_subgroup() {
       const uint r_ = e_ / 16u, c_ = e_ % 16u, row_ = (first) + r_;                                 \
       if (row_ < (limit))                                                                           \
         DST[((gl_WorkGroupID.z * (L) + row_) * (heads) + (head)) * p.D + n_ * 16u + c_] =           \
-            (factor) * SCRATCH[(S0) + r_ * LSC + c_];                                               \
+            CONV((factor) * SCRATCH[(S0) + r_ * LSC + c_]);                                         \
     }                                                                                               \
     sync_subgroup();                                                                                \
   }
 
 #if defined(FORWARD)
+// q, k, v and o in f32, or in f16 (IO_F16: inference on tensor cores).
+#if defined(IO_F16)
+layout(binding = 0) readonly buffer Q { f16vec4 q4[]; };
+layout(binding = 1) readonly buffer K { f16vec4 k4[]; };
+layout(binding = 2) readonly buffer V { f16vec4 v4[]; };
+layout(binding = 3) writeonly buffer O { float16_t o[]; };
+#define TO_O(x) float16_t(x)
+#else
 layout(binding = 0) readonly buffer Q { vec4 q4[]; };
 layout(binding = 1) readonly buffer K { vec4 k4[]; };
 layout(binding = 2) readonly buffer V { vec4 v4[]; };
 layout(binding = 3) writeonly buffer O { float o[]; };
+#define TO_O(x) (x)
+#endif
 layout(binding = 4) writeonly buffer Lse { float lse[]; };
+layout(binding = 5) readonly buffer Past { int past_buf[]; };
 
 shared float16_t q_s[ROWS * LDH];
 shared float16_t kv_s[BLK * LDH];       // the block's keys, then its values
@@ -127,7 +143,8 @@ shared float16_t p_s[SUBGROUPS * 16 * LP];  // and probabilities
 void main() {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
   const uint q0 = gl_WorkGroupID.x * ROWS, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
-  const uint g = h / (p.H / p.KV), past = p.S - p.T;
+  const uint g = h / (p.H / p.KV);
+  const uint past = p.past_on_device != 0u ? subgroupBroadcastFirst(uint(max(past_buf[0], 0))) : p.S - p.T;
   const uint s0 = sg * 16u * LSC, p0 = sg * 16u * LP;
   // Two lanes a row: lane `lane` reads columns half·16 .. half·16 + 15 of row `lr` of the scratch.
   const uint lr = lane / 2u, half_ = lane % 2u, t = q0 + sg * 16u + lr;
@@ -190,7 +207,7 @@ void main() {
     ACCUMULATE_PB(acc, p_s, p0, kv_s);
   }
   barrier();
-  STORE_ROWS(acc, 1.0, sc_s, s0, o, q0 + sg * 16u, p.T, p.T, p.H, h);
+  STORE_ROWS(acc, 1.0, sc_s, s0, o, q0 + sg * 16u, p.T, p.T, p.H, h, TO_O);
 }
 
 #elif defined(BACKWARD_DQ)
@@ -252,7 +269,7 @@ void main() {
     sync_subgroup();
     ACCUMULATE_PB(acc, ds_s, p0, k_s);
   }
-  STORE_ROWS(acc, p.scale, sc_s, s0, dq, q0 + sg * 16u, p.T, p.T, p.H, h);
+  STORE_ROWS(acc, p.scale, sc_s, s0, dq, q0 + sg * 16u, p.T, p.T, p.H, h, );
 }
 
 #elif defined(BACKWARD_DKDV)
@@ -318,11 +335,11 @@ void main() {
   barrier();
   // Per query head [B, H, S, D] (rows b·H·S + h·S + j: L = H·S "rows" of one head each), or [B, S, KV, D].
   if (p.per_head != 0u) {
-    STORE_ROWS(dk_acc, p.scale, sc_s, s0, dk, h * p.S + j0 + sg * 16u, h * p.S + p.S, p.H * p.S, 1u, 0u);
-    STORE_ROWS(dv_acc, 1.0, sc_s, s0, dv, h * p.S + j0 + sg * 16u, h * p.S + p.S, p.H * p.S, 1u, 0u);
+    STORE_ROWS(dk_acc, p.scale, sc_s, s0, dk, h * p.S + j0 + sg * 16u, h * p.S + p.S, p.H * p.S, 1u, 0u, );
+    STORE_ROWS(dv_acc, 1.0, sc_s, s0, dv, h * p.S + j0 + sg * 16u, h * p.S + p.S, p.H * p.S, 1u, 0u, );
   } else {
-    STORE_ROWS(dk_acc, p.scale, sc_s, s0, dk, j0 + sg * 16u, p.S, p.S, p.KV, g);
-    STORE_ROWS(dv_acc, 1.0, sc_s, s0, dv, j0 + sg * 16u, p.S, p.S, p.KV, g);
+    STORE_ROWS(dk_acc, p.scale, sc_s, s0, dk, j0 + sg * 16u, p.S, p.S, p.KV, g, );
+    STORE_ROWS(dv_acc, 1.0, sc_s, s0, dv, j0 + sg * 16u, p.S, p.S, p.KV, g, );
   }
 }
 #endif

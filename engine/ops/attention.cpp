@@ -116,6 +116,11 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
   }
   // The log-sum-exp is not needed at inference; the kernel writes it to a scratch the program keeps.
   Tensor lse = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention lse (unused)");
+  if (detail::attention_flash_fit(rec.device(), d, q.dtype())) {
+    // Prefill. f32 activations ask for exact inference (the golden tests against transformers): f32 math.
+    detail::attention_forward_flash(rec, o, lse, q, k_cache, v_cache, d, scale, past, q.dtype() != DType::f32);
+    return;
+  }
   static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
   rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k_cache), in(v_cache), out(o), out(lse), in(past)},
                params, row_groups(rows, op), {.local_x = kThreads});

@@ -11,7 +11,7 @@ namespace {
 struct FlashParams {  // = Params in shaders/flash_attention.comp
   uint32_t B, T, S, H, KV, D;
   float scale;
-  uint32_t per_head;
+  uint32_t per_head, past_on_device;
 };
 static_assert(sizeof(FlashParams) <= 128);
 
@@ -40,16 +40,20 @@ struct FlashPlan {
   uint32_t forward_threads, dq_threads;
 };
 
-FlashPlan plan_for(vk::Device& device, const AttentionDims& d) {
+FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool tensor_cores = true) {
   const bool small = small_heads(d);
-  if (attention_flash_coopmat_fit(device, d, DType::f32)) {
+  if ((tensor_cores || dtype != DType::f32) && attention_flash_coopmat_fit(device, d, dtype)) {
     const FlashKernels k = small ? FlashKernels{vk::Kernel::flash_attention_coopmat_forward_d64,
                                                 vk::Kernel::flash_attention_coopmat_backward_dq_d64,
                                                 vk::Kernel::flash_attention_coopmat_backward_dkdv_d64}
                                  : FlashKernels{vk::Kernel::flash_attention_coopmat_forward_d128,
                                                 vk::Kernel::flash_attention_coopmat_backward_dq_d128,
                                                 vk::Kernel::flash_attention_coopmat_backward_dkdv_d128};
-    return {k, kTilesCoopmat, kCoopmatForwardThreads, kCoopmatDqThreads};
+    FlashPlan plan{k, kTilesCoopmat, kCoopmatForwardThreads, kCoopmatDqThreads};
+    if (dtype == DType::f16)
+      plan.kernels.forward = small ? vk::Kernel::flash_attention_coopmat_forward_f16_d64
+                                   : vk::Kernel::flash_attention_coopmat_forward_f16_d128;
+    return plan;
   }
   const FlashKernels k =
       small ? FlashKernels{vk::Kernel::flash_attention_forward_d64, vk::Kernel::flash_attention_backward_dq_d64,
@@ -59,27 +63,34 @@ FlashPlan plan_for(vk::Device& device, const AttentionDims& d) {
   return {k, small ? kTiles64 : kTiles128, 256, 256};
 }
 
-FlashParams params_for(const AttentionDims& d, float scale, bool per_head) {
-  return {d.B, d.T, d.S, d.H, d.KV, d.D, scale, per_head ? 1u : 0u};
+FlashParams params_for(const AttentionDims& d, float scale, bool per_head, bool past_on_device = false) {
+  return {d.B, d.T, d.S, d.H, d.KV, d.D, scale, per_head ? 1u : 0u, past_on_device ? 1u : 0u};
+}
+
+bool flash_shapes(vk::Device& device, const AttentionDims& d) {
+  return d.D % 4 == 0 && d.D <= 128 && device.report().subgroup_size >= 8 && d.H <= 65535 && d.B <= 65535;
 }
 }  // namespace
 
 bool attention_flash_fit(vk::Device& device, const AttentionDims& d, DType dtype) {
-  return dtype == DType::f32 && d.D % 4 == 0 && d.D <= 128 && device.report().subgroup_size >= 8 && d.H <= 65535 &&
-         d.B <= 65535;
+  return (dtype == DType::f32 || attention_flash_coopmat_fit(device, d, dtype)) && flash_shapes(device, d);
 }
 
 // Sequences of fewer than 16 queries stay on the f32 shader cores: a 16-row matrix would be mostly
 // padding, and f32 keeps tiny cases (the gradient checks of tests/model) exact, as with the products path.
 bool attention_flash_coopmat_fit(vk::Device& device, const AttentionDims& d, DType dtype) {
-  return device.coopmat() && d.D % 16 == 0 && d.T >= 16 && attention_flash_fit(device, d, dtype);
+  return device.coopmat() && (dtype == DType::f32 || dtype == DType::f16) && d.D % 16 == 0 && d.T >= 16 &&
+         flash_shapes(device, d);
 }
 
 void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
-                             const Tensor& v, const AttentionDims& d, float scale) {
-  const FlashPlan plan = plan_for(rec.device(), d);
-  rec.dispatch(plan.kernels.forward, {in(q), in(k), in(v), out(o), out(lse)}, params_for(d, scale, false),
-               {ceil_div(d.T, plan.tiles.forward_rows), d.H, d.B}, {.local_x = plan.forward_threads});
+                             const Tensor& v, const AttentionDims& d, float scale, const Tensor& past,
+                             bool tensor_cores) {
+  const FlashPlan plan = plan_for(rec.device(), d, q.dtype(), tensor_cores);
+  // Without a device-side past, binding 5 is unused; lse stands in for it.
+  rec.dispatch(plan.kernels.forward, {in(q), in(k), in(v), out(o), out(lse), in(past.defined() ? past : lse)},
+               params_for(d, scale, false, past.defined()), {ceil_div(d.T, plan.tiles.forward_rows), d.H, d.B},
+               {.local_x = plan.forward_threads});
 }
 
 void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
@@ -88,7 +99,7 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
   vk::Device& dev = rec.device();
   const Tensor delta = Tensor::view(dev, rec.scratch(uint64_t(d.B) * d.H * d.T * 4, vk::Recorder::kScratchAttention),
                                     {d.B, d.H, d.T}, DType::f32);
-  const FlashPlan plan = plan_for(dev, d);
+  const FlashPlan plan = plan_for(dev, d, DType::f32);
   rec.dispatch(plan.kernels.dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq), out(delta)},
                params_for(d, scale, false), {ceil_div(d.T, plan.tiles.dq_rows), d.H, d.B},
                {.local_x = plan.dq_threads});

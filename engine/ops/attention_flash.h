@@ -9,12 +9,15 @@
 
 namespace ls::ops::detail {
 
-// Whether the flash kernels take these shapes and dtype.
+// Whether the flash kernels take these shapes and dtype (f32; f16 only on tensor cores, forward only).
 bool attention_flash_fit(vk::Device& device, const AttentionDims& d, DType dtype);
 // Whether they run on tensor cores (head dim a multiple of 16, at least 16 queries).
 bool attention_flash_coopmat_fit(vk::Device& device, const AttentionDims& d, DType dtype);
+// With `past` (i32, past = past[0] read on the device), k and v are KV caches of capacity d.S, as in
+// attention_cached_forward. Without `tensor_cores`, f32 inputs stay on the f32 kernels.
 void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
-                             const Tensor& v, const AttentionDims& d, float scale);
+                             const Tensor& v, const AttentionDims& d, float scale, const Tensor& past = Tensor(),
+                             bool tensor_cores = true);
 // Four dispatches (dq and delta; dk and dv per query head; their two sums over each kv group), two when
 // H = KV. delta and the per-head gradients live in the recording's attention scratch.
 void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
