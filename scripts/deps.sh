@@ -3,11 +3,12 @@
 # Packages come without their Recommends, so every header the sources include, directly or through a
 # system header, needs its own -dev package here: GLFW/glfw3native.h with GLFW_EXPOSE_NATIVE_X11
 # (app/gui_window.cpp) includes X11/Xlib.h (libx11-dev) and X11/extensions/Xrandr.h (libxrandr-dev).
+# python3: scripts/glslang.sh's build of glslang generates a header with it.
 # `file`: cpack's DEB generator runs it to find the binaries whose libraries dpkg-shlibdeps reads (the
 # README's `--target package`). scripts/test_deb.sh proves the list: it builds from source and packages in a
 # clean Debian 12 root with only these.
 LS_PACKAGES=(
-  build-essential cmake ninja-build pkg-config git help2man file
+  build-essential cmake ninja-build pkg-config git help2man file python3
   libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libglfw3-dev libimgui-dev libstb-dev libx11-dev libxcb1-dev libxrandr-dev fonts-dejavu-core
   libsqlite3-dev nlohmann-json3-dev libpcre2-dev libutf8proc-dev zlib1g-dev

@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 ls_install_deps "${LS_FETCH_PACKAGES[@]+"${LS_FETCH_PACKAGES[@]}"}"
 scripts/fetch_tokenizers.sh
+scripts/glslang.sh
 cmake --preset release >/dev/null
 cmake --build --preset release
 if [ -n "${DISPLAY:-}" ] || [ -n "${WAYLAND_DISPLAY:-}" ]; then

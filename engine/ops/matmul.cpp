@@ -1,6 +1,8 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <numeric>
 
 #include "ops/common.h"
@@ -118,6 +120,57 @@ CoopmatTile coopmat_tile(DType a, DType b, DType c, bool big) {
   // 64×64 there too).
   return big ? CoopmatTile{coopmat_kernel(a, b, c, true), 128, 128, 128}
              : CoopmatTile{coopmat_kernel(a, b, c, false), 64, 128, 256};
+}
+
+// The workgroup-scope kernels of VK_NV_cooperative_matrix2 (shaders/matmul_coopmat2.comp), by tile.
+enum class Cm2Tile : uint32_t { m, l, t, k, s };
+struct Cm2TileShape {
+  uint32_t bm, bn, threads;
+};
+constexpr Cm2TileShape kCm2Tiles[] = {{128, 128, 256}, {128, 256, 256}, {256, 128, 256}, {128, 128, 256}, {64, 64, 128}};
+
+vk::Kernel cm2_kernel(Cm2Tile tile, DType a, DType b, DType c) {
+#define LS_CM2_ROW(prefix)                                                                                 \
+  {vk::Kernel::prefix##f32_f32_f32, vk::Kernel::prefix##f32_f32_f16, vk::Kernel::prefix##f32_f16_f32,    \
+   vk::Kernel::prefix##f32_f16_f16, vk::Kernel::prefix##f16_f32_f32, vk::Kernel::prefix##f16_f32_f16,    \
+   vk::Kernel::prefix##f16_f16_f32, vk::Kernel::prefix##f16_f16_f16}
+  static constexpr vk::Kernel table[5][8] = {LS_CM2_ROW(gemm_cm2_), LS_CM2_ROW(gemm_cm2_l_), LS_CM2_ROW(gemm_cm2_t_),
+                                             LS_CM2_ROW(gemm_cm2_k_), LS_CM2_ROW(gemm_cm2_s_)};
+#undef LS_CM2_ROW
+  return table[uint32_t(tile)][float_index(a) * 4 + float_index(b) * 2 + float_index(c)];
+}
+
+// The tile for an M×N output: LORASTUDIO_CM2_TILE (m, l, t, k or s) forces one, for tuning.
+Cm2Tile cm2_tile(uint32_t M, uint32_t N) {
+  static const char* forced = std::getenv("LORASTUDIO_CM2_TILE");
+  if (forced && *forced) {
+    const std::string f = forced;
+    if (f == "l") return Cm2Tile::l;
+    if (f == "t") return Cm2Tile::t;
+    if (f == "k") return Cm2Tile::k;
+    if (f == "s") return Cm2Tile::s;
+    return Cm2Tile::m;
+  }
+  auto tiles = [&](Cm2Tile t) {
+    const Cm2TileShape& s = kCm2Tiles[uint32_t(t)];
+    return uint64_t(ceil_div(M, s.bm)) * ceil_div(N, s.bn);
+  };
+  if (tiles(Cm2Tile::l) >= 256) return Cm2Tile::l;
+  if (tiles(Cm2Tile::m) >= 128) return Cm2Tile::m;
+  return Cm2Tile::s;
+}
+
+// Whether the workgroup-scope kernel takes this product: f16 or f32 operands (an f32 B only where it may be
+// rounded to f16, as on the other tensor-core path), each operand contiguous along one index, and every
+// row stride and batch offset a multiple of 8 elements (16-byte aligned f16 rows for the driver's loads).
+bool cm2_fits(const vk::Device& dev, const Gemm& g, DType a, DType b, DType c) {
+  auto f16_or_f32 = [](DType t) { return t == DType::f16 || t == DType::f32; };
+  if (!dev.coopmat2() || !f16_or_f32(a) || !f16_or_f32(c)) return false;
+  if (!(b == DType::f16 || (b == DType::f32 && g.round_f32_b))) return false;
+  if (!(g.a_sk == 1 || g.a_sm == 1) || !(g.b_sk == 1 || g.b_sn == 1)) return false;
+  for (uint32_t v : {g.a_sm, g.a_sk, g.b_sn, g.b_sk, g.c_sm, g.a_sz, g.b_sz, g.c_sz, g.a_sz2, g.b_sz2, g.c_sz2})
+    if (v % 8 != 0 && v != 1) return false;
+  return g.c_sm % 8 == 0;
 }
 
 vk::Kernel splitk_reduce_kernel(DType b, DType c) {
@@ -243,6 +296,26 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     first.flags = swap ? kSkinnySwap : 0;
     rec.dispatch(vk::Kernel::gemm_skinny_cols, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
                  {groups, 1, splits}, {.local_x = 256});
+    reduce_slices(partial, splits);
+    return;
+  }
+  if (cm2_fits(rec.device(), g, a.dtype(), b.dtype(), c.dtype())) {
+    // The workgroup-scope tensor-core kernel; split K as the other paths do when the tiles are too few.
+    const Cm2Tile tile = cm2_tile(M, N);
+    const Cm2TileShape& ts = kCm2Tiles[uint32_t(tile)];
+    const uint32_t tiles_n = ceil_div(N, ts.bn), tiles_m = ceil_div(M, ts.bm);
+    const uint32_t splits =
+        g.batch == 1 && N % 8 == 0 ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range) : 1;
+    if (splits == 1) {
+      rec.dispatch(cm2_kernel(tile, a.dtype(), b.dtype(), c.dtype()), uses, params, {tiles_n, tiles_m, g.batch},
+                   {.local_x = ts.threads});
+      return;
+    }
+    const uint32_t kc = K / splits;
+    Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
+    rec.dispatch(cm2_kernel(tile, a.dtype(), b.dtype(), DType::f32),
+                 {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, slice_params(splits, kc),
+                 {tiles_n, tiles_m, splits}, {.local_x = ts.threads});
     reduce_slices(partial, splits);
     return;
   }

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "error.h"
+#include "kernels.h"
 
 namespace ls::vk {
 
@@ -199,7 +200,9 @@ Device::Device(const DeviceInit& init) : owns_(false) {
   report_.queue_family = init.queue_family;
   report_.timestamps = report_.timestamp_period_ns > 0 && queue_timestamp_bits(physical_, report_.queue_family) > 0;
   if (!report_.usable()) throw Error("device " + report_.name + " lacks 16-bit storage, shaderInt16 or Vulkan 1.2");
-  coopmat_ = DeviceRequirements(physical_, report_).coopmat();
+  const DeviceRequirements needs(physical_, report_);
+  coopmat_ = needs.coopmat();
+  coopmat2_ = needs.coopmat2();
   finish_setup("");
 }
 
@@ -221,6 +224,19 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
     });
     coopmat_ = shape && report.subgroup_size == 32 && report.float16 && !env_flag("LORASTUDIO_NO_COOPMAT");
   }
+  // Opt-in (LORASTUDIO_COOPMAT2=1) until its kernel beats the VK_NV_cooperative_matrix GEMM: on the H100 it
+  // is still 2-6x slower (bench/RESULTS.md, session 8).
+  if (coopmat_ && report.coopmat2 && kernel_built(Kernel::gemm_cm2_f16_f16_f32) && env_flag("LORASTUDIO_COOPMAT2")) {
+    extensions_.push_back(kKhrCooperativeMatrixExtension);
+    extensions_.push_back(kNvCooperativeMatrix2Extension);
+    coop_khr_.cooperativeMatrix = VK_TRUE;
+    coop2_ = {.pNext = nullptr, .cooperativeMatrixWorkgroupScope = VK_TRUE, .cooperativeMatrixFlexibleDimensions = VK_TRUE,
+              .cooperativeMatrixConversions = VK_TRUE, .cooperativeMatrixPerElementOperations = VK_TRUE,
+              .cooperativeMatrixTensorAddressing = VK_TRUE};
+    coop_.pNext = &coop_khr_;
+    coop_khr_.pNext = &coop2_;
+    coopmat2_ = true;
+  }
 }
 
 void Device::create_logical_device(const DeviceOptions& options) {
@@ -231,6 +247,7 @@ void Device::create_logical_device(const DeviceOptions& options) {
                                 .pQueuePriorities = &priority};
   const DeviceRequirements needs(physical_, report_);
   coopmat_ = needs.coopmat();
+  coopmat2_ = needs.coopmat2();
   std::vector<const char*> extensions = needs.extensions();
   for (const auto& e : options.device_extensions) {
     if (!device_has_extension(physical_, e.c_str())) throw Error("device " + report_.name + " lacks " + e);

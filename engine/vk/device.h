@@ -65,14 +65,21 @@ class DeviceRequirements {
   // The tensor-core kernels (f16 16x16x16, subgroups of 32) can run on a device created with these
   // (LORASTUDIO_NO_COOPMAT=1 turns them off).
   bool coopmat() const { return coopmat_; }
+  // The workgroup-scope tensor-core GEMM (VK_NV_cooperative_matrix2, shaders/matmul_coopmat2.comp) runs:
+  // the device offers it, its kernels were built (a glslang >= 14), and LORASTUDIO_COOPMAT2=1 asks for it
+  // (opt-in while it is slower than the VK_NV_cooperative_matrix GEMM).
+  bool coopmat2() const { return coopmat2_; }
 
  private:
   std::vector<const char*> extensions_;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_{};
+  CooperativeMatrixFeaturesKhr coop_khr_{};
+  CooperativeMatrix2FeaturesNv coop2_{};
   VkPhysicalDeviceVulkan12Features f12_{};
   VkPhysicalDeviceVulkan11Features f11_{};
   VkPhysicalDeviceFeatures2 features_{};
   bool coopmat_ = false;
+  bool coopmat2_ = false;
 };
 
 // The objects a window already created, for Device to adopt without owning them. The device must have
@@ -125,6 +132,8 @@ class Device {
   // Tensor-core kernels (VK_NV_cooperative_matrix, f16 16x16x16, subgroups of 32) are usable.
   // LORASTUDIO_NO_COOPMAT=1 turns them off (to compare with the scalar path).
   bool coopmat() const { return coopmat_; }
+  // The workgroup-scope GEMM of VK_NV_cooperative_matrix2 is usable (DeviceRequirements::coopmat2).
+  bool coopmat2() const { return coopmat2_; }
 
  private:
   void release();
@@ -140,6 +149,7 @@ class Device {
 
   bool owns_ = true;
   bool coopmat_ = false;
+  bool coopmat2_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;

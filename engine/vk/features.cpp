@@ -122,6 +122,16 @@ DeviceReport read_device_report(VkInstance instance, VkPhysicalDevice physical, 
                                       component_name(s.CType)});
     }
   }
+  if (p.apiVersion >= VK_API_VERSION_1_3 && has_extension(physical, kKhrCooperativeMatrixExtension) &&
+      has_extension(physical, kNvCooperativeMatrix2Extension)) {
+    CooperativeMatrix2FeaturesNv cm2;
+    CooperativeMatrixFeaturesKhr cm{.pNext = &cm2};
+    VkPhysicalDeviceFeatures2 f{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &cm};
+    vkGetPhysicalDeviceFeatures2(physical, &f);
+    r.coopmat2 = cm.cooperativeMatrix && cm2.cooperativeMatrixWorkgroupScope && cm2.cooperativeMatrixFlexibleDimensions &&
+                 cm2.cooperativeMatrixConversions && cm2.cooperativeMatrixPerElementOperations &&
+                 cm2.cooperativeMatrixTensorAddressing;
+  }
   return r;
 }
 
@@ -144,6 +154,7 @@ std::string format_report(const DeviceReport& r) {
     for (const auto& s : r.coopmat_shapes)
       o << " " << s.m << "x" << s.n << "x" << s.k << " " << s.a << "*" << s.b << "->" << s.c << ";";
   }
+  o << "\n  VK_NV_cooperative_matrix2 (workgroup scope, tensor addressing): " << yes(r.coopmat2);
   o << "\n  usable by lorastudio: " << yes(r.usable());
   if (!r.usable()) o << " (needs Vulkan 1.2, 16-bit storage buffers and shaderInt16)";
   o << "\n";

@@ -34,6 +34,9 @@ struct DeviceReport {
   uint32_t queue_family = 0;      // the compute queue family the engine uses
   bool coopmat_nv = false;        // VK_NV_cooperative_matrix
   std::vector<CoopMatShape> coopmat_shapes;
+  // VK_NV_cooperative_matrix2 (with VK_KHR_cooperative_matrix) offering what the workgroup-scope GEMM
+  // uses: workgroup scope, flexible dimensions, conversions, per-element operations and tensor addressing.
+  bool coopmat2 = false;
 
   bool usable() const { return storage16 && int16 && api_version >= VK_API_VERSION_1_2; }
 };

@@ -80,6 +80,8 @@ VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) {
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
 
   const KernelInfo& info = kernel_info(kernel);
+  if (info.word_count == 0)
+    throw Error(std::string("kernel ") + info.name + " was not built (it needs glslang >= 14: scripts/glslang.sh)");
   VkShaderModule& module = modules_[kernel];
   if (!module) {
     VkShaderModuleCreateInfo minfo{.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,

@@ -104,7 +104,15 @@ INSTANTIATE_TEST_SUITE_P(
                       // f16 × f16, M and N multiples of 128 with at least 128 tiles of 128×128: on tensor cores the
                       // big tile, which stores straight to C (the forward; its backward_x has too few tiles for it).
                       Case{1024, 2048, 96, DType::f16, DType::f16, DType::f16},
-                      Case{2048, 1024, 64, DType::f16, DType::f16, DType::f32}),
+                      Case{2048, 1024, 64, DType::f16, DType::f16, DType::f32},
+                      // 8-aligned rows with f16 weights: on VK_NV_cooperative_matrix2 the workgroup-scope kernel,
+                      // f32 activations converted in registers, edge tiles, K not a multiple of its K step, the
+                      // bias through the element-wise epilogue, and split-K (few tiles, K 4096)
+                      Case{200, 264, 136, DType::f32, DType::f16, DType::f32},
+                      Case{520, 904, 896, DType::f32, DType::f16, DType::f16},
+                      Case{264, 136, 40, DType::f16, DType::f16, DType::f32},
+                      Case{72, 96, 4096, DType::f16, DType::f16, DType::f16},
+                      Case{48, 64, 4096, DType::f32, DType::f16, DType::f32}),
     [](const auto& param_info) {
       std::ostringstream o;
       o << param_info.param;
@@ -158,16 +166,17 @@ TEST_F(MatmulBatchedTest, EachBatchIsItsOwnProduct) {
 
 struct LoraCase {
   uint32_t M, N, K, r;
+  DType w = DType::bf16;  // the frozen weight's dtype (f16: the tensor-core paths take it as it is)
 };
 
 class LoraTest : public test::GpuTest, public ::testing::WithParamInterface<LoraCase> {};
 
 TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
-  auto [M, N, K, r] = GetParam();
+  auto [M, N, K, r, wt] = GetParam();
   const float scale = 16.0f / float(r);
   auto x0 = test::random_values(size_t(M) * K, 20);
-  auto w0 = test::rounded(test::random_values(size_t(N) * K, 21), DType::bf16);
-  auto bias0 = test::rounded(test::random_values(N, 22), DType::bf16);
+  auto w0 = test::rounded(test::random_values(size_t(N) * K, 21), wt);
+  auto bias0 = test::rounded(test::random_values(N, 22), wt);
   auto a0 = test::random_values(size_t(r) * K, 23, 0.1f);
   auto b0 = test::random_values(size_t(N) * r, 24, 0.1f);
   auto dy0 = test::random_values(size_t(M) * N, 25);
@@ -175,8 +184,8 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   auto db0 = test::random_values(size_t(N) * r, 27, 0.01f);
   auto& d = dev();
   auto x = test::tensor_from(d, {M, K}, DType::f32, x0);
-  auto w = test::tensor_from(d, {N, K}, DType::bf16, w0);
-  auto bias = test::tensor_from(d, {N}, DType::bf16, bias0);
+  auto w = test::tensor_from(d, {N, K}, wt, w0);
+  auto bias = test::tensor_from(d, {N}, wt, bias0);
   auto a = test::tensor_from(d, {r, K}, DType::f32, a0);
   auto b = test::tensor_from(d, {N, r}, DType::f32, b0);
   auto dy = test::tensor_from(d, {M, N}, DType::f32, dy0);
@@ -194,7 +203,7 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   std::vector<float> want_y(size_t(M) * N), want_t(size_t(M) * r);
   ops::ref::lora_forward(want_y, want_t, x0, w0, bias0, a0, b0, M, N, K, r, scale);
   test::expect_close(download(t.t), want_t, 1e-5, "lora t", t.t.shape());
-  const double base_tol = tol(d, M, DType::bf16, DType::f32);  // the frozen product may be on tensor cores
+  const double base_tol = tol(d, M, wt, DType::f32);  // the frozen product may be on tensor cores
   test::expect_close(download(y.t), want_y, base_tol, "lora y", y.t.shape());
 
   // Backward reference written out from the same formulas the op documents.
@@ -217,7 +226,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
                          ::testing::Values(LoraCase{1, 1, 1, 1}, LoraCase{7, 33, 129, 8}, LoraCase{33, 65, 17, 4},
                                            LoraCase{130, 96, 64, 16},
                                            // training's shapes, smaller: rank-r products on the skinny kernel
-                                           LoraCase{256, 128, 448, 8}, LoraCase{160, 448, 96, 8}));
+                                           LoraCase{256, 128, 448, 8}, LoraCase{160, 448, 96, 8},
+                                           // f16 weights with 8-aligned rows: on VK_NV_cooperative_matrix2 the
+                                           // workgroup-scope kernel, its element-wise epilogue (bias, LoRA) and
+                                           // edge tiles (M, N not multiples of its tiles)
+                                           LoraCase{200, 264, 136, 8, DType::f16}, LoraCase{136, 72, 520, 16, DType::f16}));
 
 class LoraDropoutTest : public test::GpuTest {};
 
