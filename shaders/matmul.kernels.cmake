@@ -71,8 +71,8 @@ ls_kernel(gemm_skinny_cols matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32)
 # Tensor cores through VK_NV_cooperative_matrix2 (workgroup-scope matrices, tiles loaded and stored by
 # the driver; needs glslang >= 14, so ls_kernel_cm2): f16 or f32 (converted in registers) operands, f32 or
 # f16 out. Tiles BM×BN×BK on THREADS invocations (ops/matmul.cpp picks one per shape):
-#   (none) 128×128×32 on 256 · l 128×256×32 on 256 · t 256×128×32 on 256 · k 128×128×64 on 256 · s 64×64×32 on 128
-set(ls_cm2_tiles "|BM=128 BN=128 BK=32 THREADS=256" "l_|BM=128 BN=256 BK=32 THREADS=256"
+#   m 128×128×32 on 256 · l 128×256×32 on 256 · t 256×128×32 on 256 · k 128×128×64 on 256 · s 64×64×32 on 128
+set(ls_cm2_tiles "m_|BM=128 BN=128 BK=32 THREADS=256" "l_|BM=128 BN=256 BK=32 THREADS=256"
     "t_|BM=256 BN=128 BK=32 THREADS=256" "k_|BM=128 BN=128 BK=64 THREADS=256" "s_|BM=64 BN=64 BK=32 THREADS=128")
 foreach(tile ${ls_cm2_tiles})
   string(REPLACE "|" ";" tile_parts "${tile}")

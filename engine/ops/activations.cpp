@@ -28,9 +28,7 @@ void silu_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gate, co
   require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
   require_like(up, gate, op, "up", "gate");
   require_like(y, gate, op, "y", "gate");
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::silu_mul_f32, vk::Kernel::silu_mul_f16,
-                                           vk::Kernel::silu_mul_bf16};
-  rec.dispatch(kernels[float_index(gate.dtype())], {in(gate), in(up), out(y)},
+  rec.dispatch(variant(vk::family::silu_mul, {gate.dtype()}, op), {in(gate), in(up), out(y)},
                SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
 }
 
@@ -42,9 +40,7 @@ void silu_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup
   require_like(dy, gate, op, "dy", "gate");
   require_like(dgate, gate, op, "dgate", "gate");
   require_like(dup, gate, op, "dup", "gate");
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::silu_mul_backward_f32, vk::Kernel::silu_mul_backward_f16,
-                                           vk::Kernel::silu_mul_backward_bf16};
-  rec.dispatch(kernels[float_index(gate.dtype())], {in(dy), in(gate), in(up), out(dgate), out(dup)},
+  rec.dispatch(variant(vk::family::silu_mul_backward, {gate.dtype()}, op), {in(dy), in(gate), in(up), out(dgate), out(dup)},
                SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
 }
 

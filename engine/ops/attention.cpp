@@ -103,14 +103,9 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
     } sp{d.B, d.T, d.S, d.H, d.KV, d.D, scale, splits};
     static_assert(sizeof(SplitParams) <= 128);
     Tensor part = Tensor::empty(rec.device(), {uint32_t(rows), splits, d.D + 2}, DType::f32, "attention partials");
-    static constexpr vk::Kernel partial[] = {vk::Kernel::attention_split_partial_f32,
-                                             vk::Kernel::attention_split_partial_f16};
-    static constexpr vk::Kernel combine[] = {vk::Kernel::attention_split_combine_f32,
-                                             vk::Kernel::attention_split_combine_f16};
-    const size_t i = float_index(q.dtype());
-    rec.dispatch(partial[i], {in(q), in(k_cache), in(v_cache), in(o), out(part), in(past)}, sp,
+    rec.dispatch(variant(vk::family::attention_split_partial, {q.dtype()}, op), {in(q), in(k_cache), in(v_cache), in(o), out(part), in(past)}, sp,
                  {uint32_t(rows), splits, 1}, {.local_x = kThreads});
-    rec.dispatch(combine[i], {in(q), in(k_cache), in(v_cache), out(o), in(part), in(past)}, sp,
+    rec.dispatch(variant(vk::family::attention_split_combine, {q.dtype()}, op), {in(q), in(k_cache), in(v_cache), out(o), in(part), in(past)}, sp,
                  {uint32_t(rows), 1, 1}, {.local_x = kThreads});
     return;
   }
@@ -121,8 +116,7 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
     detail::attention_forward_flash(rec, o, lse, q, k_cache, v_cache, d, scale, past, q.dtype() != DType::f32);
     return;
   }
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
-  rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k_cache), in(v_cache), out(o), out(lse), in(past)},
+  rec.dispatch(variant(vk::family::attention, {q.dtype()}, op), {in(q), in(k_cache), in(v_cache), out(o), out(lse), in(past)},
                params, row_groups(rows, op), {.local_x = kThreads});
 }
 
@@ -156,9 +150,8 @@ void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, c
 namespace detail {
 void attention_forward_rows(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
                             const Tensor& v, const AttentionDims& d, float scale) {
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::attention_f32, vk::Kernel::attention_f16};
   // Binding 5 (past on the device) is unused here; lse stands in for it.
-  rec.dispatch(kernels[float_index(q.dtype())], {in(q), in(k), in(v), out(o), out(lse), in(lse)},
+  rec.dispatch(variant(vk::family::attention, {q.dtype()}, "attention_forward"), {in(q), in(k), in(v), out(o), out(lse), in(lse)},
                params_for(d, scale), row_groups(uint64_t(d.B) * d.T * d.H, "attention_forward"), {.local_x = kThreads});
 }
 

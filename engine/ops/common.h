@@ -4,6 +4,7 @@
 // and `<op>_backward(rec, d_inputs..., d_outputs, saved...)` (llm.c order: outputs first).
 #include <algorithm>
 #include <initializer_list>
+#include <span>
 #include <string>
 
 #include "error.h"
@@ -57,6 +58,21 @@ inline size_t float_index(DType d) {
     case DType::bf16: return 2;
     default: return 3;
   }
+}
+
+// The kernel of `family` (vk::family::<name>, generated from the kernel tables) for these storage types,
+// in the order its kernel names give them; an error naming the op when the family has no such variant.
+inline vk::Kernel variant(const vk::KernelFamily& family, std::initializer_list<DType> types, const char* op) {
+  uint32_t index[4] = {};
+  size_t n = 0;
+  for (DType t : types) index[std::min<size_t>(n++, 3)] = uint32_t(float_index(t));
+  const vk::Kernel k = n <= 4 ? vk::variant(family, std::span<const uint32_t>(index, n)) : vk::Kernel::count_;
+  if (k == vk::Kernel::count_) {
+    std::string list;
+    for (DType t : types) list += std::string(list.empty() ? "" : " x ") + dtype_name(t);
+    fail(op, std::string("no ") + family.name + " kernel for " + list);
+  }
+  return k;
 }
 
 }  // namespace ls::ops

@@ -49,10 +49,8 @@ void rows_impl(vk::Recorder& rec, const Tensor& row_loss, const Tensor& lse, con
   require_row_vector(targets, DType::i32, n, op, "targets");
   require_row_vector(lse, DType::f32, n, op, "lse");
   require_row_vector(row_loss, DType::f32, n, op, "row_loss");
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::cross_entropy_forward_f32, vk::Kernel::cross_entropy_forward_f16,
-                                           vk::Kernel::cross_entropy_forward_bf16};
   RowsParams params{.rows = uint32_t(n), .cols = logits.cols()};
-  rec.dispatch(kernels[float_index(logits.dtype())], {in(logits), in(targets), out(lse), out(row_loss)}, params,
+  rec.dispatch(variant(vk::family::cross_entropy_forward, {logits.dtype()}, op), {in(logits), in(targets), out(lse), out(row_loss)}, params,
                grid_stride_rows(n), {.local_x = row_threads_for(logits.cols())});
 }
 
@@ -104,18 +102,7 @@ void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tens
   require_row_vector(lse, DType::f32, n, op, "lse");
   require_dtype(loss, {DType::f32}, op, "loss");
   require_shape(loss, {2}, op, "loss");
-  vk::Kernel kernel = vk::Kernel::cross_entropy_backward_f32_f32;
-  bool to_f32 = dlogits.dtype() == DType::f32;
-  switch (logits.dtype()) {
-    case DType::f16:
-      kernel = to_f32 ? vk::Kernel::cross_entropy_backward_f16_f32 : vk::Kernel::cross_entropy_backward_f16_f16;
-      break;
-    case DType::bf16:
-      kernel = to_f32 ? vk::Kernel::cross_entropy_backward_bf16_f32 : vk::Kernel::cross_entropy_backward_bf16_bf16;
-      break;
-    default: break;
-  }
-  rec.dispatch(kernel, {in(logits), in(targets), in(lse), in(loss), out(dlogits)},
+  rec.dispatch(variant(vk::family::cross_entropy_backward, {logits.dtype(), dlogits.dtype()}, op), {in(logits), in(targets), in(lse), in(loss), out(dlogits)},
                CrossEntropyBackwardParams{.rows = uint32_t(n), .cols = logits.cols(), .dloss_scale = dloss_scale},
                grid_stride_rows(n), {.local_x = row_threads_for(logits.cols())});
 }
@@ -126,8 +113,7 @@ void argmax_forward(vk::Recorder& rec, const Tensor& idx, const Tensor& x) {
   require_matrix(x, op, "x");
   require(x.cols() <= (1u << 24), op, "x is " + x.describe() + "; rows longer than 2^24 are not supported");
   require_row_vector(idx, DType::i32, x.rows(), op, "idx");
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::argmax_f32, vk::Kernel::argmax_f16, vk::Kernel::argmax_bf16};
-  rec.dispatch(kernels[float_index(x.dtype())], {in(x), out(idx)},
+  rec.dispatch(variant(vk::family::argmax, {x.dtype()}, op), {in(x), out(idx)},
                RowsParams{.rows = uint32_t(x.rows()), .cols = x.cols()}, grid_stride_rows(x.rows()),
                {.local_x = row_threads_for(x.cols())});
 }

@@ -40,9 +40,7 @@ vk::Groups groups_for(uint64_t n) { return {std::min<uint32_t>(ceil_div(ceil_div
 void dropout_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float p, const Tensor& seed,
                      uint32_t stream) {
   check("dropout_forward", y, x, p, seed, "y", "x");
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::dropout_forward_f32, vk::Kernel::dropout_forward_f16,
-                                           vk::Kernel::dropout_forward_bf16};
-  rec.dispatch(kernels[float_index(x.dtype())], {in(x), out(y), in(seed)},
+  rec.dispatch(variant(vk::family::dropout_forward, {x.dtype()}, "dropout_forward"), {in(x), out(y), in(seed)},
                DropoutParams{.n = uint32_t(x.numel()),
                              .stream = stream,
                              .threshold = ref::dropout_threshold(p),
@@ -54,9 +52,7 @@ void dropout_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float 
 void dropout_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, float p, const Tensor& seed,
                       uint32_t stream, bool accumulate) {
   check("dropout_backward", dx, dy, p, seed, "dx", "dy");
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::dropout_backward_f32, vk::Kernel::dropout_backward_f16,
-                                           vk::Kernel::dropout_backward_bf16};
-  rec.dispatch(kernels[float_index(dy.dtype())], {in(dy), accumulate ? inout(dx) : out(dx), in(seed)},
+  rec.dispatch(variant(vk::family::dropout_backward, {dy.dtype()}, "dropout_backward"), {in(dy), accumulate ? inout(dx) : out(dx), in(seed)},
                DropoutParams{.n = uint32_t(dy.numel()),
                              .stream = stream,
                              .threshold = ref::dropout_threshold(p),

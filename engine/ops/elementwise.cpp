@@ -22,8 +22,7 @@ void add_forward(vk::Recorder& rec, const Tensor& y, const Tensor& a, const Tens
   require_shape(y, a.shape(), op, "y");
   require(b.dtype() == a.dtype() && y.dtype() == a.dtype(), op,
           "dtypes differ: y " + y.describe() + ", a " + a.describe() + ", b " + b.describe());
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::add_f32, vk::Kernel::add_f16, vk::Kernel::add_bf16};
-  rec.dispatch(kernels[float_index(a.dtype())], {in(a), in(b), out(y)},
+  rec.dispatch(variant(vk::family::add, {a.dtype()}, op), {in(a), in(b), out(y)},
                ElementwiseParams{.n = uint32_t(a.numel()), .s = 0}, groups_for(a.numel()), {.local_x = kThreads});
 }
 
@@ -32,8 +31,7 @@ void scale_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float s)
   require_dtype(x, {DType::f32, DType::f16, DType::bf16}, op, "x");
   require_shape(y, x.shape(), op, "y");
   require(y.dtype() == x.dtype(), op, "dtypes differ: y " + y.describe() + ", x " + x.describe());
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::scale_f32, vk::Kernel::scale_f16, vk::Kernel::scale_bf16};
-  rec.dispatch(kernels[float_index(x.dtype())], {in(x), out(y)}, ElementwiseParams{.n = uint32_t(x.numel()), .s = s},
+  rec.dispatch(variant(vk::family::scale, {x.dtype()}, op), {in(x), out(y)}, ElementwiseParams{.n = uint32_t(x.numel()), .s = s},
                groups_for(x.numel()), {.local_x = kThreads});
 }
 

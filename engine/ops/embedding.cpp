@@ -91,12 +91,11 @@ void embedding_backward(vk::Recorder& rec, const Tensor& dtable, const Tensor& d
   require_shape(dy, rows_shape(ids, dtable.cols()), op, "dy");
   require(dtable.dim(0) <= uint32_t(INT32_MAX), op, "dtable " + dtable.describe() + " has too many rows");
 
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::embedding_backward_f32, vk::Kernel::embedding_backward_f16,
-                                           vk::Kernel::embedding_backward_bf16};
+  const vk::Kernel kernel = variant(vk::family::embedding_backward, {dy.dtype()}, op);
   const uint32_t vocab = dtable.dim(0), chunk = rows_per_chunk(dtable, rec.device().report(), max_chunk_bytes, op);
   for (uint32_t r0 = 0; r0 < vocab; r0 += chunk) {
     const uint32_t r1 = std::min(vocab, r0 + chunk);
-    rec.dispatch(kernels[float_index(dy.dtype())], {in(dy), in(ids), inout(dtable.slice_rows(r0, r1))},
+    rec.dispatch(kernel, {in(dy), in(ids), inout(dtable.slice_rows(r0, r1))},
                  EmbeddingBackwardParams{
                      .tokens = uint32_t(ids.numel()), .cols = dtable.cols(), .r0 = int32_t(r0), .r1 = int32_t(r1)},
                  token_groups(ids.numel()), {.local_x = kThreads});

@@ -48,53 +48,13 @@ struct Gemm {
   bool round_f32_b = false;  // tensor cores may round an f32 B (an activation) to f16
 };
 
-vk::Kernel gemm_kernel(DType a, DType b, DType c, const char* op) {
-  static constexpr vk::Kernel table[] = {
-      vk::Kernel::gemm_f32_f32_f32,  vk::Kernel::gemm_f32_f32_f16,  vk::Kernel::gemm_f32_f16_f32,
-      vk::Kernel::gemm_f32_f16_f16,  vk::Kernel::gemm_f32_bf16_f32, vk::Kernel::gemm_f32_bf16_f16,
-      vk::Kernel::gemm_f16_f32_f32,  vk::Kernel::gemm_f16_f32_f16,  vk::Kernel::gemm_f16_f16_f32,
-      vk::Kernel::gemm_f16_f16_f16,  vk::Kernel::gemm_f16_bf16_f32, vk::Kernel::gemm_f16_bf16_f16,
-  };
-  size_t ai = float_index(a), bi = float_index(b), ci = float_index(c);
-  if (ai > 1 || bi > 2 || ci > 1)
-    fail(op, std::string("no kernel for ") + dtype_name(a) + " x " + dtype_name(b) + " -> " + dtype_name(c));
-  return table[ai * 6 + bi * 2 + ci];
-}
-
-vk::Kernel matvec_kernel(DType a, DType b, DType c) {
-  static constexpr vk::Kernel table[] = {
-      vk::Kernel::matvec_f32_f32_f32,  vk::Kernel::matvec_f32_f32_f16,  vk::Kernel::matvec_f32_f16_f32,
-      vk::Kernel::matvec_f32_f16_f16,  vk::Kernel::matvec_f32_bf16_f32, vk::Kernel::matvec_f32_bf16_f16,
-      vk::Kernel::matvec_f16_f32_f32,  vk::Kernel::matvec_f16_f32_f16,  vk::Kernel::matvec_f16_f16_f32,
-      vk::Kernel::matvec_f16_f16_f16,  vk::Kernel::matvec_f16_bf16_f32, vk::Kernel::matvec_f16_bf16_f16,
-  };
-  return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
-}
 constexpr uint32_t kMatvecMaxRows = 4, kMatvecCols = 4;
-
-// The 16-byte-load variant (shaders/matvec8.comp).
-vk::Kernel matvec8_kernel(DType a, DType b, DType c) {
-  static constexpr vk::Kernel table[] = {
-      vk::Kernel::matvec8_f32_f32_f32,  vk::Kernel::matvec8_f32_f32_f16,  vk::Kernel::matvec8_f32_f16_f32,
-      vk::Kernel::matvec8_f32_f16_f16,  vk::Kernel::matvec8_f32_bf16_f32, vk::Kernel::matvec8_f32_bf16_f16,
-      vk::Kernel::matvec8_f16_f32_f32,  vk::Kernel::matvec8_f16_f32_f16,  vk::Kernel::matvec8_f16_f16_f32,
-      vk::Kernel::matvec8_f16_f16_f16,  vk::Kernel::matvec8_f16_bf16_f32, vk::Kernel::matvec8_f16_bf16_f16,
-  };
-  return table[float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
-}
 
 // The tensor-core kernels (shaders/matmul_coopmat.comp, matmul.kernels.cmake): f16 or f32 activations
 // × f16/bf16 weights, at the default tile (64×128 on 2×4 subgroups of 2×2 matrices) or the big one
 // (128×128 on 2×2 subgroups of 4×4, storing straight to C).
 vk::Kernel coopmat_kernel(DType a, DType b, DType c, bool big) {
-#define LS_COOPMAT_ROW(prefix)                                                                                    \
-  {vk::Kernel::prefix##f32_f32_f32, vk::Kernel::prefix##f32_f32_f16, vk::Kernel::prefix##f32_f16_f32,             \
-   vk::Kernel::prefix##f32_f16_f16, vk::Kernel::prefix##f32_bf16_f32, vk::Kernel::prefix##f32_bf16_f16,           \
-   vk::Kernel::prefix##f16_f32_f32, vk::Kernel::prefix##f16_f32_f16, vk::Kernel::prefix##f16_f16_f32,             \
-   vk::Kernel::prefix##f16_f16_f16, vk::Kernel::prefix##f16_bf16_f32, vk::Kernel::prefix##f16_bf16_f16}
-  static constexpr vk::Kernel table[2][12] = {LS_COOPMAT_ROW(gemm_coopmat_), LS_COOPMAT_ROW(gemm_coopmat_big_)};
-#undef LS_COOPMAT_ROW
-  return table[big ? 1 : 0][float_index(a) * 6 + float_index(b) * 2 + float_index(c)];
+  return variant(big ? vk::family::gemm_coopmat_big : vk::family::gemm_coopmat, {a, b, c}, "matmul");
 }
 
 // A tensor-core kernel and its output tile.
@@ -130,14 +90,10 @@ struct Cm2TileShape {
 constexpr Cm2TileShape kCm2Tiles[] = {{128, 128, 256}, {128, 256, 256}, {256, 128, 256}, {128, 128, 256}, {64, 64, 128}};
 
 vk::Kernel cm2_kernel(Cm2Tile tile, DType a, DType b, DType c) {
-#define LS_CM2_ROW(prefix)                                                                                 \
-  {vk::Kernel::prefix##f32_f32_f32, vk::Kernel::prefix##f32_f32_f16, vk::Kernel::prefix##f32_f16_f32,    \
-   vk::Kernel::prefix##f32_f16_f16, vk::Kernel::prefix##f16_f32_f32, vk::Kernel::prefix##f16_f32_f16,    \
-   vk::Kernel::prefix##f16_f16_f32, vk::Kernel::prefix##f16_f16_f16}
-  static constexpr vk::Kernel table[5][8] = {LS_CM2_ROW(gemm_cm2_), LS_CM2_ROW(gemm_cm2_l_), LS_CM2_ROW(gemm_cm2_t_),
-                                             LS_CM2_ROW(gemm_cm2_k_), LS_CM2_ROW(gemm_cm2_s_)};
-#undef LS_CM2_ROW
-  return table[uint32_t(tile)][float_index(a) * 4 + float_index(b) * 2 + float_index(c)];
+  static constexpr const vk::KernelFamily* families[] = {&vk::family::gemm_cm2_m, &vk::family::gemm_cm2_l,
+                                                         &vk::family::gemm_cm2_t, &vk::family::gemm_cm2_k,
+                                                         &vk::family::gemm_cm2_s};
+  return variant(*families[uint32_t(tile)], {a, b, c}, "matmul");
 }
 
 // The tile for an M×N output: LORASTUDIO_CM2_TILE (m, l, t, k or s) forces one, for tuning.
@@ -174,11 +130,7 @@ bool cm2_fits(const vk::Device& dev, const Gemm& g, DType a, DType b, DType c) {
 }
 
 vk::Kernel splitk_reduce_kernel(DType b, DType c) {
-  static constexpr vk::Kernel table[] = {
-      vk::Kernel::gemm_splitk_reduce_f32_f32,  vk::Kernel::gemm_splitk_reduce_f32_f16,
-      vk::Kernel::gemm_splitk_reduce_f16_f32,  vk::Kernel::gemm_splitk_reduce_f16_f16,
-      vk::Kernel::gemm_splitk_reduce_bf16_f32, vk::Kernel::gemm_splitk_reduce_bf16_f16};
-  return table[float_index(b) * 2 + float_index(c)];
+  return variant(vk::family::gemm_splitk_reduce, {b, c}, "matmul");
 }
 
 // How many slices of K a product with `tiles` output tiles is split into: enough to give the GPU
@@ -237,14 +189,14 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     // One subgroup per output column, 16-byte loads.
     const uint32_t per_group = std::max(1u, 256u / std::max(1u, rec.device().report().subgroup_size));
     uint32_t groups = ceil_div(N, per_group);
-    rec.dispatch(matvec8_kernel(a.dtype(), b.dtype(), c.dtype()), uses, params,
+    rec.dispatch(variant(vk::family::matvec8, {a.dtype(), b.dtype(), c.dtype()}, g.op), uses, params,
                  {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
     return;
   }
   if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1) {
     // One output column per 64 threads: no 64x64 tile half empty when M is 1.
     uint32_t groups = ceil_div(N, kMatvecCols);
-    rec.dispatch(matvec_kernel(a.dtype(), b.dtype(), c.dtype()), uses, params,
+    rec.dispatch(variant(vk::family::matvec, {a.dtype(), b.dtype(), c.dtype()}, g.op), uses, params,
                  {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
     return;
   }
@@ -323,7 +275,7 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
   const bool big = tensor_cores && big_tile_fits(a.dtype(), b.dtype(), M, N, g.c_sm, g.batch, flags);
   const CoopmatTile tc = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), c.dtype(), big) : CoopmatTile{};
-  vk::Kernel kernel = tensor_cores ? tc.kernel : gemm_kernel(a.dtype(), b.dtype(), c.dtype(), g.op);
+  vk::Kernel kernel = tensor_cores ? tc.kernel : variant(vk::family::gemm, {a.dtype(), b.dtype(), c.dtype()}, g.op);
   // Tiles: 64x64 on the scalar path, the kernel's on tensor cores (shaders/matmul_coopmat.comp).
   const uint32_t bm = tensor_cores ? tc.bm : kTile, bn = tensor_cores ? tc.bn : kTile;
   const uint32_t threads = tensor_cores ? tc.threads : 256u;
@@ -342,7 +294,7 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
   const GemmParams first = slice_params(splits, kc);
   const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32, false) : CoopmatTile{};
-  vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : gemm_kernel(a.dtype(), b.dtype(), DType::f32, g.op);
+  vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : variant(vk::family::gemm, {a.dtype(), b.dtype(), DType::f32}, g.op);
   const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
   rec.dispatch(partial_kernel, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
                {ceil_div(N, pbn), ceil_div(M, pbm), splits}, {.local_x = tensor_cores ? tc32.threads : 256u});

@@ -80,15 +80,6 @@ void require_grad(const Tensor& g, uint32_t cols, const char* op, const char* na
 }
 
 using vk::Kernel;
-constexpr Kernel kRmsNorm[2][3] = {{Kernel::rms_norm_f32_f32, Kernel::rms_norm_f32_f16, Kernel::rms_norm_f32_bf16},
-                                   {Kernel::rms_norm_f16_f32, Kernel::rms_norm_f16_f16, Kernel::rms_norm_f16_bf16}};
-constexpr Kernel kRmsNormBackward[3] = {Kernel::rms_norm_backward_f32_f32, Kernel::rms_norm_backward_f32_f16,
-                                        Kernel::rms_norm_backward_f32_bf16};
-constexpr Kernel kLayerNorm[2][3] = {
-    {Kernel::layer_norm_f32_f32, Kernel::layer_norm_f32_f16, Kernel::layer_norm_f32_bf16},
-    {Kernel::layer_norm_f16_f32, Kernel::layer_norm_f16_f16, Kernel::layer_norm_f16_bf16}};
-constexpr Kernel kLayerNormBackward[3] = {Kernel::layer_norm_backward_f32_f32, Kernel::layer_norm_backward_f32_f16,
-                                          Kernel::layer_norm_backward_f32_bf16};
 }  // namespace
 
 void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
@@ -98,9 +89,9 @@ void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, co
   const bool to_f16 = x.dtype() == DType::f32 && y.dtype() == DType::f16;
   require_forward(y, x, w, eps, op, to_f16);
   require_stat(rstd, x.rows(), op, "rstd");
-  static constexpr Kernel kToF16[3] = {Kernel::rms_norm_f32_to_f16_f32, Kernel::rms_norm_f32_to_f16_f16,
-                                       Kernel::rms_norm_f32_to_f16_bf16};
-  const Kernel kernel = to_f16 ? kToF16[float_index(w.dtype())] : kRmsNorm[float_index(x.dtype())][float_index(w.dtype())];
+  // rms_norm_f32_to_f16_<w>: the kernel names give its family as rms_norm_f32_to with types (f16, w).
+  const Kernel kernel = to_f16 ? variant(vk::family::rms_norm_f32_to, {DType::f16, w.dtype()}, op)
+                               : variant(vk::family::rms_norm, {x.dtype(), w.dtype()}, op);
   rec.dispatch(kernel, {in(x), in(w), out(y), out(rstd)},
                NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()),
                row_threads(x.cols()));
@@ -116,7 +107,7 @@ void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, co
   // dw first: the two kernels are independent, so no barrier separates them.
   if (dw.defined())
     rec.dispatch(Kernel::rms_norm_backward_dw, {in(dy), in(x), in(rstd), inout(dw)}, params, column_groups(x.cols()));
-  rec.dispatch(kRmsNormBackward[float_index(w.dtype())], {in(dy), in(x), in(w), in(rstd), out(dx)}, params,
+  rec.dispatch(variant(vk::family::rms_norm_backward, {DType::f32, w.dtype()}, op), {in(dy), in(x), in(w), in(rstd), out(dx)}, params,
                grid_stride_rows(x.rows()), row_threads(x.cols()));
 }
 
@@ -128,7 +119,7 @@ void layer_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& mean, 
   require(b.dtype() == w.dtype(), op, "dtypes differ: b " + b.describe() + ", w " + w.describe());
   require_stat(mean, x.rows(), op, "mean");
   require_stat(rstd, x.rows(), op, "rstd");
-  rec.dispatch(kLayerNorm[float_index(x.dtype())][float_index(w.dtype())],
+  rec.dispatch(variant(vk::family::layer_norm, {x.dtype(), w.dtype()}, op),
                {in(x), in(w), in(b), out(y), out(mean), out(rstd)},
                NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()),
                row_threads(x.cols()));
@@ -149,7 +140,7 @@ void layer_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, 
   if (dw.defined())
     rec.dispatch(Kernel::layer_norm_backward_dw_db, {in(dy), in(x), in(mean), in(rstd), inout(dw), inout(db)}, params,
                  column_groups(x.cols()));
-  rec.dispatch(kLayerNormBackward[float_index(w.dtype())], {in(dy), in(x), in(w), in(mean), in(rstd), out(dx)},
+  rec.dispatch(variant(vk::family::layer_norm_backward, {DType::f32, w.dtype()}, op), {in(dy), in(x), in(w), in(mean), in(rstd), out(dx)},
                params, grid_stride_rows(x.rows()), row_threads(x.cols()));
 }
 

@@ -34,12 +34,8 @@ void rope(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& pos
   require_dtype(inv_freq, {DType::f32}, op, "inv_freq");
   require_numel(inv_freq, head_dim / 2, op, "inv_freq");
 
-  static constexpr vk::Kernel forward_kernels[] = {vk::Kernel::rope_forward_f32, vk::Kernel::rope_forward_f16,
-                                                   vk::Kernel::rope_forward_bf16};
-  static constexpr vk::Kernel backward_kernels[] = {vk::Kernel::rope_backward_f32, vk::Kernel::rope_backward_f16,
-                                                    vk::Kernel::rope_backward_bf16};
   const uint64_t pairs = x.numel() / 2;
-  rec.dispatch((backward ? backward_kernels : forward_kernels)[float_index(x.dtype())],
+  rec.dispatch(variant(backward ? vk::family::rope_backward : vk::family::rope_forward, {x.dtype()}, op),
                {in(x), in(positions), in(inv_freq), out(y)},
                RopeParams{.pairs = uint32_t(pairs), .half_d = head_dim / 2, .heads = heads},
                {std::min<uint32_t>(ceil_div(pairs, kThreads), 4096), 1, 1}, {.local_x = kThreads});

@@ -45,8 +45,7 @@ void softmax_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float 
     require(x.rank() >= 2, op, "causal mode needs x as [..., T, C]; x is " + x.describe());
     seq = x.dim(-2);
   }
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::softmax_f32, vk::Kernel::softmax_f16, vk::Kernel::softmax_bf16};
-  rec.dispatch(kernels[float_index(x.dtype())], {in(x), out(y)},
+  rec.dispatch(variant(vk::family::softmax, {x.dtype()}, op), {in(x), out(y)},
                SoftmaxParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .scale = scale, .seq = seq,
                              .causal_offset = causal_offset},
                grid_stride_rows(x.rows()), {.local_x = row_threads_for(x.cols())});
@@ -60,9 +59,7 @@ void softmax_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, con
   require_shape(dx, y.shape(), op, "dx");
   require(dy.dtype() == y.dtype() && dx.dtype() == y.dtype(), op,
           "dtypes differ: dx " + dx.describe() + ", dy " + dy.describe() + ", y " + y.describe());
-  static constexpr vk::Kernel kernels[] = {vk::Kernel::softmax_backward_f32, vk::Kernel::softmax_backward_f16,
-                                           vk::Kernel::softmax_backward_bf16};
-  rec.dispatch(kernels[float_index(y.dtype())], {in(dy), in(y), out(dx)},
+  rec.dispatch(variant(vk::family::softmax_backward, {y.dtype()}, op), {in(dy), in(y), out(dx)},
                SoftmaxBackwardParams{.rows = uint32_t(y.rows()), .cols = y.cols(), .scale = scale},
                grid_stride_rows(y.rows()), {.local_x = row_threads_for(y.cols())});
 }
