@@ -17,7 +17,7 @@
 // ±65504; bf16 exact for |w| >= 2^-14). Each subgroup passes its accumulators through shared memory
 // to the element-wise epilogue (bias, LoRA, accumulate).
 // DIRECT_STORE (the big tile, 128×128 on 2×2 subgroups of 4×4 matrices: the shape of the ~378 TFLOP/s
-// ceiling probe, DESIGN): ops/matmul.cpp picks it only when every tile lies inside C and the epilogue is
+// ceiling probe, bench/RESULTS.md): ops/matmul.cpp picks it only when every tile lies inside C and the epilogue is
 // at most alpha and accumulation (beta·C), so each accumulator goes straight to C with no shared scratch;
 // the shared memory then holds only the staged tiles. A subgroup keeps one A matrix and its FN B
 // matrices live at a time. On the H100 (session 6) it beats the default tile by 10-20% when both operands

@@ -5,7 +5,7 @@
 // global memory itself (coopMatLoadTensorNV / coopMatStoreTensorNV), staging them through shared memory
 // and spreading the products over the workgroup's subgroups as it sees fit. f16 × f16 → f32.
 // A BM×BN output tile per workgroup; K advances BK at a time. Compiled by a glslang that knows the
-// extension (>= 14; DESIGN.md, scripts/glslang.sh); ops/matmul.cpp picks it where the device offers
+// extension (>= 14; docs/design.md "Kernels", scripts/glslang.sh); ops/matmul.cpp picks it where the device offers
 // VK_NV_cooperative_matrix2 and each operand is contiguous along one of its two indices:
 //   A (i, k) at a_base + i·a_sm + k·a_sk: a_sk = 1 (activations) or a_sm = 1 (dyᵀ in dW = dyᵀ·x);
 //   B (j, k) at b_base + j·b_sn + k·b_sk: b_sk = 1 (y = x·Wᵀ) or b_sn = 1 (dx = dy·W, dW's x).

@@ -1,5 +1,5 @@
 #pragma once
-// The channel from worker threads to the UI thread (DESIGN.md "Threads and queues"): workers push
+// The channel from worker threads to the UI thread (docs/design.md "Threads and queues"): workers push
 // events whenever they like; the UI drains everything once per frame. Neither side waits for the other
 // longer than a push or a swap of two deques.
 #include <deque>

@@ -1,6 +1,6 @@
 #pragma once
 // Generation on one model: a KV cache on the device, prefill programs per chunk size and a decode
-// program, each recorded once and replayed (DESIGN.md). The context grows with prefill() and
+// program, each recorded once and replayed (docs/design.md). The context grows with prefill() and
 // decode(); reset() empties it. Not thread-safe: one generator per thread.
 #include <cstdint>
 #include <functional>

@@ -1,6 +1,6 @@
 #pragma once
 // The transformer's forward pass for inference, recorded once per chunk size and replayed at every
-// position (DESIGN.md "Record once, replay many"): token ids, positions and the KV-cache fill level
+// position (docs/design.md "Record once, replay many"): token ids, positions and the KV-cache fill level
 // live in small host-visible tensors the host writes before each run.
 //
 // The layers are model/layer.h's layer_forward over one set of activations reused at once

@@ -1,13 +1,14 @@
 #pragma once
 // One LoRA training step's forward and backward through the transformer, written out layer by layer
-// (DESIGN.md: no general autograd) by model/layer.h's layer_forward, the inference forward's own, and
+// (docs/design.md: no general autograd) by model/layer.h's layer_forward, the inference forward's own, and
 // layer_backward: activations the backward needs are kept in tensors the recorded program owns
 // (ActsPlan::training, or ActsPlan::recompute); gradients flow through the frozen weights to the inputs
 // of each adapted projection, and only the LoRA matrices get gradients (ACCUMULATED into `grads`, so
 // several micro-batches can add up before the optimiser; zero them first for a plain gradient).
 // Loss: mean cross-entropy over the counted targets (target < 0 is ignored, -100 by convention).
-// This first version computes in f32 throughout (the backward kernels are f32). The vocabulary
-// projection and cross-entropy go a chunk of rows at a time (logit_rows_per_chunk).
+// Activations and the backward kernels are f32; on tensor cores the products round their operands to f16
+// and accumulate in f32 (docs/design.md "Precision"). The vocabulary projection and cross-entropy go a chunk
+// of rows at a time (logit_rows_per_chunk).
 #include <cstdint>
 #include <span>
 

@@ -32,7 +32,7 @@ Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype) {
   return t;
 }
 
-// The dtype a weight is kept in on this device. On tensor cores (DESIGN "Precision") the products'
+// The dtype a weight is kept in on this device. On tensor cores (docs/design.md "Precision") the products'
 // bf16 weights become f16 once, here: the tensor-core kernels read f16 operands, and converting each
 // weight tile while staging it cost them 10-40% (H100, session 6, bench/RESULTS.md). Norms keep their
 // dtype, and so does an untied embedding table (it only feeds a gather); a tied one is the lm_head's

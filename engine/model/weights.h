@@ -1,6 +1,7 @@
 #pragma once
 // A Qwen2/Llama/Mistral model's weights on the device, kept in the dtype they were loaded in (bf16, f16
-// or f32; DESIGN.md "Precision"): the matmul kernels read them as they are.
+// or f32), except bf16 product weights, which tensor-core devices keep as f16 (docs/design.md
+// "Precision"): the matmul kernels read them as they are.
 #include <filesystem>
 #include <vector>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Row copies whose start rows may come from the device, for programs recorded once and replayed at
-// every position (DESIGN.md: position and length in a device buffer, not in baked push constants).
+// every position (docs/design.md: position and length in a device buffer, not in baked push constants).
 // src and dst are viewed as matrices [rows, cols] of the same dtype and cols (row bytes a multiple of 4).
 //   dst[dst_row0 + dst_off + r, :] = src[src_row0 + src_off + r, :]   for r < rows
 // where src_off = offsets[src_slot] (or 0 when src_slot < 0), likewise dst_off; offsets is an i32 tensor

@@ -1,6 +1,6 @@
 #pragma once
 // The optimizer step over f32 tensors (the LoRA master weights, their gradients and Adam moments).
-// Step-varying values live on the device, because programs are recorded once and replayed (DESIGN.md):
+// Step-varying values live on the device, because programs are recorded once and replayed (docs/design.md):
 //   hyper [8] f32 = {lr, beta1, beta2, eps, weight_decay, bias_correction1 = 1 - beta1^t,
 //                    bias_correction2 = 1 - beta2^t, clip_scale}
 // written by the host before each run (train::hyper_values), except hyper[7], which clip_scale() writes

@@ -2,7 +2,7 @@
 // The training loop: a model folder and a JSONL file in, a PEFT adapter folder out. Each optimizer step
 // replays recorded programs (zero the gradients; forward+backward per micro-batch; global grad norm,
 // clip and AdamW) with the batch and the step's hyper-parameters written into host-visible tensors
-// (DESIGN.md "Record once, replay many"). Progress goes to a callback and to the SQLite run store.
+// (docs/design.md "Record once, replay many"). Progress goes to a callback and to the SQLite run store.
 #include <atomic>
 #include <cstdint>
 #include <filesystem>

@@ -4,7 +4,7 @@
 // One VkDevice serves the window and the engine. Owns memory, pipelines and the queue; submissions to
 // the queue are serialised here because a VkQueue is externally synchronised.
 //
-// Sharing the one queue with a window (DESIGN.md "Threads and queues"): engine submissions hold the
+// Sharing the one queue with a window (docs/design.md "Threads and queues"): engine submissions hold the
 // queue mutex only for vkQueueSubmit and wait for their own fence outside it, so a window never waits for
 // engine GPU work by taking the mutex. But on a device with one queue (lavapipe, many integrated GPUs) a
 // frame submitted behind a long training step is presented late, and software presentation even waits

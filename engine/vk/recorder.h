@@ -1,5 +1,5 @@
 #pragma once
-// Record once, replay many (DESIGN.md). A Recorder writes dispatches into a command buffer and hands
+// Record once, replay many (docs/design.md). A Recorder writes dispatches into a command buffer and hands
 // back a Program that can be submitted any number of times. The recorder knows which byte ranges each
 // dispatch reads and writes, and puts a barrier before a dispatch only when it touches something an
 // earlier, not yet fenced dispatch wrote (read-after-write, write-after-write) or reads
