@@ -417,22 +417,6 @@ void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, co
              .b_sk = K, .c_sm = K, .alpha = scale, .beta = 1, .accumulate = true});
 }
 
-void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w) {
-  const char* op = "matmul_batched_forward";
-  require_dtype(x, kActivation, op, "x");
-  require_dtype(w, kWeight, op, "w");
-  require_dtype(y, kActivation, op, "y");
-  require(x.rank() == 3 && w.rank() == 3 && y.rank() == 3, op,
-          "expected x [Z, M, K], w [Z, N, K], y [Z, M, N]; got x " + x.describe() + ", w " + w.describe() + ", y " +
-              y.describe());
-  const uint32_t Z = x.dim(0), M = x.dim(1), K = x.dim(2), N = w.dim(1);
-  require(w.dim(0) == Z && w.dim(2) == K, op, "w is " + w.describe() + " for x " + x.describe());
-  require_shape(y, {Z, M, N}, op, "y");
-  require(Z <= 65535, op, "batch " + std::to_string(Z) + " is past 65535");
-  gemm(rec, {.op = op, .a = x, .b = w, .c = y, .M = M, .N = N, .K = K, .batch = Z, .a_sm = K, .a_sk = 1, .b_sn = K,
-             .b_sk = 1, .c_sm = N, .a_sz = M * K, .b_sz = N * K, .c_sz = M * N});
-}
-
 void matmul_strided(vk::Recorder& rec, const Tensor& c, const Tensor& a, const Tensor& b, const StridedProduct& s) {
   const char* op = "matmul_strided";
   require_dtype(a, kActivation, op, "a");

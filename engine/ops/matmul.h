@@ -18,8 +18,6 @@ void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const T
 void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate = false);
 // dw [N, K] (f32) += scale · dy [.., N]ᵀ · x [.., K]. Parameter gradients accumulate.
 void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale = 1.0f);
-// y [Z, M, N] = x [Z, M, K] · w [Z, N, K]ᵀ, one product per z.
-void matmul_batched_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w);
 
 // Dropout on the adapter's input (PEFT's lora_dropout): the adapter sees x̃ = dropout(x) (ops/dropout.h;
 // its mask a pure function of seed and stream, so the backward recomputes x̃ instead of keeping it),

@@ -82,15 +82,6 @@ std::string onig_to_pcre2(std::string_view p) {
   return out;
 }
 
-std::string regex_escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (std::string_view("\\^$.|?*+()[]{}-/#").find(c) != std::string_view::npos) out += '\\';
-    out += c;
-  }
-  return out;
-}
-
 Regex::Regex(std::string_view pattern, const std::string& where) : pattern_(pattern) {
   std::string translated = onig_to_pcre2(pattern);
   int rc = 0;

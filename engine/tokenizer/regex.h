@@ -35,7 +35,4 @@ class Regex {
 // The pattern with Oniguruma's \s, \S, \h, \H spelled for PCRE2 (exposed for tests).
 std::string onig_to_pcre2(std::string_view pattern);
 
-// `s` with every character that PCRE2 would treat specially escaped (for String patterns).
-std::string regex_escape(std::string_view s);
-
 }  // namespace ls::tok

@@ -55,7 +55,6 @@ class Memory {
   std::shared_ptr<Allocation> allocate(VkDeviceSize size, const char* what);
   // Host-visible, coherent staging memory for uploads and downloads.
   std::shared_ptr<Allocation> allocate_staging(VkDeviceSize size);
-  bool device_memory_is_mapped() const { return device_mapped_; }
   MemoryStats stats() const;
 
  private:

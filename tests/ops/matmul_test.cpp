@@ -152,14 +152,16 @@ TEST_F(MatmulBatchedTest, EachBatchIsItsOwnProduct) {
   auto x = test::tensor_from(dev(), {Z, M, K}, DType::f32, x0);
   auto w = test::tensor_from(dev(), {Z, N, K}, DType::f16, w0);
   auto y = test::poisoned(dev(), {Z, M, N}, DType::f32);
-  test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_batched_forward(rec, y.t, x, w); });
+  const ops::StridedProduct s{.M = M, .N = N, .K = K, .batch = Z, .z_div = Z, .a_sm = K, .a_sk = 1, .b_sn = K,
+                              .b_sk = 1, .c_sm = N, .a_sz = M * K, .b_sz = N * K, .c_sz = M * N};
+  test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_strided(rec, y.t, x, w, s); });
   std::vector<float> want(size_t(Z) * M * N);
   for (uint32_t z = 0; z < Z; ++z)
     ops::ref::matmul_forward(std::span(want).subspan(size_t(z) * M * N, size_t(M) * N),
                              std::span<const float>(x0).subspan(size_t(z) * M * K, size_t(M) * K),
                              std::span<const float>(w0).subspan(size_t(z) * N * K, size_t(N) * K), {}, M, N, K);
-  test::expect_close(download(y.t), want, tol(dev(), M, DType::f16, DType::f32), "matmul_batched_forward", y.t.shape());
-  y.expect_guards_intact("matmul_batched_forward");
+  test::expect_close(download(y.t), want, tol(dev(), M, DType::f16, DType::f32), "matmul_strided", y.t.shape());
+  y.expect_guards_intact("matmul_strided");
 }
 
 // [SECTION] LoRA
