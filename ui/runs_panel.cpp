@@ -70,7 +70,7 @@ void draw_runs_panel(const RunsView& runs, const TrainView& train, RunsPanelStat
   tooltip("Write the base model with the adapter merged into its weights: a model folder transformers loads "
           "without PEFT (as `lorastudio export --merge`).");
   ImGui::EndDisabled();
-  ImGui::SameLine();
+  // Its own line: the export buttons fill a narrow panel's first.
   ImGui::BeginDisabled(!sel || !resumable(runs, *sel, train));
   if (ImGui::Button("Resume") && sel) io.send(cmd::ResumeRun{sel->id});
   io.tag("runs.resume");
