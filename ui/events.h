@@ -31,7 +31,8 @@ struct ChatDone { size_t turn; ChatSide side; infer::Reply reply; };
 struct ChatFailed { size_t turn; ChatSide side; std::string error; };
 struct ChatMemory { uint64_t kv_bytes, lora_bytes; };
 struct RunsListed { std::vector<store::RunInfo> runs; };
-struct RunMetrics { int64_t run; std::vector<store::MetricRow> rows; };
+// replace: the rows are all the run's (it was resumed: steps it had past the checkpoint are gone), not new ones.
+struct RunMetrics { int64_t run; std::vector<store::MetricRow> rows; bool replace = false; };
 struct RunCheckpoints { int64_t run; std::vector<store::Checkpoint> checkpoints; };
 struct DeviceMemory { vk::MemoryStats stats; };  // read on a worker: the allocator's lock may be busy
 struct Status { std::string text; };

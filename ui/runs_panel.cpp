@@ -1,6 +1,6 @@
 // [SECTION] Runs panel: every run of the run store (GUI and --batch runs alike, also one still running
 // in another process, refreshed live); show a run's charts, compare two runs' loss, chat with a run's
-// adapter, export it.
+// adapter, export it, resume an interrupted one from its latest checkpoint.
 #include <cfloat>
 #include <ctime>
 
@@ -31,9 +31,19 @@ ImVec4 status_color(store::RunStatus s) {
   }
 }
 
+// A run that ended early (failed, e.g. "interrupted" when its process died, or stopped) and has a
+// checkpoint can go on from it; not while this window trains.
+bool resumable(const RunsView& runs, const store::RunInfo& r, const TrainView& train) {
+  const bool busy = train.state == TrainState::starting || train.state == TrainState::running ||
+                    train.state == TrainState::paused || train.state == TrainState::stopping;
+  if (busy || (r.status != store::RunStatus::failed && r.status != store::RunStatus::stopped)) return false;
+  auto it = runs.checkpoints.find(r.id);
+  return it != runs.checkpoints.end() && !it->second.empty();
+}
+
 }  // namespace
 
-void draw_runs_panel(const RunsView& runs, const TrainView&, RunsPanelState& s, PanelIo& io) {
+void draw_runs_panel(const RunsView& runs, const TrainView& train, RunsPanelState& s, PanelIo& io) {
   if (!ImGui::Begin("Runs", &s.open)) {
     ImGui::End();
     return;
@@ -59,6 +69,13 @@ void draw_runs_panel(const RunsView& runs, const TrainView&, RunsPanelState& s, 
   io.tag("runs.export_merged");
   tooltip("Write the base model with the adapter merged into its weights: a model folder transformers loads "
           "without PEFT (as `lorastudio export --merge`).");
+  ImGui::EndDisabled();
+  // Its own line: the export buttons fill a narrow panel's first.
+  ImGui::BeginDisabled(!sel || !resumable(runs, *sel, train));
+  if (ImGui::Button("Resume") && sel) io.send(cmd::ResumeRun{sel->id});
+  io.tag("runs.resume");
+  tooltip("Continue this interrupted run from its latest checkpoint, with its options, in its folder: the same "
+          "run goes on (as `lorastudio --batch ... --resume <checkpoint>`).");
   ImGui::EndDisabled();
   ImGui::EndDisabled();
 
@@ -87,9 +104,17 @@ void draw_runs_panel(const RunsView& runs, const TrainView&, RunsPanelState& s, 
           io.send(cmd::ShowRun{r.id});
         }
         io.tag("runs.row." + id);
-        if (ImGui::IsItemHovered() && !r.error.empty()) tooltip(r.error.c_str());
+        if (ImGui::IsItemHovered() && (!r.error.empty() || !r.notes.empty())) {
+          const std::string why = r.error + (r.error.empty() || r.notes.empty() ? "" : "\n") + r.notes;
+          tooltip(why.c_str());
+        }
         ImGui::TableNextColumn();
         ImGui::TextUnformatted(r.name.c_str());
+        if (!r.notes.empty()) {  // e.g. resumed at step N: the series joins there
+          ImGui::SameLine();
+          ImGui::TextColored(kDim, "(resumed)");
+          if (ImGui::IsItemHovered()) tooltip(r.notes.c_str());
+        }
         if (runs.overlay == r.id) {
           ImGui::SameLine();
           ImGui::TextColored(kDim, "(compared)");

@@ -18,6 +18,8 @@
 #include "model/merge.h"
 #include "model/peft_adapter.h"
 #include "store/metrics_export.h"
+#include "train/checkpoint.h"
+#include "train/config_from_json.h"
 #include "train/dataset.h"
 #include "ui/settings.h"
 #include "ui/widgets.h"
@@ -367,7 +369,10 @@ void Studio::apply(Event& event) {
             runs_.runs = std::move(e.runs);
             if (!runs_.shown && !runs_.runs.empty()) runs_.shown = runs_.runs.front().id;
           },
-          [&](ev::RunMetrics& e) { merge_metrics(e.run, std::move(e.rows)); },
+          [&](ev::RunMetrics& e) {
+            if (e.replace) runs_.metrics[e.run].clear();
+            merge_metrics(e.run, std::move(e.rows));
+          },
           [&](ev::RunCheckpoints& e) { runs_.checkpoints[e.run] = std::move(e.checkpoints); },
           [&](ev::DeviceMemory& e) { memory_stats_ = e.stats; },
           [&](ev::Status& e) { status_ = std::move(e.text); },
@@ -419,6 +424,7 @@ void Studio::run(Command& command) {
                  [&](cmd::OpenModel& c) { open_model(c.dir); },
                  [&](cmd::OpenData& c) { open_data(c.file); },
                  [&](cmd::StartTraining&) { start_training(); },
+                 [&](cmd::ResumeRun& c) { resume_run(c.run); },
                  [&](cmd::PauseTraining&) { trainer_->pause(); },
                  [&](cmd::ResumeTraining&) { trainer_->resume(); },
                  [&](cmd::StopTraining&) {
@@ -561,6 +567,36 @@ void Studio::start_training(std::string name) {
   } catch (const std::exception& e) {
     return fail("Training cannot start", e.what());
   }
+  launch_training(c);
+}
+
+void Studio::resume_run(int64_t id) {
+  if (training() || trainer_->active()) return fail("Training is running", "Stop the current run before resuming another.");
+  const store::RunInfo* run = runs_.find(id);
+  if (!run) return;
+  train::TrainConfig c;
+  try {
+    c = train::config_from_json(run->config_json, "run " + std::to_string(id), train_settings_.config);
+  } catch (const std::exception& e) {
+    return fail("The run cannot be resumed", e.what());
+  }
+  c.out = run->out_dir;
+  c.store = options_.store;
+  c.profile = false;
+  const auto checkpoint = train::latest_checkpoint_in(run->out_dir);
+  if (!checkpoint)
+    return fail("The run cannot be resumed", run->out_dir.string() + " holds no complete checkpoint-N folder.");
+  c.resume = *checkpoint;
+  try {
+    train::validate(c);
+  } catch (const std::exception& e) {
+    return fail("The run cannot be resumed", e.what());
+  }
+  launch_training(c);
+}
+
+void Studio::launch_training(const train::TrainConfig& c) {
+  const fs::path out = c.out;
   train_ = TrainView{.state = TrainState::starting, .total = c.steps, .out_dir = out};
   const bool started = trainer_->start(
       device_, c,
@@ -570,7 +606,7 @@ void Studio::start_training(std::string name) {
           .on_done = [this](const train::TrainResult& r) { events_.push(ev::TrainDone{r}); },
           .on_failed = [this](const std::string& e) { events_.push(ev::TrainFailed{e}); }});
   if (!started) train_.state = TrainState::idle;
-  status_ = "Training started: " + out.string();
+  status_ = (c.resume.empty() ? "Training started: " : "Training resumed from " + c.resume.string() + ": ") + out.string();
 }
 
 void Studio::try_demo() {
@@ -885,11 +921,16 @@ void Studio::poll_store() {
   auto runs = db_->list_runs();
   if (runs.size() > 200) runs.resize(200);
   for (const auto& r : runs) {
+    // A resume deleted the steps past its checkpoint, which polling by rev cannot see: read them all again.
+    auto notes = polled_notes_.find(r.id);
+    const bool resumed = notes != polled_notes_.end() && notes->second != r.notes;
+    if (resumed) polled_rev_[r.id] = 0;
+    polled_notes_[r.id] = r.notes;
     auto rows = db_->metrics_changed(r.id, polled_rev_[r.id]);
-    if (!rows.empty()) {
+    if (resumed || !rows.empty()) {
       for (const auto& m : rows) polled_rev_[r.id] = std::max(polled_rev_[r.id], m.rev);
       std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
-      events_.push(ev::RunMetrics{r.id, std::move(rows)});
+      events_.push(ev::RunMetrics{r.id, std::move(rows), resumed});
       events_.push(ev::RunCheckpoints{r.id, db_->checkpoints(r.id)});
     }
   }

@@ -103,6 +103,8 @@ class Studio {
   void open_model(const std::filesystem::path& dir);
   void open_data(const std::filesystem::path& file);
   void start_training(std::string run_name = {});  // run_name: else the Train panel's, else a dated one
+  void resume_run(int64_t run);                     // with its saved options, from its latest checkpoint
+  void launch_training(const train::TrainConfig& c);
   void try_demo();
   void advance_demo();
   void send_chat(const std::string& text);
@@ -164,6 +166,7 @@ class Studio {
   std::optional<store::RunStore> db_;
   int64_t chat_id_ = 0;
   std::map<int64_t, int64_t> polled_rev_;
+  std::map<int64_t, std::string> polled_notes_;  // a change (a resume) means: read the run's metrics again
   std::chrono::steady_clock::time_point last_stale_check_{};
 
   // Last, so that they stop before everything above goes.

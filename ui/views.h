@@ -156,6 +156,7 @@ struct StopChat {};
 struct ClearChat {};
 struct UseAdapter { fs::path dir; std::string label; };  // empty dir: none
 struct ShowRun { int64_t run; };
+struct ResumeRun { int64_t run; };  // an interrupted run, from its latest checkpoint, into its own folder and entry
 struct OverlayRun { std::optional<int64_t> run; };
 struct ExportAdapter { int64_t run; fs::path dir; bool merged = false; };  // merged: into the base weights
 enum class BrowseFor { model, data, export_adapter, export_merged };
@@ -168,7 +169,7 @@ struct TryDemo {};  // the demo model and data, training, then base and adapter 
 
 using Command = std::variant<cmd::OpenModel, cmd::OpenData, cmd::StartTraining, cmd::PauseTraining, cmd::ResumeTraining,
                              cmd::StopTraining, cmd::CheckpointNow, cmd::SendChat, cmd::StopChat, cmd::ClearChat,
-                             cmd::UseAdapter, cmd::ShowRun, cmd::OverlayRun, cmd::ExportAdapter, cmd::Browse,
+                             cmd::UseAdapter, cmd::ShowRun, cmd::ResumeRun, cmd::OverlayRun, cmd::ExportAdapter, cmd::Browse,
                              cmd::ExportChart, cmd::Status, cmd::Failure, cmd::TryDemo>;
 
 }  // namespace ls::ui

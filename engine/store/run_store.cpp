@@ -129,7 +129,9 @@ RunStore::RunStore(const std::filesystem::path& path) : db_(open_database(path))
 namespace {
 constexpr const char* kRunColumns =
     "id, name, created_at, started_at, finished_at, status, model_path, data_path, config_json, error, out_dir, "
-    "writer_pid, heartbeat_at";
+    "writer_pid, heartbeat_at, "
+    // run_events_by_run is read in (run_id, id) order, so the messages come oldest first.
+    "(SELECT group_concat(message, char(10)) FROM run_events WHERE run_events.run_id = runs.id)";
 }
 
 RunInfo RunStore::read_run(const Query& q) const {
@@ -150,6 +152,7 @@ RunInfo RunStore::read_run(const Query& q) const {
   r.out_dir = q.text(10);
   r.writer_pid = q.optional_int64(11);
   r.heartbeat_at = q.optional_real(12);
+  r.notes = q.optional_text(13).value_or("");
   return r;
 }
 
@@ -349,6 +352,75 @@ std::vector<MetricRow> RunStore::metrics_changed(int64_t run, int64_t after_rev)
   std::vector<MetricRow> rows;
   while (q.step()) rows.push_back(read_metric(q, run));
   return rows;
+}
+
+int64_t RunStore::delete_metrics_after(int64_t run, int64_t step) {
+  db_.query("DELETE FROM metrics WHERE run_id = ?1 AND step > ?2", run_label(run) + ": deleting metrics")
+      .bind(1, run)
+      .bind(2, step)
+      .run();
+  return db_.changes();
+}
+
+void RunStore::copy_metrics(int64_t from, int64_t to, int64_t through_step) {
+  const std::string doing = run_label(to) + ": copying metrics of " + run_label(from);
+  Transaction tx(db_, doing);
+  check_run_exists(from, doing);
+  check_run_exists(to, doing);
+  db_.query(
+         "INSERT OR REPLACE INTO metrics (run_id, step, rev, time, loss, val_loss, lr, grad_norm, tokens_per_s, "
+         "gpu_ms_json) SELECT ?2, step, rev, time, loss, val_loss, lr, grad_norm, tokens_per_s, gpu_ms_json "
+         "FROM metrics WHERE run_id = ?1 AND step <= ?3",
+         doing)
+      .bind(1, from)
+      .bind(2, to)
+      .bind(3, through_step)
+      .run();
+  tx.commit();
+}
+
+// [events] -----------------------------------------------------------------------------------------------
+
+int64_t RunStore::add_event(int64_t run, std::string_view kind, std::optional<int64_t> step,
+                            std::string_view message) {
+  const std::string doing = run_label(run) + ": adding an event";
+  Transaction tx(db_, doing);
+  check_run_exists(run, doing);
+  auto q = db_.query("INSERT INTO run_events (run_id, time, kind, step, message) VALUES (?1, ?2, ?3, ?4, ?5) "
+                     "RETURNING id",
+                     doing);
+  q.bind(1, run).bind(2, unix_now()).bind(3, kind).bind(4, step).bind(5, message);
+  q.step();
+  const int64_t id = q.int64(0);
+  q.run();
+  tx.commit();
+  return id;
+}
+
+std::vector<RunEvent> RunStore::events(int64_t run) const {
+  auto q = db_.query("SELECT id, time, kind, step, message FROM run_events WHERE run_id = ?1 ORDER BY id",
+                     run_label(run) + ": reading events");
+  q.bind(1, run);
+  std::vector<RunEvent> out;
+  while (q.step())
+    out.push_back({.id = q.int64(0), .run_id = run, .time = q.real(1), .kind = q.text(2), .step = q.optional_int64(3),
+                   .message = q.text(4)});
+  return out;
+}
+
+void RunStore::resume_run(int64_t run, int64_t step, std::string_view message) {
+  const std::string doing = run_label(run) + ": resuming at step " + std::to_string(step);
+  Transaction tx(db_, doing);
+  check_run_exists(run, doing);
+  delete_metrics_after(run, step);
+  db_.query("INSERT INTO run_events (run_id, time, kind, step, message) VALUES (?1, ?2, ?3, ?4, ?5)", doing)
+      .bind(1, run)
+      .bind(2, unix_now())
+      .bind(3, kEventResumed)
+      .bind(4, step)
+      .bind(5, message)
+      .run();
+  tx.commit();
 }
 
 // [checkpoints] ------------------------------------------------------------------------------------------

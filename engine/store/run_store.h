@@ -59,7 +59,19 @@ struct RunInfo {
   std::filesystem::path out_dir;
   std::optional<int64_t> writer_pid;    // the process that last set it running
   std::optional<double> heartbeat_at;  // that process's latest sign of life
+  std::string notes;  // its events' messages, oldest first, one a line (e.g. "resumed at step 40 from ..."); read only
 };
+
+// Something that happened to a run besides its steps.
+struct RunEvent {
+  int64_t id = 0;
+  int64_t run_id = 0;
+  double time = 0;
+  std::string kind;             // e.g. kEventResumed
+  std::optional<int64_t> step;  // the step it happened at, if any
+  std::string message;          // for people
+};
+inline constexpr const char* kEventResumed = "resumed";
 
 // GPU time of one op group in one step.
 struct GpuTime {
@@ -167,6 +179,20 @@ class RunStore {
   // Rows written or rewritten after `after_rev`, by rev: for polling that must also see a val_loss set
   // later for a step already read. Keep the largest rev seen and pass it next time (0: all).
   std::vector<MetricRow> metrics_changed(int64_t run, int64_t after_rev) const;
+
+  // Deletes the run's metrics of steps after `step`. Returns how many it deleted.
+  int64_t delete_metrics_after(int64_t run, int64_t step);
+  // Copies the metrics of steps 1..through_step of run `from` into run `to` (a run that starts from the
+  // other's checkpoint keeps the curve that led there).
+  void copy_metrics(int64_t from, int64_t to, int64_t through_step);
+
+  // [events]
+  int64_t add_event(int64_t run, std::string_view kind, std::optional<int64_t> step, std::string_view message);
+  std::vector<RunEvent> events(int64_t run) const;  // oldest first
+  // A run continued from its checkpoint at `step`, in one transaction: its metrics after `step` (those of the
+  // attempt that was cut off, which the resumed steps replace) are deleted and a kEventResumed event with
+  // `message` is added. Throws ls::Error naming the run when there is no such run.
+  void resume_run(int64_t run, int64_t step, std::string_view message);
 
   // [checkpoints]
   // Records a checkpoint (a second one for the same step replaces the first).

@@ -77,7 +77,21 @@ CREATE TABLE settings (
 );
 )sql";
 
-constexpr std::array<const char*, kSchemaVersion> kMigrations = {kVersion1};
+// Version 2: what happened to a run besides its steps, e.g. "resumed" at a step (a resumed run continues
+// its entry instead of starting a new one, so the entry says where the pieces join).
+constexpr const char* kVersion2 = R"sql(
+CREATE TABLE run_events (
+  id      INTEGER PRIMARY KEY,
+  run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  time    REAL NOT NULL,
+  kind    TEXT NOT NULL,
+  step    INTEGER,
+  message TEXT NOT NULL
+);
+CREATE INDEX run_events_by_run ON run_events (run_id, id);
+)sql";
+
+constexpr std::array<const char*, kSchemaVersion> kMigrations = {kVersion1, kVersion2};
 
 int64_t current_version(const Database& db) {
   const char* doing = "reading the schema version";

@@ -8,7 +8,7 @@
 
 namespace ls::store {
 
-inline constexpr int64_t kSchemaVersion = 1;
+inline constexpr int64_t kSchemaVersion = 2;
 
 // The version recorded in the file (0 for a database without tables). Throws ls::Error naming the file
 // when it is newer than kSchemaVersion, when schema_version is malformed, or when the file holds tables but

@@ -4,7 +4,6 @@
 #include <array>
 #include <chrono>
 #include <cmath>
-#include <fstream>
 #include <functional>
 
 #include <nlohmann/json.hpp>
@@ -12,7 +11,6 @@
 #include "error.h"
 #include "model/lora_init.h"
 #include "model/peft_adapter.h"
-#include "model/safetensors.h"
 #include "model/training.h"
 #include "ops/optimizer.h"
 #include "store/metrics_export.h"
@@ -20,7 +18,9 @@
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/batcher.h"
+#include "train/checkpoint.h"
 #include "train/optimizer_update.h"
+#include "train/run_entry.h"
 #include "util/atomic_file.h"
 
 namespace ls::train {
@@ -125,76 +125,6 @@ StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapte
   return s;
 }
 
-void write_checkpoint(const fs::path& dir, const LoraAdapter& adapter, const LoraAdapter& m1, const LoraAdapter& m2,
-                      const model::ModelConfig& mc, const TrainConfig& c, uint32_t step, const BatcherState& data) {
-  model::save_peft_adapter(adapter, mc, dir, c.model.string());
-  // Optimizer moments, keyed like the adapter's matrices.
-  std::vector<std::vector<float>> values;
-  std::vector<model::TensorToWrite> tensors;
-  for (size_t i = 0; i < adapter.layers.size(); ++i)
-    for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
-      if (!adapter.layers[i][t].defined()) continue;
-      for (int which = 0; which < 4; ++which) {
-        const auto& src = (which < 2 ? m1 : m2).layers[i][t];
-        const Tensor& tensor = which % 2 == 0 ? src.a : src.b;
-        values.push_back(download(tensor));
-        std::string key = model::peft_key(i, model::LoraTarget(t), which % 2 == 1) + (which < 2 ? ".exp_avg" : ".exp_avg_sq");
-        std::vector<uint64_t> shape(tensor.shape().begin(), tensor.shape().end());
-        tensors.push_back({key, DType::f32, shape, {}});
-      }
-    }
-  for (size_t i = 0; i < tensors.size(); ++i)
-    tensors[i].bytes = std::as_bytes(std::span<const float>(values[i]));
-  model::write_safetensors(dir / "optimizer.safetensors", tensors);
-  nlohmann::json state = {{"step", step}, {"data", nlohmann::json::parse(data.to_json())}};
-  const std::string text = state.dump(2);
-  write_file_atomically(dir / "trainer_state.json", text);
-}
-
-// Loads a checkpoint written by write_checkpoint into the adapter and moments (same shapes), restores the
-// data position, and returns the step it was taken after.
-uint32_t load_checkpoint(vk::Device& dev, const fs::path& dir, const model::ModelConfig& mc, LoraAdapter& adapter,
-                         LoraAdapter& m1, LoraAdapter& m2, Batcher& batcher) {
-  const fs::path state_path = dir / "trainer_state.json";
-  std::ifstream in(state_path);
-  if (!in) throw Error(state_path.string() + ": cannot open (is " + dir.string() + " a checkpoint folder?)");
-  nlohmann::json state;
-  try {
-    state = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    throw Error(state_path.string() + ": not valid JSON: " + e.what());
-  }
-  if (!state.contains("step") || !state["step"].is_number_unsigned() || !state.contains("data"))
-    throw Error(state_path.string() + ": missing \"step\" or \"data\"");
-  const LoraAdapter saved = model::load_peft_adapter(dev, mc, dir);
-  if (saved.rank != adapter.rank || saved.targets.size() != adapter.targets.size())
-    throw Error(dir.string() + ": the checkpoint's adapter (rank " + std::to_string(saved.rank) +
-                ") does not match this run's options (rank " + std::to_string(adapter.rank) + ")");
-  const model::SafeTensors moments = model::SafeTensors::open(dir / "optimizer.safetensors");
-  for (size_t i = 0; i < adapter.layers.size(); ++i)
-    for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
-      auto& p = adapter.layers[i][t];
-      if (!p.defined()) continue;
-      if (!saved.layers[i][t].defined())
-        throw Error(dir.string() + ": the checkpoint has no " + std::string(model::target_name(model::LoraTarget(t))) +
-                    " for layer " + std::to_string(i));
-      upload(p.a, download(saved.layers[i][t].a));
-      upload(p.b, download(saved.layers[i][t].b));
-      for (int which = 0; which < 4; ++which) {
-        const std::string key = model::peft_key(i, model::LoraTarget(t), which % 2 == 1) +
-                                (which < 2 ? ".exp_avg" : ".exp_avg_sq");
-        const auto& dst = (which < 2 ? m1 : m2).layers[i][t];
-        const Tensor& tensor = which % 2 == 0 ? dst.a : dst.b;
-        const auto& info = moments.at(key);
-        if (info.dtype != DType::f32 || info.bytes.size() != tensor.bytes())
-          throw Error((dir / "optimizer.safetensors").string() + ": \"" + key + "\" has the wrong shape or dtype");
-        upload_bytes(tensor, {reinterpret_cast<const uint8_t*>(info.bytes.data()), info.bytes.size()});
-      }
-    }
-  batcher.restore(BatcherState::from_json(state["data"].dump(), state_path.string()));
-  return state["step"].get<uint32_t>();
-}
-
 // Adds a profiled program's latest GPU times to the groups (unlabelled dispatches go to `fallback`).
 void add_timings(std::vector<store::GpuTime>& groups, const vk::Program& program, const std::string& fallback) {
   for (const auto& t : program.timings()) {
@@ -250,13 +180,20 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
   const uint32_t total = c.steps ? c.steps : uint32_t((batcher.total_batches() + c.grad_accum - 1) / c.grad_accum);
   c.schedule.total_steps = total;
 
+  // Read before the run entry is chosen: the checkpoint names the entry a resumed run continues.
+  const CheckpointState resume_state = c.resume.empty() ? CheckpointState{} : read_checkpoint_state(c.resume);
   fs::create_directories(c.out);
+  remove_interrupted_writes(c.out);  // of an attempt in this folder that was killed mid-write
   const std::string cfg = config_json(c);
   write_file_atomically(c.out / "config.json", cfg);
   store::RunStore runs(c.store.empty() ? store::default_store_path() : c.store);
-  const int64_t run_id = runs.create_run({.name = c.out.filename().string(), .model_path = c.model, .data_path = c.data,
-                                          .config_json = cfg, .out_dir = c.out});
-  runs.set_status(run_id, store::RunStatus::running);
+  const int64_t run_id = open_run_entry(runs,
+                                        {.name = c.out.filename().string(), .model_path = c.model, .data_path = c.data,
+                                         .config_json = cfg, .out_dir = c.out},
+                                        c.resume, resume_state)
+                             .id;
+  std::error_code ec;
+  const CheckpointState checkpoint_state{.run_id = run_id, .store = fs::absolute(runs.path(), ec)};
 
   TrainResult result;
   result.run_id = run_id;
@@ -292,9 +229,10 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       update = rec.finish();
     }
     auto checkpoint = [&](uint32_t at) {
-      const fs::path dir = c.out / ("checkpoint-" + std::to_string(at));
-      write_checkpoint(dir, adapter, m1, m2, model.config, c, at, batcher.state());
-      runs.add_checkpoint(run_id, at, dir);
+      auto state = checkpoint_state;
+      state.step = at;
+      write_checkpoint(c.out, at, adapter, m1, m2, model.config, c.model, batcher.state(), state);
+      runs.add_checkpoint(run_id, at, checkpoint_dir(c.out, at));
     };
 
     const auto t_start = std::chrono::steady_clock::now();

@@ -195,10 +195,29 @@ TEST(RunStore, NewerSchemaIsRefused) {
   TempDir dir;
   const auto path = dir / "runs.sqlite";
   { RunStore store(path); }
-  raw_exec(path, "UPDATE schema_version SET version = 2");
-  EXPECT_TRUE(throws_error([&] { RunStore s(path); }, {path.string(), "schema version 2 is newer", "(1)"}));
+  raw_exec(path, "UPDATE schema_version SET version = 3");
+  EXPECT_TRUE(throws_error([&] { RunStore s(path); }, {path.string(), "schema version 3 is newer", "(2)"}));
   raw_exec(path, "DELETE FROM schema_version");
   EXPECT_TRUE(throws_error([&] { RunStore s(path); }, {path.string(), "schema_version must hold exactly one"}));
+}
+
+// A store of version 1 (no run_events) gains the table on open; its runs and metrics stay.
+TEST(RunStore, VersionOneStoreMigratesToEvents) {
+  TempDir dir;
+  const auto path = dir / "runs.sqlite";
+  int64_t id = 0;
+  {
+    RunStore store(path);
+    id = store.create_run(sample_run("old"));
+    store.log_metrics(id, row(1));
+  }
+  raw_exec(path, "DROP TABLE run_events; UPDATE schema_version SET version = 1");
+  RunStore store(path);
+  EXPECT_EQ(raw_text(path, "SELECT version FROM schema_version"), "2");
+  EXPECT_EQ(store.metrics(id).size(), 1u);
+  store.add_event(id, kEventResumed, 1, "resumed at step 1");
+  ASSERT_EQ(store.events(id).size(), 1u);
+  EXPECT_EQ(store.run(id).notes, "resumed at step 1");
 }
 
 // [runs] -------------------------------------------------------------------------------------------------
@@ -697,6 +716,61 @@ TEST(RunStore, RunOfAKilledWriterIsFoundStale) {
   EXPECT_TRUE(store.mark_stale_runs(unix_now(), 60).empty());
   EXPECT_EQ(store.mark_stale_runs(unix_now() + 120, 60), std::vector<int64_t>{run});
   EXPECT_EQ(store.run(run).error, "interrupted");
+}
+
+}  // namespace
+}  // namespace ls::store
+
+namespace ls::store {
+namespace {
+
+// [resume] -----------------------------------------------------------------------------------------------
+
+// Resuming at step 3 after an attempt that logged steps 1..5: steps 4 and 5 go (the resumed steps replace
+// them), an event records the step, the run's notes list every resume in order; a second resume at 4
+// adds a second event. Unknown runs are named.
+TEST(RunStore, ResumeRunDropsLaterStepsAndRecordsAnEvent) {
+  TempDir dir;
+  RunStore store(dir / "runs.sqlite");
+  const int64_t id = store.create_run(sample_run("r"));
+  const int64_t other = store.create_run(sample_run("other"));
+  for (int64_t s = 1; s <= 5; ++s) store.log_metrics(id, row(s)), store.log_metrics(other, row(s));
+  store.resume_run(id, 3, "resumed at step 3 from /runs/r/checkpoint-3");
+  auto rows = store.metrics(id);
+  ASSERT_EQ(rows.size(), 3u);
+  for (size_t i = 0; i < rows.size(); ++i) expect_same_row(rows[i], row(int64_t(i) + 1));
+  EXPECT_EQ(store.metrics(other).size(), 5u) << "another run's steps stay";
+  auto events = store.events(id);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, kEventResumed);
+  EXPECT_EQ(events[0].step, 3);
+  EXPECT_EQ(events[0].run_id, id);
+  EXPECT_GT(events[0].time, 0);
+  store.log_metrics(id, row(4));
+  store.resume_run(id, 4, "second");
+  EXPECT_EQ(store.metrics(id).size(), 4u);
+  EXPECT_EQ(store.run(id).notes, "resumed at step 3 from /runs/r/checkpoint-3\nsecond");
+  EXPECT_EQ(store.events(other).size(), 0u);
+  EXPECT_EQ(store.run(other).notes, "");
+  EXPECT_TRUE(throws_error([&] { store.resume_run(999, 1, "x"); }, {"run 999", "no such run"}));
+  EXPECT_TRUE(store.delete_run(id));
+  EXPECT_EQ(store.events(id).size(), 0u) << "events go with their run";
+}
+
+TEST(RunStore, CopyMetricsThroughAStep) {
+  TempDir dir;
+  RunStore store(dir / "runs.sqlite");
+  const int64_t from = store.create_run(sample_run("from"));
+  const int64_t to = store.create_run(sample_run("to"));
+  for (int64_t s = 1; s <= 5; ++s) store.log_metrics(from, row(s));
+  store.copy_metrics(from, to, 2);
+  const auto rows = store.metrics(to);
+  ASSERT_EQ(rows.size(), 2u);
+  expect_same_row(rows[0], row(1));
+  expect_same_row(rows[1], row(2));
+  EXPECT_EQ(store.metrics(from).size(), 5u);
+  EXPECT_EQ(store.delete_metrics_after(from, 3), 2);
+  EXPECT_EQ(store.metrics(from).size(), 3u);
 }
 
 }  // namespace

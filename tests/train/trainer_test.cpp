@@ -6,14 +6,25 @@
 // - gradient accumulation: two micro-batches of the same example average to that example's gradient,
 //   so the losses equal a run on the single example without accumulation;
 // - validation: held-out examples get a finite validation loss every val_every steps and at the end;
-// - a batch larger than the data set (rows repeat in it) trains.
+// - a batch larger than the data set (rows repeat in it) trains;
+// - the run store: a run cut off after step 5 and resumed from its step-3 checkpoint in its own folder
+//   continues its entry (same id, one series of steps 1..6 equal to an uninterrupted run's, finished, a
+//   "resumed" event at step 3); resumed into another folder it gets a new entry that starts with a copy of
+//   steps 1..3; with another store, a new entry whose note says the checkpoint's run is not there; what a
+//   killed writer left (temporary files, partial checkpoint folders) is removed when a run starts.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include <algorithm>
+
 #include "error.h"
 #include "support/testing.h"
 #include "store/run_store.h"
+#include "train/checkpoint.h"
 #include "train/trainer.h"
 
 namespace ls {
@@ -81,7 +92,24 @@ class TrainerLoop : public test::GpuTest {
     }
     EXPECT_EQ(bytes(b.out / "adapter" / "adapter_model.safetensors"),
               bytes(a.out / "adapter" / "adapter_model.safetensors"));
+    // Another folder: a new entry, whose curve starts with a's steps 1..3.
+    store::RunStore runs(c.store);
+    const auto listed = runs.list_runs();
+    const auto a_run = std::find_if(listed.begin(), listed.end(), [&](const auto& r) { return r.out_dir == a.out; });
+    const auto b_run = std::find_if(listed.begin(), listed.end(), [&](const auto& r) { return r.out_dir == b.out; });
+    EXPECT_TRUE(a_run != listed.end() && b_run != listed.end() && a_run->id != b_run->id);
+    if (a_run != listed.end() && b_run != listed.end()) {
+      EXPECT_EQ(losses_of(runs, b_run->id), full);
+      EXPECT_NE(b_run->notes.find("checkpoint of run " + std::to_string(a_run->id)), std::string::npos) << b_run->notes;
+      EXPECT_EQ(a_run->notes, "");
+      EXPECT_EQ(losses_of(runs, a_run->id), full);
+    }
     return full;
+  }
+  static std::vector<std::pair<uint32_t, double>> losses_of(const store::RunStore& runs, int64_t run) {
+    std::vector<std::pair<uint32_t, double>> out;
+    for (const auto& m : runs.metrics(run)) out.emplace_back(uint32_t(m.step), m.loss);
+    return out;
   }
   fs::path dir_;
   train::TrainConfig config_;
@@ -205,6 +233,89 @@ TEST_F(TrainerLoop, BatchLargerThanTheDataSet) {
   const auto losses = run(c);
   ASSERT_EQ(losses.size(), 2u);
   for (const auto& [step, loss] : losses) EXPECT_TRUE(std::isfinite(loss)) << step;
+}
+
+// A run that dies after step 5 (the callback throws: the entry is marked failed, steps 1..5 logged) and is
+// resumed from checkpoint-3 in its own folder continues its entry.
+TEST_F(TrainerLoop, ResumeInItsOwnFolderContinuesTheRunEntry) {
+  auto plain = config_;
+  plain.out = dir_ / "plain";
+  plain.store = dir_ / "plain.sqlite";
+  const auto full = run(plain);
+  ASSERT_EQ(full.size(), 6u);
+
+  auto c = config_;
+  c.out = dir_ / "cut";
+  EXPECT_THROW(train::train(dev(), c, [](const train::StepReport& r) {
+                 if (r.step == 5) throw Error("cut off");
+                 return true;
+               }), Error);
+  store::RunStore runs(c.store);
+  ASSERT_EQ(runs.list_runs().size(), 1u);
+  const int64_t id = runs.list_runs().front().id;
+  EXPECT_EQ(runs.run(id).status, store::RunStatus::failed);
+  EXPECT_EQ(runs.metrics(id).size(), 5u);
+
+  c.resume = c.out / "checkpoint-3";
+  const auto resumed = run(c);
+  ASSERT_EQ(resumed.size(), 3u);
+  const auto listed = runs.list_runs();
+  ASSERT_EQ(listed.size(), 1u) << "no second entry";
+  EXPECT_EQ(listed.front().id, id);
+  EXPECT_EQ(listed.front().status, store::RunStatus::finished);
+  EXPECT_EQ(listed.front().error, "");
+  EXPECT_EQ(losses_of(runs, id), full) << "one series, steps 4 and 5 of the cut-off attempt replaced";
+  const auto events = runs.events(id);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, store::kEventResumed);
+  EXPECT_EQ(events[0].step, 3);
+  EXPECT_NE(events[0].message.find("resumed at step 3"), std::string::npos) << events[0].message;
+  EXPECT_EQ(bytes(c.out / "adapter" / "adapter_model.safetensors"),
+            bytes(plain.out / "adapter" / "adapter_model.safetensors"));
+  // The checkpoint names its entry.
+  EXPECT_EQ(train::read_checkpoint_state(c.out / "checkpoint-3").run_id, id);
+}
+
+// The checkpoint's entry is in another store: a new entry in this one, with a note saying so.
+TEST_F(TrainerLoop, ResumeWithAnotherStoreMakesANewEntryWithANote) {
+  auto c = config_;
+  c.out = dir_ / "x";
+  run(c);
+  c.resume = c.out / "checkpoint-3";
+  c.store = dir_ / "other.sqlite";
+  EXPECT_EQ(run(c).size(), 3u);
+  store::RunStore other(c.store);
+  const auto listed = other.list_runs();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed.front().status, store::RunStatus::finished);
+  EXPECT_NE(listed.front().notes.find("is not in this store"), std::string::npos) << listed.front().notes;
+  EXPECT_EQ(other.metrics(listed.front().id).size(), 3u);
+  EXPECT_EQ(store::RunStore(config_.store).list_runs().size(), 1u) << "the first store is left alone";
+}
+
+// Leftovers of a writer that died (its pid no longer runs) go; a live writer's stay.
+TEST_F(TrainerLoop, LeftoversOfAKilledWriterAreRemoved) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  const std::string dead = std::to_string(child), live = std::to_string(getpid());
+  auto c = config_;
+  c.out = dir_ / "left";
+  c.steps = 2;
+  c.save_every = 0;
+  fs::create_directories(c.out / ("checkpoint-4.partial." + dead));
+  std::ofstream(c.out / ("checkpoint-4.partial." + dead) / "adapter_config.json") << "{";
+  fs::create_directories(c.out / "adapter");
+  std::ofstream(c.out / "adapter" / ("adapter_model.safetensors.tmp." + dead)) << "x";
+  std::ofstream(c.out / ("metrics.csv.tmp." + dead)) << "x";
+  std::ofstream(c.out / ("notes.tmp." + live)) << "x";
+  run(c);
+  EXPECT_FALSE(fs::exists(c.out / ("checkpoint-4.partial." + dead)));
+  EXPECT_FALSE(fs::exists(c.out / "adapter" / ("adapter_model.safetensors.tmp." + dead)));
+  EXPECT_FALSE(fs::exists(c.out / ("metrics.csv.tmp." + dead)));
+  EXPECT_TRUE(fs::exists(c.out / ("notes.tmp." + live))) << "a live process's file stays";
+  EXPECT_TRUE(fs::exists(c.out / "adapter" / "adapter_model.safetensors"));
 }
 
 }  // namespace
