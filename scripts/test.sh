@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 ls_install_deps "${LS_TEST_PACKAGES[@]+"${LS_TEST_PACKAGES[@]}"}"
 scripts/fetch_tokenizers.sh
+scripts/fetch_llamacpp.sh
 scripts/glslang.sh
 cmake --preset test >/dev/null
 cmake --build --preset test
