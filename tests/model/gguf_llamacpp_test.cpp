@@ -2,7 +2,7 @@
 // tiny Qwen2 and Llama fixtures with a random LoRA (r 4, alpha 8, all seven projections):
 // - llama.cpp tokenizes a corpus (specials, digits, punctuation, newlines, non-ASCII) from our metadata to
 //   the ids our tokenizer gives, and reads back the hyper-parameters and chat template;
-// - the merged model in f16: llama.cpp's logits at every position against ours (the merged safetensors run by
+// - the merged model in f16 (and bf16, within 5e-2): llama.cpp's logits at every position against ours (the merged safetensors run by
 //   our generator in f32), within what f16 weights (and ggml's f16 activations in its matmuls) change;
 //   greedy decoding gives the same tokens;
 // - base f16 GGUF + our LoRA GGUF equals the merged f16 GGUF (logits), and differs from the base alone;
@@ -199,7 +199,7 @@ class GgufLlamaCpp : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
-  const fs::path model_dir = test::fixtures_dir() / "models" / GetParam();
+  const fs::path model_dir = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / GetParam();
   TempDir dir;
   const ModelConfig config = load_config(model_dir);
   write_random_adapter(model_dir, dir / "adapter", 17);
@@ -260,6 +260,15 @@ TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
               "logits\n", GetParam(), s.max_abs, s.max_rel, got.size());
   // f16 weights and ggml's f16 activations in f16 matmuls: a few 1e-3 of the logits' scale.
   EXPECT_LT(s.max_rel, 1e-2);
+
+  // bf16 weights: the same logits within bf16's rounding (8 bits of mantissa against f16's 11).
+  export_merged_gguf(model_dir, dir / "adapter", dir / "merged-bf16.gguf", GgufFileType::bf16);
+  LlamaModel merged_bf16(dir / "merged-bf16.gguf");
+  ASSERT_TRUE(merged_bf16.ok()) << "llama.cpp could not load " << dir / "merged-bf16.gguf";
+  const auto sbf = test::compare(merged_bf16.logits_of_every_position(ids), want);
+  std::printf("  [measured] %s merged bf16 GGUF vs our f32 merged: max abs %.3e, rel %.3e\n", GetParam(), sbf.max_abs,
+              sbf.max_rel);
+  EXPECT_LT(sbf.max_rel, 5e-2);
 
   // Greedy decoding from the first tokens of the prompt.
   const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 6);
