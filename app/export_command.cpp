@@ -13,9 +13,11 @@
 
 #include "batch_command.h"
 #include "error.h"
+#include "model/gguf_export.h"
 #include "model/merge.h"
 #include "store/run_store.h"
 #include "trl_export.h"
+#include "util/atomic_file.h"
 
 namespace ls::app {
 
@@ -30,6 +32,14 @@ void add_export_options(CLI::App& cmd, ExportArgs& a) {
                  "the run's hyperparameters under TRL's SFTTrainer + PEFT, for one GPU or `accelerate launch` on "
                  "many (the run from --run or --config)")
       ->type_name("DIR");
+  cmd.add_option("--gguf", a.gguf,
+                 "write for llama.cpp and Ollama into this folder: model-<type>.gguf (the model with the adapter "
+                 "merged in, with its tokenizer and chat template), adapter.gguf (the adapter as a GGUF LoRA for "
+                 "llama.cpp --lora or Ollama ADAPTER over the same base) and a Modelfile for `ollama create NAME -f "
+                 "DIR/Modelfile`; Qwen2, Llama and Mistral models with byte-level BPE tokenizers")
+      ->type_name("DIR");
+  cmd.add_option("--gguf-type", a.gguf_type, "--gguf: the merged model's weights: f16, bf16 or q8_0")
+      ->capture_default_str();
   cmd.add_option("--model", a.model, "the base: a Hugging Face model folder (config.json, *.safetensors)");
   cmd.add_option("--adapter", a.adapter, "PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors)");
   cmd.add_option("--out", a.out, "folder to write (must be absent or empty unless --force)");
@@ -37,8 +47,8 @@ void add_export_options(CLI::App& cmd, ExportArgs& a) {
   cmd.add_option("--max-shard-size", a.max_shard_size, "largest weight file, as transformers spells it (5GB, 500MB, 2GiB)")
       ->capture_default_str();
   cmd.add_option("--run", a.run,
-                 "a run: its number in the run store or its folder (--out of --batch); --merge records the export "
-                 "under it, --trl reads its config");
+                 "a run: its number in the run store or its folder (--out of --batch); --merge and --gguf record the "
+                 "export under it, --trl reads its config");
   cmd.add_option("--config", a.config,
                  "--trl: the run's configuration from a file instead: a run folder's config.json or a --batch TOML file")
       ->type_name("FILE");
@@ -125,6 +135,54 @@ int export_merged(const ExportArgs& a) {
   return 0;
 }
 
+// Progress of one file on stderr, a line per tenth.
+gguf::Progress progress_printer(const fs::path& file) {
+  return [file, last = -1](uint64_t done, uint64_t total) mutable {
+    const int tenth = total ? int(done * 10 / total) : 10;
+    if (tenth == last) return;
+    last = tenth;
+    std::fprintf(stderr, "  %s: %d%%\n", file.filename().c_str(), tenth * 10);
+  };
+}
+
+int export_gguf(const ExportArgs& a) {
+  if (a.model.empty() || a.adapter.empty())
+    throw Error("export --gguf DIR needs --model DIR (the base) and --adapter DIR (the PEFT adapter)");
+  model::GgufFileType type;
+  if (!model::parse_gguf_file_type(a.gguf_type, type))
+    throw Error("--gguf-type: \"" + a.gguf_type + "\" is not one of f16, bf16, q8_0");
+  std::optional<store::RunStore> runs;
+  int64_t run = -1;
+  if (!a.run.empty()) {
+    runs.emplace(open_store(a));
+    run = run_id(a, *runs);
+  }
+  const fs::path dir = a.gguf;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw Error(dir.string() + ": exists and is not a folder");
+  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec) && !a.force)
+    throw Error(dir.string() + ": exists and is not empty (--force rewrites the files export --gguf writes there)");
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(dir.string() + ": cannot create (" + ec.message() + ")");
+
+  const std::string model_file = "model-" + a.gguf_type + ".gguf";
+  std::fprintf(stderr, "writing %s (the adapter as a GGUF LoRA)\n", (dir / "adapter.gguf").c_str());
+  model::export_adapter_gguf(a.model, a.adapter, dir / "adapter.gguf", progress_printer(dir / "adapter.gguf"));
+  std::fprintf(stderr, "writing %s (the merged model, %s)\n", (dir / model_file).c_str(), a.gguf_type.c_str());
+  model::export_merged_gguf(a.model, a.adapter, dir / model_file, type, progress_printer(dir / model_file));
+  // Ollama resolves FROM and ADAPTER paths against the Modelfile's folder.
+  write_file_atomically(dir / "Modelfile",
+                        "# ollama create NAME -f " + (dir / "Modelfile").string() +
+                            "\n# The model with the adapter merged in; its chat template is in the GGUF.\n"
+                            "FROM ./" + model_file +
+                            "\n# Or the base model with the adapter on top: FROM a GGUF of the same base model, then\n"
+                            "# ADAPTER ./adapter.gguf\n");
+  if (runs) runs->add_export(run, fs::absolute(dir).lexically_normal(), store::ExportFormat::gguf);
+  std::fprintf(stderr, "wrote %s, adapter.gguf and Modelfile in %s; run: ollama create NAME -f %s\n", model_file.c_str(),
+               dir.c_str(), (dir / "Modelfile").c_str());
+  return 0;
+}
+
 int export_trl(const ExportArgs& a) {
   if (a.run.empty() == a.config.empty())
     throw Error("export --trl needs the run: --run RUN (its number in the run store or its folder) or --config FILE");
@@ -160,14 +218,17 @@ int export_trl(const ExportArgs& a) {
 }  // namespace
 
 int run_export(const ExportArgs& a) {
-  if (a.merge && !a.trl.empty()) throw Error("export: --merge and --trl are two exports; give one at a time");
+  if (int(a.merge) + int(!a.trl.empty()) + int(!a.gguf.empty()) > 1)
+    throw Error("export: --merge, --trl and --gguf are separate exports; give one at a time");
   if (a.merge) return export_merged(a);
+  if (!a.gguf.empty()) return export_gguf(a);
   if (!a.trl.empty()) return export_trl(a);
   std::fprintf(stderr,
-               "lorastudio: export needs --merge or --trl: export --merge --model DIR --adapter DIR --out DIR writes the "
-               "model with the adapter merged into its weights, a safetensors folder that transformers loads; export "
-               "--trl DIR --run RUN writes a PyTorch script that trains with the run's hyperparameters under TRL + PEFT "
-               "(the adapter folder itself is already PEFT's format)\n");
+               "lorastudio: export needs --merge, --trl or --gguf: export --merge --model DIR --adapter DIR --out DIR "
+               "writes the model with the adapter merged into its weights, a safetensors folder that transformers "
+               "loads; export --trl DIR --run RUN writes a PyTorch script that trains with the run's hyperparameters "
+               "under TRL + PEFT; export --gguf DIR --model DIR --adapter DIR writes GGUF files and a Modelfile for "
+               "llama.cpp and Ollama (the adapter folder itself is already PEFT's format)\n");
   return 2;
 }
 

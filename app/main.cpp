@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
   ls::app::ExportArgs export_args;
   auto* export_cmd = app.add_subcommand("export", "Write a trained adapter in another form: --merge writes the model "
                                                   "with the adapter merged in, a safetensors folder transformers loads; "
-                                                  "--trl writes a PyTorch script that trains with a run's settings");
+                                                  "--trl writes a PyTorch script that trains with a run's settings; "
+                                                  "--gguf writes GGUF files and a Modelfile for llama.cpp and Ollama");
   ls::app::add_export_options(*export_cmd, export_args);
   ls::app::TemplateArgs template_args;
   auto* template_cmd = app.add_subcommand(

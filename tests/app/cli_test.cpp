@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/gguf_reader.h"
 #include "model/safetensors.h"
 #include "app/run_app.h"
 #include "store/run_store.h"
@@ -231,6 +232,56 @@ TEST_F(Cli, ExportMergeWritesAModelThatGeneratesLikeTheAdapter) {
   EXPECT_EQ(again.code, 0) << again.err;
   EXPECT_TRUE(fs::exists(out / "model.safetensors.index.json"));
   EXPECT_FALSE(fs::exists(out / "model.safetensors"));
+}
+
+// export --gguf: adapter.gguf, model-<type>.gguf and a Modelfile naming it, recorded under --run; an
+// unknown --gguf-type and a full folder without --force are refused. (llama.cpp reading these files is
+// gguf_llamacpp_test.)
+TEST_F(Cli, ExportGgufWritesModelAdapterAndModelfile) {
+  const fs::path out = dir_ / "gguf", store = dir_ / "runs.sqlite";
+  int64_t run_id = 0;
+  {
+    store::RunStore runs(store);
+    run_id = runs.create_run({.name = "r", .model_path = dir_, .data_path = "d.jsonl", .config_json = "{}", .out_dir = dir_});
+  }
+  const std::vector<std::string> base = {"export", "--gguf", out.string(), "--model", dir_.string(), "--adapter",
+                                         (dir_ / "adapter").string()};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  };
+  auto bad = with({"--gguf-type", "q4_0"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("--gguf-type"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(out));
+
+  auto r = with({"--gguf-type", "q8_0", "--run", std::to_string(run_id), "--store", store.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("100%"), std::string::npos) << r.err;
+  const auto model = gguf::Reader::open(out / "model-q8_0.gguf");
+  EXPECT_EQ(std::get<std::string>(*model.find("general.architecture")), "qwen2");
+  EXPECT_EQ(std::get<uint32_t>(*model.find("general.file_type")), 7u);
+  const auto adapter = gguf::Reader::open(out / "adapter.gguf");
+  EXPECT_EQ(std::get<std::string>(*adapter.find("general.type")), "adapter");
+  EXPECT_EQ(adapter.tensors().size(), 2u * 7u * 2u);
+  const std::string modelfile = read_text(out / "Modelfile");
+  EXPECT_NE(modelfile.find("\nFROM ./model-q8_0.gguf\n"), std::string::npos) << modelfile;
+  {
+    store::RunStore runs(store);
+    auto exports = runs.exports(run_id);
+    ASSERT_EQ(exports.size(), 1u);
+    EXPECT_EQ(exports[0].format, store::ExportFormat::gguf);
+  }
+  for (const auto& e : fs::directory_iterator(out))
+    EXPECT_TRUE(e.path().filename() == "Modelfile" || e.path().extension() == ".gguf") << e.path();
+
+  auto again = with({});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_NE(again.err.find("--force"), std::string::npos) << again.err;
+  again = with({"--force"});
+  EXPECT_EQ(again.code, 0) << again.err;
+  EXPECT_TRUE(fs::exists(out / "model-f16.gguf"));
 }
 
 TEST_F(Cli, ExportWithoutMergeSaysWhatItCanDo) {

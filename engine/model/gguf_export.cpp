@@ -1,0 +1,297 @@
+#include "model/gguf_export.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+#include "model/config.h"
+#include "model/gguf_names.h"
+#include "model/gguf_vocab.h"
+#include "model/lora.h"
+#include "model/merge.h"
+#include "model/peft_adapter.h"
+#include "model/safetensors.h"
+#include "tensor/dtype.h"
+#include "tensor/tensor.h"
+#include "util/mapped_file.h"
+
+namespace ls::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kSlabBytes = 4 << 20;  // bytes handed to the writer at a time
+
+float element(const TensorInfo& t, size_t i) {
+  const std::byte* p = t.bytes.data();
+  float f;
+  uint16_t h;
+  switch (t.dtype) {
+    case DType::f32: std::memcpy(&f, p + 4 * i, 4); return f;
+    case DType::f16: std::memcpy(&h, p + 2 * i, 2); return f16_to_f32(h);
+    case DType::bf16: std::memcpy(&h, p + 2 * i, 2); return bf16_to_f32(h);
+    case DType::i32: break;
+  }
+  return 0;
+}
+
+// ggml's file types (llama.h's llama_ftype) and tensor types.
+uint32_t llama_ftype(GgufFileType t) {
+  switch (t) {
+    case GgufFileType::f16: return 1;
+    case GgufFileType::bf16: return 32;
+    case GgufFileType::q8_0: return 7;
+  }
+  return 0;
+}
+
+// Streams a [rows, cols] float tensor (rows reordered by `heads`, see gguf_names.h) as `type`.
+void stream_rows(const TensorInfo& t, uint64_t rows, uint64_t cols, uint32_t heads, gguf::TensorType type,
+                 const gguf::ByteSink& sink) {
+  const uint64_t row_bytes = gguf::tensor_bytes(type, std::vector<uint64_t>{cols}, t.name);
+  const uint64_t slab_rows = std::clamp<uint64_t>(kSlabBytes / std::max<uint64_t>(row_bytes, 1), 1, rows);
+  std::vector<std::byte> out(slab_rows * row_bytes);
+  std::vector<float> row(cols);
+  for (uint64_t r0 = 0; r0 < rows; r0 += slab_rows) {
+    const uint64_t n = std::min(slab_rows, rows - r0);
+    for (uint64_t r = 0; r < n; ++r) {
+      const uint64_t src = gguf_source_row(r0 + r, rows, heads);
+      for (uint64_t c = 0; c < cols; ++c) row[c] = element(t, src * cols + c);
+      std::byte* dst = out.data() + r * row_bytes;
+      switch (type) {
+        case gguf::TensorType::f32: std::memcpy(dst, row.data(), cols * 4); break;
+        case gguf::TensorType::f16:
+        case gguf::TensorType::bf16:
+          for (uint64_t c = 0; c < cols; ++c) {
+            const uint16_t h = type == gguf::TensorType::f16 ? f32_to_f16(row[c]) : f32_to_bf16(row[c]);
+            std::memcpy(dst + 2 * c, &h, 2);
+          }
+          break;
+        case gguf::TensorType::q8_0: quantize_row_q8_0(row.data(), cols, dst); break;
+        default: throw Error("GGUF export: tensor type " + std::string(gguf::type_traits(type).name) + " not written");
+      }
+    }
+    sink(std::span(out).first(n * row_bytes));
+  }
+}
+
+gguf::TensorType matrix_type(GgufFileType type, uint64_t cols) {
+  switch (type) {
+    case GgufFileType::f16: return gguf::TensorType::f16;
+    case GgufFileType::bf16: return gguf::TensorType::bf16;
+    case GgufFileType::q8_0: return cols % 32 == 0 ? gguf::TensorType::q8_0 : gguf::TensorType::f16;
+  }
+  return gguf::TensorType::f16;
+}
+
+nlohmann::json read_json(const fs::path& path) {
+  MappedFile f(path);
+  try {
+    return nlohmann::json::parse(reinterpret_cast<const char*>(f.bytes().data()),
+                                 reinterpret_cast<const char*>(f.bytes().data()) + f.size());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(path.string() + ": not JSON (" + e.what() + ")");
+  }
+}
+
+// Llama 3 rope: llama.cpp divides each rotation frequency by rope_freqs[i] (convert_hf_to_gguf.py's
+// generate_extra_tensors: 1, factor, or 1 / ((1 - s) / factor + s) between the two wavelengths).
+std::vector<float> llama3_rope_factors(const ModelConfig& c) {
+  const RopeScaling& r = c.rope_scaling;
+  const double old_ctx = r.original_max_position_embeddings;
+  const double low_wavelen = old_ctx / r.low_freq_factor, high_wavelen = old_ctx / r.high_freq_factor;
+  std::vector<float> factors;
+  for (uint32_t i = 0; i < c.head_dim; i += 2) {
+    const float freq = 1.0f / std::pow(c.rope_theta, float(i) / float(c.head_dim));  // torch's f32 steps
+    const double wavelen = 2 * M_PI / double(freq);
+    if (wavelen < high_wavelen) factors.push_back(1);
+    else if (wavelen > low_wavelen) factors.push_back(r.factor);
+    else {
+      const double s = (old_ctx / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
+      factors.push_back(float(1 / ((1 - s) / r.factor + s)));
+    }
+  }
+  return factors;
+}
+
+std::string folder_name(const fs::path& dir) {
+  const fs::path n = dir.lexically_normal();
+  return (n.has_filename() ? n.filename() : n.parent_path().filename()).string();
+}
+
+void check_expressible(const ModelConfig& c, const fs::path& config_path) {
+  if (c.arch == Architecture::Qwen2 && c.rope_scaling.type != RopeScaling::Type::None)
+    throw Error(config_path.string() + ": rope scaling on a Qwen2 model cannot be written to GGUF "
+                                       "(llama.cpp's qwen2 takes no rope scaling we could set)");
+  if (c.arch == Architecture::Qwen2 && c.sliding_window)
+    throw Error(config_path.string() + ": Qwen2's sliding window (use_sliding_window) has no GGUF key in llama.cpp's "
+                                       "qwen2; export refused rather than a model that attends differently");
+}
+
+void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_dir, GgufFileType type) {
+  const std::string arch = gguf_architecture(c.arch);
+  const nlohmann::json raw = read_json(model_dir / "config.json");
+  w.set("general.architecture", arch);
+  w.set("general.type", std::string("model"));
+  w.set("general.name", folder_name(model_dir));
+  w.set(arch + ".block_count", c.num_layers);
+  w.set(arch + ".context_length", c.max_position_embeddings);
+  w.set(arch + ".embedding_length", c.hidden_size);
+  w.set(arch + ".feed_forward_length", c.intermediate_size);
+  w.set(arch + ".attention.head_count", c.num_heads);
+  w.set(arch + ".attention.head_count_kv", c.num_kv_heads);
+  if (c.rope_scaling.type == RopeScaling::Type::Linear) {
+    w.set(arch + ".rope.scaling.type", std::string("linear"));
+    w.set(arch + ".rope.scaling.factor", c.rope_scaling.factor);
+  }
+  w.set(arch + ".rope.freq_base", c.rope_theta);
+  w.set(arch + ".attention.layer_norm_rms_epsilon", c.rms_norm_eps);
+  if (raw.contains("head_dim") && raw["head_dim"].is_number_integer()) {
+    w.set(arch + ".attention.key_length", c.head_dim);
+    w.set(arch + ".attention.value_length", c.head_dim);
+  }
+  w.set("general.file_type", llama_ftype(type));
+  if (c.arch != Architecture::Qwen2) {
+    w.set(arch + ".vocab_size", c.vocab_size);
+    w.set(arch + ".rope.dimension_count", c.head_dim);
+  }
+  w.set("general.quantization_version", uint32_t(2));
+}
+
+}  // namespace
+
+const char* gguf_file_type_name(GgufFileType type) {
+  switch (type) {
+    case GgufFileType::f16: return "f16";
+    case GgufFileType::bf16: return "bf16";
+    case GgufFileType::q8_0: return "q8_0";
+  }
+  return "?";
+}
+
+bool parse_gguf_file_type(const std::string& text, GgufFileType& type) {
+  for (GgufFileType t : {GgufFileType::f16, GgufFileType::bf16, GgufFileType::q8_0})
+    if (text == gguf_file_type_name(t)) {
+      type = t;
+      return true;
+    }
+  return false;
+}
+
+void quantize_row_q8_0(const float* x, size_t n, std::byte* out) {
+  for (size_t b = 0; b < n / 32; ++b, x += 32, out += 34) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
+    const uint16_t dh = f32_to_f16(d);
+    std::memcpy(out, &dh, 2);
+    for (int j = 0; j < 32; ++j) out[2 + j] = std::byte(uint8_t(int8_t(std::roundf(x[j] * id))));
+  }
+}
+
+void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
+                       const gguf::Progress& progress) {
+  const ModelConfig c = load_config(model_dir);
+  check_expressible(c, model_dir / "config.json");
+  const SafeTensors st = SafeTensors::open(model_dir);
+
+  gguf::Writer w;
+  set_hparams(w, c, model_dir, type);
+  add_gguf_vocab(w, model_dir, c.vocab_size);
+
+  for (const TensorInfo& t : st.tensors()) {
+    const std::optional<std::string> name = gguf_tensor_name(t.name);
+    if (!name) continue;
+    if (*name == "output.weight" && c.tie_word_embeddings) continue;  // llama.cpp reuses token_embd
+    if (t.shape.empty() || t.shape.size() > 2)
+      throw Error(t.file.string() + ": tensor \"" + t.name + "\" " + shape_string(t.shape) +
+                  " is neither a vector nor a matrix");
+    const bool matrix = t.shape.size() == 2;
+    const uint64_t rows = matrix ? t.shape[0] : 1, cols = matrix ? t.shape[1] : t.shape[0];
+    const uint32_t heads = gguf_permuted_heads(c, t.name);
+    const gguf::TensorType tt = matrix ? matrix_type(type, cols) : gguf::TensorType::f32;
+    std::vector<uint64_t> ne = matrix ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{cols};
+    if (!matrix && heads) {  // a q/k bias: its elements are the rows to permute
+      w.add_tensor({*name, tt, ne, [&t, cols, heads](const gguf::ByteSink& sink) {
+                      std::vector<float> v(cols);
+                      for (uint64_t i = 0; i < cols; ++i) v[i] = element(t, gguf_source_row(i, cols, heads));
+                      sink(std::as_bytes(std::span<const float>(v)));
+                    }});
+      continue;
+    }
+    w.add_tensor({*name, tt, ne, [&t, rows, cols, heads, tt](const gguf::ByteSink& sink) {
+                    stream_rows(t, rows, cols, heads, tt, sink);
+                  }});
+  }
+  if (c.rope_scaling.type == RopeScaling::Type::Llama3) {
+    std::vector<float> factors = llama3_rope_factors(c);
+    const uint64_t n = factors.size();
+    w.add_tensor({"rope_freqs.weight", gguf::TensorType::f32, {n}, [factors](const gguf::ByteSink& sink) {
+                    sink(std::as_bytes(std::span<const float>(factors)));
+                  }});
+  }
+  if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
+  w.write(out, progress);
+}
+
+void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
+                        GgufFileType type, const gguf::Progress& progress) {
+  fs::path tmp = out.parent_path() / (".merge-" + out.filename().string() + "-" + std::to_string(::getpid()));
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  try {
+    merge_adapter(model_dir, adapter_dir, tmp);
+    export_model_gguf(tmp, out, type, progress);
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+  fs::remove_all(tmp, ec);
+}
+
+void export_adapter_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
+                         const gguf::Progress& progress) {
+  const ModelConfig c = load_config(model_dir);
+  const LoraAdapter a = read_peft_adapter_config(adapter_dir);
+  const fs::path weights = adapter_dir / "adapter_model.safetensors";
+  const SafeTensors st = SafeTensors::open(weights);
+
+  gguf::Writer w;
+  w.set("general.architecture", std::string(gguf_architecture(c.arch)));
+  w.set("general.type", std::string("adapter"));
+  w.set("general.name", folder_name(adapter_dir));
+  w.set("adapter.type", std::string("lora"));
+  w.set("adapter.lora.alpha", a.rslora ? a.alpha * std::sqrt(float(a.rank)) : a.alpha);
+
+  for (uint32_t layer = 0; layer < c.num_layers; ++layer)
+    for (LoraTarget t : a.targets) {
+      const std::string ka = peft_key(layer, t, false), kb = peft_key(layer, t, true);
+      const TensorInfo *ta = st.find(ka), *tb = st.find(kb);
+      if (!ta && !tb) continue;  // a layer the adapter leaves alone (layers_to_transform)
+      if (!ta || !tb) throw Error(weights.string() + ": \"" + (ta ? kb : ka) + "\" is missing (its pair is present)");
+      const auto [rows_out, cols_in] = target_shape(c, t);
+      if (ta->shape != std::vector<uint64_t>{a.rank, cols_in} || tb->shape != std::vector<uint64_t>{rows_out, a.rank})
+        throw Error(weights.string() + ": \"" + ka + "\" " + shape_string(ta->shape) + " and \"" + kb + "\" " +
+                    shape_string(tb->shape) + " do not fit the model's " + std::string(target_name(t)) + " [" +
+                    std::to_string(rows_out) + ", " + std::to_string(cols_in) + "] with r = " +
+                    std::to_string(a.rank) + " (an adapter for another model?)");
+      const std::string base = "blk." + std::to_string(layer) + "." + std::string(gguf_target_name(t)) + ".weight";
+      const uint64_t r = a.rank, in = cols_in, outn = rows_out;
+      const uint32_t heads = gguf_permuted_heads(c, t);
+      w.add_tensor({base + ".lora_a", gguf::TensorType::f32, {in, r}, [ta, r, in](const gguf::ByteSink& sink) {
+                      stream_rows(*ta, r, in, 0, gguf::TensorType::f32, sink);
+                    }});
+      w.add_tensor({base + ".lora_b", gguf::TensorType::f32, {r, outn}, [tb, r, outn, heads](const gguf::ByteSink& sink) {
+                      stream_rows(*tb, outn, r, heads, gguf::TensorType::f32, sink);
+                    }});
+    }
+  if (w.tensor_count() == 0) throw Error(weights.string() + ": holds no LoRA matrices of the model's layers");
+  if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
+  w.write(out, progress);
+}
+
+}  // namespace ls::model

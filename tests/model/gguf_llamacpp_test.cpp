@@ -1,0 +1,361 @@
+// Our GGUF files read by llama.cpp itself (its CPU build, fetched by scripts/fetch_llamacpp.sh), for the
+// tiny Qwen2 and Llama fixtures with a random LoRA (r 4, alpha 8, all seven projections):
+// - llama.cpp tokenizes a corpus (specials, digits, punctuation, newlines, non-ASCII) from our metadata to
+//   the ids our tokenizer gives, and reads back the hyper-parameters and chat template;
+// - the merged model in f16 (and bf16, within 5e-2): llama.cpp's logits at every position against ours (the merged safetensors run by
+//   our generator in f32), within what f16 weights (and ggml's f16 activations in its matmuls) change;
+//   greedy decoding gives the same tokens;
+// - base f16 GGUF + our LoRA GGUF equals the merged f16 GGUF (logits), and differs from the base alone;
+// - q8_0: llama.cpp's llama_model_quantize turns our f16 file into q8_0; tensor by tensor our q8_0 is at
+//   least as close to the f32 weights as llama.cpp's (which quantized f16-rounded values), 0.5% slack.
+// Tolerances are stated where asserted; measured values are printed as "[measured]".
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "infer/generator.h"
+#include "model/config.h"
+#include "model/gguf_export.h"
+#include "model/gguf_names.h"
+#include "model/gguf_reader.h"
+#include "model/merge.h"
+#include "model/peft_adapter.h"
+#include "model/model_files.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+#include "support/testing.h"
+#include "tensor/dtype.h"
+#include "tokenizer/tokenizer.h"
+
+#ifdef LS_LLAMACPP_LIB_DIR
+#include <ggml-backend.h>
+#include <llama.h>
+#endif
+
+namespace ls::model {
+namespace {
+
+namespace fs = std::filesystem;
+using test::TempDir;
+
+#ifdef LS_LLAMACPP_LIB_DIR
+
+const char* const kCorpus[] = {
+    "Hello world! How are you today?",
+    "The year 2024 had 366 days; 3.14159 is pi, 1,000,000 is a million.",
+    "  leading spaces,\ttabs\tand\nnew\n\nlines  \n",
+    "<|im_start|>user\nWhat's up?<|im_end|>\n<|im_start|>assistant\n",
+    "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>",
+    "caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \xf0\x9f\x98\x80 emoji, I'm sure you'll see.",
+    "def f(x):\n    return x ** 2  # squares\n",
+};
+
+// Writes a PEFT adapter for the model in `model_dir`: random A and B, r 4, alpha 8, all seven targets.
+void write_random_adapter(const fs::path& model_dir, const fs::path& dir, uint32_t seed) {
+  const ModelConfig c = load_config(model_dir);
+  fs::create_directories(dir);
+  test::write_text(dir / "adapter_config.json",
+                   R"({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 4, "lora_alpha": 8, "lora_dropout": 0.0,
+    "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+    "bias": "none", "use_rslora": false, "use_dora": false, "fan_in_fan_out": false})");
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 0.15f);
+  std::vector<std::string> names;
+  std::vector<std::vector<float>> values;
+  std::vector<std::vector<uint64_t>> shapes;
+  for (uint32_t layer = 0; layer < c.num_layers; ++layer)
+    for (size_t t = 0; t < kLoraTargetCount; ++t) {
+      const auto [out, in] = target_shape(c, LoraTarget(t));
+      for (bool b : {false, true}) {
+        names.push_back(peft_key(layer, LoraTarget(t), b));
+        shapes.push_back(b ? std::vector<uint64_t>{out, 4u} : std::vector<uint64_t>{4u, in});
+        std::vector<float> v(shapes.back()[0] * shapes.back()[1]);
+        for (float& x : v) x = normal(rng);
+        values.push_back(std::move(v));
+      }
+    }
+  std::vector<TensorToWrite> tensors;
+  for (size_t i = 0; i < names.size(); ++i)
+    tensors.push_back({.name = names[i], .dtype = DType::f32, .shape = shapes[i],
+                       .bytes = std::as_bytes(std::span<const float>(values[i]))});
+  write_safetensors(dir / "adapter_model.safetensors", tensors, {{"format", "pt"}});
+}
+
+struct LlamaModel {
+  llama_model* model = nullptr;
+  llama_context* ctx = nullptr;
+  llama_adapter_lora* lora = nullptr;
+  explicit LlamaModel(const fs::path& gguf, const fs::path& lora_path = {}) {
+    llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    mp.progress_callback = [](float, void*) { return true; };  // no dots on stderr
+    model = llama_model_load_from_file(gguf.c_str(), mp);
+    if (!model) return;
+    llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = 128;
+    cp.n_batch = 128;
+    cp.n_ubatch = 128;
+    cp.n_threads = cp.n_threads_batch = 2;
+    ctx = llama_init_from_model(model, cp);
+    if (!lora_path.empty() && ctx) {
+      lora = llama_adapter_lora_init(model, lora_path.c_str());
+      float scale = 1.0f;
+      if (lora) llama_set_adapters_lora(ctx, &lora, 1, &scale);
+    }
+  }
+  ~LlamaModel() {
+    if (lora) llama_adapter_lora_free(lora);
+    if (ctx) llama_free(ctx);
+    if (model) llama_model_free(model);
+  }
+  bool ok() const { return model && ctx; }
+  const llama_vocab* vocab() const { return llama_model_get_vocab(model); }
+  int32_t n_vocab() const { return llama_vocab_n_tokens(vocab()); }
+
+  std::vector<int32_t> tokenize(const std::string& text) const {
+    std::vector<llama_token> ids(text.size() + 8);
+    int32_t n = llama_tokenize(vocab(), text.data(), int32_t(text.size()), ids.data(), int32_t(ids.size()),
+                               /*add_special=*/false, /*parse_special=*/true);
+    ids.resize(size_t(std::max(n, 0)));
+    return {ids.begin(), ids.end()};
+  }
+  // Logits after every token of `ids` (a fresh sequence), [T, V].
+  std::vector<float> logits_of_every_position(const std::vector<int32_t>& ids) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    llama_batch batch = llama_batch_init(int32_t(ids.size()), 0, 1);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      batch.token[i] = ids[i];
+      batch.pos[i] = int32_t(i);
+      batch.n_seq_id[i] = 1;
+      batch.seq_id[i][0] = 0;
+      batch.logits[i] = 1;
+    }
+    batch.n_tokens = int32_t(ids.size());
+    const int rc = llama_decode(ctx, batch);
+    std::vector<float> out;
+    if (rc == 0)
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const float* l = llama_get_logits_ith(ctx, int32_t(i));
+        out.insert(out.end(), l, l + n_vocab());
+      }
+    llama_batch_free(batch);
+    return out;
+  }
+  std::vector<int32_t> greedy(std::vector<int32_t> ids, int n) {
+    llama_memory_clear(llama_get_memory(ctx), true);
+    std::vector<int32_t> out;
+    std::vector<llama_token> next(ids.begin(), ids.end());
+    for (int i = 0; i < n; ++i) {
+      if (llama_decode(ctx, llama_batch_get_one(next.data(), int32_t(next.size()))) != 0) break;
+      const float* l = llama_get_logits_ith(ctx, -1);
+      const int32_t best = int32_t(std::max_element(l, l + n_vocab()) - l);
+      out.push_back(best);
+      next = {best};
+    }
+    return out;
+  }
+};
+
+std::vector<float> dequantize(const gguf::TensorInfo& t) {
+  std::vector<float> v;
+  const std::byte* p = t.bytes.data();
+  uint64_t n = 1;
+  for (uint64_t d : t.ne) n *= d;
+  if (t.type == uint32_t(gguf::TensorType::q8_0)) {
+    for (uint64_t b = 0; b < n / 32; ++b, p += 34) {
+      uint16_t dh;
+      std::memcpy(&dh, p, 2);
+      const float d = f16_to_f32(dh);
+      for (int j = 0; j < 32; ++j) v.push_back(d * float(int8_t(uint8_t(p[2 + j]))));
+    }
+  } else if (t.type == uint32_t(gguf::TensorType::f16)) {
+    for (uint64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      v.push_back(f16_to_f32(h));
+    }
+  } else if (t.type == uint32_t(gguf::TensorType::f32)) {
+    v.resize(n);
+    std::memcpy(v.data(), p, n * 4);
+  }
+  return v;
+}
+
+class GgufLlamaCpp : public ::testing::TestWithParam<const char*> {
+ protected:
+  static void SetUpTestSuite() {
+    llama_log_set([](ggml_log_level level, const char* text, void*) {
+      if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
+    }, nullptr);
+    ggml_backend_load_all_from_path(LS_LLAMACPP_LIB_DIR);
+    llama_backend_init();
+  }
+  void TearDown() override { test::expect_no_validation_messages(); }
+};
+
+TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
+  const fs::path model_dir = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / GetParam();
+  TempDir dir;
+  const ModelConfig config = load_config(model_dir);
+  write_random_adapter(model_dir, dir / "adapter", 17);
+  merge_adapter(model_dir, dir / "adapter", dir / "merged");
+  uint64_t last_done = 0, last_total = 0;
+  export_merged_gguf(model_dir, dir / "adapter", dir / "merged-f16.gguf", GgufFileType::f16,
+                     [&](uint64_t done, uint64_t total) { last_done = done, last_total = total; });
+  EXPECT_GT(last_total, 0u);
+  EXPECT_EQ(last_done, last_total);
+  export_model_gguf(model_dir, dir / "base-f16.gguf", GgufFileType::f16);
+  export_adapter_gguf(model_dir, dir / "adapter", dir / "lora.gguf");
+  export_merged_gguf(model_dir, dir / "adapter", dir / "merged-q8_0.gguf", GgufFileType::q8_0);
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    EXPECT_FALSE(e.path().filename().string().starts_with(".")) << "left behind: " << e.path();
+
+  LlamaModel merged(dir / "merged-f16.gguf");
+  ASSERT_TRUE(merged.ok()) << "llama.cpp could not load " << dir / "merged-f16.gguf";
+
+  // Metadata as llama.cpp reads it.
+  char buf[256];
+  ASSERT_GT(llama_model_meta_val_str(merged.model, "general.architecture", buf, sizeof buf), 0);
+  EXPECT_EQ(std::string(buf), gguf_architecture(config.arch));
+  EXPECT_EQ(llama_model_n_layer(merged.model), int32_t(config.num_layers));
+  EXPECT_EQ(llama_model_n_embd(merged.model), int32_t(config.hidden_size));
+  EXPECT_EQ(llama_model_n_head(merged.model), int32_t(config.num_heads));
+  EXPECT_EQ(llama_model_n_head_kv(merged.model), int32_t(config.num_kv_heads));
+  EXPECT_EQ(llama_model_n_ctx_train(merged.model), int32_t(config.max_position_embeddings));
+  EXPECT_EQ(merged.n_vocab(), int32_t(config.vocab_size));
+  const tok::Tokenizer ours = tok::Tokenizer::load(model_dir);
+  const char* tmpl = llama_model_chat_template(merged.model, nullptr);
+  ASSERT_NE(tmpl, nullptr);
+  EXPECT_EQ(std::string(tmpl), ours.chat_template().value_or(""));
+  if (ours.eos_id()) {
+    EXPECT_EQ(llama_vocab_eos(merged.vocab()), *ours.eos_id());
+  }
+  if (ours.bos_id()) {
+    EXPECT_EQ(llama_vocab_bos(merged.vocab()), *ours.bos_id());
+  }
+
+  // Tokenizer parity over the corpus.
+  std::vector<int32_t> all_ids;
+  for (const char* text : kCorpus) {
+    const std::vector<int32_t> want = ours.encode(text);
+    EXPECT_EQ(merged.tokenize(text), want) << "text: " << text;
+    all_ids.insert(all_ids.end(), want.begin(), want.end());
+  }
+
+  // Logits of the merged f16 model against ours (f32 merged safetensors on our engine).
+  std::vector<int32_t> ids = ours.encode(kCorpus[1]);
+  ids.resize(std::min<size_t>(ids.size(), 24));
+  const Model our_merged = Model::load(test::device(), dir / "merged");
+  infer::Generator gen(test::device(), our_merged, nullptr, {.context = 128});
+  const std::vector<float> want = gen.logits_of_every_position(ids);
+  const std::vector<float> got = merged.logits_of_every_position(ids);
+  ASSERT_EQ(got.size(), want.size());
+  const auto s = test::compare(got, want);
+  std::printf("  [measured] %s merged f16 GGUF (llama.cpp CPU) vs our f32 merged: max abs %.3e, rel %.3e over %zu "
+              "logits\n", GetParam(), s.max_abs, s.max_rel, got.size());
+  // f16 weights and ggml's f16 activations in f16 matmuls: a few 1e-3 of the logits' scale.
+  EXPECT_LT(s.max_rel, 1e-2);
+
+  // bf16 weights: the same logits within bf16's rounding (8 bits of mantissa against f16's 11).
+  export_merged_gguf(model_dir, dir / "adapter", dir / "merged-bf16.gguf", GgufFileType::bf16);
+  LlamaModel merged_bf16(dir / "merged-bf16.gguf");
+  ASSERT_TRUE(merged_bf16.ok()) << "llama.cpp could not load " << dir / "merged-bf16.gguf";
+  const auto sbf = test::compare(merged_bf16.logits_of_every_position(ids), want);
+  std::printf("  [measured] %s merged bf16 GGUF vs our f32 merged: max abs %.3e, rel %.3e\n", GetParam(), sbf.max_abs,
+              sbf.max_rel);
+  EXPECT_LT(sbf.max_rel, 5e-2);
+
+  // Greedy decoding from the first tokens of the prompt.
+  const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 6);
+  std::vector<int32_t> our_tokens;
+  gen.reset();
+  gen.prefill(prompt);
+  for (int i = 0; i < 16; ++i) {
+    const auto l = gen.logits();
+    const int32_t best = int32_t(std::max_element(l.begin(), l.end()) - l.begin());
+    our_tokens.push_back(best);
+    gen.decode(best);
+  }
+  EXPECT_EQ(merged.greedy(prompt, 16), our_tokens);
+
+  // Base + LoRA GGUF == merged GGUF.
+  LlamaModel base(dir / "base-f16.gguf");
+  LlamaModel with_lora(dir / "base-f16.gguf", dir / "lora.gguf");
+  ASSERT_TRUE(base.ok() && with_lora.ok());
+  ASSERT_NE(with_lora.lora, nullptr) << "llama.cpp refused " << dir / "lora.gguf";
+  const std::vector<float> lora_logits = with_lora.logits_of_every_position(ids);
+  const auto sl = test::compare(lora_logits, got);
+  const auto sb = test::compare(base.logits_of_every_position(ids), got);
+  std::printf("  [measured] %s base+LoRA GGUF vs merged GGUF: max abs %.3e (rel %.3e); base alone: %.3e\n",
+              GetParam(), sl.max_abs, sl.max_rel, sb.max_abs);
+  EXPECT_LT(sl.max_rel, 1e-2);
+  EXPECT_GT(sb.max_abs, 20 * sl.max_abs) << "the adapter changes too little to tell";
+  const auto so = test::compare(lora_logits, want);
+  std::printf("  [measured] %s base+LoRA GGUF vs our f32 merged: max abs %.3e (rel %.3e)\n", GetParam(), so.max_abs,
+              so.max_rel);
+  EXPECT_LT(so.max_rel, 1e-2);
+
+  // q8_0 against llama.cpp's own quantizer run on our f16 file.
+  llama_model_quantize_params qp = llama_model_quantize_default_params();
+  qp.ftype = LLAMA_FTYPE_MOSTLY_Q8_0;
+  qp.nthread = 2;
+  ASSERT_EQ(llama_model_quantize((dir / "merged-f16.gguf").c_str(), (dir / "llama-q8_0.gguf").c_str(), &qp), 0u);
+  const auto our_q8 = gguf::Reader::open(dir / "merged-q8_0.gguf");
+  const auto their_q8 = gguf::Reader::open(dir / "llama-q8_0.gguf");
+  // The f32 merged weights in GGUF's names and row order: the truth both quantizers approximate.
+  const SafeTensors merged_st = SafeTensors::open(dir / "merged");
+  std::map<std::string, std::vector<float>> truth;
+  for (const auto& t : merged_st.tensors()) {
+    const auto name = gguf_tensor_name(t.name);
+    if (!name || t.shape.size() != 2) continue;
+    const uint64_t rows = t.shape[0], cols = t.shape[1];
+    const uint32_t heads = gguf_permuted_heads(config, t.name);
+    std::vector<float>& v = truth[*name];
+    for (uint64_t r = 0; r < rows; ++r) {
+      const auto* src = reinterpret_cast<const float*>(t.bytes.data()) + gguf_source_row(r, rows, heads) * cols;
+      v.insert(v.end(), src, src + cols);
+    }
+  }
+  ASSERT_EQ(our_q8.tensors().size(), their_q8.tensors().size());
+  for (const auto& theirs : their_q8.tensors()) {
+    const auto* mine = our_q8.tensor(theirs.name);
+    ASSERT_NE(mine, nullptr) << theirs.name;
+    EXPECT_EQ(mine->type, theirs.type) << theirs.name;
+    EXPECT_EQ(mine->ne, theirs.ne) << theirs.name;
+    if (theirs.type != uint32_t(gguf::TensorType::q8_0)) continue;
+    ASSERT_TRUE(truth.count(theirs.name)) << theirs.name;
+    const std::vector<float> a = dequantize(*mine), b = dequantize(theirs), &h = truth[theirs.name];
+    ASSERT_EQ(a.size(), h.size()) << theirs.name;
+    double err_a = 0, err_b = 0, diff = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      err_a += (a[i] - h[i]) * double(a[i] - h[i]);
+      err_b += (b[i] - h[i]) * double(b[i] - h[i]);
+      diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+    }
+    // Ours quantizes the f32 weights, llama.cpp their f16 rounding: ours must be as close to the f32 weights
+    // (sum of squared errors, 0.5% slack for blocks where rounding falls the other way).
+    EXPECT_LE(err_a, err_b * 1.005) << theirs.name;
+    std::printf("  [measured] %s %s q8_0: rms err ours %.3e, llama.cpp %.3e (vs f32 weights); max |ours - theirs| "
+                "%.3e\n", GetParam(), theirs.name.c_str(), std::sqrt(err_a / double(a.size())),
+                std::sqrt(err_b / double(b.size())), diff);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaCpp, ::testing::Values("qwen2_tiny", "llama_tiny"));
+
+#else
+
+TEST(GgufLlamaCpp, LlamaCppReadsOurFiles) {
+  GTEST_SKIP() << "llama.cpp is not in .cache/llamacpp (scripts/fetch_llamacpp.sh could not fetch it from npm; "
+                  "run it, then re-run cmake)";
+}
+
+#endif
+
+}  // namespace
+}  // namespace ls::model
