@@ -54,9 +54,12 @@ std::vector<ChartSeries> loss_series(const RunsView& runs, int64_t run, const ch
   return out;
 }
 
-void draw_charts_panel(const RunsView& runs, ChartsPanelState& s, PanelIo& io) {
+void draw_charts_panel(PanelContext& ctx, const char* title, bool* p_open) {
+  const RunsView& runs = ctx.runs;
+  ChartsPanelState& s = ctx.state.charts;
+  PanelIo& io = ctx.io;
   s.loss_points = 0;
-  if (!ImGui::Begin("Charts", &s.open)) {
+  if (!ImGui::Begin(title, p_open)) {
     ImGui::End();
     return;
   }

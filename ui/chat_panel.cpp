@@ -90,9 +90,14 @@ void draw_reply(const ChatReply& r, const char* who, const char* id) {
 
 }  // namespace
 
-void draw_chat_panel(const ChatView& chat, ChatSettings& st, const ModelView& model, const RunsView& runs,
-                     ChatPanelState& s, PanelIo& io) {
-  if (!ImGui::Begin("Chat", &s.open)) {
+void draw_chat_panel(PanelContext& ctx, const char* title, bool* p_open) {
+  const ChatView& chat = ctx.chat;
+  ChatSettings& st = ctx.chat_settings;
+  const ModelView& model = ctx.model;
+  const RunsView& runs = ctx.runs;
+  ChatPanelState& s = ctx.state.chat;
+  PanelIo& io = ctx.io;
+  if (!ImGui::Begin(title, p_open)) {
     ImGui::End();
     return;
   }

@@ -44,8 +44,11 @@ void draw_pieces(const std::vector<PreviewPiece>& pieces) {
 
 }  // namespace
 
-void draw_data_panel(const DataView& v, const ModelView& model, DataPanelState& s, PanelIo& io) {
-  if (!ImGui::Begin("Data", &s.open)) {
+void draw_data_panel(PanelContext& ctx, const char* title, bool* p_open) {
+  const DataView& v = ctx.data;
+  const ModelView& model = ctx.model;
+  PanelIo& io = ctx.io;
+  if (!ImGui::Begin(title, p_open)) {
     ImGui::End();
     return;
   }

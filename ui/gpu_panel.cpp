@@ -116,9 +116,13 @@ void draw_memory(const MemoryView& m) {
 
 }  // namespace
 
-void draw_gpu_panel(const RunsView& runs, const MemoryView& memory, GpuPanelState& s, PanelIo& io) {
+void draw_gpu_panel(PanelContext& ctx, const char* title, bool* p_open) {
+  const RunsView& runs = ctx.runs;
+  const MemoryView& memory = ctx.memory;
+  GpuPanelState& s = ctx.state.gpu;
+  PanelIo& io = ctx.io;
   s.groups_shown = 0;
-  if (!ImGui::Begin("GPU timing", &s.open)) {
+  if (!ImGui::Begin(title, p_open)) {
     ImGui::End();
     return;
   }

@@ -27,8 +27,11 @@ void row(const char* name, const std::string& value) {
 
 }  // namespace
 
-void draw_model_panel(const ModelView& v, const MemoryView& memory, ModelPanelState& s, PanelIo& io) {
-  if (!ImGui::Begin("Model", &s.open)) {
+void draw_model_panel(PanelContext& ctx, const char* title, bool* p_open) {
+  const ModelView& v = ctx.model;
+  const MemoryView& memory = ctx.memory;
+  PanelIo& io = ctx.io;
+  if (!ImGui::Begin(title, p_open)) {
     ImGui::End();
     return;
   }

@@ -43,8 +43,12 @@ bool resumable(const RunsView& runs, const store::RunInfo& r, const TrainView& t
 
 }  // namespace
 
-void draw_runs_panel(const RunsView& runs, const TrainView& train, RunsPanelState& s, PanelIo& io) {
-  if (!ImGui::Begin("Runs", &s.open)) {
+void draw_runs_panel(PanelContext& ctx, const char* title, bool* p_open) {
+  const RunsView& runs = ctx.runs;
+  const TrainView& train = ctx.train;
+  RunsPanelState& s = ctx.state.runs;
+  PanelIo& io = ctx.io;
+  if (!ImGui::Begin(title, p_open)) {
     ImGui::End();
     return;
   }

@@ -45,11 +45,8 @@ std::string settings_json(const UiSettings& s) {
                {"min_p", ch.sampling.min_p}, {"repetition_penalty", ch.sampling.repetition_penalty},
                {"seed", ch.sampling.seed}, {"max_tokens", ch.max_tokens}, {"use_adapter", ch.use_adapter},
                {"side_by_side", ch.side_by_side}, {"system", ch.system}};
-  const auto& p = s.panels;
-  json panels = {{"model", p.model}, {"data", p.data}, {"train", p.train}, {"charts", p.charts},
-                 {"gpu", p.gpu}, {"chat", p.chat}, {"runs", p.runs}};
   return json{{"train", train}, {"chat", chat}, {"model", s.model.string()}, {"data", s.data.string()},
-              {"panels", panels}}.dump();
+              {"panels", s.panels}}.dump();
 }
 
 void read_settings(const std::string& text, UiSettings& s) {
@@ -112,17 +109,9 @@ void read_settings(const std::string& text, UiSettings& s) {
   }
   get_path(j, "model", s.model);
   get_path(j, "data", s.data);
-  if (j.contains("panels")) {
-    const json& t = j["panels"];
-    auto& p = s.panels;
-    get(t, "model", p.model);
-    get(t, "data", p.data);
-    get(t, "train", p.train);
-    get(t, "charts", p.charts);
-    get(t, "gpu", p.gpu);
-    get(t, "chat", p.chat);
-    get(t, "runs", p.runs);
-  }
+  if (j.contains("panels") && j["panels"].is_object())
+    for (const auto& [key, open] : j["panels"].items())
+      if (open.is_boolean()) s.panels[key] = open.get<bool>();
 }
 
 }  // namespace ls::ui

@@ -4,6 +4,7 @@
 // Window positions live in imgui.ini (ImGui's own). Reading is forgiving: a missing or malformed key
 // keeps its default.
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "ui/views.h"
@@ -12,15 +13,11 @@ namespace ls::ui {
 
 inline constexpr const char* kSettingsKey = "ui.settings";
 
-struct PanelsOpen {
-  bool model = true, data = true, train = true, charts = true, gpu = true, chat = true, runs = true;
-};
-
 struct UiSettings {
   TrainSettings train;
   ChatSettings chat;
   std::filesystem::path model, data;  // the last ones opened
-  PanelsOpen panels;
+  std::map<std::string, bool> panels;  // open flags by the panel registry's keys (ui/panel_registry.cpp)
 };
 
 std::string settings_json(const UiSettings& s);

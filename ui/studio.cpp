@@ -3,7 +3,7 @@
 // [SECTION] Frame
 // [SECTION] Events (workers -> UI)
 // [SECTION] Commands (panels -> workers)
-// [SECTION] Menu, status bar, dialogs, layout
+// [SECTION] Menu, status bar, dialogs
 // [SECTION] Run store thread
 #include "ui/studio.h"
 
@@ -102,13 +102,8 @@ Studio::Studio(vk::Device& device, StudioOptions options) : device_(device), opt
   }
   train_settings_ = settings.train;
   chat_settings_ = settings.chat;
-  model_panel_.open = settings.panels.model;
-  data_panel_.open = settings.panels.data;
-  train_panel_.open = settings.panels.train;
-  charts_panel_.open = settings.panels.charts;
-  gpu_panel_.open = settings.panels.gpu;
-  chat_panel_.open = settings.panels.chat;
-  runs_panel_.open = settings.panels.runs;
+  set_open_flags(panels_, settings.panels);
+  settings.panels = open_flags(panels_);  // every panel's flag, as save_settings writes them
   saved_settings_ = settings_json(settings);
 
   auto on_error = [this](const std::string& e) { events_.push(ev::Failure{"Unexpected error", e}); };
@@ -157,8 +152,8 @@ StudioState Studio::state() const {
   s.chat_tokens = chat_.tokens_total;
   if (!chat_.turns.empty())
     for (int side : {kBase, kTuned}) s.last_reply[side] = chat_.turns.back().reply[side].text;
-  s.loss_points = charts_panel_.loss_points;
-  s.gpu_groups = gpu_panel_.groups_shown;
+  s.loss_points = panel_states_.charts.loss_points;
+  s.gpu_groups = panel_states_.gpu.groups_shown;
   s.browser_open = browser_.is_open();
   s.dialog_open = !errors_.empty();
   s.errors = error_log_;
@@ -208,16 +203,15 @@ void Studio::frame() {
   if (Clock::now() - last_memory_ > std::chrono::milliseconds(500)) refresh_memory();
 
   draw_menu();
-  place_windows();
-  // Each place_window applies to the Begin of the panel drawn next.
-  if (model_panel_.open) place_window(places_[0]), draw_model_panel(model_, memory_, model_panel_, io_);
-  if (data_panel_.open) place_window(places_[1]), draw_data_panel(data_, model_, data_panel_, io_);
-  if (train_panel_.open)
-    place_window(places_[2]), draw_train_panel(train_, train_settings_, model_, data_, train_panel_, io_);
-  if (charts_panel_.open) place_window(places_[3]), draw_charts_panel(runs_, charts_panel_, io_);
-  if (gpu_panel_.open) place_window(places_[4]), draw_gpu_panel(runs_, memory_, gpu_panel_, io_);
-  if (chat_panel_.open) place_window(places_[5]), draw_chat_panel(chat_, chat_settings_, model_, runs_, chat_panel_, io_);
-  if (runs_panel_.open) place_window(places_[6]), draw_runs_panel(runs_, train_, runs_panel_, io_);
+  const std::vector<WindowPlace> places = layout_.places(panels_);
+  PanelContext ctx{.model = model_, .data = data_, .train = train_, .runs = runs_, .chat = chat_, .memory = memory_,
+                   .train_settings = train_settings_, .chat_settings = chat_settings_, .state = panel_states_, .io = io_};
+  for (size_t i = 0; i < panels_.size(); ++i) {
+    Panel& p = panels_[i];
+    if (!p.open) continue;
+    place_window(places[i]);  // applies to the panel's Begin
+    p.draw(ctx, p.title, &p.open);
+  }
   draw_status_bar();
   draw_browser();
   draw_error_dialog();
@@ -248,8 +242,7 @@ void Studio::save_settings(bool now) {
   UiSettings s{.train = train_settings_, .chat = chat_settings_,
                .model = model_.loaded ? model_.loaded->model.dir : fs::path(),
                .data = data_.loaded ? data_.path : data_wanted_,
-               .panels = {model_panel_.open, data_panel_.open, train_panel_.open, charts_panel_.open, gpu_panel_.open,
-                          chat_panel_.open, runs_panel_.open}};
+               .panels = open_flags(panels_)};
   std::string text = settings_json(s);
   if (text == saved_settings_) return;
   saved_settings_ = text;
@@ -443,7 +436,7 @@ void Studio::run(Command& command) {
                    chat_worker_->reset();
                    chat_.turns.clear();
                    chat_.generating = false;
-                   chat_panel_.seen_turns = 0;
+                   panel_states_.chat.seen_turns = 0;
                    store_worker_->post([this] { chat_id_ = 0; });
                  },
                  [&](cmd::UseAdapter& c) {
@@ -758,7 +751,7 @@ void Studio::export_chart(bool png) {
       series.push_back(std::move(s));
   std::vector<store::MetricRow> rows;
   if (auto it = runs_.metrics.find(*runs_.shown); it != runs_.metrics.end()) rows = it->second;
-  const ChartView view = charts_panel_.loss;
+  const ChartView view = panel_states_.charts.loss;
   loader_->post([this, png, dir, series = std::move(series), rows = std::move(rows), view] {
     try {
       fs::create_directories(dir);
@@ -789,7 +782,7 @@ void Studio::drop(const std::vector<fs::path>& paths) {
   }
 }
 
-// [SECTION] Menu, status bar, dialogs, layout
+// [SECTION] Menu, status bar, dialogs
 
 void Studio::draw_menu() {
   if (!ImGui::BeginMainMenuBar()) return;
@@ -802,15 +795,9 @@ void Studio::draw_menu() {
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("View")) {
-    ImGui::MenuItem("Model", nullptr, &model_panel_.open);
-    ImGui::MenuItem("Data", nullptr, &data_panel_.open);
-    ImGui::MenuItem("Train", nullptr, &train_panel_.open);
-    ImGui::MenuItem("Charts", nullptr, &charts_panel_.open);
-    ImGui::MenuItem("GPU timing", nullptr, &gpu_panel_.open);
-    ImGui::MenuItem("Chat", nullptr, &chat_panel_.open);
-    ImGui::MenuItem("Runs", nullptr, &runs_panel_.open);
+    for (Panel& p : panels_) ImGui::MenuItem(p.title, nullptr, &p.open);
     ImGui::Separator();
-    if (ImGui::MenuItem("Tile windows")) tile_ = true;
+    if (ImGui::MenuItem("Tile windows")) layout_.tile();
     ImGui::EndMenu();
   }
   if (ImGui::BeginMenu("Help")) {
@@ -882,31 +869,6 @@ void Studio::draw_browser() {
     case cmd::BrowseFor::export_adapter: export_adapter(browsing_.run, *chosen, false); break;
     case cmd::BrowseFor::export_merged: export_adapter(browsing_.run, *chosen, true); break;
   }
-}
-
-// The default arrangement: three columns under the menu bar and above the status bar,
-//   Model / Data / Train  |  Charts / GPU timing  |  Chat / Runs.
-// Windows go there on first use and again when the window is resized or View > Tile windows is picked.
-void Studio::place_windows() {
-  const ImGuiViewport* vp = ImGui::GetMainViewport();
-  const ImVec2 display = vp->WorkSize;
-  const bool resized = last_display_.x > 0 && (display.x != last_display_.x || display.y != last_display_.y);
-  last_display_ = display;
-  const bool force = tile_ || resized;
-  tile_ = false;
-  const float status = ImGui::GetFrameHeight();
-  const float x0 = vp->WorkPos.x, y0 = vp->WorkPos.y, w = display.x, h = display.y - status;
-  const float c1 = std::floor(w * 0.28f), c2 = std::floor(w * 0.40f), c3 = w - c1 - c2;
-  const float model_h = std::floor(h * 0.27f), data_h = std::floor(h * 0.27f), charts_h = std::floor(h * 0.58f),
-              chat_h = std::floor(h * 0.64f);
-  auto at = [&](float x, float y, float ww, float hh) { return WindowPlace{{x0 + x, y0 + y}, {ww, hh}, force}; };
-  places_ = {at(0, 0, c1, model_h),
-             at(0, model_h, c1, data_h),
-             at(0, model_h + data_h, c1, h - model_h - data_h),
-             at(c1, 0, c2, charts_h),
-             at(c1, charts_h, c2, h - charts_h),
-             at(c1 + c2, 0, c3, chat_h),
-             at(c1 + c2, chat_h, c3, h - chat_h)};
 }
 
 // [SECTION] Run store thread

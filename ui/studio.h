@@ -8,7 +8,6 @@
 //   store   the run store: lists runs and polls their metrics (also runs of other processes), saves
 //           chats and settings
 // The UI thread never waits on any of them or on their GPU work.
-#include <array>
 #include <chrono>
 #include <map>
 #include <filesystem>
@@ -21,7 +20,8 @@
 #include "ui/chat_worker.h"
 #include "ui/events.h"
 #include "ui/file_browser.h"
-#include "ui/panels.h"
+#include "ui/layout.h"
+#include "ui/panel_registry.h"
 #include "ui/train_worker.h"
 #include "ui/worker.h"
 #include "vk/device.h"
@@ -96,7 +96,6 @@ class Studio {
   void draw_status_bar();
   void draw_error_dialog();
   void draw_browser();
-  void place_windows();
   void refresh_memory();
   void save_settings(bool now);
 
@@ -141,13 +140,9 @@ class Studio {
   demo::DemoData demo_data_;
   bool demo_data_asked_ = false;
 
-  ModelPanelState model_panel_;
-  DataPanelState data_panel_;
-  TrainPanelState train_panel_;
-  ChartsPanelState charts_panel_;
-  GpuPanelState gpu_panel_;
-  ChatPanelState chat_panel_;
-  RunsPanelState runs_panel_;
+  std::vector<Panel> panels_ = make_panels();
+  PanelStates panel_states_;
+  Layout layout_;
   FileBrowser browser_;
   cmd::Browse browsing_{};
 
@@ -157,9 +152,6 @@ class Studio {
   FrameStats frame_stats_;
   std::chrono::steady_clock::time_point last_up_to_date_{}, last_memory_{}, last_settings_{}, rate_since_{};
   uint64_t rate_draws_ = 0;
-  ImVec2 last_display_{0, 0};
-  std::array<WindowPlace, 7> places_{};  // Model, Data, Train, Charts, GPU timing, Chat, Runs
-  bool tile_ = false;
   std::string saved_settings_;
 
   // Owned by the store thread once the workers run.

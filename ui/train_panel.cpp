@@ -116,9 +116,13 @@ void draw_progress(const TrainView& v) {
 
 }  // namespace
 
-void draw_train_panel(const TrainView& v, TrainSettings& t, const ModelView& model, const DataView& data,
-                      TrainPanelState& s, PanelIo& io) {
-  if (!ImGui::Begin("Train", &s.open)) {
+void draw_train_panel(PanelContext& ctx, const char* title, bool* p_open) {
+  const TrainView& v = ctx.train;
+  TrainSettings& t = ctx.train_settings;
+  const ModelView& model = ctx.model;
+  const DataView& data = ctx.data;
+  PanelIo& io = ctx.io;
+  if (!ImGui::Begin(title, p_open)) {
     ImGui::End();
     return;
   }

@@ -2,8 +2,6 @@
 
 #include <cstdio>
 
-#include "ui/panels.h"
-
 namespace ls::ui {
 
 std::string format_bytes(uint64_t bytes) {
@@ -47,12 +45,6 @@ void help_marker(const char* text) {
   ImGui::SameLine();
   ImGui::TextDisabled("(?)");
   tooltip(text);
-}
-
-void place_window(const WindowPlace& place) {
-  const ImGuiCond cond = place.force ? ImGuiCond_Always : ImGuiCond_FirstUseEver;
-  ImGui::SetNextWindowPos(place.pos, cond);
-  ImGui::SetNextWindowSize(place.size, cond);
 }
 
 void heading(const char* text) {

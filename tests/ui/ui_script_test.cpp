@@ -36,13 +36,13 @@ TEST(UiSettings, RoundTripAndForgivingReads) {
   a.chat.sampling.temperature = 0.25f;
   a.chat.side_by_side = true;
   a.model = "/models/qwen";
-  a.panels.gpu = false;
+  a.panels["gpu"] = false;
   ui::UiSettings b;
   ui::read_settings(ui::settings_json(a), b);
   EXPECT_EQ(ui::settings_json(a), ui::settings_json(b));
   EXPECT_EQ(b.train.config.steps, 17u);
   EXPECT_TRUE(b.train.targets[3]);
-  EXPECT_FALSE(b.panels.gpu);
+  EXPECT_FALSE(b.panels.at("gpu"));
 
   ui::UiSettings c;
   const std::string defaults = ui::settings_json(c);
