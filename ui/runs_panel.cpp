@@ -2,7 +2,6 @@
 // in another process, refreshed live); show a run's charts, compare two runs' loss, chat with a run's
 // adapter, export it, resume an interrupted one from its latest checkpoint.
 #include <cfloat>
-#include <ctime>
 
 #include <imgui.h>
 
@@ -12,15 +11,6 @@
 namespace ls::ui {
 
 namespace {
-
-std::string when(double t) {
-  const std::time_t s = std::time_t(t);
-  std::tm tm{};
-  localtime_r(&s, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%m-%d %H:%M", &tm);
-  return buf;
-}
 
 ImVec4 status_color(store::RunStatus s) {
   switch (s) {
@@ -137,7 +127,7 @@ void draw_runs_panel(PanelContext& ctx, const char* title, bool* p_open) {
           ImGui::TextColored(kDim, "-");
         }
         ImGui::TableNextColumn();
-        ImGui::TextColored(kDim, "%s", when(r.started_at.value_or(r.created_at)).c_str());
+        ImGui::TextColored(kDim, "%s", format_local_time(r.started_at.value_or(r.created_at)).c_str());
       }
     }
     ImGui::EndTable();

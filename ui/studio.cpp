@@ -22,6 +22,7 @@
 #include "train/config_from_json.h"
 #include "train/dataset.h"
 #include "ui/settings.h"
+#include "ui/store_path.h"
 #include "ui/widgets.h"
 #include "util/atomic_file.h"
 #include "util/local_time.h"
@@ -88,7 +89,7 @@ uint64_t training_lora_bytes(const model::ModelConfig& mc, const train::TrainCon
 // [SECTION] Construction and the workers
 
 Studio::Studio(vk::Device& device, StudioOptions options) : device_(device), options_(std::move(options)) {
-  if (options_.store.empty()) options_.store = store::default_store_path();
+  options_.store = store_path_or_default(options_.store);
   if (options_.runs_dir.empty()) options_.runs_dir = options_.store.parent_path() / "runs";
   // Settings first, on this thread, before any worker touches the store.
   UiSettings settings;

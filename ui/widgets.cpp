@@ -1,6 +1,7 @@
 #include "ui/widgets.h"
 
 #include <cstdio>
+#include <ctime>
 
 namespace ls::ui {
 
@@ -30,6 +31,15 @@ std::string format_count(uint64_t n) {
     out += digits[i];
   }
   return out;
+}
+
+std::string format_local_time(double unix_seconds) {
+  const std::time_t t = std::time_t(unix_seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%m-%d %H:%M", &tm);
+  return buf;
 }
 
 void tooltip(const char* text) {

@@ -13,6 +13,8 @@ std::string format_bytes(uint64_t bytes);
 std::string format_duration(double seconds);
 // "1,234,567".
 std::string format_count(uint64_t n);
+// "11-25 14:03": a time (seconds since 1970) as the local month, day, hour and minute.
+std::string format_local_time(double unix_seconds);
 // Shows `text` as a tooltip when the last item is hovered.
 void tooltip(const char* text);
 // A "(?)" that shows `text` when hovered.
