@@ -29,11 +29,16 @@ std::vector<WindowPlace> Layout::places(std::span<const Panel> panels) {
   for (int c = 0; c < kColumns; ++c) last[c] = -1;
   for (size_t i = 0; i < panels.size(); ++i) last[panels[i].tile.column] = int(i);
 
+  // Heights are fractions of their column; where they add up to more than 1 (a panel was added to a
+  // full column), all of them shrink to fit.
+  float sum[kColumns] = {0};
+  for (const Panel& p : panels) sum[p.tile.column] += p.tile.height;
   std::vector<WindowPlace> out;
   float y[kColumns] = {0};
   for (size_t i = 0; i < panels.size(); ++i) {
     const int c = panels[i].tile.column;
-    const float ph = last[c] == int(i) ? h - y[c] : std::floor(h * panels[i].tile.height);
+    const float scale = sum[c] > 1.001f ? 1 / sum[c] : 1;
+    const float ph = last[c] == int(i) ? h - y[c] : std::floor(h * panels[i].tile.height * scale);
     out.push_back({{vp->WorkPos.x + x[c], vp->WorkPos.y + y[c]}, {x[c + 1] - x[c], ph}, force});
     y[c] += ph;
   }

@@ -15,7 +15,8 @@ struct Panel;
 // A panel's place in the default arrangement.
 struct Tile {
   int column = 0;       // 0, 1, 2: left to right (kColumnWidths)
-  float height = 0.5f;  // fraction of the column's height; the column's last panel takes what is left
+  float height = 0.5f;  // fraction of the column's height (scaled down where a column's add up past 1);
+                        // the column's last panel takes what is left
 };
 
 // Fractions of the display's width; the last column takes what is left.

@@ -7,9 +7,10 @@
 //   chat    generators for the base model and the adapter, one reply at a time
 //   store   the run store: lists runs and polls their metrics (also runs of other processes), saves
 //           chats and settings
-// The UI thread never waits on any of them or on their GPU work.
+// The UI thread never waits on any of them or on their GPU work. Studio's own code is in ui/studio*.cpp
+// (see ui/studio.cpp); the panels (ui/panel_registry.h), their layout (ui/layout.h), the demo's steps
+// (ui/demo_flow.h) and the store thread's side (ui/store_sync.h) are their own.
 #include <chrono>
-#include <map>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -18,10 +19,12 @@
 
 #include "store/run_store.h"
 #include "ui/chat_worker.h"
+#include "ui/demo_flow.h"
 #include "ui/events.h"
 #include "ui/file_browser.h"
 #include "ui/layout.h"
 #include "ui/panel_registry.h"
+#include "ui/store_sync.h"
 #include "ui/train_worker.h"
 #include "ui/worker.h"
 #include "vk/device.h"
@@ -110,8 +113,6 @@ class Studio {
   void export_adapter(int64_t run, const std::filesystem::path& dir, bool merged);
   void export_chart(bool png);
   void fail(std::string title, std::string message);
-  void merge_metrics(int64_t run, std::vector<store::MetricRow> rows);
-  void poll_store();  // on the store thread: runs, metrics, checkpoints, device memory
 
   vk::Device& device_;
   StudioOptions options_;
@@ -131,14 +132,7 @@ class Studio {
   vk::MemoryStats memory_stats_;
   uint64_t chat_kv_bytes_ = 0, chat_lora_bytes_ = 0;
 
-  // "Try the demo": the demo model and data are made (or found) on the loader thread (ev::DemoReady);
-  // then each step starts once the one before is done: the model and the data open, training runs with
-  // the demo's options, and the base model and the adapter answer a held-out question side by side.
-  enum class DemoStep { none, making, opening, training };
-  DemoStep demo_step_ = DemoStep::none;
-  std::filesystem::path demo_model_dir_;
-  demo::DemoData demo_data_;
-  bool demo_data_asked_ = false;
+  DemoFlow demo_;
 
   std::vector<Panel> panels_ = make_panels();
   PanelStates panel_states_;
@@ -154,12 +148,7 @@ class Studio {
   uint64_t rate_draws_ = 0;
   std::string saved_settings_;
 
-  // Owned by the store thread once the workers run.
-  std::optional<store::RunStore> db_;
-  int64_t chat_id_ = 0;
-  std::map<int64_t, int64_t> polled_rev_;
-  std::map<int64_t, std::string> polled_notes_;  // a change (a resume) means: read the run's metrics again
-  std::chrono::steady_clock::time_point last_stale_check_{};
+  StoreSync store_{events_};  // the store thread's once the workers run
 
   // Last, so that they stop before everything above goes.
   std::unique_ptr<Worker> store_worker_, loader_;
