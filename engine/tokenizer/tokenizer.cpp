@@ -69,7 +69,7 @@ Json parse_json(const std::filesystem::path& p) {
   std::string text = read_file(p);
   try {
     return Json::parse(text);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
     throw Error(p.string() + ": invalid JSON: " + e.what());
   }
 }

@@ -416,6 +416,17 @@ TEST_F(TokenizerFiles, MalformedFilesNameTheFileAndTheProblem) {
       EXPECT_NE(std::string(e.what()).find(p.string() + ": invalid JSON"), std::string::npos) << e.what();
     }
   }
+  {
+    // Found by tests/fuzz/tokenizer_json_fuzz: a number past double's range is nlohmann's out_of_range,
+    // not a parse_error, and escaped the loader as a bare library exception.
+    std::filesystem::path p = write("tokenizer.json", "99999999.9999999e999999");
+    try {
+      Tokenizer::load(p);
+      ADD_FAILURE();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(p.string() + ": invalid JSON"), std::string::npos) << e.what();
+    }
+  }
   expect_load_error(json::array(), "expected a JSON object");
   expect_load_error(json{{"normalizer", nullptr}}, "missing \"model\"");
 
