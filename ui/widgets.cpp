@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "util/local_time.h"
+
 namespace ls::ui {
 
 std::string format_bytes(uint64_t bytes) {
@@ -33,14 +35,7 @@ std::string format_count(uint64_t n) {
   return out;
 }
 
-std::string format_local_time(double unix_seconds) {
-  const std::time_t t = std::time_t(unix_seconds);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%m-%d %H:%M", &tm);
-  return buf;
-}
+std::string format_local_time(double unix_seconds) { return local_time(std::time_t(unix_seconds), "%m-%d %H:%M"); }
 
 void tooltip(const char* text) {
   if (!ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled)) return;

@@ -1,16 +1,15 @@
 #include "util/local_time.h"
 
-#include <ctime>
-
 namespace ls {
 
-std::string local_stamp() {
-  const std::time_t now = std::time(nullptr);
+std::string local_time(std::time_t t, const char* format) {
   std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
-  return buf;
+  localtime_r(&t, &tm);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof buf, format, &tm);
+  return std::string(buf, n);
 }
+
+std::string local_stamp() { return local_time(std::time(nullptr), "%Y%m%d-%H%M%S"); }
 
 }  // namespace ls
