@@ -26,18 +26,7 @@ namespace fs = std::filesystem;
 
 constexpr size_t kSlabBytes = 4 << 20;  // bytes handed to the writer at a time
 
-float element(const TensorInfo& t, size_t i) {
-  const std::byte* p = t.bytes.data();
-  float f;
-  uint16_t h;
-  switch (t.dtype) {
-    case DType::f32: std::memcpy(&f, p + 4 * i, 4); return f;
-    case DType::f16: std::memcpy(&h, p + 2 * i, 2); return f16_to_f32(h);
-    case DType::bf16: std::memcpy(&h, p + 2 * i, 2); return bf16_to_f32(h);
-    case DType::i32: break;
-  }
-  return 0;
-}
+float element(const TensorInfo& t, size_t i) { return load_as_f32(t.bytes.data(), t.dtype, i); }
 
 // ggml's file types (llama.h's llama_ftype) and tensor types.
 uint32_t llama_ftype(GgufFileType t) {

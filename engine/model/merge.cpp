@@ -42,32 +42,9 @@ constexpr uint64_t kSlabBytes = 4 << 20;  // f32 bytes of W' made per slab of ro
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
-float load_f32(const std::byte* data, DType dtype, size_t i) {
-  float f;
-  uint16_t h;
-  switch (dtype) {
-    case DType::f32: std::memcpy(&f, data + 4 * i, 4); return f;
-    case DType::f16: std::memcpy(&h, data + 2 * i, 2); return f16_to_f32(h);
-    case DType::bf16: std::memcpy(&h, data + 2 * i, 2); return bf16_to_f32(h);
-    case DType::i32: break;
-  }
-  return 0;
-}
-
-// f rounded to nearest even into the dtype (f16/bf16 keep NaN and inf; see tensor/dtype.h).
-void store_f32(std::byte* data, DType dtype, size_t i, float f) {
-  uint16_t h;
-  switch (dtype) {
-    case DType::f32: std::memcpy(data + 4 * i, &f, 4); return;
-    case DType::f16: h = f32_to_f16(f); std::memcpy(data + 2 * i, &h, 2); return;
-    case DType::bf16: h = f32_to_bf16(f); std::memcpy(data + 2 * i, &h, 2); return;
-    case DType::i32: return;
-  }
-}
-
 std::vector<float> to_f32(const TensorInfo& t) {
   std::vector<float> v(t.numel());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = load_f32(t.bytes.data(), t.dtype, i);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(t.bytes.data(), t.dtype, i);
   return v;
 }
 
@@ -156,8 +133,8 @@ void write_merged(const Merge& m, double scale, const ByteSink& sink) {
         for (size_t i = 0; i < in; ++i) acc[i] += bk * double(a_row[i]);
       }
       for (size_t i = 0; i < in; ++i) {
-        const float w = load_f32(m.w->bytes.data(), dtype, o * in + i);
-        store_f32(bytes.data(), dtype, row * in + i, w + float(scale * acc[i]));
+        const float w = load_as_f32(m.w->bytes.data(), dtype, o * in + i);
+        store_from_f32(bytes.data(), dtype, row * in + i, w + float(scale * acc[i]));
       }
     }
     sink(std::span(bytes).first(rows * in * dtype_size(dtype)));

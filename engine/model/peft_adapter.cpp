@@ -26,17 +26,10 @@ namespace {
 bool is_attention(LoraTarget t) { return t <= LoraTarget::o_proj; }
 
 std::vector<float> as_floats(const TensorInfo& info) {
+  if (info.dtype == DType::i32)
+    throw Error(info.file.string() + ": tensor \"" + info.name + "\" is not a float tensor");
   std::vector<float> v(info.numel());
-  const auto* p = reinterpret_cast<const uint8_t*>(info.bytes.data());
-  for (size_t i = 0; i < v.size(); ++i) {
-    uint16_t h;
-    switch (info.dtype) {
-      case DType::f32: std::memcpy(&v[i], p + 4 * i, 4); break;
-      case DType::f16: std::memcpy(&h, p + 2 * i, 2); v[i] = f16_to_f32(h); break;
-      case DType::bf16: std::memcpy(&h, p + 2 * i, 2); v[i] = bf16_to_f32(h); break;
-      default: throw Error(info.file.string() + ": tensor \"" + info.name + "\" is not a float tensor");
-    }
-  }
+  for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(info.bytes.data(), info.dtype, i);
   return v;
 }
 

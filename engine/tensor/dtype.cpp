@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstring>
 
 namespace ls {
 
@@ -75,6 +76,28 @@ float round_to(DType t, float f) {
     case DType::f16: return f16_to_f32(f32_to_f16(f));
     case DType::bf16: return bf16_to_f32(f32_to_bf16(f));
     default: return f;
+  }
+}
+
+float load_as_f32(const std::byte* data, DType dtype, size_t i) {
+  float f;
+  uint16_t h;
+  switch (dtype) {
+    case DType::f32: std::memcpy(&f, data + 4 * i, 4); return f;
+    case DType::f16: std::memcpy(&h, data + 2 * i, 2); return f16_to_f32(h);
+    case DType::bf16: std::memcpy(&h, data + 2 * i, 2); return bf16_to_f32(h);
+    case DType::i32: break;
+  }
+  return 0;
+}
+
+void store_from_f32(std::byte* data, DType dtype, size_t i, float f) {
+  uint16_t h;
+  switch (dtype) {
+    case DType::f32: std::memcpy(data + 4 * i, &f, 4); return;
+    case DType::f16: h = f32_to_f16(f); std::memcpy(data + 2 * i, &h, 2); return;
+    case DType::bf16: h = f32_to_bf16(f); std::memcpy(data + 2 * i, &h, 2); return;
+    case DType::i32: return;
   }
 }
 

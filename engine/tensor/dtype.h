@@ -17,5 +17,9 @@ uint16_t f32_to_bf16(float f);
 float bf16_to_f32(uint16_t b);
 // f rounded through the dtype and back: what the GPU sees after an upload.
 float round_to(DType t, float f);
+// Element i of packed `dtype` values (safetensors data, downloads) as f32; 0 for i32.
+float load_as_f32(const std::byte* data, DType dtype, size_t i);
+// f stored as element i of packed `dtype` values (f16/bf16 rounded to nearest even); nothing for i32.
+void store_from_f32(std::byte* data, DType dtype, size_t i, float f);
 
 }  // namespace ls

@@ -134,11 +134,7 @@ std::vector<float> download(const Tensor& t) {
     case DType::f32: std::memcpy(v.data(), bytes.data(), bytes.size()); break;
     case DType::f16:
     case DType::bf16:
-      for (size_t i = 0; i < v.size(); ++i) {
-        uint16_t h;
-        std::memcpy(&h, bytes.data() + 2 * i, 2);
-        v[i] = t.dtype() == DType::f16 ? f16_to_f32(h) : bf16_to_f32(h);
-      }
+      for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(reinterpret_cast<const std::byte*>(bytes.data()), t.dtype(), i);
       break;
     case DType::i32:
       for (size_t i = 0; i < v.size(); ++i) {
