@@ -84,29 +84,28 @@ std::vector<GpuTime> gpu_ms_from_json(const std::string& text, const std::filesy
 
 }  // namespace
 
-const char* run_status_name(RunStatus s) {
-  for (const auto& [status, name] : kRunStatusNames)
-    if (status == s) return name;
+namespace {
+
+// A value's name in a table of (value, name) pairs, and back.
+template <typename E, size_t N>
+const char* name_in(const std::array<std::pair<E, const char*>, N>& table, E value) {
+  for (const auto& [v, name] : table)
+    if (v == value) return name;
   return "?";
 }
-
-std::optional<RunStatus> parse_run_status(std::string_view text) {
-  for (const auto& [status, name] : kRunStatusNames)
-    if (text == name) return status;
+template <typename E, size_t N>
+std::optional<E> value_in(const std::array<std::pair<E, const char*>, N>& table, std::string_view name) {
+  for (const auto& [v, n] : table)
+    if (name == n) return v;
   return std::nullopt;
 }
 
-const char* export_format_name(ExportFormat f) {
-  for (const auto& [format, name] : kExportFormatNames)
-    if (format == f) return name;
-  return "?";
-}
+}  // namespace
 
-std::optional<ExportFormat> parse_export_format(std::string_view text) {
-  for (const auto& [format, name] : kExportFormatNames)
-    if (text == name) return format;
-  return std::nullopt;
-}
+const char* run_status_name(RunStatus s) { return name_in(kRunStatusNames, s); }
+std::optional<RunStatus> parse_run_status(std::string_view text) { return value_in(kRunStatusNames, text); }
+const char* export_format_name(ExportFormat f) { return name_in(kExportFormatNames, f); }
+std::optional<ExportFormat> parse_export_format(std::string_view text) { return value_in(kExportFormatNames, text); }
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
