@@ -46,12 +46,6 @@ void tooltip(const char* text) {
   ImGui::EndTooltip();
 }
 
-void help_marker(const char* text) {
-  ImGui::SameLine();
-  ImGui::TextDisabled("(?)");
-  tooltip(text);
-}
-
 void heading(const char* text) {
   ImGui::Spacing();
   ImGui::TextColored(kAccent, "%s", text);

@@ -17,8 +17,6 @@ std::string format_count(uint64_t n);
 std::string format_local_time(double unix_seconds);
 // Shows `text` as a tooltip when the last item is hovered.
 void tooltip(const char* text);
-// A "(?)" that shows `text` when hovered.
-void help_marker(const char* text);
 // A section title: brighter text and a separator.
 void heading(const char* text);
 
