@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "batch_command.h"
+#include "store/run_store.h"
 #include "demo/demo_data.h"
 #include "demo/demo_model.h"
 #include "infer/chat_session.h"
 #include "infer/generator.h"
 #include "model/peft_adapter.h"
-#include "ui/store_path.h"
 #include "util/local_time.h"
 #include "vk/device.h"
 
@@ -107,7 +107,7 @@ int run_demo(const DemoArgs& a) {
   std::fprintf(stderr, "demo data: %s (held out: %s)\n", data.train.string().c_str(), data.validation.string().c_str());
 
   auto config = demo::demo_train_config(model.dir, data, a.steps ? a.steps : demo::kDemoSteps);
-  config.store = ui::store_path_or_default(a.store);
+  config.store = store::path_or_default(a.store);
   config.out = a.out.empty() ? config.store.parent_path() / "runs" / ("demo-" + local_stamp()) : fs::path(a.out);
   std::printf("Training a LoRA adapter (rank %u on every projection, %u steps, lr %g) on the demo data; the run\n"
               "goes to the run store %s, where the app shows it.\n",

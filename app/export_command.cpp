@@ -17,7 +17,6 @@
 #include "model/merge.h"
 #include "store/run_store.h"
 #include "trl_export.h"
-#include "ui/store_path.h"
 #include "util/atomic_file.h"
 
 namespace ls::app {
@@ -86,7 +85,7 @@ bool all_digits(const std::string& s) {
 }
 
 store::RunStore open_store(const ExportArgs& a) {
-  return store::RunStore(ui::store_path_or_default(a.store));
+  return store::RunStore(store::path_or_default(a.store));
 }
 
 // --run as a run of the store: a number, or the folder a run wrote into (its out_dir).

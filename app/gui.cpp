@@ -10,7 +10,7 @@
 
 #include "error.h"
 #include "gui_window.h"
-#include "ui/store_path.h"
+#include "store/run_store.h"
 #include "ui/studio.h"
 #include "ui/ui_script.h"
 
@@ -57,7 +57,7 @@ int run_gui(const GuiArgs& a) {
   const auto [width, height] = parse_geometry(a.geometry);
   std::optional<ui::UiScript> script;
   if (!a.ui_script.empty()) script = ui::UiScript::load(a.ui_script);
-  const std::filesystem::path store = ui::store_path_or_default(a.store);
+  const std::filesystem::path store = store::path_or_default(a.store);
   std::filesystem::create_directories(store.parent_path());
   Window window({.width = width, .height = height, .device = a.device, .validation = a.validation,
                  .ini_file = store.parent_path() / "imgui.ini"});

@@ -6,13 +6,13 @@
 // Index of this file:
 // [SECTION] Construction and the workers
 // [SECTION] Frame
+#include "store/run_store.h"
 #include "ui/studio.h"
 
 #include <algorithm>
 
 #include "model/peft_adapter.h"
 #include "ui/settings.h"
-#include "ui/store_path.h"
 
 namespace ls::ui {
 
@@ -38,7 +38,7 @@ uint64_t training_lora_bytes(const model::ModelConfig& mc, const train::TrainCon
 // [SECTION] Construction and the workers
 
 Studio::Studio(vk::Device& device, StudioOptions options) : device_(device), options_(std::move(options)) {
-  options_.store = store_path_or_default(options_.store);
+  options_.store = store::path_or_default(options_.store);
   if (options_.runs_dir.empty()) options_.runs_dir = options_.store.parent_path() / "runs";
   // Settings first, on this thread, before any worker touches the store.
   UiSettings settings;

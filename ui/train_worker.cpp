@@ -4,7 +4,6 @@
 #include <optional>
 
 #include "store/run_store.h"
-#include "ui/store_path.h"
 
 namespace ls::ui {
 
@@ -69,7 +68,7 @@ bool TrainWorker::on_step(const train::StepReport& r, const train::TrainConfig& 
   // Paused: the run store shows it, and the heartbeat stays fresh so no one marks the run stale.
   std::optional<store::RunStore> runs;
   try {
-    runs.emplace(store_path_or_default(config.store));
+    runs.emplace(store::path_or_default(config.store));
     runs->set_status(r.run_id, store::RunStatus::paused);
   } catch (const std::exception&) {
     runs.reset();  // the store is the trainer's business; pausing works without it

@@ -111,6 +111,10 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+std::filesystem::path path_or_default(const std::filesystem::path& path) {
+  return path.empty() ? default_store_path() : path;
+}
+
 std::filesystem::path default_store_path() {
   // The XDG base directory spec: a relative XDG_DATA_HOME is invalid and must be ignored.
   const char* xdg = std::getenv("XDG_DATA_HOME");

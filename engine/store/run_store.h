@@ -36,6 +36,8 @@ double unix_now();
 // $XDG_DATA_HOME/lorastudio/runs.sqlite when XDG_DATA_HOME is set to an absolute path, else
 // $HOME/.local/share/lorastudio/runs.sqlite. Throws ls::Error when neither variable is usable.
 std::filesystem::path default_store_path();
+// `path`, or where it is empty default_store_path(): the store the app, --batch and the commands share.
+std::filesystem::path path_or_default(const std::filesystem::path& path);
 
 // What the trainer knows when it creates a run.
 struct NewRun {

@@ -186,7 +186,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
   remove_interrupted_writes(c.out);  // of an attempt in this folder that was killed mid-write
   const std::string cfg = config_json(c);
   write_file_atomically(c.out / "config.json", cfg);
-  store::RunStore runs(c.store.empty() ? store::default_store_path() : c.store);
+  store::RunStore runs(store::path_or_default(c.store));
   const int64_t run_id = open_run_entry(runs,
                                         {.name = c.out.filename().string(), .model_path = c.model, .data_path = c.data,
                                          .config_json = cfg, .out_dir = c.out},
