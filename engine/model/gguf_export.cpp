@@ -17,7 +17,7 @@
 #include "model/safetensors.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor.h"
-#include "util/mapped_file.h"
+#include "util/json_file.h"
 
 namespace ls::model {
 namespace {
@@ -77,16 +77,6 @@ gguf::TensorType matrix_type(GgufFileType type, uint64_t cols) {
   return gguf::TensorType::f16;
 }
 
-nlohmann::json read_json(const fs::path& path) {
-  MappedFile f(path);
-  try {
-    return nlohmann::json::parse(reinterpret_cast<const char*>(f.bytes().data()),
-                                 reinterpret_cast<const char*>(f.bytes().data()) + f.size());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path.string() + ": not JSON (" + e.what() + ")");
-  }
-}
-
 // Llama 3 rope: llama.cpp divides each rotation frequency by rope_freqs[i] (convert_hf_to_gguf.py's
 // generate_extra_tensors: 1, factor, or 1 / ((1 - s) / factor + s) between the two wavelengths).
 std::vector<float> llama3_rope_factors(const ModelConfig& c) {
@@ -123,7 +113,7 @@ void check_expressible(const ModelConfig& c, const fs::path& config_path) {
 
 void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_dir, GgufFileType type) {
   const std::string arch = gguf_architecture(c.arch);
-  const nlohmann::json raw = read_json(model_dir / "config.json");
+  const nlohmann::json raw = read_json_file(model_dir / "config.json");
   w.set("general.architecture", arch);
   w.set("general.type", std::string("model"));
   w.set("general.name", folder_name(model_dir));

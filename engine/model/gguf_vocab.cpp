@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "error.h"
+#include "util/json_file.h"
 #include "util/mapped_file.h"
 
 namespace ls::model {
@@ -30,16 +31,6 @@ const KnownPre kKnownPres[] = {
      true, "llama-bpe"},
     {kGpt2Regex, false, "gpt-2"},
 };
-
-json read_json(const fs::path& path) {
-  MappedFile f(path);
-  try {
-    return json::parse(reinterpret_cast<const char*>(f.bytes().data()),
-                       reinterpret_cast<const char*>(f.bytes().data()) + f.size());
-  } catch (const json::exception& e) {
-    throw Error(path.string() + ": not JSON (" + e.what() + ")");
-  }
-}
 
 // The regex the pre-tokenizer splits with: a Split(Regex) before a ByteLevel without its own regex, or a
 // ByteLevel with use_regex (GPT-2's). Empty when the pipeline is something else.
@@ -69,9 +60,9 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
   const fs::path tok_path = model_dir / "tokenizer.json";
   if (!fs::is_regular_file(tok_path))
     throw Error(tok_path.string() + ": missing (GGUF export needs the model's tokenizer.json)");
-  const json tok = read_json(tok_path);
+  const json tok = read_json_file(tok_path);
   const fs::path config_path = model_dir / "tokenizer_config.json";
-  const json tc = fs::is_regular_file(config_path) ? read_json(config_path) : json::object();
+  const json tc = fs::is_regular_file(config_path) ? read_json_file(config_path) : json::object();
   auto fail = [&](const std::string& what) { throw Error(tok_path.string() + ": " + what); };
 
   const json& model = tok.contains("model") ? tok["model"] : json();
@@ -136,7 +127,7 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
 
   // Special tokens: tokenizer_config.json's text looked up among the added tokens, else config.json's id.
   const fs::path model_config = model_dir / "config.json";
-  const json cfg = fs::is_regular_file(model_config) ? read_json(model_config) : json::object();
+  const json cfg = fs::is_regular_file(model_config) ? read_json_file(model_config) : json::object();
   const std::pair<const char*, const char*> kSpecials[] = {
       {"bos", "bos"}, {"eos", "eos"}, {"unk", "unknown"}, {"pad", "padding"}};
   for (const auto& [hf, gguf_name] : kSpecials) {

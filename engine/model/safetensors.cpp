@@ -10,6 +10,7 @@
 #include "error.h"
 #include "tensor/tensor.h"
 #include "util/atomic_file.h"
+#include "util/json_file.h"
 
 namespace ls::model {
 namespace {
@@ -169,16 +170,6 @@ void read_header(const MappedFile& file, std::vector<TensorInfo>& out, std::map<
   for (TensorInfo& t : found) out.push_back(std::move(t));
 }
 
-json read_json(const std::filesystem::path& path) {
-  MappedFile file(path);
-  const char* text = reinterpret_cast<const char*>(file.bytes().data());
-  try {
-    return json::parse(text, text + file.size());
-  } catch (const json::exception& e) {
-    throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
-  }
-}
-
 void sort_by_name(std::vector<TensorInfo>& tensors) {
   std::sort(tensors.begin(), tensors.end(), [](const TensorInfo& a, const TensorInfo& b) { return a.name < b.name; });
 }
@@ -228,7 +219,7 @@ SafeTensors SafeTensors::open(const std::filesystem::path& path) {
 
   // Sharded: {"metadata": {...}, "weight_map": {"tensor name": "model-00001-of-00002.safetensors", ...}}.
   const std::string where = index.string();
-  const json j = read_json(index);
+  const json j = read_json_file(index);
   if (!j.is_object()) throw Error(where + ": not a JSON object");
   if (!j.contains("weight_map") || !j["weight_map"].is_object()) throw Error(where + ": no \"weight_map\" object");
   std::map<std::string, std::string> shard_of;  // tensor name -> shard file name

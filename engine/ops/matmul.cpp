@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <string>
 #include <numeric>
+#include <string>
 
 #include "ops/common.h"
 #include "ops/dropout.h"

@@ -105,9 +105,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // big tile, which stores straight to C (the forward; its backward_x has too few tiles for it).
                       Case{1024, 2048, 96, DType::f16, DType::f16, DType::f16},
                       Case{2048, 1024, 64, DType::f16, DType::f16, DType::f32},
-                      // 8-aligned rows with f16 weights: on VK_NV_cooperative_matrix2 the workgroup-scope kernel,
-                      // f32 activations converted in registers, edge tiles, K not a multiple of its K step, the
-                      // bias through the element-wise epilogue, and split-K (few tiles, K 4096)
+                      // 8-aligned rows with f16 weights: with LORASTUDIO_COOPMAT2=1 on a device that has
+                      // VK_NV_cooperative_matrix2, the workgroup-scope kernel (f32 activations converted in
+                      // registers, edge tiles, K not a multiple of its K step, the bias through the element-wise
+                      // epilogue, split-K with few tiles and K 4096); elsewhere the other paths at these shapes
                       Case{200, 264, 136, DType::f32, DType::f16, DType::f32},
                       Case{520, 904, 896, DType::f32, DType::f16, DType::f16},
                       Case{264, 136, 40, DType::f16, DType::f16, DType::f32},
@@ -229,9 +230,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
                                            LoraCase{130, 96, 64, 16},
                                            // training's shapes, smaller: rank-r products on the skinny kernel
                                            LoraCase{256, 128, 448, 8}, LoraCase{160, 448, 96, 8},
-                                           // f16 weights with 8-aligned rows: on VK_NV_cooperative_matrix2 the
-                                           // workgroup-scope kernel, its element-wise epilogue (bias, LoRA) and
-                                           // edge tiles (M, N not multiples of its tiles)
+                                           // f16 weights with 8-aligned rows: with LORASTUDIO_COOPMAT2=1 on
+                                           // VK_NV_cooperative_matrix2, the workgroup-scope kernel's element-wise
+                                           // epilogue (bias, LoRA) and edge tiles; elsewhere the other paths
                                            LoraCase{200, 264, 136, 8, DType::f16}, LoraCase{136, 72, 520, 16, DType::f16}));
 
 class LoraDropoutTest : public test::GpuTest {};
