@@ -106,15 +106,18 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
                      [=](vk::Recorder& rec) { ops::matmul_forward(rec, y, x, w, Tensor()); }});
   };
 
-  // The training step's products: f32 activations, bf16 weights as loaded, f32 out; forward y = x·Wᵀ
-  // and the activation gradient dx = dy·W (W read down its columns).
+  // The training step's products: f32 activations, f16 weights (the model's bf16 ones as a tensor-core
+  // device keeps them: engine/model/weights.cpp), f32 out; forward y = x·Wᵀ and the activation gradient
+  // dx = dy·W (W read down its columns).
   auto train_matmul = [&](std::string name, uint32_t M, uint32_t K, uint32_t N, DT act = DT::f32) {
+    auto wanted = [&](const char* pass) { return filter.empty() || (name + pass).find(filter) != std::string::npos; };
+    if (!wanted("_fwd") && !wanted("_dx")) return;  // the 7B ones hold ~200 MB: only if run
     auto x = random_tensor(dev, {M, K}, act, seed++);
-    auto w = random_tensor(dev, {N, K}, DT::bf16, seed++, 0.05f);
+    auto w = random_tensor(dev, {N, K}, DT::f16, seed++, 0.05f);
     auto y = Tensor::empty(dev, {M, N}, DT::f32);
     auto dy = random_tensor(dev, {M, N}, act, seed++);
     auto dx = Tensor::empty(dev, {M, K}, DT::f32);
-    const std::string dims = "[" + std::to_string(M) + ", " + std::to_string(K) + "] x W bf16 [" + std::to_string(N) +
+    const std::string dims = "[" + std::to_string(M) + ", " + std::to_string(K) + "] x W f16 [" + std::to_string(N) +
                              ", " + std::to_string(K) + "]";
     const std::string an = dtype_name(act);
     cases.push_back({name + "_fwd", an + " " + dims, 2.0 * M * N * K, 4.0 * M * K + 2.0 * N * K + 4.0 * M * N,
@@ -129,6 +132,10 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   train_matmul("train_2048x896x16384", 2048, 896, 16384);  // an lm_head chunk
   train_matmul("train16_512x896x4864", 512, 896, 4864, DT::f16);
   train_matmul("train16_4096x896x4864", 4096, 896, 4864, DT::f16);
+  // The 7B shape's products at B1×T512: MLP up/gate, down, and q/o.
+  train_matmul("train7b_512x3584x18944", 512, 3584, 18944);
+  train_matmul("train7b_512x18944x3584", 512, 18944, 3584);
+  train_matmul("train7b_512x3584x3584", 512, 3584, 3584);
   // ggml-vulkan's test-backend-ops MUL_MAT shapes, named as there: m output features, n tokens, k inputs
   // (../shared/peers/llamacpp/gemm_peer.sh times the same ones), y [n, m] = x [n, k] · W [m, k]ᵀ.
   auto peer_gemm = [&](uint32_t m, uint32_t n, uint32_t k, DT act, DT weight) {

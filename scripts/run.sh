@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 ls_install_deps "${LS_FETCH_PACKAGES[@]+"${LS_FETCH_PACKAGES[@]}"}"
 scripts/fetch_tokenizers.sh
-# A glslang >= 14 for the opt-in VK_NV_cooperative_matrix2 kernels (LORASTUDIO_COOPMAT2=1); the app builds
+# A glslang >= 14 for the VK_NV_cooperative_matrix2 kernels (the fastest GEMM on NVIDIA GPUs); the app builds
 # and runs without it, so a failure here (no network to Debian's mirror) is only a warning.
 scripts/glslang.sh || echo "warning: scripts/glslang.sh failed: building without the cooperative-matrix-2 kernels" >&2
 cmake --preset release >/dev/null

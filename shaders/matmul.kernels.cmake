@@ -69,28 +69,24 @@ endforeach()
 ls_kernel(gemm_skinny_rows matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32 ROWS_ALONG_K)
 ls_kernel(gemm_skinny_cols matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32)
 # Tensor cores through VK_NV_cooperative_matrix2 (workgroup-scope matrices, tiles loaded and stored by
-# the driver; needs glslang >= 14, so ls_kernel_cm2): f16 or f32 (converted in registers) operands, f32 or
-# f16 out. Tiles BM×BN×BK on THREADS invocations (ops/matmul.cpp picks one per shape):
-#   m 128×128×32 on 256 · l 128×256×32 on 256 · t 256×128×32 on 256 · k 128×128×64 on 256 · s 64×64×32 on 128
-set(ls_cm2_tiles "m_|BM=128 BN=128 BK=32 THREADS=256" "l_|BM=128 BN=256 BK=32 THREADS=256"
-    "t_|BM=256 BN=128 BK=32 THREADS=256" "k_|BM=128 BN=128 BK=64 THREADS=256" "s_|BM=64 BN=64 BK=32 THREADS=128")
+# the driver; needs glslang >= 14, so ls_kernel_cm2): f16 × f16 operands (ops/matmul.cpp converts an f32 A
+# first), f32 or f16 out, B contiguous along k (gemm_cm2_<tile>) or along n (gemm_cm2_<tile>n, B_ALONG_N).
+# Tiles BM×BN×BK on THREADS invocations (ops/matmul.cpp picks one per shape):
+#   l 128×256×64 on 256 · t 256×128×64 on 256 · m 128×128×64 on 256 · s 64×64×64 on 128
+set(ls_cm2_tiles "l|BM=128 BN=256 BK=64 THREADS=256" "t|BM=256 BN=128 BK=64 THREADS=256"
+    "m|BM=128 BN=128 BK=64 THREADS=256" "s|BM=64 BN=64 BK=64 THREADS=128")
 foreach(tile ${ls_cm2_tiles})
   string(REPLACE "|" ";" tile_parts "${tile}")
-  list(GET tile_parts 0 tile_prefix)
+  list(GET tile_parts 0 tile_name)
   list(GET tile_parts 1 tile_defs)
   string(REPLACE " " ";" tile_defs "${tile_defs}")
-  foreach(a f32 f16)
-    foreach(b f32 f16)
-      foreach(c f32 f16)
-        set(defs A_T=${a} B_T=${b} C_T=${c} ${tile_defs})
-        if(a STREQUAL "f32")
-          list(APPEND defs A_IS_F32)
-        endif()
-        if(b STREQUAL "f32")
-          list(APPEND defs B_IS_F32)
-        endif()
-        ls_kernel_cm2(gemm_cm2_${tile_prefix}${a}_${b}_${c} matmul_coopmat2.comp ${defs})
-      endforeach()
+  foreach(orientation "" n)
+    foreach(c f32 f16)
+      set(defs A_T=f16 B_T=f16 C_T=${c} ${tile_defs})
+      if(orientation STREQUAL "n")
+        list(APPEND defs B_ALONG_N)
+      endif()
+      ls_kernel_cm2(gemm_cm2_${tile_name}${orientation}_f16_f16_${c} matmul_coopmat2.comp ${defs})
     endforeach()
   endforeach()
 endforeach()

@@ -2,14 +2,17 @@
 #extension GL_GOOGLE_include_directive : require
 // Tensor-core variant of shaders/matmul.comp (same bindings, push constants and epilogue) through
 // GL_NV_cooperative_matrix2: workgroup-scope matrices whose tiles the driver loads from and stores to
-// global memory itself (coopMatLoadTensorNV / coopMatStoreTensorNV), staging them through shared memory
-// and spreading the products over the workgroup's subgroups as it sees fit. f16 × f16 → f32.
+// global memory itself (coopMatLoadTensorNV / coopMatStoreTensorNV), spreading the products over the
+// workgroup's subgroups as it sees fit. f16 × f16 → f32 sums; C f32 or f16.
 // A BM×BN output tile per workgroup; K advances BK at a time. Compiled by a glslang that knows the
-// extension (>= 14; docs/design.md "Kernels", scripts/glslang.sh); ops/matmul.cpp picks it where the device offers
-// VK_NV_cooperative_matrix2 and each operand is contiguous along one of its two indices:
-//   A (i, k) at a_base + i·a_sm + k·a_sk: a_sk = 1 (activations) or a_sm = 1 (dyᵀ in dW = dyᵀ·x);
-//   B (j, k) at b_base + j·b_sn + k·b_sk: b_sk = 1 (y = x·Wᵀ) or b_sn = 1 (dx = dy·W, dW's x).
-// f32 operands are loaded as f32 matrices and converted to f16 in registers (A_IS_F32, B_IS_F32).
+// extension (>= 14; docs/design.md "Kernels", scripts/glslang.sh). ops/matmul.cpp picks it where the
+// device offers VK_NV_cooperative_matrix2, A is contiguous along k (an f32 A is converted to f16 first,
+// by ops/convert) and B along one of its indices, fixed at compile time (no branch in the K loop):
+//   A (i, k) at a_base + i·a_sm + k;
+//   B (j, k) at b_base + j·b_sn + k (y = x·Wᵀ), or with B_ALONG_N at b_base + j + k·b_sk (dx = dy·W).
+// Every row stride and batch offset is a multiple of 8 elements (16-byte rows for the driver's loads).
+// Tiles wholly inside C with K a multiple of BK (nearly all of a model's products) take unclamped
+// layouts and a K loop unrolled UNROLL times; the others clamp their reads (zeros past the edges).
 // Epilogue: alpha and accumulation (beta·C) on whole matrices and one tensor store; with a bias or the
 // LoRA term, each element goes through gemm_store (shaders/common/gemm_epilogue.glsl) instead.
 #extension GL_EXT_control_flow_attributes : require
@@ -23,94 +26,113 @@
 #define BN 128
 #endif
 #ifndef BK
-#define BK 32
+#define BK 64
 #endif
 #ifndef THREADS
 #define THREADS 256
 #endif
+#define UNROLL 8
 layout(local_size_x = THREADS) in;
 
 #include "common/gemm_interface.glsl"
 #include "common/gemm_epilogue.glsl"
 
-#if defined(A_IS_F32)
-#define A_ELEM float
-#else
-#define A_ELEM float16_t
-#endif
-#if defined(B_IS_F32)
-#define B_ELEM float
-#else
-#define B_ELEM float16_t
-#endif
+// The tile is computed transposed, as ggml-vulkan's mul_mm_cm2 computes its own: the weight operand B is the
+// products' A matrix (BN×BK), the activations A their B matrix (BK×BM, read through a transposed view), the
+// sums BN×BM, stored transposed.
+#define MAT_W coopmat<float16_t, gl_ScopeWorkgroup, BN, BK, gl_MatrixUseA>
+#define MAT_X coopmat<float16_t, gl_ScopeWorkgroup, BK, BM, gl_MatrixUseB>
+#define ACC coopmat<float, gl_ScopeWorkgroup, BN, BM, gl_MatrixUseAccumulator>
+#define OUT coopmat<STORE(C_T), gl_ScopeWorkgroup, BN, BM, gl_MatrixUseAccumulator>
 
-#define MAT_A coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA>
-#define MAT_B coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB>
-#define ACC coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>
-
-// The element-wise epilogue for one element of the tile at (m0, n0); elements outside C are skipped.
+// The element-wise epilogue for element (row, col) of the transposed tile at (m0, n0): C(m0 + col, n0 + row).
+// Elements outside C are skipped.
 float store_element(const in uint row, const in uint col, const in float elem, const in uint m0,
                     const in uint n0, const in uint c_base) {
-  const uint m = m0 + row, n = n0 + col;
+  const uint m = m0 + col, n = n0 + row;
   if (m < p.M && n < p.N) gemm_store(m, n, elem, c_base);
   return elem;
 }
 
-void main() {
-  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, z = gl_WorkGroupID.z;
-  uint a_base, b_base, c_base;
-  gemm_bases(z, a_base, b_base, c_base);
-  const bool a_t = p.a_sk != 1u;  // A contiguous along m (a_sm = 1)
-  const bool b_t = p.b_sk != 1u;  // B contiguous along n (b_sn = 1)
+// One step of K at k0 through the layouts LX (A as [M, K]) and LW (B as [N, K], or [K, N] with B_ALONG_N).
+#ifdef B_ALONG_N
+#define LOAD_W(mw, LW, k0) coopMatLoadTensorNV(mw, b, b_base, sliceTensorLayoutNV(LW, k0, BK, n0, BN), transposed)
+#else
+#define LOAD_W(mw, LW, k0) coopMatLoadTensorNV(mw, b, b_base, sliceTensorLayoutNV(LW, n0, BN, k0, BK))
+#endif
+#define K_STEP(LX, LW, k0)                                                                     \
+  {                                                                                            \
+    MAT_W mw;                                                                                  \
+    MAT_X mx;                                                                                  \
+    LOAD_W(mw, LW, k0);                                                                        \
+    coopMatLoadTensorNV(mx, a, a_base, sliceTensorLayoutNV(LX, m0, BM, k0, BK), transposed);   \
+    acc = coopMatMulAdd(mw, mx, acc);                                                          \
+  }
 
-  // The operands' layouts, bounded by their dimensions: reads past them give 0 (the K tail, edge tiles).
-  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> la = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lb = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
-  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lc = createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+void main() {
+  const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+  uint a_base, b_base, c_base;
+  gemm_bases(gl_WorkGroupID.z, a_base, b_base, c_base);
+  // Multiples of 8 (ops/matmul.cpp's cm2_fits): said so, the driver may use 16-byte loads.
+  a_base &= ~7u;
+  b_base &= ~7u;
+  const uint a_rows = p.a_sm & ~7u;
+#ifdef B_ALONG_N
+  const uint b_rows = p.b_sk & ~7u;
+#else
+  const uint b_rows = p.b_sn & ~7u;
+#endif
   tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
-  if (a_t) {
-    la = setTensorLayoutDimensionNV(la, p.K, p.M);
-    la = setTensorLayoutStrideNV(la, p.a_sk, 1);
-  } else {
-    la = setTensorLayoutDimensionNV(la, p.M, p.K);
-    la = setTensorLayoutStrideNV(la, p.a_sm, 1);
-  }
-  if (b_t) {
-    lb = setTensorLayoutDimensionNV(lb, p.K, p.N);
-    lb = setTensorLayoutStrideNV(lb, p.b_sk, 1);
-  } else {
-    lb = setTensorLayoutDimensionNV(lb, p.N, p.K);
-    lb = setTensorLayoutStrideNV(lb, p.b_sn, 1);
-  }
-  lc = setTensorLayoutDimensionNV(lc, p.M, p.N);
-  lc = setTensorLayoutStrideNV(lc, p.c_sm, 1);
+  // Split-K: the last slice may be shorter than the others (ops/matmul.cpp's cm2_split_k).
+  const uint K = p.k_last != 0u && gl_WorkGroupID.z + 1u == gl_NumWorkGroups.z ? p.k_last : p.K;
+#ifdef B_ALONG_N
+  const uint b_dim0 = K, b_dim1 = p.N;
+#else
+  const uint b_dim0 = p.N, b_dim1 = K;
+#endif
 
   ACC acc = ACC(0.0);
-  for (uint k0 = 0u; k0 < p.K; k0 += BK) {
-    coopmat<A_ELEM, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
-    coopmat<B_ELEM, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
-    if (a_t) coopMatLoadTensorNV(ma, a, a_base, sliceTensorLayoutNV(la, k0, BK, m0, BM), transposed);
-    else coopMatLoadTensorNV(ma, a, a_base, sliceTensorLayoutNV(la, m0, BM, k0, BK));
-    if (b_t) coopMatLoadTensorNV(mb, b, b_base, sliceTensorLayoutNV(lb, k0, BK, n0, BN));
-    else coopMatLoadTensorNV(mb, b, b_base, sliceTensorLayoutNV(lb, n0, BN, k0, BK), transposed);
-#if defined(A_IS_F32) || defined(B_IS_F32)
-    acc = coopMatMulAdd(MAT_A(ma), MAT_B(mb), acc);
-#else
-    acc = coopMatMulAdd(ma, mb, acc);
-#endif
+  if (m0 + BM <= p.M && n0 + BN <= p.N && K % BK == 0u) {
+    tensorLayoutNV<2> lx = createTensorLayoutNV(2);
+    tensorLayoutNV<2> lw = createTensorLayoutNV(2);
+    lx = setTensorLayoutDimensionNV(lx, p.M, K);
+    lx = setTensorLayoutStrideNV(lx, a_rows, 1);
+    lw = setTensorLayoutDimensionNV(lw, b_dim0, b_dim1);
+    lw = setTensorLayoutStrideNV(lw, b_rows, 1);
+    uint k0 = 0u;
+    for (; k0 + UNROLL * BK <= K;) {
+      [[unroll]] for (uint j = 0u; j < UNROLL; ++j) {
+        K_STEP(lx, lw, k0);
+        k0 += BK;
+      }
+    }
+    for (; k0 < K; k0 += BK) K_STEP(lx, lw, k0);
+  } else {
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lx =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lw =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    lx = setTensorLayoutDimensionNV(lx, p.M, K);
+    lx = setTensorLayoutStrideNV(lx, a_rows, 1);
+    lw = setTensorLayoutDimensionNV(lw, b_dim0, b_dim1);
+    lw = setTensorLayoutStrideNV(lw, b_rows, 1);
+    for (uint k0 = 0u; k0 < K; k0 += BK) K_STEP(lx, lw, k0);
   }
 
   if ((p.flags & 5u) != 0u) {  // bias or LoRA: element by element
     coopMatPerElementNV(acc, acc, store_element, m0, n0, c_base);
     return;
   }
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lc =
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+  lc = setTensorLayoutDimensionNV(lc, p.M, p.N);
+  lc = setTensorLayoutStrideNV(lc, p.c_sm & ~7u, 1);
   if (p.alpha != 1.0) acc = acc * p.alpha;
   if ((p.flags & 2u) != 0u) {
-    coopmat<STORE(C_T), gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> old;
-    coopMatLoadTensorNV(old, c, c_base, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+    OUT old;
+    coopMatLoadTensorNV(old, c, c_base, sliceTensorLayoutNV(lc, m0, BM, n0, BN), transposed);
     acc = acc + ACC(old) * p.beta;
   }
-  coopmat<STORE(C_T), gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> out_tile =
-      coopmat<STORE(C_T), gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
-  coopMatStoreTensorNV(out_tile, c, c_base, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+  OUT out_tile = OUT(acc);
+  coopMatStoreTensorNV(out_tile, c, c_base, sliceTensorLayoutNV(lc, m0, BM, n0, BN), transposed);
 }

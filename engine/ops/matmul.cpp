@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ops/common.h"
+#include "ops/convert.h"
 #include "ops/dropout.h"
 
 namespace ls::ops {
@@ -23,6 +24,7 @@ struct GemmParams {  // = `Params` in shaders/matmul.comp
   uint32_t z_div;
   uint32_t a_sz2, b_sz2, c_sz2;
   uint32_t b_group;
+  uint32_t k_last;
 };
 static_assert(sizeof(GemmParams) <= 128);
 constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4;
@@ -82,51 +84,65 @@ CoopmatTile coopmat_tile(DType a, DType b, DType c, bool big) {
              : CoopmatTile{coopmat_kernel(a, b, c, false), 64, 128, 256};
 }
 
-// The workgroup-scope kernels of VK_NV_cooperative_matrix2 (shaders/matmul_coopmat2.comp), by tile.
-enum class Cm2Tile : uint32_t { m, l, t, k, s };
+// The workgroup-scope kernels of VK_NV_cooperative_matrix2 (shaders/matmul_coopmat2.comp), by tile
+// (BM rows of C, the tokens, × BN columns, the output features).
+enum class Cm2Tile : uint32_t { l, t, m, s };
 struct Cm2TileShape {
   uint32_t bm, bn, threads;
 };
-constexpr Cm2TileShape kCm2Tiles[] = {{128, 128, 256}, {128, 256, 256}, {256, 128, 256}, {128, 128, 256}, {64, 64, 128}};
+constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 256}, {64, 64, 128}};
+constexpr uint32_t kCm2K = 64;  // the kernels' BK
 
-vk::Kernel cm2_kernel(Cm2Tile tile, DType a, DType b, DType c) {
-  static constexpr const vk::KernelFamily* families[] = {&vk::family::gemm_cm2_m, &vk::family::gemm_cm2_l,
-                                                         &vk::family::gemm_cm2_t, &vk::family::gemm_cm2_k,
-                                                         &vk::family::gemm_cm2_s};
-  return variant(*families[uint32_t(tile)], {a, b, c}, "matmul");
+vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c) {
+  namespace f = vk::family;
+  static constexpr const vk::KernelFamily* families[2][4] = {{&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s},
+                                                             {&f::gemm_cm2_ln, &f::gemm_cm2_tn, &f::gemm_cm2_mn, &f::gemm_cm2_sn}};
+  return variant(*families[b_along_n][uint32_t(tile)], {DType::f16, DType::f16, c}, "matmul");
 }
 
-// The tile for an M×N output: LORASTUDIO_CM2_TILE (m, l, t, k or s) forces one, for tuning.
-Cm2Tile cm2_tile(uint32_t M, uint32_t N) {
+// The tile for an M×N×K product: 256 rows of C above 512, else 128 (ggml-vulkan's 128×256 tile, read the
+// other way round, and its 128×128; on the H100 the 128×128 tile was 5-45% faster at 512 rows, session 9),
+// or 64×64 where a short reduction would leave over half of an H100's 132 SMs idle with the bigger tile.
+// LORASTUDIO_CM2_TILE (l, t, m or s) forces one, for tuning.
+constexpr uint64_t kCm2HalfGpu = 66;
+Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
   static const char* forced = std::getenv("LORASTUDIO_CM2_TILE");
   if (forced && *forced) {
     const std::string f = forced;
     if (f == "l") return Cm2Tile::l;
     if (f == "t") return Cm2Tile::t;
-    if (f == "k") return Cm2Tile::k;
-    if (f == "s") return Cm2Tile::s;
-    return Cm2Tile::m;
+    if (f == "m") return Cm2Tile::m;
+    return Cm2Tile::s;
   }
-  auto tiles = [&](Cm2Tile t) {
-    const Cm2TileShape& s = kCm2Tiles[uint32_t(t)];
-    return uint64_t(ceil_div(M, s.bm)) * ceil_div(N, s.bn);
-  };
-  if (tiles(Cm2Tile::l) >= 256) return Cm2Tile::l;
-  if (tiles(Cm2Tile::m) >= 128) return Cm2Tile::m;
-  return Cm2Tile::s;
+  const Cm2Tile big = M > 512 ? Cm2Tile::t : Cm2Tile::m;
+  const Cm2TileShape& s = kCm2Tiles[uint32_t(big)];
+  const uint64_t tiles = uint64_t(ceil_div(M, s.bm)) * ceil_div(N, s.bn);
+  return tiles < kCm2HalfGpu && K < 2048 ? Cm2Tile::s : big;
 }
 
-// Whether the workgroup-scope kernel takes this product: f16 or f32 operands (an f32 B only where it may be
-// rounded to f16, as on the other tensor-core path), each operand contiguous along one index, and every
-// row stride and batch offset a multiple of 8 elements (16-byte aligned f16 rows for the driver's loads).
+// Split-K for a product of `tiles` output tiles that fill under half of an H100's SMs: slices of K (each a
+// multiple of the kernel's BK, at least 256 long, the last one possibly shorter) until about one wave of
+// workgroups, at most 16. Returns the number of slices and sets kc, the slices' length.
+uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding, uint32_t& kc) {
+  kc = K;
+  if (tiles >= kCm2HalfGpu || K < 512) return 1;
+  uint64_t want = std::min<uint64_t>({16, (2 * kCm2HalfGpu + tiles - 1) / tiles, K / 256});
+  while (want > 1 && want * M * N * 4 > max_binding) --want;
+  if (want <= 1) return 1;
+  kc = ceil_div(ceil_div(K, uint32_t(want)), kCm2K) * kCm2K;
+  return ceil_div(K, kc);
+}
+
+// Whether the workgroup-scope kernel takes this product: A f16 or f32 (converted first) and contiguous along
+// k, B f16 and contiguous along one index, C f16 or f32, and every row stride and batch offset a multiple of
+// 8 elements (16-byte aligned f16 rows for the driver's loads).
 bool cm2_fits(const vk::Device& dev, const Gemm& g, DType a, DType b, DType c) {
   auto f16_or_f32 = [](DType t) { return t == DType::f16 || t == DType::f32; };
-  if (!dev.coopmat2() || !f16_or_f32(a) || !f16_or_f32(c)) return false;
-  if (!(b == DType::f16 || (b == DType::f32 && g.round_f32_b))) return false;
-  if (!(g.a_sk == 1 || g.a_sm == 1) || !(g.b_sk == 1 || g.b_sn == 1)) return false;
-  for (uint32_t v : {g.a_sm, g.a_sk, g.b_sn, g.b_sk, g.c_sm, g.a_sz, g.b_sz, g.c_sz, g.a_sz2, g.b_sz2, g.c_sz2})
+  if (!dev.coopmat2() || !f16_or_f32(a) || b != DType::f16 || !f16_or_f32(c)) return false;
+  if (g.a_sk != 1 || !(g.b_sk == 1 || g.b_sn == 1)) return false;
+  for (uint32_t v : {g.a_sm, g.b_sn, g.b_sk, g.c_sm, g.a_sz, g.b_sz, g.c_sz, g.a_sz2, g.b_sz2, g.c_sz2})
     if (v % 8 != 0 && v != 1) return false;
-  return g.c_sm % 8 == 0;
+  return g.c_sm % 8 == 0 && g.a_sm % 8 == 0;
 }
 
 vk::Kernel splitk_reduce_kernel(DType b, DType c) {
@@ -148,6 +164,18 @@ uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t ma
 // Elements [begin, begin + count) of t, as a flat tensor (for binding a chunk of an operand).
 Tensor flat_range(const Tensor& t, uint64_t begin, uint64_t count) {
   return t.reshape({uint32_t(t.numel()), 1}).slice_rows(begin, begin + count);
+}
+
+// An f32 A as f16 in the recording's scratch, in the same layout (every element A's strides reach, batches
+// included): the workgroup-scope kernel has one operand type, f16, as ggml-vulkan's has.
+Tensor cm2_a_as_f16(vk::Recorder& rec, const Gemm& g, const Tensor& a, uint32_t M, uint32_t K) {
+  const uint64_t z_div = g.z_div ? g.z_div : g.batch;
+  const uint64_t outer = (g.batch - 1) / z_div, inner = std::min<uint64_t>(g.batch - 1, z_div - 1);
+  const uint64_t span = outer * g.a_sz2 + inner * g.a_sz + uint64_t(M - 1) * g.a_sm + (K - 1) + 1;
+  const Tensor src = flat_range(a, 0, span);
+  const Tensor dst = Tensor::view(rec.device(), rec.scratch(span * 2, vk::Recorder::kScratchCm2A), src.shape(), DType::f16);
+  convert_forward(rec, dst, src);
+  return dst;
 }
 
 uint64_t extent(uint32_t len1, uint32_t s1, uint32_t len2, uint32_t s2) {
@@ -252,22 +280,28 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     return;
   }
   if (cm2_fits(rec.device(), g, a.dtype(), b.dtype(), c.dtype())) {
-    // The workgroup-scope tensor-core kernel; split K as the other paths do when the tiles are too few.
-    const Cm2Tile tile = cm2_tile(M, N);
+    // The workgroup-scope tensor-core kernel, K split when the tiles are too few to fill the GPU.
+    const Tensor a16 = a.dtype() == DType::f16 ? a : cm2_a_as_f16(rec, g, a, M, K);
+    const bool b_along_n = g.b_sk != 1;
+    const Cm2Tile tile = cm2_tile(M, N, K);
     const Cm2TileShape& ts = kCm2Tiles[uint32_t(tile)];
     const uint32_t tiles_n = ceil_div(N, ts.bn), tiles_m = ceil_div(M, ts.bm);
-    const uint32_t splits =
-        g.batch == 1 && N % 8 == 0 ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range) : 1;
+    uint32_t kc = K;
+    const uint32_t splits = g.batch == 1 && N % 8 == 0
+                                ? cm2_split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
+                                : 1;
     if (splits == 1) {
-      rec.dispatch(cm2_kernel(tile, a.dtype(), b.dtype(), c.dtype()), uses, params, {tiles_n, tiles_m, g.batch},
-                   {.local_x = ts.threads});
+      rec.dispatch(cm2_kernel(tile, b_along_n, c.dtype()),
+                   {in(a16), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
+                    in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
+                   params, {tiles_n, tiles_m, g.batch}, {.local_x = ts.threads});
       return;
     }
-    const uint32_t kc = K / splits;
     Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
-    rec.dispatch(cm2_kernel(tile, a.dtype(), b.dtype(), DType::f32),
-                 {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, slice_params(splits, kc),
-                 {tiles_n, tiles_m, splits}, {.local_x = ts.threads});
+    GemmParams sliced = slice_params(splits, kc);
+    sliced.k_last = K - (splits - 1) * kc;
+    rec.dispatch(cm2_kernel(tile, b_along_n, DType::f32), {in(a16), in(b), out(partial), in(dummy), in(dummy), in(dummy)},
+                 sliced, {tiles_n, tiles_m, splits}, {.local_x = ts.threads});
     reduce_slices(partial, splits);
     return;
   }

@@ -224,9 +224,9 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
     });
     coopmat_ = shape && report.subgroup_size == 32 && report.float16 && !env_flag("LORASTUDIO_NO_COOPMAT");
   }
-  // Opt-in (LORASTUDIO_COOPMAT2=1) until its kernel beats the VK_NV_cooperative_matrix GEMM: on the H100 its
-  // 128x256 tile was 1.5-2x slower (bench/RESULTS.md, session 8).
-  if (coopmat_ && report.coopmat2 && kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) && env_flag("LORASTUDIO_COOPMAT2")) {
+  // On wherever the device offers it and its kernels were built; LORASTUDIO_NO_COOPMAT2=1 keeps the
+  // VK_NV_cooperative_matrix kernels (the workgroup-scope GEMM is faster: bench/RESULTS.md, session 9).
+  if (coopmat_ && report.coopmat2 && kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) && !env_flag("LORASTUDIO_NO_COOPMAT2")) {
     extensions_.push_back(kKhrCooperativeMatrixExtension);
     extensions_.push_back(kNvCooperativeMatrix2Extension);
     coop_khr_.cooperativeMatrix = VK_TRUE;

@@ -66,8 +66,7 @@ class DeviceRequirements {
   // (LORASTUDIO_NO_COOPMAT=1 turns them off).
   bool coopmat() const { return coopmat_; }
   // The workgroup-scope tensor-core GEMM (VK_NV_cooperative_matrix2, shaders/matmul_coopmat2.comp) runs:
-  // the device offers it, its kernels were built (a glslang >= 14), and LORASTUDIO_COOPMAT2=1 asks for it
-  // (opt-in while it is slower than the VK_NV_cooperative_matrix GEMM).
+  // the device offers it and its kernels were built (a glslang >= 14); LORASTUDIO_NO_COOPMAT2=1 turns it off.
   bool coopmat2() const { return coopmat2_; }
 
  private:

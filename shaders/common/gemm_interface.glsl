@@ -18,6 +18,7 @@ layout(push_constant) uniform Params {
   uint z_div;                         // z = outer * z_div + inner
   uint a_sz2, b_sz2, c_sz2;           // batch strides of the outer index
   uint b_group;                       // B's inner index is inner / b_group (grouped-query attention)
+  uint k_last;                        // split-K (matmul_coopmat2 only): the last slice's K when shorter, else 0
 } p;
 
 // Where batch z's operands start: z = outer·z_div + inner; A at outer·a_sz2 + inner·a_sz, B at

@@ -105,15 +105,24 @@ INSTANTIATE_TEST_SUITE_P(
                       // big tile, which stores straight to C (the forward; its backward_x has too few tiles for it).
                       Case{1024, 2048, 96, DType::f16, DType::f16, DType::f16},
                       Case{2048, 1024, 64, DType::f16, DType::f16, DType::f32},
-                      // 8-aligned rows with f16 weights: with LORASTUDIO_COOPMAT2=1 on a device that has
-                      // VK_NV_cooperative_matrix2, the workgroup-scope kernel (f32 activations converted in
-                      // registers, edge tiles, K not a multiple of its K step, the bias through the element-wise
+                      // 8-aligned rows with f16 weights: on a device that has VK_NV_cooperative_matrix2, the
+                      // workgroup-scope kernel (f32 activations converted to f16 first, edge tiles, K not a multiple of its K step, the bias through the element-wise
                       // epilogue, split-K with few tiles and K 4096); elsewhere the other paths at these shapes
                       Case{200, 264, 136, DType::f32, DType::f16, DType::f32},
                       Case{520, 904, 896, DType::f32, DType::f16, DType::f16},
                       Case{264, 136, 40, DType::f16, DType::f16, DType::f32},
                       Case{72, 96, 4096, DType::f16, DType::f16, DType::f16},
-                      Case{48, 64, 4096, DType::f32, DType::f16, DType::f32}),
+                      Case{48, 64, 4096, DType::f32, DType::f16, DType::f32},
+                      // ... and its unclamped path: tiles wholly inside C, K a multiple of its step of 64 (the loop
+                      // unrolled), each of its tiles (128×128 and, above 512 rows, 256×128, then 64×64 for few tiles
+                      // and a short K), split-K with equal slices (16 of 256) and with a shorter last one (backward_x
+                      // of the first two: 7 slices of 320 and one of 256).
+                      Case{512, 2176, 576, DType::f16, DType::f16, DType::f32},
+                      Case{1024, 2176, 128, DType::f32, DType::f16, DType::f16},
+                      Case{64, 128, 192, DType::f16, DType::f16, DType::f16},
+                      Case{256, 256, 4096, DType::f32, DType::f16, DType::f32},
+                      // split-K into slices of 384 with a last one of 232 (its K tail clamped)
+                      Case{64, 128, 1000, DType::f32, DType::f16, DType::f32}),
     [](const auto& param_info) {
       std::ostringstream o;
       o << param_info.param;
@@ -230,7 +239,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
                                            LoraCase{130, 96, 64, 16},
                                            // training's shapes, smaller: rank-r products on the skinny kernel
                                            LoraCase{256, 128, 448, 8}, LoraCase{160, 448, 96, 8},
-                                           // f16 weights with 8-aligned rows: with LORASTUDIO_COOPMAT2=1 on
+                                           // f16 weights with 8-aligned rows: on a device with
                                            // VK_NV_cooperative_matrix2, the workgroup-scope kernel's element-wise
                                            // epilogue (bias, LoRA) and edge tiles; elsewhere the other paths
                                            LoraCase{200, 264, 136, 8, DType::f16}, LoraCase{136, 72, 520, 16, DType::f16}));
@@ -353,7 +362,7 @@ TEST(LoraReference, BackwardIsTheGradientOfTheForward) {
 TEST(MatmulSplit, OperandsLargerThanOneBindingAreSplit) {
   std::vector<std::string> messages;
   vk::DeviceOptions opts;
-  opts.validation = true;
+  opts.validation = test::validation_wanted();
   opts.on_validation_message = [&](const std::string& m) { messages.push_back(m); };
   opts.storage_range_limit = 64 * 1024;  // 64 KiB: every operand below is split
   vk::Device d(opts);

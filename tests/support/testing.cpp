@@ -1,6 +1,7 @@
 #include "support/testing.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -13,10 +14,15 @@ std::mutex g_messages_mutex;
 std::vector<std::string> g_messages;
 }  // namespace
 
+bool validation_wanted() {
+  const char* off = std::getenv("LS_TEST_NO_VALIDATION");
+  return !(off && std::string(off) == "1");
+}
+
 vk::Device& device() {
   static std::unique_ptr<vk::Device> dev = [] {
     vk::DeviceOptions opts;
-    opts.validation = true;
+    opts.validation = validation_wanted();
     opts.on_validation_message = [](const std::string& m) {
       std::lock_guard lock(g_messages_mutex);
       g_messages.push_back(m);

@@ -17,6 +17,11 @@
 
 namespace ls::test {
 
+// Whether tests run under the Khronos validation layer: always, unless LS_TEST_NO_VALIDATION=1, which is only
+// for a GPU whose extensions the installed layer predates (Debian 12's 1.3.239 rejects
+// VK_NV_cooperative_matrix2's structures on the H100). CI never sets it.
+bool validation_wanted();
+
 // The process's device, with the validation layer on. LORASTUDIO_DEVICE picks it as in the app.
 vk::Device& device();
 
