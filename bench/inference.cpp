@@ -1,11 +1,13 @@
 #include "inference.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <random>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,35 @@ namespace ls::bench {
 namespace {
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// GPU time of one profiled program run, by op group (label) and by kernel (time, dispatches).
+struct Profile {
+  std::map<std::string, double> by_label;
+  std::map<std::string, std::pair<double, int>> by_kernel;
+  double gpu_ns = 0;
+  size_t dispatches = 0;
+};
+
+Profile profile_of(const std::vector<vk::Timing>& timings) {
+  Profile p;
+  for (const auto& t : timings) {
+    p.by_label[t.name] += t.ns;
+    p.by_kernel[t.kernel].first += t.ns;
+    p.by_kernel[t.kernel].second += 1;
+    p.gpu_ns += t.ns;
+    ++p.dispatches;
+  }
+  return p;
+}
+
+void print_profile(const std::string& what, const Profile& p) {
+  std::printf("%s, profiled: %zu dispatches, %.1f us GPU in total\n", what.c_str(), p.dispatches, p.gpu_ns / 1e3);
+  for (const auto& [name, ns] : p.by_label) std::printf("  %-24s %9.1f us\n", name.c_str(), ns / 1e3);
+  std::printf("by kernel:\n");
+  for (const auto& [name, v] : p.by_kernel)
+    std::printf("  %-32s %9.1f us in %4d dispatches (%.2f us each)\n", name.c_str(), v.first / 1e3, v.second,
+                v.first / 1e3 / v.second);
 }
 }  // namespace
 
@@ -60,21 +91,16 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
   go.max_new_tokens = o.new_tokens;
   auto stats = gen.generate(short_prompt, go, [](int32_t) { return true; });
 
-  // GPU time per op group of one decode token (a profiled generator: timestamps around every dispatch).
+  // GPU time per op group of one decode token and of the prefill (profiled generators: timestamps around
+  // every dispatch).
   infer::Generator prof(device, model, nullptr, {.context = context, .act = act, .max_chunk = 1, .profile = true});
   prof.prefill(short_prompt);
   prof.decode(1);
-  std::map<std::string, double> by_label;
-  std::map<std::string, std::pair<double, int>> by_kernel;
-  double gpu_ns = 0;
-  size_t dispatches = 0;
-  for (const auto& t : prof.decode_timings()) {
-    by_label[t.name] += t.ns;
-    by_kernel[t.kernel].first += t.ns;
-    by_kernel[t.kernel].second += 1;
-    gpu_ns += t.ns;
-    ++dispatches;
-  }
+  const Profile decode_profile = profile_of(prof.timings(1));
+  infer::Generator prof_prefill(device, model, nullptr,
+                                {.context = context, .act = act, .max_chunk = o.prefill_tokens, .profile = true});
+  prof_prefill.prefill(prompt);
+  const Profile prefill_profile = profile_of(prof_prefill.timings(std::bit_ceil(o.prefill_tokens)));
 
   const double prefill_tps = o.prefill_tokens / prefill_median;
   const double decode_tps = stats.decode_tokens_per_second();
@@ -82,12 +108,8 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
               o.repeats, prefill_tps);
   std::printf("decode %u tokens after a %u-token prompt: %.3f ms/token -> %.1f tok/s\n", stats.new_tokens,
               o.prompt_tokens, stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens), decode_tps);
-  std::printf("one decode token, profiled: %zu dispatches, %.1f us GPU in total\n", dispatches, gpu_ns / 1e3);
-  for (const auto& [name, ns] : by_label) std::printf("  %-24s %9.1f us\n", name.c_str(), ns / 1e3);
-  std::printf("by kernel:\n");
-  for (const auto& [name, v] : by_kernel)
-    std::printf("  %-32s %9.1f us in %4d dispatches (%.2f us each)\n", name.c_str(), v.first / 1e3, v.second,
-                v.first / 1e3 / v.second);
+  print_profile("one decode token", decode_profile);
+  print_profile("prefill of " + std::to_string(o.prefill_tokens) + " tokens", prefill_profile);
 
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model_dir},
@@ -100,10 +122,12 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
                         {"decode_tokens", stats.new_tokens},
                         {"decode_ms_per_token", stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens)},
                         {"decode_tok_s", decode_tps},
-                        {"decode_dispatches", dispatches},
+                        {"decode_dispatches", decode_profile.dispatches},
                         {"decode_gpu_us_by_group", nlohmann::json::object()}};
-    for (const auto& [name, ns] : by_label) j["decode_gpu_us_by_group"][name] = ns / 1e3;
-    for (const auto& [name, v] : by_kernel) j["decode_gpu_us_by_kernel"][name] = v.first / 1e3;
+    for (const auto& [name, ns] : decode_profile.by_label) j["decode_gpu_us_by_group"][name] = ns / 1e3;
+    for (const auto& [name, v] : decode_profile.by_kernel) j["decode_gpu_us_by_kernel"][name] = v.first / 1e3;
+    for (const auto& [name, ns] : prefill_profile.by_label) j["prefill_gpu_us_by_group"][name] = ns / 1e3;
+    for (const auto& [name, v] : prefill_profile.by_kernel) j["prefill_gpu_us_by_kernel"][name] = v.first / 1e3;
     std::ofstream(o.json) << j.dump(1) << "\n";
   }
   return 0;

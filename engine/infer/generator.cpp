@@ -148,8 +148,8 @@ GenerateStats Generator::generate(std::span<const int32_t> prompt, const Generat
   return stats;
 }
 
-std::vector<vk::Timing> Generator::decode_timings() const {
-  auto it = chunks_.find(1);
+std::vector<vk::Timing> Generator::timings(uint32_t chunk_tokens) const {
+  auto it = chunks_.find(chunk_tokens);
   return it == chunks_.end() ? std::vector<vk::Timing>{} : it->second.program.timings();
 }
 

@@ -71,8 +71,9 @@ class Generator {
   GenerateStats generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                          const std::function<bool(int32_t)>& on_token);
 
-  // GPU time per label of the latest run of the decode program (profile on), for benches.
-  std::vector<vk::Timing> decode_timings() const;
+  // GPU time per dispatch of the latest run of the program for chunks of `chunk_tokens` (a power of two; 1:
+  // decode) with profile on, for benches; empty if none ran.
+  std::vector<vk::Timing> timings(uint32_t chunk_tokens) const;
 
  private:
   struct Chunk {
