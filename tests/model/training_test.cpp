@@ -92,13 +92,14 @@ class TrainingStep : public test::GpuTest {
 };
 
 // The vocabulary projection goes in chunks of rows: within the logits budget (256 MiB of f32 where one
-// binding holds that much, else 64 MiB), a multiple of 16 rows, as few chunks as the budget allows, sized
-// about equally (no small remainder beside big chunks when the rows divide well).
+// binding holds that much, else 64 MiB), a multiple of 16 rows (of 128 when the budget holds 128), as few
+// chunks as the budget allows, sized about equally (no small remainder beside big chunks when the rows divide
+// well).
 TEST(LogitChunks, WithinBudgetAlignedAndEven) {
   const uint32_t V = 151936;
   const uint64_t big = uint64_t(4) << 30, small = uint64_t(128) << 20;
-  EXPECT_EQ(model::logit_rows_per_chunk(512, V, big), 256u);   // 432 fit; two chunks of 256
-  EXPECT_EQ(model::logit_rows_per_chunk(4096, V, big), 416u);  // 10 chunks of 416 (432 fit)
+  EXPECT_EQ(model::logit_rows_per_chunk(512, V, big), 256u);   // 441 fit (384 in 128s); two chunks of 256
+  EXPECT_EQ(model::logit_rows_per_chunk(4096, V, big), 384u);  // 11 chunks: ten of 384 and one of 256
   EXPECT_EQ(model::logit_rows_per_chunk(100, V, small), 64u);  // 96 fit in 64 MiB; 64 + 36
   EXPECT_EQ(model::logit_rows_per_chunk(7, 600, big), 7u);     // all rows at once
   for (uint64_t limit : {big, small})
@@ -106,8 +107,9 @@ TEST(LogitChunks, WithinBudgetAlignedAndEven) {
       const uint32_t c = model::logit_rows_per_chunk(rows, V, limit);
       const uint64_t budget = limit >= (uint64_t(256) << 20) ? uint64_t(256) << 20 : uint64_t(64) << 20;
       EXPECT_LE(uint64_t(c) * V * 4, budget) << rows;
-      EXPECT_TRUE(c == rows || c % 16 == 0) << rows << " -> " << c;
-      const uint64_t most = std::max<uint64_t>(16, budget / (uint64_t(V) * 4) / 16 * 16);  // rows the budget holds
+      const uint64_t fit = budget / (uint64_t(V) * 4), granule = fit >= 128 ? 128 : 16;
+      EXPECT_TRUE(c == rows || c % granule == 0) << rows << " -> " << c;
+      const uint64_t most = std::max<uint64_t>(16, fit / granule * granule);  // rows the budget holds
       EXPECT_EQ((rows + c - 1) / c, (rows + most - 1) / most) << rows << " rows in chunks of " << c;
     }
 }
