@@ -4,7 +4,8 @@
 //   ADAMW          torch.optim.AdamW's update of one parameter tensor (arithmetic below)
 //   SUMSQ_PARTIAL  sum of squares of up to 7 gradient tensors, one partial sum per workgroup
 //   SUMSQ_FINAL    every partial summed into sumsq[0]
-//   CLIP_SCALE     norm = sqrt(sumsq[0]); hyper[7] = torch.nn.utils.clip_grad_norm_'s factor
+//   CLIP_SCALE     norm = sqrt(sumsq[0]); hyper[7] = torch.nn.utils.clip_grad_norm_'s factor, or -1 when the
+//                  norm is not finite: ADAMW then leaves every tensor as it is (the step is skipped)
 //   FILL_ZERO      t = 0, over 32-bit words (WORD16: 16-bit words, for tensors of an odd count of halves)
 // Step-varying values come from `hyper` (written by the host before each run, hyper[7] by CLIP_SCALE):
 //   {lr, beta1, beta2, eps, weight_decay, 1 - beta1^t, 1 - beta2^t, clip_scale}
@@ -37,6 +38,7 @@ layout(push_constant) uniform Params { uint n; } p;
 void main() {
   const float lr = hyper[0], beta1 = hyper[1], beta2 = hyper[2], eps = hyper[3], weight_decay = hyper[4];
   const float clip_scale = hyper[7];
+  if (clip_scale < 0.0) return;  // a NaN or infinite gradient: no update (CLIP_SCALE's marker)
   precise const float decay = 1.0 - lr * weight_decay;
   precise const float w1 = 1.0 - beta1;
   precise const float w2 = 1.0 - beta2;
@@ -123,13 +125,17 @@ layout(push_constant) uniform Params { float max_norm; } p;
 
 // torch.nn.utils.clip_grad_norm_ in f32: clip_coef = max_norm / (total_norm + 1e-6), which Python
 // evaluates as reciprocal(total_norm + 1e-6) * max_norm (Tensor.__rtruediv__), then clamp(max = 1).
-// A NaN norm gives a NaN factor, as in torch. max_norm <= 0 turns clipping off (factor 1).
+// max_norm <= 0 turns clipping off (factor 1). A NaN or infinite norm (torch would scale by NaN or 0 and
+// still step) writes the marker -1 instead, whatever max_norm: the update then skips every tensor and the
+// host, reading norm_out, reports the step (train/trainer.cpp). The test is on the bits: no compiler may
+// assume finite floats away.
 void main() {
   if (gl_LocalInvocationID.x != 0u) return;
   precise const float norm = sqrt(sumsq[0]);
   precise float coef = (1.0 / (norm + 1e-6)) * p.max_norm;
   if (coef > 1.0 || !(p.max_norm > 0.0)) coef = 1.0;
-  hyper[7] = coef;
+  const bool finite = (floatBitsToUint(norm) & 0x7f800000u) != 0x7f800000u;
+  hyper[7] = finite ? coef : -1.0;
   norm_out[0] = norm;
 }
 

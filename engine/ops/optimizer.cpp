@@ -139,6 +139,7 @@ void adamw_step(std::span<float> param, std::span<const float> grad, std::span<f
                 std::span<const float> hyper) {
   const float lr = hyper[0], beta1 = hyper[1], beta2 = hyper[2], eps = hyper[3], weight_decay = hyper[4];
   const float clip = hyper[7];
+  if (clip < 0.0f) return;  // clip_scale's marker for a non-finite gradient norm: no update
   const float decay = 1.0f - lr * weight_decay;
   const float w1 = 1.0f - beta1, w2 = 1.0f - beta2;
   const float step_size = lr / hyper[5];
@@ -167,7 +168,7 @@ float clip_scale(std::span<float> hyper, float sumsq, float max_norm) {
   const float norm = std::sqrt(sumsq);
   float coef = (1.0f / (norm + 1e-6f)) * max_norm;
   if (coef > 1.0f || !(max_norm > 0.0f)) coef = 1.0f;
-  hyper[7] = coef;
+  hyper[7] = std::isfinite(norm) ? coef : -1.0f;
   return norm;
 }
 }  // namespace ref

@@ -33,7 +33,9 @@ void grad_sumsq(vk::Recorder& rec, const Tensor& sumsq, std::span<const Tensor> 
 
 // norm_out [1] f32 = sqrt(sumsq[0]); hyper[7] = min((1 / (norm + 1e-6)) * max_norm, 1) when max_norm > 0,
 // else 1: torch.nn.utils.clip_grad_norm_'s factor (clip_coef clamped to 1, computed as torch evaluates
-// `max_norm / (total_norm + 1e-6)` on a tensor). The other slots of hyper are left as they are.
+// `max_norm / (total_norm + 1e-6)` on a tensor). A NaN or infinite norm writes -1 instead, and adamw_step
+// then changes nothing: a non-finite gradient never reaches the weights or the moments. The other slots of
+// hyper are left as they are.
 void clip_scale(vk::Recorder& rec, const Tensor& hyper, const Tensor& norm_out, const Tensor& sumsq, float max_norm);
 
 // t = 0 (gradient accumulators), any dtype.

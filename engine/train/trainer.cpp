@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -262,10 +263,28 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
         data_left = false;
         break;
       }
+      // A NaN or infinite loss or gradient stops the run before it reaches the weights: the host skips the
+      // update for a non-finite loss, the device skips it for a non-finite gradient norm (ops::clip_scale).
+      // The weights, still those of the step before, are saved as the run's adapter; nothing is lost.
+      auto stop_non_finite = [&](const std::string& what) {
+        result.adapter_dir = c.out / "adapter";
+        model::save_peft_adapter(adapter, model.config, result.adapter_dir, c.model.string());
+        runs.add_export(run_id, result.adapter_dir, store::ExportFormat::peft);
+        store::write_metrics_csv(c.out / "metrics.csv", runs.metrics(run_id));
+        std::ostringstream msg;
+        msg << "step " << s << ": " << what << "; its update was not applied. The adapter as of step " << s - 1
+            << " is saved in " << result.adapter_dir.string() << ". Training diverged: lower --lr (now "
+            << c.schedule.lr << ") or keep --max-grad-norm on (now " << c.optimizer.max_grad_norm
+            << "), then train again or --resume from a checkpoint";
+        throw Error(msg.str());
+      };
+      if (!std::isfinite(loss_sum)) stop_non_finite("the loss is " + std::to_string(loss_sum / micro));
       const float lr = lr_at(c.schedule, s - 1);
       const auto h = hyper_values(c.optimizer, lr, s);
       upload(hyper, std::span<const float>(h));
       update.run();
+      if (const float n = static_cast<const float*>(norm.mapped())[0]; !std::isfinite(n))
+        stop_non_finite("the gradients' norm is " + std::to_string(n));
       if (c.profile) add_timings(gpu_ms, update, "optimizer");
       StepReport r;
       r.gpu_ms = std::move(gpu_ms);

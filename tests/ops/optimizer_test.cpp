@@ -231,6 +231,43 @@ TEST_F(ClipScaleTest, FullStepMatchesReference) {
   }
 }
 
+// A NaN or infinite gradient (one element of one tensor), with clipping on and off: the norm comes out
+// non-finite, clip_scale writes its marker -1, and AdamW leaves every parameter and both moments exactly as
+// they were, on the device and in the reference.
+TEST_F(ClipScaleTest, NonFiniteGradientLeavesEverythingUnchanged) {
+  const uint32_t n = 300;
+  for (float bad : {std::nanf(""), INFINITY, -INFINITY})
+    for (float max_norm : {1.0f, 0.0f}) {
+      std::vector<float> p0 = test::random_values(n, 5), m0 = test::random_values(n, 6, 0.1f),
+                         v0 = test::random_values(n, 7, 0.01f), g = test::random_values(n, 8);
+      for (float& x : v0) x = std::fabs(x);
+      g[123] = bad;
+      Tensor param = test::tensor_from(dev(), {n}, DType::f32, p0), grad = test::tensor_from(dev(), {n}, DType::f32, g);
+      Tensor m = test::tensor_from(dev(), {n}, DType::f32, m0), v = test::tensor_from(dev(), {n}, DType::f32, v0);
+      Tensor hyper = test::tensor_from(dev(), {ops::kHyperSlots}, DType::f32, hyper_for(3, 1e-3f, 0.9f, 0.999f, 0.01f, 1.0f));
+      Tensor sumsq = Tensor::empty(dev(), {1}, DType::f32, "sumsq"), norm = Tensor::empty(dev(), {1}, DType::f32, "norm");
+      test::run(dev(), [&](vk::Recorder& rec) {
+        ops::grad_sumsq(rec, sumsq, std::vector<Tensor>{grad});
+        ops::clip_scale(rec, hyper, norm, sumsq, max_norm);
+        ops::adamw_step(rec, param, grad, m, v, hyper);
+      });
+      const std::string what = "gradient " + std::to_string(bad) + ", max_norm " + std::to_string(max_norm);
+      EXPECT_FALSE(std::isfinite(download(norm)[0])) << what;
+      EXPECT_EQ(download(hyper)[7], -1.0f) << what;
+      EXPECT_EQ(download(param), p0) << what;
+      EXPECT_EQ(download(m), m0) << what;
+      EXPECT_EQ(download(v), v0) << what;
+      Hyper h = hyper_for(3, 1e-3f, 0.9f, 0.999f, 0.01f, 1.0f);
+      ops::ref::clip_scale(h, float(ops::ref::grad_sumsq(std::vector<std::span<const float>>{g})), max_norm);
+      EXPECT_EQ(h[7], -1.0f) << what;
+      auto p = p0, mr = m0, vr = v0;
+      ops::ref::adamw_step(p, g, mr, vr, h);
+      EXPECT_EQ(p, p0) << what;
+      EXPECT_EQ(mr, m0) << what;
+      EXPECT_EQ(vr, v0) << what;
+    }
+}
+
 class FillZeroTest : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<uint32_t, DType>> {};
 
 TEST_P(FillZeroTest, ZeroesEveryElementAndNothingElse) {

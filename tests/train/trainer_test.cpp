@@ -11,7 +11,10 @@
 //   continues its entry (same id, one series of steps 1..6 equal to an uninterrupted run's, finished, a
 //   "resumed" event at step 3); resumed into another folder it gets a new entry that starts with a copy of
 //   steps 1..3; with another store, a new entry whose note says the checkpoint's run is not there; what a
-//   killed writer left (temporary files, partial checkpoint folders) is removed when a run starts.
+//   killed writer left (temporary files, partial checkpoint folders) is removed when a run starts;
+// - divergence: a learning rate of 1e30 makes a later step's loss or gradients NaN or infinite; the run
+//   stops at that step with a message naming it, the weights never see the non-finite update (the adapter
+//   saved is finite and equals the one a run stopped one step earlier saves), and the run is marked failed.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -237,6 +240,46 @@ TEST_F(TrainerLoop, BatchLargerThanTheDataSet) {
 
 // A run that dies after step 5 (the callback throws: the entry is marked failed, steps 1..5 logged) and is
 // resumed from checkpoint-3 in its own folder continues its entry.
+TEST_F(TrainerLoop, NonFiniteLossOrGradientStopsBeforeTheWeights) {
+  auto c = config_;
+  c.schedule.lr = 1e30f;
+  c.schedule.warmup_steps = 0;
+  c.save_every = 0;
+  c.out = dir_ / "diverged";
+  uint32_t last_step = 0;
+  std::string message;
+  try {
+    train::train(dev(), c, [&](const train::StepReport& r) {
+      last_step = r.step;
+      return true;
+    });
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  ASSERT_NE(message, "") << "a run at lr 1e30 finished all " << c.steps << " steps";
+  const uint32_t bad = last_step + 1;  // the step that stopped the run reported nothing
+  EXPECT_NE(message.find("step " + std::to_string(bad) + ": "), std::string::npos) << message;
+  EXPECT_NE(message.find("its update was not applied"), std::string::npos) << message;
+  EXPECT_NE(message.find("as of step " + std::to_string(last_step)), std::string::npos) << message;
+  const fs::path saved = c.out / "adapter" / "adapter_model.safetensors";
+  ASSERT_TRUE(fs::exists(saved)) << message;
+
+  // The same run stopped after step last_step by its caller saves the same bytes: nothing of the bad step
+  // reached the weights.
+  auto stopped = c;
+  stopped.out = dir_ / "stopped";
+  train::train(dev(), stopped, [&](const train::StepReport& r) { return r.step < last_step; });
+  EXPECT_EQ(bytes(saved), bytes(stopped.out / "adapter" / "adapter_model.safetensors"));
+
+  store::RunStore runs(c.store);
+  const auto listed = runs.list_runs();
+  const auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& r) { return r.out_dir == c.out; });
+  ASSERT_TRUE(it != listed.end());
+  EXPECT_EQ(it->status, store::RunStatus::failed);
+  EXPECT_EQ(it->error, message);
+  EXPECT_EQ(runs.metrics(it->id).size(), size_t(last_step));
+}
+
 TEST_F(TrainerLoop, ResumeInItsOwnFolderContinuesTheRunEntry) {
   auto plain = config_;
   plain.out = dir_ / "plain";
