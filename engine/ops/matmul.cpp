@@ -101,7 +101,8 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c) {
 }
 
 // The tile for an M×N×K product: 256 rows of C above 512, else 128 (ggml-vulkan's 128×256 tile, read the
-// other way round, and its 128×128; on the H100 the 128×128 tile was 5-45% faster at 512 rows, session 9),
+// other way round, and its 128×128; on the H100 at 512 rows the 128×128 tile was 4-47% faster at three of
+// ggml's four shapes and 8% slower at the fourth, session 9),
 // or 64×64 where a short reduction would leave over half of an H100's 132 SMs idle with the bigger tile.
 // LORASTUDIO_CM2_TILE (l, t, m or s) forces one, for tuning.
 constexpr uint64_t kCm2HalfGpu = 66;
@@ -166,20 +167,20 @@ Tensor flat_range(const Tensor& t, uint64_t begin, uint64_t count) {
   return t.reshape({uint32_t(t.numel()), 1}).slice_rows(begin, begin + count);
 }
 
+uint64_t extent(uint32_t len1, uint32_t s1, uint32_t len2, uint32_t s2) {
+  return uint64_t(len1 - 1) * s1 + uint64_t(len2 - 1) * s2 + 1;
+}
+
 // An f32 A as f16 in the recording's scratch, in the same layout (every element A's strides reach, batches
 // included): the workgroup-scope kernel has one operand type, f16, as ggml-vulkan's has.
 Tensor cm2_a_as_f16(vk::Recorder& rec, const Gemm& g, const Tensor& a, uint32_t M, uint32_t K) {
   const uint64_t z_div = g.z_div ? g.z_div : g.batch;
   const uint64_t outer = (g.batch - 1) / z_div, inner = std::min<uint64_t>(g.batch - 1, z_div - 1);
-  const uint64_t span = outer * g.a_sz2 + inner * g.a_sz + uint64_t(M - 1) * g.a_sm + (K - 1) + 1;
+  const uint64_t span = outer * g.a_sz2 + inner * g.a_sz + extent(M, g.a_sm, K, 1);
   const Tensor src = flat_range(a, 0, span);
   const Tensor dst = Tensor::view(rec.device(), rec.scratch(span * 2, vk::Recorder::kScratchCm2A), src.shape(), DType::f16);
   convert_forward(rec, dst, src);
   return dst;
-}
-
-uint64_t extent(uint32_t len1, uint32_t s1, uint32_t len2, uint32_t s2) {
-  return uint64_t(len1 - 1) * s1 + uint64_t(len2 - 1) * s2 + 1;
 }
 
 // Smallest chunk step along one dimension that keeps every binding offset it moves aligned: each

@@ -235,6 +235,13 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       write_checkpoint(c.out, at, adapter, m1, m2, model.config, c.model, batcher.state(), state);
       runs.add_checkpoint(run_id, at, checkpoint_dir(c.out, at));
     };
+    // The run's adapter and metrics.csv as they are now: at the end, or when a non-finite step stops the run.
+    auto save_adapter = [&] {
+      result.adapter_dir = c.out / "adapter";
+      model::save_peft_adapter(adapter, model.config, result.adapter_dir, c.model.string());
+      runs.add_export(run_id, result.adapter_dir, store::ExportFormat::peft);
+      store::write_metrics_csv(c.out / "metrics.csv", runs.metrics(run_id));
+    };
 
     const auto t_start = std::chrono::steady_clock::now();
     Batch batch;
@@ -267,10 +274,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       // update for a non-finite loss, the device skips it for a non-finite gradient norm (ops::clip_scale).
       // The weights, still those of the step before, are saved as the run's adapter; nothing is lost.
       auto stop_non_finite = [&](const std::string& what) {
-        result.adapter_dir = c.out / "adapter";
-        model::save_peft_adapter(adapter, model.config, result.adapter_dir, c.model.string());
-        runs.add_export(run_id, result.adapter_dir, store::ExportFormat::peft);
-        store::write_metrics_csv(c.out / "metrics.csv", runs.metrics(run_id));
+        save_adapter();
         std::ostringstream msg;
         msg << "step " << s << ": " << what << "; its update was not applied. The adapter as of step " << s - 1
             << " is saved in " << result.adapter_dir.string() << ". Training diverged: lower --lr (now "
@@ -283,8 +287,8 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       const auto h = hyper_values(c.optimizer, lr, s);
       upload(hyper, std::span<const float>(h));
       update.run();
-      if (const float n = static_cast<const float*>(norm.mapped())[0]; !std::isfinite(n))
-        stop_non_finite("the gradients' norm is " + std::to_string(n));
+      const float grad_norm = static_cast<const float*>(norm.mapped())[0];
+      if (!std::isfinite(grad_norm)) stop_non_finite("the gradients' norm is " + std::to_string(grad_norm));
       if (c.profile) add_timings(gpu_ms, update, "optimizer");
       StepReport r;
       r.gpu_ms = std::move(gpu_ms);
@@ -293,7 +297,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       r.total = total;
       r.loss = loss_sum / micro;
       r.lr = lr;
-      r.grad_norm = static_cast<const float*>(norm.mapped())[0];
+      r.grad_norm = grad_norm;
       const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       r.trained_tokens = tokens;
       r.tokens_per_s = double(micro) * B * T / dt;
@@ -318,10 +322,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
         break;
       }
     }
-    result.adapter_dir = c.out / "adapter";
-    model::save_peft_adapter(adapter, model.config, result.adapter_dir, c.model.string());
-    runs.add_export(run_id, result.adapter_dir, store::ExportFormat::peft);
-    store::write_metrics_csv(c.out / "metrics.csv", runs.metrics(run_id));
+    save_adapter();
     runs.set_status(run_id, result.stopped ? store::RunStatus::stopped : store::RunStatus::finished);
   } catch (const std::exception& e) {
     runs.set_status(run_id, store::RunStatus::failed, e.what());
