@@ -13,6 +13,7 @@
 
 #include "model/lora.h"
 #include "store/run_store.h"
+#include "tensor/quant.h"
 #include "train/dataset.h"
 #include "train/schedule.h"
 #include "vk/device.h"
@@ -31,6 +32,7 @@ struct TrainConfig {
   float dropout = 0;                 // LoRA dropout on each adapted projection's input, in [0, 1)
   bool grad_checkpoint = false;      // recompute each layer's activations in the backward (less memory)
   bool rslora = false;
+  QuantType quantize = QuantType::none;  // the base's projection weights in 4 or 8 bits (QLoRA)
   uint32_t batch_size = 1;
   uint32_t grad_accum = 1;
   uint32_t steps = 0;                // optimizer steps; 0: as many as the epochs give

@@ -1,0 +1,225 @@
+#include "tensor/quant.h"
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "error.h"
+
+namespace ls {
+
+const std::array<float, 16> kNf4Levels = {
+    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
+    -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
+    0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,
+    0.7229568362236023f, 1.0f};
+
+const char* quant_name(QuantType t) {
+  switch (t) {
+    case QuantType::none: return "none";
+    case QuantType::nf4: return "nf4";
+    case QuantType::q8: return "q8";
+  }
+  return "?";
+}
+
+std::optional<QuantType> parse_quant(const std::string& name) {
+  if (name == "nf4") return QuantType::nf4;
+  if (name == "q8") return QuantType::q8;
+  if (name.empty() || name == "none" || name == "bf16") return QuantType::none;
+  return std::nullopt;
+}
+
+namespace {
+
+// torch.linspace(start, end, n) in f32, as PyTorch's CPU kernel computes it (the second half counted
+// back from the end), so that the map below has the same bits as bitsandbytes'.
+std::vector<float> linspace_f32(float start, float end, int n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  const float step = (end - start) / float(n - 1);
+  const int half = n / 2;
+  for (int i = 0; i < n; ++i) v[size_t(i)] = i < half ? start + step * float(i) : end - step * float(n - i - 1);
+  return v;
+}
+
+std::array<float, 256> make_dynamic_map() {
+  // create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8): for exponent i, 2^i + 1
+  // boundaries in [0.1, 1], their midpoints scaled by 10^(i-6), both signs; then 0 and 1; sorted.
+  std::vector<float> data;
+  for (int i = 0; i < 7; ++i) {
+    const std::vector<float> b = linspace_f32(0.1f, 1.0f, (1 << i) + 1);
+    const float scale = float(std::pow(10.0, double(i - 6)));
+    for (size_t j = 0; j + 1 < b.size(); ++j) {
+      const float mean = (b[j] + b[j + 1]) / 2.0f;
+      data.push_back(scale * mean);
+      data.push_back(-(scale * mean));
+    }
+  }
+  data.push_back(0.0f);
+  data.push_back(1.0f);
+  std::sort(data.begin(), data.end());
+  std::array<float, 256> map{};
+  std::copy(data.begin(), data.end(), map.begin());
+  return map;
+}
+
+// bitsandbytes' dQuantize<0>: a binary search over the sorted map from its middle, then the nearer of
+// the two neighbours (the same comparisons, so the same code at every tie).
+uint8_t quantize_dynamic(const std::array<float, 256>& code, float x) {
+  int pivot = 127, upper_pivot = 255, lower_pivot = 0;
+  float lower = -1.0f, upper = 1.0f;
+  float val = code[size_t(pivot)];
+  for (int i = 64; i > 0; i >>= 1) {
+    if (x > val) {
+      lower_pivot = pivot;
+      lower = val;
+      pivot += i;
+    } else {
+      upper_pivot = pivot;
+      upper = val;
+      pivot -= i;
+    }
+    val = code[size_t(pivot)];
+  }
+  if (upper_pivot == 255) upper = code[255];
+  if (lower_pivot == 0) lower = code[0];
+  if (x > val) return uint8_t((x > (upper + val) * 0.5f) ? upper_pivot : pivot);
+  return uint8_t((x < (lower + val) * 0.5f) ? lower_pivot : pivot);
+}
+
+// bitsandbytes' dQuantizeNF4: the level whose interval holds x, the boundaries being the midpoints of
+// neighbouring levels (a value on a boundary goes down).
+uint8_t quantize_nf4(float x) {
+  static const std::array<float, 15> mid = [] {
+    std::array<float, 15> m{};
+    for (size_t i = 0; i < 15; ++i) m[i] = float((double(kNf4Levels[i]) + double(kNf4Levels[i + 1])) / 2.0);
+    return m;
+  }();
+  uint8_t c = 0;
+  while (c < 15 && x > mid[c]) ++c;
+  return c;
+}
+
+float block_absmax(std::span<const float> w, uint64_t b) {
+  const uint64_t end = std::min<uint64_t>(w.size(), (b + 1) * kQuantBlock);
+  float m = 0;
+  for (uint64_t i = b * kQuantBlock; i < end; ++i) m = std::max(m, std::fabs(w[i]));
+  return m;
+}
+
+// Runs f(begin, end) over [0, n) in `threads` contiguous parts.
+template <class F>
+void parallel_blocks(uint64_t n, unsigned threads, F f) {
+  threads = std::max(1u, std::min<unsigned>(threads, unsigned(std::max<uint64_t>(1, n / 1024))));
+  if (threads == 1) return f(uint64_t(0), n);
+  std::vector<std::thread> pool;
+  const uint64_t per = (n + threads - 1) / threads;
+  for (unsigned t = 0; t < threads; ++t) {
+    const uint64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
+    pool.emplace_back([=] { f(begin, end); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+}  // namespace
+
+const std::array<float, 256>& dynamic_map_8bit() {
+  static const std::array<float, 256> map = make_dynamic_map();
+  return map;
+}
+
+uint64_t quantized_bytes(QuantType t, uint64_t numel, uint32_t element_bytes) {
+  auto pad4 = [](uint64_t b) { return (b + 3) / 4 * 4; };
+  const uint64_t blocks = (numel + kQuantBlock - 1) / kQuantBlock;
+  switch (t) {
+    case QuantType::none: return numel * element_bytes;
+    case QuantType::nf4:
+      return pad4((numel + 1) / 2) + pad4(blocks) + 4 * ((blocks + kQuantAbsmaxBlock - 1) / kQuantAbsmaxBlock);
+    case QuantType::q8: return pad4(numel) + 4 * blocks;
+  }
+  return 0;
+}
+
+QuantizedHost quantize(QuantType t, std::span<const float> w, unsigned threads) {
+  if (t == QuantType::none) throw Error("quantize: no quantization type given");
+  QuantizedHost q;
+  q.type = t;
+  q.numel = w.size();
+  const uint64_t blocks = q.blocks();
+  for (float v : w)
+    if (!std::isfinite(v)) throw Error("quantize: the weight holds a value that is not finite");
+
+  if (t == QuantType::q8) {
+    q.codes.resize(w.size());
+    q.scales.resize(blocks);
+    parallel_blocks(blocks, threads, [&](uint64_t b0, uint64_t b1) {
+      for (uint64_t b = b0; b < b1; ++b) {
+        const float s = block_absmax(w, b) / 127.0f;
+        q.scales[b] = s;
+        const float inv = s > 0 ? 1.0f / s : 0.0f;
+        const uint64_t end = std::min<uint64_t>(w.size(), (b + 1) * kQuantBlock);
+        for (uint64_t i = b * kQuantBlock; i < end; ++i) {
+          const float c = std::clamp(std::nearbyint(w[i] * inv), -127.0f, 127.0f);
+          q.codes[i] = uint8_t(int8_t(c));
+        }
+      }
+    });
+    return q;
+  }
+
+  // nf4: the 4-bit codes with each block's f32 absmax...
+  std::vector<float> absmax(blocks);
+  q.codes.assign((w.size() + 1) / 2, 0);
+  parallel_blocks(blocks, threads, [&](uint64_t b0, uint64_t b1) {
+    for (uint64_t b = b0; b < b1; ++b) {
+      const float m = block_absmax(w, b);
+      absmax[b] = m;
+      const float inv = m > 0 ? 1.0f / m : 0.0f;  // bitsandbytes multiplies by the reciprocal
+      const uint64_t end = std::min<uint64_t>(w.size(), (b + 1) * kQuantBlock);
+      for (uint64_t i = b * kQuantBlock; i < end; ++i) {
+        const uint8_t c = quantize_nf4(w[i] * inv);
+        q.codes[i / 2] |= uint8_t(i % 2 == 0 ? c << 4 : c);
+      }
+    }
+  });
+  // ...then the absmax values, their mean removed, in 8 bits (quantize_blockwise, blocks of 256).
+  double sum = 0;
+  for (float m : absmax) sum += m;
+  q.offset = float(sum / double(std::max<uint64_t>(1, blocks)));
+  const auto& map = dynamic_map_8bit();
+  const uint64_t groups = (blocks + kQuantAbsmaxBlock - 1) / kQuantAbsmaxBlock;
+  q.absmax_codes.resize(blocks);
+  q.scales.resize(groups);
+  for (uint64_t g = 0; g < groups; ++g) {
+    const uint64_t begin = g * kQuantAbsmaxBlock, end = std::min<uint64_t>(blocks, begin + kQuantAbsmaxBlock);
+    float m = 0;
+    for (uint64_t b = begin; b < end; ++b) m = std::max(m, std::fabs(absmax[b] - q.offset));
+    q.scales[g] = m;
+    const float inv = m > 0 ? 1.0f / m : 0.0f;
+    for (uint64_t b = begin; b < end; ++b) q.absmax_codes[b] = quantize_dynamic(map, (absmax[b] - q.offset) * inv);
+  }
+  return q;
+}
+
+float block_scale(const QuantizedHost& q, uint64_t b) {
+  if (q.type == QuantType::q8) return q.scales[b];
+  // dequantize_blockwise(qabsmax, state2) + offset, in f32.
+  return dynamic_map_8bit()[q.absmax_codes[b]] * q.scales[b / kQuantAbsmaxBlock] + q.offset;
+}
+
+std::vector<float> dequantize(const QuantizedHost& q) {
+  std::vector<float> w(q.numel);
+  for (uint64_t b = 0; b < q.blocks(); ++b) {
+    const float s = block_scale(q, b);
+    const uint64_t end = std::min<uint64_t>(q.numel, (b + 1) * kQuantBlock);
+    for (uint64_t i = b * kQuantBlock; i < end; ++i) {
+      if (q.type == QuantType::q8)
+        w[i] = float(int8_t(q.codes[i])) * s;
+      else
+        w[i] = kNf4Levels[(i % 2 == 0) ? q.codes[i / 2] >> 4 : q.codes[i / 2] & 15u] * s;
+    }
+  }
+  return w;
+}
+
+}  // namespace ls
