@@ -45,6 +45,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_option(h::kAlpha.flag, c.alpha, h::kAlpha.text)->capture_default_str();
   g->add_flag(h::kRslora.flag, c.rslora, h::kRslora.text);
   g->add_option(h::kDropout.flag, c.dropout, h::kDropout.text)->capture_default_str();
+  g->add_option(h::kQuantize.flag, a.quantize, h::kQuantize.text)->capture_default_str();
   g->add_option(h::kTargets.flag, a.targets, h::kTargets.text)->capture_default_str();
   g->add_option(h::kBatchSize.flag, c.batch_size, h::kBatchSize.text)->capture_default_str();
   g->add_option(h::kSeqLen.flag, c.data_options.max_seq_len, h::kSeqLen.text)->capture_default_str();
@@ -79,6 +80,9 @@ train::TrainConfig resolve_batch_args(const BatchArgs& a) {
   auto kind = train::parse_schedule_kind(a.schedule);
   if (!kind) throw Error("--schedule: \"" + a.schedule + "\" is not constant, linear or cosine");
   c.schedule.kind = *kind;
+  const auto quant = parse_quant(a.quantize);
+  if (!quant) throw Error("--quantize: \"" + a.quantize + "\" is not nf4, q8 or none");
+  c.quantize = *quant;
   c.data_options.validation_fraction = a.val_fraction;
   c.data_options.seed = c.seed;
   c.store = a.store;

@@ -34,12 +34,22 @@ void add_generation_options(CLI::App& cmd, GenerateArgs& a) {
   cmd.add_option("--act", a.act, "activation precision: f32, f16 or auto (f16 where the GPU has it)")
       ->check(CLI::IsMember({"f32", "f16", "auto"}))
       ->capture_default_str();
+  cmd.add_option("--quantize", a.quantize,
+                 "keep the model's projection weights in 4 bits (nf4, as QLoRA trains on) or 8 bits (q8): less GPU "
+                 "memory, faster decoding")
+      ->capture_default_str();
   cmd.add_option("--device", a.device, "Vulkan device: number from --devices or part of its name");
   cmd.add_option("--dump-logits", a.dump_logits, "write the prompt's last-position logits (raw f32) to this file")
       ->group("");  // for checks against other engines
 }
 
 namespace {
+
+QuantType quant_of(const GenerateArgs& a) {
+  const auto q = parse_quant(a.quantize);
+  if (!q) throw Error("--quantize: \"" + a.quantize + "\" is not nf4, q8 or none");
+  return *q;
+}
 
 struct Session {
   vk::Device device;
@@ -49,7 +59,7 @@ struct Session {
 
   explicit Session(const GenerateArgs& a)
       : device({.select = a.device}),
-        model(model::Model::load(device, a.model)),
+        model(model::Model::load(device, a.model, quant_of(a))),
         files(infer::ChatModelFiles::load(a.model, model.config)) {
     for (const auto& w : files.warnings) std::cerr << "lorastudio: warning: " << w << "\n";
     if (!a.adapter.empty()) adapter = model::load_peft_adapter(device, model.config, a.adapter);

@@ -8,7 +8,7 @@
 namespace ls::app {
 
 struct GenerateArgs {
-  std::string model, adapter, prompt, system, device, act = "auto", dump_logits;
+  std::string model, adapter, prompt, system, device, act = "auto", dump_logits, quantize = "none";
   uint32_t max_tokens = 256, context = 4096, top_k = 0;
   float temperature = 0.0f, top_p = 1.0f, min_p = 0.0f, repetition_penalty = 1.0f;
   uint64_t seed = 0;

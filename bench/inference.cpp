@@ -52,7 +52,9 @@ void print_profile(const std::string& what, const Profile& p) {
 
 int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
   double t0 = now_seconds();
-  const auto model = model::Model::load(device, o.model_dir);
+  const auto quant = parse_quant(o.quantize);
+  if (!quant) throw Error("--quantize: \"" + o.quantize + "\" is not nf4, q8 or none");
+  const auto model = model::Model::load(device, o.model_dir, *quant);
   const double load_s = now_seconds() - t0;
   const DType act = o.act == "f32" ? DType::f32
                     : o.act == "f16" ? DType::f16

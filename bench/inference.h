@@ -7,6 +7,7 @@ namespace ls::bench {
 
 struct InferenceBenchOptions {
   std::string model_dir;
+  std::string quantize = "none";  // the weights in nf4 or q8
   uint32_t prefill_tokens = 512;   // the peer's prefill figure is at 512 tokens
   uint32_t prompt_tokens = 128;    // decode: prompt length before the timed tokens (peer: --prompt 128)
   uint32_t new_tokens = 100;       // decode: timed tokens (peer: --new-tokens 100)

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   ls::bench::InferenceBenchOptions inf;
   auto* inference = app.add_subcommand("inference", "prefill and greedy decode tokens/s on a model folder");
   inference->add_option("--model", inf.model_dir, "Hugging Face model folder")->required();
+  inference->add_option("--quantize", inf.quantize, "projection weights in nf4 or q8 (none: as loaded)");
   inference->add_option("--prefill", inf.prefill_tokens, "prefill length")->check(CLI::Range(1, 1 << 16));
   inference->add_option("--prompt", inf.prompt_tokens, "decode: prompt length")->check(CLI::Range(1, 1 << 16));
   inference->add_option("--new-tokens", inf.new_tokens, "decode: tokens timed")->check(CLI::Range(1, 1 << 16));
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   ls::bench::TrainBenchOptions tr;
   auto* train = app.add_subcommand("train", "LoRA training steps/s on a model folder (random tokens)");
   train->add_option("--model", tr.model_dir, "Hugging Face model folder")->required();
+  train->add_option("--quantize", tr.quantize, "the base's projection weights in nf4 or q8 (QLoRA)");
   train->add_option("--batch", tr.batch, "sequences per step")->check(CLI::Range(1, 1024));
   train->add_option("--seq", tr.seq, "tokens per sequence")->check(CLI::Range(2, 1 << 16));
   train->add_option("--rank", tr.rank, "LoRA rank")->check(CLI::Range(1, 1024));

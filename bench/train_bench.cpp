@@ -24,7 +24,9 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 }  // namespace
 
 int run_train(vk::Device& dev, const TrainBenchOptions& o) {
-  const auto m = model::Model::load(dev, o.model_dir);
+  const auto quant = parse_quant(o.quantize);
+  if (!quant) throw Error("--quantize: \"" + o.quantize + "\" is not nf4, q8 or none");
+  const auto m = model::Model::load(dev, o.model_dir, *quant);
   std::vector<model::LoraTarget> targets;
   std::stringstream ss(o.targets);
   for (std::string t; std::getline(ss, t, ',');) {

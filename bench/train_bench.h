@@ -7,6 +7,7 @@ namespace ls::bench {
 
 struct TrainBenchOptions {
   std::string model_dir;
+  std::string quantize = "none";  // the base in nf4 or q8 (QLoRA)
   uint32_t batch = 1, seq = 512, rank = 8, steps = 10, warmup = 2;
   float alpha = 16;
   std::string targets = "q_proj,v_proj";

@@ -7,6 +7,7 @@
 // round-toward-zero conversion unless the float-controls rounding mode is requested.
 // One thread per element, grid-stride over n.
 #include "common/types.glsl"
+#include "common/f16_bits.glsl"
 layout(local_size_x_id = 0) in;
 
 #define BITS_f32 uint
@@ -35,24 +36,6 @@ uint bf16_from_f32(uint u) {
   if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu) != 0u) return (u >> 16) | 0x40u;  // quiet NaN
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
-uint f16_from_f32(uint u) {  // as ls::f32_to_f16
-  uint sign = (u >> 16) & 0x8000u, exponent = (u >> 23) & 0xffu, mant = u & 0x7fffffu;
-  if (exponent == 0xffu) return sign | 0x7c00u | (mant != 0u ? 0x200u : 0u);
-  int e = int(exponent) - 127 + 15;
-  if (e >= 31) return sign | 0x7c00u;
-  if (e <= 0) {  // a subnormal half, or zero
-    if (e < -10) return sign;
-    mant |= 0x800000u;
-    uint shift = uint(14 - e);
-    uint h = mant >> shift, rest = mant & ((1u << shift) - 1u), halfway = 1u << (shift - 1u);
-    if (rest > halfway || (rest == halfway && (h & 1u) != 0u)) ++h;
-    return sign | h;
-  }
-  uint h = (uint(e) << 10) | (mant >> 13), rest = mant & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0u)) ++h;  // a carry into the exponent is right too
-  return sign | h;
-}
-
 void main() {
   uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {

@@ -9,19 +9,17 @@ namespace {
 
 constexpr size_t kPreviewExamples = 6;
 
-// Parameters, bytes and dtype of a model's weights: the tensors of its table (model/architecture.h).
+// Parameters, bytes and dtype of a model's weights: the tensors of its table (model/architecture.h); a
+// quantized base shows its format.
 void measure(LoadedModel& m) {
   const std::vector<model::ExpectedTensor> table = model::expected_tensors(m.model.config);
-  for (const model::ExpectedTensor& e : table) {
-    const Tensor& t = model::weight_of(m.model.weights, e);
-    m.parameters += t.numel();
-    m.weight_bytes += t.bytes();
-  }
+  for (const model::ExpectedTensor& e : table) m.parameters += e.numel();
+  m.weight_bytes = m.model.weights.device_bytes();
   const std::string d = dtype_name(m.model.weights.embed.dtype());
-  m.dtype = d;
+  m.dtype = m.model.weights.quant != QuantType::none ? quant_name(m.model.weights.quant) : d;
   for (const model::ExpectedTensor& e : table) {
     const Tensor& t = model::weight_of(m.model.weights, e);
-    if (t.numel() > 4096 && dtype_name(t.dtype()) != d) m.dtype = "mixed";
+    if (t.defined() && t.numel() > 4096 && dtype_name(t.dtype()) != d) m.dtype = "mixed";
   }
 }
 

@@ -32,7 +32,7 @@ std::string settings_json(const UiSettings& s) {
     if (s.train.targets[i]) targets.push_back(std::string(model::kLoraTargetNames[i]));
   json train = {{"steps", c.steps}, {"epochs", c.data_options.epochs}, {"seed", c.seed}, {"profile", c.profile},
                 {"rank", c.rank}, {"alpha", c.alpha}, {"rslora", c.rslora}, {"dropout", c.dropout},
-                {"targets", targets}, {"lr", c.schedule.lr}, {"schedule", s.train.schedule},
+                {"quantize", quant_name(c.quantize)}, {"targets", targets}, {"lr", c.schedule.lr}, {"schedule", s.train.schedule},
                 {"warmup", c.schedule.warmup_steps}, {"weight_decay", c.optimizer.weight_decay},
                 {"max_grad_norm", c.optimizer.max_grad_norm}, {"batch_size", c.batch_size},
                 {"seq_len", c.data_options.max_seq_len}, {"grad_accum", c.grad_accum},
@@ -68,6 +68,9 @@ void read_settings(const std::string& text, UiSettings& s) {
     get(t, "alpha", c.alpha);
     get(t, "rslora", c.rslora);
     get(t, "dropout", c.dropout);
+    std::string quant;
+    get(t, "quantize", quant);
+    c.quantize = parse_quant(quant).value_or(QuantType::none);
     std::vector<std::string> targets;
     get(t, "targets", targets);
     if (!targets.empty()) {

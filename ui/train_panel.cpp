@@ -160,6 +160,10 @@ void draw_train_panel(PanelContext& ctx, const char* title, bool* p_open) {
     f32("Alpha", h::kAlpha, &c.alpha, "%.3g", io, "train.alpha");
     flag("rsLoRA", h::kRslora, &c.rslora, io, "train.rslora");
     f32("Dropout", h::kDropout, &c.dropout, "%.3g", io, "train.dropout");
+    label("Base weights", h::kQuantize);
+    int quant = int(c.quantize);  // QuantType's order: none, nf4, q8
+    if (ImGui::Combo("##quantize", &quant, "as loaded\0nf4 (QLoRA, 4-bit)\0q8 (8-bit)\0")) c.quantize = QuantType(quant);
+    io.tag("train.quantize");
     label("Targets", h::kTargets);
     for (size_t i = 0; i < model::kLoraTargetCount; ++i) {
       if (i % 4) ImGui::SameLine();

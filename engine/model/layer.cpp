@@ -15,6 +15,7 @@
 #include "ops/embedding.h"
 #include "ops/matmul.h"
 #include "ops/norms.h"
+#include "ops/quant.h"
 #include "ops/rope.h"
 
 namespace ls::model {
@@ -32,28 +33,36 @@ ops::LoraDropout dropout_of(const LayerRun& run, uint32_t layer, LoraTarget t) {
   return {.p = run.dropout, .seed = run.dropout_seed, .stream = layer * uint32_t(kLoraTargetCount) + uint32_t(t)};
 }
 
-// y = x·Wᵀ + b, plus the adapter's term where it adapts this projection (t = x̃·Aᵀ kept in a.lora_t).
+// y = x·Wᵀ + b, plus the adapter's term where it adapts this projection (t = x̃·Aᵀ kept in a.lora_t). A
+// quantized weight goes through ops/quant.h's forms of the same products.
 void project(vk::Recorder& rec, const LayerRun& run, uint32_t layer, LoraTarget target, const LinearWeights& w,
              const LayerActs& a, const Tensor& y, const Tensor& x) {
-  if (const LoraPair* p = lora_of(run, layer, target))
+  const LoraPair* p = lora_of(run, layer, target);
+  if (p && w.q.defined())
+    ops::quant_lora_forward(rec, y, a.lora_t[size_t(target)], x, w.q, w.b, p->a, p->b, run.adapter->scale(),
+                            dropout_of(run, layer, target));
+  else if (p)
     ops::lora_forward(rec, y, a.lora_t[size_t(target)], x, w.w, w.b, p->a, p->b, run.adapter->scale(),
                       dropout_of(run, layer, target));
+  else if (w.q.defined())
+    ops::quant_linear_forward(rec, y, x, w.q, w.b);
   else
     ops::matmul_forward(rec, y, x, w.w, w.b);
 }
 
 // dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
-// projection's forward input.
+// projection's forward input. A quantized weight is dequantized for dx only.
 void project_backward(vk::Recorder& rec, const LayerRun& run, uint32_t layer, LoraTarget target,
                       const LinearWeights& w, const LayerActs& a, const Tensor& x, const Tensor& dx, const Tensor& dy,
                       bool accumulate) {
+  const Tensor weight = w.q.defined() && dx.defined() ? ops::dequantize_to_scratch(rec, w.q) : w.w;
   if (const LoraPair* p = lora_of(run, layer, target)) {
     const LoraPair& g = run.grads->at(layer, target);
     Tensor dt = Tensor::empty(rec.device(), {uint32_t(dy.rows()), run.adapter->rank}, DType::f32, "lora dt");
-    ops::lora_backward(rec, dx, g.a, g.b, dt, dy, x, a.lora_t[size_t(target)], w.w, p->a, p->b, run.adapter->scale(),
-                       accumulate, run.grad_unscale, dropout_of(run, layer, target));
+    ops::lora_backward(rec, dx, g.a, g.b, dt, dy, x, a.lora_t[size_t(target)], weight, p->a, p->b,
+                       run.adapter->scale(), accumulate, run.grad_unscale, dropout_of(run, layer, target));
   } else if (dx.defined()) {
-    ops::matmul_backward_x(rec, dx, dy, w.w, accumulate);
+    ops::matmul_backward_x(rec, dx, dy, weight, accumulate);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -10,25 +11,32 @@
 namespace ls::model {
 
 namespace {
-Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype) {
+// The file's values as f32 (exact for every dtype SafeTensors reads).
+std::vector<float> values_of(const TensorInfo& info) {
+  std::vector<float> v(info.bytes.size() / dtype_size(info.dtype));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(info.bytes.data(), info.dtype, i);
+  return v;
+}
+
+Shape shape_of(const TensorInfo& info) {
   Shape shape;
   for (uint64_t d : info.shape) shape.push_back(uint32_t(d));
-  Tensor t = Tensor::empty(device, shape, dtype, "weight");
+  return shape;
+}
+
+Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype) {
+  Tensor t = Tensor::empty(device, shape_of(info), dtype, "weight");
   if (dtype == info.dtype) {
     upload_bytes(t, {reinterpret_cast<const uint8_t*>(info.bytes.data()), info.bytes.size()});
     return t;
   }
-  // bf16 -> f16 (the only conversion asked for): exact for 2^-14 <= |w| <= 65504, as the tensor-core
-  // kernels' own conversion while staging was.
-  std::vector<uint16_t> halves(info.bytes.size() / 2);
-  const auto* raw = reinterpret_cast<const uint8_t*>(info.bytes.data());
-  for (size_t i = 0; i < halves.size(); ++i) {
-    uint32_t bits = uint32_t(raw[2 * i] | (raw[2 * i + 1] << 8)) << 16;
-    float f;
-    std::memcpy(&f, &bits, 4);
-    halves[i] = f32_to_f16(std::clamp(f, -65504.0f, 65504.0f));
-  }
-  upload_bytes(t, {reinterpret_cast<const uint8_t*>(halves.data()), halves.size() * 2});
+  // bf16 -> f16 (tensor cores) or a quantized layer's bias -> its products' dtype. Into f16 values are
+  // clamped to its range: exact for 2^-14 <= |w| <= 65504, as the tensor-core kernels' own conversion
+  // while staging was.
+  std::vector<float> v = values_of(info);
+  if (dtype == DType::f16)
+    for (float& f : v) f = std::clamp(f, -65504.0f, 65504.0f);
+  upload(t, v);
   return t;
 }
 
@@ -44,6 +52,20 @@ DType stored_dtype(const vk::Device& device, const ExpectedTensor& e, DType file
 }
 }  // namespace
 
+const LinearWeights& linear_of(const ModelWeights& w, const ExpectedTensor& e) {
+  const LayerWeights& l = w.layers.at(e.layer);
+  switch (e.target) {
+    case LoraTarget::q_proj: return l.q;
+    case LoraTarget::k_proj: return l.k;
+    case LoraTarget::v_proj: return l.v;
+    case LoraTarget::o_proj: return l.o;
+    case LoraTarget::gate_proj: return l.gate;
+    case LoraTarget::up_proj: return l.up;
+    case LoraTarget::down_proj: return l.down;
+  }
+  throw Error("linear_of: " + e.name + ": no such projection");
+}
+
 const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e) {
   auto norm = [&]() -> const Tensor& {
     const LayerWeights& l = w.layers.at(e.layer);
@@ -53,42 +75,45 @@ const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e) {
     }
     throw Error("weight_of: " + e.name + ": no such norm");
   };
-  auto linear = [&]() -> const LinearWeights& {
-    const LayerWeights& l = w.layers.at(e.layer);
-    switch (e.target) {
-      case LoraTarget::q_proj: return l.q;
-      case LoraTarget::k_proj: return l.k;
-      case LoraTarget::v_proj: return l.v;
-      case LoraTarget::o_proj: return l.o;
-      case LoraTarget::gate_proj: return l.gate;
-      case LoraTarget::up_proj: return l.up;
-      case LoraTarget::down_proj: return l.down;
-    }
-    throw Error("weight_of: " + e.name + ": no such projection");
-  };
   switch (e.role) {
     case TensorRole::embed: return w.embed;
     case TensorRole::final_norm: return w.final_norm;
     case TensorRole::lm_head: return w.lm_head;
     case TensorRole::layer_norm: return norm();
-    case TensorRole::weight: return linear().w;
-    case TensorRole::bias: return linear().b;
+    case TensorRole::weight: return linear_of(w, e).w;
+    case TensorRole::bias: return linear_of(w, e).b;
   }
   throw Error("weight_of: " + e.name + ": no such role");
+}
+
+LinearWeights& linear_of(ModelWeights& w, const ExpectedTensor& e) {
+  return const_cast<LinearWeights&>(linear_of(std::as_const(w), e));
 }
 
 Tensor& weight_of(ModelWeights& w, const ExpectedTensor& e) {
   return const_cast<Tensor&>(weight_of(std::as_const(w), e));
 }
 
-ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const SafeTensors& files) {
+ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const SafeTensors& files, QuantType quant) {
   check_weights(c, files);
   const ModelSpec spec = model_spec(c);
   ModelWeights w;
   w.layers.resize(spec.layers.size());
+  w.quant = quant;
+  if (quant == QuantType::nf4) w.quant_map = ops::upload_dynamic_map(device);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   for (const ExpectedTensor& e : expected_tensors(spec)) {
     const TensorInfo& info = files.at(e.name);
-    weight_of(w, e) = upload_tensor(device, info, stored_dtype(device, e, info.dtype, spec.tied));
+    if (quant != QuantType::none && e.role == TensorRole::weight) {
+      const std::vector<float> values = values_of(info);
+      linear_of(w, e).q = ops::upload_quantized(device, quantize(quant, values, threads), uint32_t(e.shape[0]), uint32_t(e.shape[1]),
+                                  w.quant_map);
+      continue;
+    }
+    const DType dtype = quant != QuantType::none && e.role == TensorRole::bias
+                            ? ops::dequantized_dtype(device)
+                            : stored_dtype(device, e, info.dtype, spec.tied);
+    weight_of(w, e) = upload_tensor(device, info, dtype);
   }
   if (spec.tied) w.lm_head = w.embed;
   w.inv_freq = Tensor::empty(device, {uint32_t(spec.inv_freq.size())}, DType::f32, "rope inv_freq");
@@ -96,13 +121,24 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
   return w;
 }
 
-Model Model::load(vk::Device& device, const std::filesystem::path& dir) {
+uint64_t ModelWeights::device_bytes() const {
+  auto bytes = [](const Tensor& t) { return t.defined() ? t.bytes() : 0; };
+  auto linear = [&](const LinearWeights& l) { return bytes(l.w) + bytes(l.b) + l.q.bytes(); };
+  uint64_t total = bytes(embed) + bytes(final_norm) + bytes(inv_freq) + bytes(quant_map);
+  if (lm_head.defined() && lm_head.range().alloc != embed.range().alloc) total += bytes(lm_head);
+  for (const LayerWeights& l : layers)
+    total += bytes(l.input_norm) + bytes(l.post_attention_norm) + linear(l.q) + linear(l.k) + linear(l.v) +
+             linear(l.o) + linear(l.gate) + linear(l.up) + linear(l.down);
+  return total;
+}
+
+Model Model::load(vk::Device& device, const std::filesystem::path& dir, QuantType quant) {
   if (!std::filesystem::is_directory(dir)) throw Error(dir.string() + ": not a model folder (no such directory)");
   Model m;
   m.dir = dir;
   m.config = load_config(dir / "config.json");
   SafeTensors files = SafeTensors::open(dir);
-  m.weights = upload_weights(device, m.config, files);
+  m.weights = upload_weights(device, m.config, files, quant);
   return m;
 }
 

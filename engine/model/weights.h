@@ -1,20 +1,24 @@
 #pragma once
 // A Qwen2/Llama/Mistral model's weights on the device, kept in the dtype they were loaded in (bf16, f16
 // or f32), except bf16 product weights, which tensor-core devices keep as f16 (docs/design.md
-// "Precision"): the matmul kernels read them as they are.
+// "Precision"): the matmul kernels read them as they are. With a quantized base (QLoRA, docs/design.md
+// "Quantized bases") the layers' projection weights are kept packed in 4 or 8 bits instead.
 #include <filesystem>
 #include <vector>
 
 #include "model/architecture.h"
 #include "model/config.h"
 #include "model/safetensors.h"
+#include "ops/quant.h"
+#include "tensor/quant.h"
 #include "tensor/tensor.h"
 
 namespace ls::model {
 
 struct LinearWeights {
-  Tensor w;  // [out, in]
-  Tensor b;  // [out], undefined when the layer has no bias
+  Tensor w;            // [out, in]; undefined when the weight is quantized (q)
+  Tensor b;            // [out], undefined when the layer has no bias
+  ops::QuantWeight q;  // the weight in packed form, with a quantized base
 };
 
 struct LayerWeights {
@@ -28,22 +32,33 @@ struct ModelWeights {
   Tensor final_norm;               // [C]
   Tensor lm_head;                  // [V, C]; the embedding itself when tied
   Tensor inv_freq;                 // [D/2] f32 RoPE inverse frequencies (rope scaling applied)
+  QuantType quant = QuantType::none;  // how the projection weights are kept
+  Tensor quant_map;                // nf4: the absmax map the quantized weights share
+  uint64_t device_bytes() const;   // the weights' device memory (a tied table counted once)
 };
 
-// The field of `w` that a row of the tensor table (model/architecture.h) fills.
+// The field of `w` that a row of the tensor table (model/architecture.h) fills (a quantized weight's .w
+// stays undefined: its packed form is linear_of(w, e).q).
 const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e);
 Tensor& weight_of(ModelWeights& w, const ExpectedTensor& e);
+// The projection a weight or bias row belongs to.
+const LinearWeights& linear_of(const ModelWeights& w, const ExpectedTensor& e);
+LinearWeights& linear_of(ModelWeights& w, const ExpectedTensor& e);
 
-// Checks the files against the config (model/architecture.h) and uploads every tensor of the table.
-ModelWeights upload_weights(vk::Device& device, const ModelConfig& config, const SafeTensors& files);
+// Checks the files against the config (model/architecture.h) and uploads every tensor of the table; with
+// quant, the layers' projection weights are quantized on the host first (embeddings, lm_head and norms
+// stay as loaded, as bitsandbytes leaves them; a quantized layer's biases are kept in
+// ops::dequantized_dtype, the dtype of the products that add them).
+ModelWeights upload_weights(vk::Device& device, const ModelConfig& config, const SafeTensors& files,
+                            QuantType quant = QuantType::none);
 
 // A loaded model: its folder, config and weights.
 struct Model {
   std::filesystem::path dir;
   ModelConfig config;
   ModelWeights weights;
-  // dir holds config.json and model.safetensors (or a sharded index).
-  static Model load(vk::Device& device, const std::filesystem::path& dir);
+  // dir holds config.json and model.safetensors (or a sharded index). quant: see upload_weights.
+  static Model load(vk::Device& device, const std::filesystem::path& dir, QuantType quant = QuantType::none);
 };
 
 }  // namespace ls::model

@@ -32,27 +32,21 @@ std::optional<QuantType> parse_quant(const std::string& name) {
 
 namespace {
 
-// torch.linspace(start, end, n) in f32, as PyTorch's CPU kernel computes it (the second half counted
-// back from the end), so that the map below has the same bits as bitsandbytes'.
-std::vector<float> linspace_f32(float start, float end, int n) {
-  std::vector<float> v(static_cast<size_t>(n));
-  const float step = (end - start) / float(n - 1);
-  const int half = n / 2;
-  for (int i = 0; i < n; ++i) v[size_t(i)] = i < half ? start + step * float(i) : end - step * float(n - i - 1);
-  return v;
-}
-
 std::array<float, 256> make_dynamic_map() {
   // create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8): for exponent i, 2^i + 1
-  // boundaries in [0.1, 1], their midpoints scaled by 10^(i-6), both signs; then 0 and 1; sorted.
+  // boundaries evenly spaced in [0.1, 1], their midpoints scaled by 10^(i-6), both signs; then 0 and 1;
+  // sorted. Computed exactly and rounded once: bitsandbytes computes it in f32 with torch.linspace, whose
+  // vectorized CPU kernel rounds differently with the CPU's vector width, so its values are within an
+  // ulp of these and not the same on every machine (tests/tensor/quant_test).
   std::vector<float> data;
   for (int i = 0; i < 7; ++i) {
-    const std::vector<float> b = linspace_f32(0.1f, 1.0f, (1 << i) + 1);
-    const float scale = float(std::pow(10.0, double(i - 6)));
-    for (size_t j = 0; j + 1 < b.size(); ++j) {
-      const float mean = (b[j] + b[j + 1]) / 2.0f;
-      data.push_back(scale * mean);
-      data.push_back(-(scale * mean));
+    const int n = (1 << i) + 1;
+    const double scale = std::pow(10.0, double(i - 6));
+    for (int j = 0; j + 1 < n; ++j) {
+      const double lo = 0.1 + 0.9 * double(j) / double(n - 1), hi = 0.1 + 0.9 * double(j + 1) / double(n - 1);
+      const float v = float(scale * (lo + hi) / 2.0);
+      data.push_back(v);
+      data.push_back(-v);
     }
   }
   data.push_back(0.0f);
@@ -203,8 +197,10 @@ QuantizedHost quantize(QuantType t, std::span<const float> w, unsigned threads) 
 
 float block_scale(const QuantizedHost& q, uint64_t b) {
   if (q.type == QuantType::q8) return q.scales[b];
-  // dequantize_blockwise(qabsmax, state2) + offset, in f32.
-  return dynamic_map_8bit()[q.absmax_codes[b]] * q.scales[b / kQuantAbsmaxBlock] + q.offset;
+  // dequantize_blockwise(qabsmax, state2) + offset: a product and a sum, each rounded to f32 (the kernels
+  // mark theirs precise, so no device fuses them).
+  const float scaled = dynamic_map_8bit()[q.absmax_codes[b]] * q.scales[b / kQuantAbsmaxBlock];
+  return scaled + q.offset;
 }
 
 std::vector<float> dequantize(const QuantizedHost& q) {

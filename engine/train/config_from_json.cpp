@@ -57,6 +57,13 @@ TrainConfig config_from_json(std::string_view text, const std::string& source, T
       if (!kind) throw Error(source + ": \"schedule\": \"" + name + "\" is not constant, linear or cosine");
       c.schedule.kind = *kind;
     }
+    key = "quantize";
+    if (j.contains(key)) {
+      const auto name = j.at(key).get<std::string>();
+      const auto quant = parse_quant(name);
+      if (!quant) throw Error(source + ": \"quantize\": \"" + name + "\" is not nf4, q8 or none");
+      c.quantize = *quant;
+    }
     key = "targets";
     if (j.contains(key)) {
       c.targets.clear();

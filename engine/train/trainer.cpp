@@ -51,6 +51,7 @@ std::string config_json(const TrainConfig& c) {
       {"model", c.model.string()}, {"data", c.data.string()}, {"out", c.out.string()},
       {"val_data", d.validation_file.string()}, {"val_fraction", d.validation_fraction},
       {"targets", targets}, {"rank", c.rank}, {"alpha", c.alpha}, {"dropout", c.dropout}, {"rslora", c.rslora},
+      {"quantize", quant_name(c.quantize)},
       {"batch_size", c.batch_size}, {"grad_accum", c.grad_accum}, {"seq_len", d.max_seq_len}, {"steps", c.steps},
       {"epochs", d.epochs}, {"lr", c.schedule.lr}, {"schedule", schedule_kind_name(c.schedule.kind)},
       {"warmup", c.schedule.warmup_steps}, {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
@@ -162,7 +163,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                   std::atomic<bool>* checkpoint_now, const std::function<void(const std::string&)>& on_warning) {
   TrainConfig c = c_in;
   validate(c);
-  const auto model = model::Model::load(dev, c.model);
+  const auto model = model::Model::load(dev, c.model, c.quantize);
   const auto tokenizer = tok::Tokenizer::load(c.model);
   std::vector<std::string> warnings;
   const auto tmpl = fs::exists(c.model / "tokenizer_config.json")

@@ -131,9 +131,10 @@ class Recorder {
   // Scratch memory for the dispatches of this recording: at least `bytes`, one buffer per slot reused
   // by every caller of that slot (the hazard tracker orders the reuse; the program keeps it alive).
   // Slots: kScratchSplitK for split-K partial sums, kScratchAttention + i for attention's score matrices,
-  // kScratchDropout for the LoRA input after dropout, kScratchCm2A for an f32 operand converted to f16.
+  // kScratchDropout for the LoRA input after dropout, kScratchCm2A for an f32 operand converted to f16,
+  // kScratchWeight for a quantized weight dequantized for a product (ops/quant.h).
   static constexpr uint32_t kScratchSplitK = 0, kScratchAttention = 1, kScratchDropout = 4, kScratchCm2A = 5,
-                            kScratchSlots = 6;
+                            kScratchWeight = 6, kScratchSlots = 7;
   std::shared_ptr<Allocation> scratch(VkDeviceSize bytes, uint32_t slot = kScratchSplitK);
 
   // Ends recording. The Recorder is spent afterwards.

@@ -1,0 +1,58 @@
+// Reading a quantized weight (engine/tensor/quant.h; ops/quant.h): element e of the weight flattened
+// row-major, its block b = e / 64. Expects the binding numbers QB_CODES, QB_ABSMAX, QB_SCALES and QB_MAP,
+// and Q_NF4 or Q_Q8. Both formats declare all four bindings (q8 leaves the last two unread) so that one
+// op binds them alike. Bit-equal to ls::dequantize: block_scale's product and sum each rounded as in ls::block_scale,
+// then one product.
+layout(binding = QB_CODES) readonly buffer QCodes { uint qcodes[]; };  // bytes, four to a word
+#if defined(Q_NF4)
+layout(binding = QB_ABSMAX) readonly buffer QAbsmax { uint qabsmax[]; };  // a block's 8-bit absmax code
+layout(binding = QB_SCALES) readonly buffer QScales { float qscales[]; };  // one per 256 blocks
+layout(binding = QB_MAP) readonly buffer QMap { float qmap[]; };  // bitsandbytes' dynamic map, 256 values
+
+const float kNf4[16] = float[16](-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
+                                 -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
+                                 0.07958029955625534, 0.16093020141124725, 0.24611230194568634,
+                                 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+                                 0.7229568362236023, 1.0);
+
+float block_scale(uint b, float offset) {
+  uint code = (qabsmax[b >> 2] >> (8u * (b & 3u))) & 0xffu;
+  precise float scaled = qmap[code] * qscales[b >> 8];  // two roundings, never fused, as on the host
+  precise float s = scaled + offset;
+  return s;
+}
+// Two values a byte, the first in the high nibble.
+float code_value(uint e) {
+  uint byte = (qcodes[e >> 3] >> (8u * ((e >> 1) & 3u))) & 0xffu;
+  return kNf4[(e & 1u) == 0u ? byte >> 4 : byte & 15u];
+}
+// The 8 values of word w (elements 8w .. 8w+7).
+void code_values8(uint w, out float v[8]) {
+  uint word = qcodes[w];
+  for (uint j = 0u; j < 4u; ++j) {
+    uint byte = (word >> (8u * j)) & 0xffu;
+    v[2u * j] = kNf4[byte >> 4];
+    v[2u * j + 1u] = kNf4[byte & 15u];
+  }
+}
+const uint kQuantWordsPer8 = 1u;  // words of codes that hold 8 values
+#elif defined(Q_Q8)
+layout(binding = QB_ABSMAX) readonly buffer QAbsmax { float qabsmax[]; };  // a block's scale, absmax / 127
+layout(binding = QB_SCALES) readonly buffer QScales { float qscales[]; };
+layout(binding = QB_MAP) readonly buffer QMap { float qmap[]; };
+
+float block_scale(uint b, float offset) { return qabsmax[b]; }
+float code_value(uint e) {
+  uint byte = (qcodes[e >> 2] >> (8u * (e & 3u))) & 0xffu;
+  return float(int(byte << 24) >> 24);
+}
+void code_values8(uint w, out float v[8]) {  // w: the first of two words
+  for (uint h = 0u; h < 2u; ++h) {
+    uint word = qcodes[w + h];
+    for (uint j = 0u; j < 4u; ++j) v[4u * h + j] = float(int(word << (24u - 8u * j)) >> 24);
+  }
+}
+const uint kQuantWordsPer8 = 2u;
+#else
+#error "define Q_NF4 or Q_Q8"
+#endif
