@@ -174,6 +174,39 @@ TEST_F(Cli, BatchTrainsThenGenerateReproducesAnAnswer) {
   EXPECT_NE(g.err.find("stop: eos"), std::string::npos) << g.err;
 }
 
+// QLoRA: the same job on an NF4 base. The run records the option, and the adapter answers on the quantized
+// base and, as an ordinary LoRA adapter, on the unquantized one.
+TEST_F(Cli, BatchOnAnNf4BaseTrainsAnAdapterForTheUnquantizedBase) {
+  const fs::path run_dir = dir_ / "run", data = dir_ / "data.jsonl";
+  write_text(data,
+             R"({"messages": [{"role": "user", "content": "What is the capital of France?"}, {"role": "assistant", "content": "Paris."}]})"
+             "\n"
+             R"({"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]})"
+             "\n");
+  auto r = run({"--batch", "--model", dir_.string(), "--data", data.string(), "--out", run_dir.string(), "--steps", "25",
+                "--lr", "1e-2", "--batch-size", "2", "--rank", "4", "--targets", "q_proj,v_proj,o_proj,up_proj,down_proj",
+                "--quantize", "nf4", "--store", (dir_ / "runs.sqlite").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("done after 25 steps"), std::string::npos) << r.err;
+  EXPECT_NE(read_text(run_dir / "config.json").find("\"quantize\": \"nf4\""), std::string::npos);
+  for (const char* quant : {"nf4", "none"}) {
+    auto g = run({"generate", "--model", dir_.string(), "--adapter", (run_dir / "adapter").string(), "--prompt",
+                  "What is the capital of France?", "--max-tokens", "10", "--act", "f32", "--quantize", quant});
+    EXPECT_EQ(g.code, 0) << g.err;
+    EXPECT_EQ(g.out, "Paris.\n") << "base " << quant << ": " << g.err;
+  }
+}
+
+TEST_F(Cli, UnknownQuantizationIsRefused) {
+  auto r = run({"--batch", "--model", dir_.string(), "--data", (dir_ / "none.jsonl").string(), "--quantize", "nf5",
+                "--store", (dir_ / "runs.sqlite").string()});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("--quantize: \"nf5\" is not nf4, q8 or none"), std::string::npos) << r.err;
+  auto g = run({"generate", "--model", dir_.string(), "--prompt", "hi", "--quantize", "int4"});
+  EXPECT_EQ(g.code, 1) << g.err;
+  EXPECT_NE(g.err.find("--quantize"), std::string::npos) << g.err;
+}
+
 TEST_F(Cli, BatchNamesTheBadLine) {
   const fs::path data = dir_ / "bad.jsonl";
   write_text(data, "{\"text\": \"fine\"}\n{\"text\": 3}\n");
