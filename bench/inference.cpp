@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "error.h"
 #include "infer/generator.h"
 
 namespace ls::bench {

@@ -443,7 +443,7 @@ TEST_F(ChartWidget, AHundredThousandPointsDrawFast) {
   for (double& v : series[1].y) v *= 1.1;
   ChartView view{.smoothing = 0.9f};
   double best = 1e9;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 20; ++i) {  // the best of many: a wall-clock figure on a machine others may share
     io().MousePos = at(0.3f, 0.5f);  // hovering: the tooltip smooths too
     EXPECT_EQ(frame(series, view), 200000u);
     if (i > 0) best = std::min(best, last_ms);
