@@ -14,6 +14,7 @@
 #include "batch_command.h"
 #include "error.h"
 #include "model/gguf_export.h"
+#include "model/gguf_folder.h"
 #include "model/merge.h"
 #include "store/run_store.h"
 #include "trl_export.h"
@@ -158,28 +159,23 @@ int export_gguf(const ExportArgs& a) {
     run = run_id(a, *runs);
   }
   const fs::path dir = a.gguf;
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw Error(dir.string() + ": exists and is not a folder");
-  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec) && !a.force)
-    throw Error(dir.string() + ": exists and is not empty (--force rewrites the files export --gguf writes there)");
-  fs::create_directories(dir, ec);
-  if (ec) throw Error(dir.string() + ": cannot create (" + ec.message() + ")");
-
-  const std::string model_file = "model-" + a.gguf_type + ".gguf";
-  std::fprintf(stderr, "writing %s (the adapter as a GGUF LoRA)\n", (dir / "adapter.gguf").c_str());
-  model::export_adapter_gguf(a.model, a.adapter, dir / "adapter.gguf", progress_printer(dir / "adapter.gguf"));
-  std::fprintf(stderr, "writing %s (the merged model, %s)\n", (dir / model_file).c_str(), a.gguf_type.c_str());
-  model::export_merged_gguf(a.model, a.adapter, dir / model_file, type, progress_printer(dir / model_file));
-  // Ollama resolves FROM and ADAPTER paths against the Modelfile's folder.
-  write_file_atomically(dir / "Modelfile",
-                        "# ollama create NAME -f " + (dir / "Modelfile").string() +
-                            "\n# The model with the adapter merged in; its chat template is in the GGUF.\n"
-                            "FROM ./" + model_file +
-                            "\n# Or the base model with the adapter on top: FROM a GGUF of the same base model, then\n"
-                            "# ADAPTER ./adapter.gguf\n");
+  // A line when each file starts, then its progress a tenth at a time.
+  fs::path current;
+  gguf::Progress printer;
+  const auto files = model::export_gguf_folder(
+      a.model, a.adapter, dir, type, a.force, [&](const fs::path& file, uint64_t done, uint64_t total) {
+        if (file != current) {
+          current = file;
+          printer = progress_printer(file);
+          const std::string what = file.filename() == "adapter.gguf" ? "the adapter as a GGUF LoRA"
+                                                                      : "the merged model, " + a.gguf_type;
+          std::fprintf(stderr, "writing %s (%s)\n", file.c_str(), what.c_str());
+        }
+        if (total > 0) printer(done, total);
+      });
   if (runs) runs->add_export(run, fs::absolute(dir).lexically_normal(), store::ExportFormat::gguf);
-  std::fprintf(stderr, "wrote %s, adapter.gguf and Modelfile in %s; run: ollama create NAME -f %s\n", model_file.c_str(),
-               dir.c_str(), (dir / "Modelfile").c_str());
+  std::fprintf(stderr, "wrote %s, adapter.gguf and Modelfile in %s; run: ollama create NAME -f %s\n",
+               files.model.filename().c_str(), dir.c_str(), files.modelfile.c_str());
   return 0;
 }
 

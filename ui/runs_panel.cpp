@@ -63,8 +63,14 @@ void draw_runs_panel(PanelContext& ctx, const char* title, bool* p_open) {
   io.tag("runs.export_merged");
   tooltip("Write the base model with the adapter merged into its weights: a model folder transformers loads "
           "without PEFT (as `lorastudio export --merge`).");
-  ImGui::EndDisabled();
   // Its own line: the export buttons fill a narrow panel's first.
+  if (ImGui::Button("Export GGUF...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_gguf, sel->id});
+  io.tag("runs.export_gguf");
+  tooltip("Write the files llama.cpp, Ollama and LM Studio load: the model with the adapter merged in "
+          "(model-f16.gguf, with its tokenizer and chat template), the adapter as a GGUF LoRA (adapter.gguf) and a "
+          "Modelfile for `ollama create` (as `lorastudio export --gguf`).");
+  ImGui::EndDisabled();
+  ImGui::SameLine();
   ImGui::BeginDisabled(!sel || !resumable(runs, *sel, train));
   if (ImGui::Button("Resume") && sel) io.send(cmd::ResumeRun{sel->id});
   io.tag("runs.resume");

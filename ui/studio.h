@@ -110,7 +110,8 @@ class Studio {
   void try_demo();
   void advance_demo();
   void send_chat(const std::string& text);
-  void export_adapter(int64_t run, const std::filesystem::path& dir, bool merged);
+  // PEFT folder, merged model folder, or GGUF folder for llama.cpp/Ollama (model/gguf_folder.h).
+  void export_adapter(int64_t run, const std::filesystem::path& dir, store::ExportFormat format);
   void export_chart(bool png);
   void fail(std::string title, std::string message);
 

@@ -3,6 +3,7 @@
 #include <system_error>
 
 #include "demo/demo_model.h"
+#include "model/gguf_folder.h"
 #include "model/merge.h"
 #include "model/peft_adapter.h"
 #include "store/metrics_export.h"
@@ -52,7 +53,7 @@ void Studio::run(Command& command) {
                  },
                  [&](cmd::ShowRun& c) { runs_.shown = c.run; },
                  [&](cmd::OverlayRun& c) { runs_.overlay = c.run; },
-                 [&](cmd::ExportAdapter& c) { export_adapter(c.run, c.dir, c.merged); },
+                 [&](cmd::ExportAdapter& c) { export_adapter(c.run, c.dir, c.format); },
                  [&](cmd::Browse& c) {
                    browsing_ = c;
                    switch (c.purpose) {
@@ -65,14 +66,19 @@ void Studio::run(Command& command) {
                                      data_.loaded ? data_.path : fs::path(), ".jsonl");
                        break;
                      case cmd::BrowseFor::export_adapter:
-                     case cmd::BrowseFor::export_merged: {
-                       const bool merged = c.purpose == cmd::BrowseFor::export_merged;
+                     case cmd::BrowseFor::export_merged:
+                     case cmd::BrowseFor::export_gguf: {
                        const auto* r = runs_.find(c.run);
-                       const fs::path start =
-                           r && !r->out_dir.empty() ? r->out_dir / ((merged ? "merged-" : "export-peft-") + local_stamp())
-                                                    : fs::path();
-                       browser_.open(merged ? "Write the merged model to a new folder" : "Export the adapter to a new folder",
-                                     FileBrowser::Pick::new_folder, start);
+                       const char* prefix = c.purpose == cmd::BrowseFor::export_merged ? "merged-"
+                                            : c.purpose == cmd::BrowseFor::export_gguf  ? "gguf-"
+                                                                                        : "export-peft-";
+                       const char* title = c.purpose == cmd::BrowseFor::export_merged
+                                               ? "Write the merged model to a new folder"
+                                           : c.purpose == cmd::BrowseFor::export_gguf
+                                               ? "Write the GGUF files for llama.cpp and Ollama to a new folder"
+                                               : "Export the adapter to a new folder";
+                       const fs::path start = r && !r->out_dir.empty() ? r->out_dir / (prefix + local_stamp()) : fs::path();
+                       browser_.open(title, FileBrowser::Pick::new_folder, start);
                        break;
                      }
                    }
@@ -270,32 +276,47 @@ void Studio::send_chat(const std::string& text) {
   store_worker_->post([this, text, adapter, run] { store_.add_user_message(text, adapter, run); });
 }
 
-void Studio::export_adapter(int64_t run, const fs::path& dir, bool merged) {
+void Studio::export_adapter(int64_t run, const fs::path& dir, store::ExportFormat format) {
   const auto* r = runs_.find(run);
   if (!r) return;
   const fs::path source = r->out_dir / "adapter";
   const fs::path model_dir = r->model_path;
-  status_ = std::string(merged ? "Merging the adapter of run " : "Exporting the adapter of run ") + std::to_string(run) +
-            " ...";
-  loader_->post([this, run, source, model_dir, dir, merged] {
+  const std::string n = std::to_string(run);
+  status_ = format == store::ExportFormat::merged ? "Merging the adapter of run " + n + " ..."
+            : format == store::ExportFormat::gguf ? "Writing the GGUF files of run " + n + " ..."
+                                                  : "Exporting the adapter of run " + n + " ...";
+  loader_->post([this, run, n, source, model_dir, dir, format] {
     try {
       std::string what;
-      if (merged) {  // CPU work on mapped files (model/merge.h)
-        const auto report = model::merge_adapter(model_dir, source, dir);
-        what = "Merged model of run " + std::to_string(run) + " written to " + dir.string() + " (" +
-               std::to_string(report.merged) + " matrices merged, " + std::to_string(report.shards) + " weight file" +
-               (report.shards == 1 ? "" : "s") + ").";
-      } else {
-        const auto config = model::load_config(model_dir);
-        const auto adapter = model::load_peft_adapter(device_, config, source);
-        model::save_peft_adapter(adapter, config, dir, model_dir.string());
-        what = "Adapter of run " + std::to_string(run) + " written to " + dir.string() + " (PEFT).";
+      switch (format) {
+        case store::ExportFormat::merged: {  // CPU work on mapped files (model/merge.h)
+          const auto report = model::merge_adapter(model_dir, source, dir);
+          what = "Merged model of run " + n + " written to " + dir.string() + " (" + std::to_string(report.merged) +
+                 " matrices merged, " + std::to_string(report.shards) + " weight file" + (report.shards == 1 ? "" : "s") +
+                 ").";
+          break;
+        }
+        case store::ExportFormat::gguf: {  // f16, as `lorastudio export --gguf` writes by default
+          const auto files = model::export_gguf_folder(model_dir, source, dir, model::GgufFileType::f16);
+          what = "GGUF files of run " + n + " written to " + dir.string() + " (" + files.model.filename().string() +
+                 ", adapter.gguf; for Ollama: ollama create NAME -f " + files.modelfile.string() + ").";
+          break;
+        }
+        case store::ExportFormat::peft: {
+          const auto config = model::load_config(model_dir);
+          const auto adapter = model::load_peft_adapter(device_, config, source);
+          model::save_peft_adapter(adapter, config, dir, model_dir.string());
+          what = "Adapter of run " + n + " written to " + dir.string() + " (PEFT).";
+          break;
+        }
       }
-      const auto format = merged ? store::ExportFormat::merged : store::ExportFormat::peft;
       store_worker_->post([this, run, dir, format] { store_.add_export(run, dir, format); });
       events_.push(ev::Status{what});
     } catch (const std::exception& e) {
-      events_.push(ev::Failure{merged ? "The merged model cannot be written" : "The adapter cannot be exported", e.what()});
+      events_.push(ev::Failure{format == store::ExportFormat::merged ? "The merged model cannot be written"
+                               : format == store::ExportFormat::gguf ? "The GGUF files cannot be written"
+                                                                     : "The adapter cannot be exported",
+                               e.what()});
     }
   });
 }

@@ -91,8 +91,9 @@ void Studio::draw_browser() {
   switch (browsing_.purpose) {
     case cmd::BrowseFor::model: open_model(*chosen); break;
     case cmd::BrowseFor::data: open_data(*chosen); break;
-    case cmd::BrowseFor::export_adapter: export_adapter(browsing_.run, *chosen, false); break;
-    case cmd::BrowseFor::export_merged: export_adapter(browsing_.run, *chosen, true); break;
+    case cmd::BrowseFor::export_adapter: export_adapter(browsing_.run, *chosen, store::ExportFormat::peft); break;
+    case cmd::BrowseFor::export_merged: export_adapter(browsing_.run, *chosen, store::ExportFormat::merged); break;
+    case cmd::BrowseFor::export_gguf: export_adapter(browsing_.run, *chosen, store::ExportFormat::gguf); break;
   }
 }
 

@@ -158,8 +158,8 @@ struct UseAdapter { fs::path dir; std::string label; };  // empty dir: none
 struct ShowRun { int64_t run; };
 struct ResumeRun { int64_t run; };  // an interrupted run, from its latest checkpoint, into its own folder and entry
 struct OverlayRun { std::optional<int64_t> run; };
-struct ExportAdapter { int64_t run; fs::path dir; bool merged = false; };  // merged: into the base weights
-enum class BrowseFor { model, data, export_adapter, export_merged };
+struct ExportAdapter { int64_t run; fs::path dir; store::ExportFormat format = store::ExportFormat::peft; };
+enum class BrowseFor { model, data, export_adapter, export_merged, export_gguf };
 struct Browse { BrowseFor purpose; int64_t run = 0; };  // opens the file browser
 struct ExportChart { bool png; };                      // the loss chart of the shown run
 struct Status { std::string text; };

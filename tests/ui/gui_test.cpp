@@ -86,6 +86,13 @@ std::string scenario(const fs::path& out) {
     << "type " << (out / "merged-model").string() << "\n"
     << "key enter\n"
     << "wait_for file:" << (out / "merged-model/model.safetensors").string() << " 30\n"
+    // And as GGUF files for llama.cpp and Ollama.
+    << "click runs.export_gguf\n"
+    << "click browser.path\n"
+    << "key ctrl+a\n"
+    << "type " << (out / "gguf").string() << "\n"
+    << "key enter\n"
+    << "wait_for file:" << (out / "gguf/Modelfile").string() << " 30\n"
     // The swapchain follows a resize.
     << "resize 1280x760\n"
     << "resize 1600x900\n"
@@ -169,13 +176,16 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   ASSERT_EQ(messages.size(), 3u);  // the question and both answers
   EXPECT_EQ(messages[0].role, "user");
   EXPECT_TRUE(runs.setting("ui.settings").has_value());
-  // The exports: a PEFT folder and a merged model, recorded beside the adapter the trainer wrote.
+  // The exports: a PEFT folder, a merged model and the GGUF files, recorded beside the adapter the trainer wrote.
   EXPECT_TRUE(fs::exists(out / "exported-adapter/adapter_model.safetensors"));
   EXPECT_TRUE(fs::exists(out / "merged-model/config.json"));
   EXPECT_TRUE(fs::exists(out / "merged-model/tokenizer.json"));
+  EXPECT_GT(fs::file_size(out / "gguf/model-f16.gguf"), 100000u);
+  EXPECT_GT(fs::file_size(out / "gguf/adapter.gguf"), 1000u);
   const auto exports = runs.exports(list[0].id);
-  ASSERT_EQ(exports.size(), 3u);
+  ASSERT_EQ(exports.size(), 4u);
   EXPECT_EQ(exports[2].format, store::ExportFormat::merged);
+  EXPECT_EQ(exports[3].format, store::ExportFormat::gguf);
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+#include "model/gguf_folder.h"
+
+#include "error.h"
+#include "util/atomic_file.h"
+
+namespace ls::model {
+
+namespace fs = std::filesystem;
+
+GgufFolder export_gguf_folder(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& dir,
+                              GgufFileType type, bool overwrite, const GgufFolderProgress& progress) {
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw Error(dir.string() + ": exists and is not a folder");
+  if (fs::exists(dir, ec) && !fs::is_empty(dir, ec) && !overwrite)
+    throw Error(dir.string() + ": exists and is not empty (--force rewrites the files export --gguf writes there)");
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(dir.string() + ": cannot create (" + ec.message() + ")");
+
+  GgufFolder f{.adapter = dir / "adapter.gguf",
+               .model = dir / ("model-" + std::string(gguf_file_type_name(type)) + ".gguf"),
+               .modelfile = dir / "Modelfile"};
+  auto progress_of = [&](const fs::path& file) -> gguf::Progress {
+    if (!progress) return {};
+    progress(file, 0, 0);
+    return [&progress, file](uint64_t done, uint64_t total) { progress(file, done, total); };
+  };
+  export_adapter_gguf(model_dir, adapter_dir, f.adapter, progress_of(f.adapter));
+  export_merged_gguf(model_dir, adapter_dir, f.model, type, progress_of(f.model));
+  // Ollama resolves FROM and ADAPTER paths against the Modelfile's folder.
+  write_file_atomically(f.modelfile,
+                        "# ollama create NAME -f " + f.modelfile.string() +
+                            "\n# The model with the adapter merged in; its chat template is in the GGUF.\n"
+                            "FROM ./" + f.model.filename().string() +
+                            "\n# Or the base model with the adapter on top: FROM a GGUF of the same base model, then\n"
+                            "# ADAPTER ./adapter.gguf\n");
+  return f;
+}
+
+}  // namespace ls::model
