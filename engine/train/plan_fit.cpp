@@ -39,8 +39,10 @@ uint32_t rows_for(uint32_t rows, uint32_t B, uint32_t T) { return rows ? std::mi
 
 std::string format_bytes(uint64_t bytes) {
   char buf[32];
-  if (bytes < (uint64_t(1) << 20))
-    std::snprintf(buf, sizeof buf, bytes < 1024 ? "%.0f B" : "%.1f KiB", bytes < 1024 ? double(bytes) : double(bytes) / 1024);
+  if (bytes < 1024)
+    std::snprintf(buf, sizeof buf, "%u B", unsigned(bytes));
+  else if (bytes < (uint64_t(1) << 20))
+    std::snprintf(buf, sizeof buf, "%.1f KiB", double(bytes) / 1024);
   else if (bytes < (uint64_t(1) << 30))
     std::snprintf(buf, sizeof buf, "%.1f MiB", double(bytes) / double(1 << 20));
   else
