@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "error.h"
+#include "plan_command.h"
 #include "toml_config.h"
 #include "train/option_help.h"
 #include "vk/device.h"
@@ -63,6 +64,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_option(h::kStore.flag, a.store, h::kStore.text);
   g->add_flag("--quiet", a.quiet, "no progress output");
   g->add_flag(h::kProfile.flag, c.profile, h::kProfile.text);
+  g->add_flag(h::kPlan.flag, a.plan, h::kPlan.text);
   add_toml_config(app, "--config",
                   "TOML file with any of these options: key = value, keys named like the long options (batch_size or "
                   "batch-size = 4; targets = [\"q_proj\", \"v_proj\"]); options on the command line win");
@@ -108,6 +110,7 @@ std::string resolved_config_json(const std::filesystem::path& toml_file) {
 }
 
 int run_batch(BatchArgs& a) {
+  if (a.plan) return run_plan(resolve_batch_args(a), a.device);
   if (a.config.model.empty() || a.config.data.empty()) throw Error("--batch needs --model DIR and --data FILE.jsonl");
   if (a.config.out.empty()) throw Error("--out must name a folder");
   a.config = resolve_batch_args(a);
@@ -137,7 +140,12 @@ train::TrainResult train_with_progress(vk::Device& device, const train::TrainCon
       }
     }
     return !g_interrupted;
-  }, nullptr, [](const std::string& warning) { std::fprintf(stderr, "lorastudio: warning: %s\n", warning.c_str()); });
+  }, nullptr, [](const std::string& warning) { std::fprintf(stderr, "lorastudio: warning: %s\n", warning.c_str()); },
+  [&](const train::RunStart& s) {
+    if (!quiet)
+      std::fprintf(stderr, "run %lld: %u steps of %u x %u tokens; %s\n", static_cast<long long>(s.run_id), s.total_steps,
+                   s.batch, s.seq_len, s.memory.c_str());
+  });
   std::fprintf(stderr, "%s%s after %u steps: loss %.4f -> %.4f; adapter in %s (run %lld)\n", tty ? "\n" : "",
                result.stopped ? "stopped" : "done", result.steps, result.first_loss, result.last_loss,
                result.adapter_dir.string().c_str(), static_cast<long long>(result.run_id));

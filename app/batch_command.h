@@ -15,6 +15,7 @@ struct BatchArgs {
   std::string targets = "q_proj,v_proj", schedule = "linear", quantize = "none", store, device;
   float val_fraction = 0;
   bool quiet = false;
+  bool plan = false;  // --plan: print the memory plan instead of training
   BatchArgs() { config.out = "lorastudio-run"; }
 };
 

@@ -14,6 +14,7 @@
 #include "ui/event_queue.h"
 #include "ui/views.h"
 #include "vk/memory.h"
+#include "vk/memory_budget.h"
 
 namespace ls::ui {
 
@@ -34,7 +35,7 @@ struct RunsListed { std::vector<store::RunInfo> runs; };
 // replace: the rows are all the run's (it was resumed: steps it had past the checkpoint are gone), not new ones.
 struct RunMetrics { int64_t run; std::vector<store::MetricRow> rows; bool replace = false; };
 struct RunCheckpoints { int64_t run; std::vector<store::Checkpoint> checkpoints; };
-struct DeviceMemory { vk::MemoryStats stats; };  // read on a worker: the allocator's lock may be busy
+struct DeviceMemory { vk::MemoryStats stats; vk::MemoryBudget budget; };  // read on a worker: the allocator's lock may be busy
 struct Status { std::string text; };
 struct Failure { std::string title, message; };
 struct DemoReady { std::filesystem::path model_dir; demo::DemoData data; };  // made or found intact

@@ -55,7 +55,7 @@ Studio::Studio(vk::Device& device, StudioOptions options) : device_(device), opt
 
   auto on_error = [this](const std::string& e) { events_.push(ev::Failure{"Unexpected error", e}); };
   store_worker_ = std::make_unique<Worker>(on_error, kPollPeriod, [this] {
-    events_.push(ev::DeviceMemory{device_.memory().stats()});
+    events_.push(ev::DeviceMemory{device_.memory().stats(), device_.memory_budget()});
     store_.poll();
   });
   loader_ = std::make_unique<Worker>(on_error);
@@ -174,6 +174,8 @@ void Studio::refresh_memory() {
   last_memory_ = Clock::now();
   const auto& stats = memory_stats_;
   memory_.device_local = device_.report().device_local_bytes;
+  memory_.budget = memory_budget_;
+  memory_.plan_device = train::PlanDevice::of(device_);
   memory_.used = stats.used_bytes;
   memory_.reserved = stats.block_bytes;
   memory_.weights = model_.loaded ? model_.loaded->weight_bytes : 0;

@@ -131,6 +131,7 @@ class Studio {
   ChatView chat_;
   MemoryView memory_;
   vk::MemoryStats memory_stats_;
+  vk::MemoryBudget memory_budget_;
   uint64_t chat_kv_bytes_ = 0, chat_lora_bytes_ = 0;
 
   DemoFlow demo_;

@@ -112,7 +112,10 @@ void Studio::apply(Event& event) {
             merge_metrics(runs_, e.run, std::move(e.rows));
           },
           [&](ev::RunCheckpoints& e) { runs_.checkpoints[e.run] = std::move(e.checkpoints); },
-          [&](ev::DeviceMemory& e) { memory_stats_ = e.stats; },
+          [&](ev::DeviceMemory& e) {
+            memory_stats_ = e.stats;
+            memory_budget_ = e.budget;
+          },
           [&](ev::Status& e) { status_ = std::move(e.text); },
           [&](ev::Failure& e) { fail(std::move(e.title), std::move(e.message)); },
           [&](ev::DemoReady& e) {

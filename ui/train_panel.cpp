@@ -9,6 +9,7 @@
 
 #include "train/option_help.h"
 #include "ui/panels.h"
+#include "ui/train_memory.h"
 #include "ui/widgets.h"
 
 namespace ls::ui {
@@ -138,7 +139,8 @@ void draw_train_panel(PanelContext& ctx, const char* title, bool* p_open) {
 
   const bool active = v.state == TrainState::starting || v.state == TrainState::running ||
                       v.state == TrainState::paused || v.state == TrainState::stopping;
-  if (!ImGui::BeginChild("options", {0, 0}, false)) {
+  // The options scroll; the memory line stays under them.
+  if (!ImGui::BeginChild("options", {0, -ImGui::GetFrameHeightWithSpacing()}, false)) {
     ImGui::EndChild();
     ImGui::End();
     return;
@@ -209,6 +211,8 @@ void draw_train_panel(PanelContext& ctx, const char* title, bool* p_open) {
   }
   ImGui::EndDisabled();
   ImGui::EndChild();
+  draw_memory_plan(model, data, t, ctx.memory);
+  io.tag("train.memory");
   ImGui::End();
 }
 

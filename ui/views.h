@@ -15,7 +15,9 @@
 #include "infer/sampler.h"
 #include "model/weights.h"
 #include "store/run_store.h"
+#include "train/memory_plan.h"
 #include "train/trainer.h"
+#include "vk/memory_budget.h"
 
 namespace ls::ui {
 
@@ -139,6 +141,8 @@ struct MemoryView {
   uint64_t device_local = 0;   // the device's memory (all device-local heaps)
   uint64_t used = 0, reserved = 0;  // allocated by the engine / in its blocks
   uint64_t weights = 0, lora = 0, kv_cache = 0;  // the rest of `used` is activations and scratch
+  vk::MemoryBudget budget;        // what the engine may still take (vk/memory_budget.h)
+  train::PlanDevice plan_device;  // for the Train panel's memory plan
 };
 
 // [SECTION] Commands (panels -> studio)

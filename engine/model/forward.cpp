@@ -10,10 +10,18 @@ KvCache KvCache::allocate(vk::Device& device, const ModelConfig& c, uint32_t cap
   KvCache cache;
   cache.capacity = capacity;
   for (uint32_t i = 0; i < c.num_layers; ++i) {
-    cache.k.push_back(Tensor::empty(device, {1, capacity, c.num_kv_heads, c.head_dim}, act, "kv cache"));
-    cache.v.push_back(Tensor::empty(device, {1, capacity, c.num_kv_heads, c.head_dim}, act, "kv cache"));
+    cache.k.push_back(Tensor::empty(device, layer_shape(c, capacity), act, "kv cache"));
+    cache.v.push_back(Tensor::empty(device, layer_shape(c, capacity), act, "kv cache"));
   }
   return cache;
+}
+
+Shape KvCache::layer_shape(const ModelConfig& c, uint32_t capacity) { return {1, capacity, c.num_kv_heads, c.head_dim}; }
+
+uint64_t KvCache::bytes(const ModelConfig& c, uint32_t capacity, DType act) {
+  uint64_t one = dtype_size(act);
+  for (uint32_t d : layer_shape(c, capacity)) one *= d;
+  return 2 * uint64_t(c.num_layers) * vk::Memory::footprint(one);
 }
 
 void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* adapter, const KvCache& cache,

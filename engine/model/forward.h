@@ -25,6 +25,10 @@ struct KvCache {
   std::vector<Tensor> k, v;  // per layer [1, capacity, KV, D] of the activation dtype
   uint32_t capacity = 0;
   static KvCache allocate(vk::Device& device, const ModelConfig& c, uint32_t capacity, DType act);
+  // The shape of one layer's k (and v): [1, capacity, KV, D].
+  static Shape layer_shape(const ModelConfig& c, uint32_t capacity);
+  // The device bytes allocate() takes (every tensor rounded as the allocator rounds it), for memory plans.
+  static uint64_t bytes(const ModelConfig& c, uint32_t capacity, DType act);
 };
 
 struct ForwardInputs {

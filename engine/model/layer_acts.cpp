@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "vk/memory.h"
+
 namespace ls::model {
 
 namespace {
@@ -60,6 +62,17 @@ std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T) {
   };
 }
 
+// Whether a layer has a tensor of its own in a training set, or shares the one set for all layers.
+bool own_per_layer(Keep keep, ActsPlan plan) {
+  return plan != ActsPlan::inference && (keep == Keep::input || (keep == Keep::backward && plan == ActsPlan::training));
+}
+
+uint64_t bytes_of(const Shape& shape, DType dtype) {
+  uint64_t n = dtype_size(dtype);
+  for (uint32_t d : shape) n *= d;
+  return vk::Memory::footprint(n);
+}
+
 // Fills one set by each row's home in it: own tensors first, then the shared ones.
 template <class Make>
 void fill(LayerActs& set, const std::vector<ActRow>& rows, Home ActRow::*home, const Make& make) {
@@ -80,9 +93,7 @@ std::vector<LayerActs> plan_layer_acts(vk::Device& dev, const ModelSpec& spec, c
   LayerActs shared;  // the tensors that are one for all layers
   // Layer i's tensor t: its own, or `one`, the same for every layer.
   auto place = [&](Tensor& t, Tensor& one, Keep keep, const auto& make_one) {
-    const bool own = plan != ActsPlan::inference &&
-                     (keep == Keep::input || (keep == Keep::backward && plan == ActsPlan::training));
-    t = own ? make_one() : one.defined() ? one : (one = make_one());
+    t = own_per_layer(keep, plan) ? make_one() : one.defined() ? one : (one = make_one());
   };
   if (plan == ActsPlan::inference) {
     fill(shared, rows, &ActRow::inference, make);
@@ -102,6 +113,30 @@ std::vector<LayerActs> plan_layer_acts(vk::Device& dev, const ModelSpec& spec, c
           place(acts[i].lora_t[t], shared.lora_t[t], Keep::backward,
                 [&] { return Tensor::empty(dev, {B * T, adapter->rank}, DType::f32, "lora t"); });
   return acts;
+}
+
+ActsBytes layer_acts_bytes(const ModelSpec& spec, std::span<const LoraTarget> adapted, uint32_t rank, uint32_t B,
+                           uint32_t T, DType act, ActsPlan plan) {
+  ActsBytes b{.layers = spec.layers.size()};
+  const std::vector<ActRow> rows = act_table(spec.layers.at(0), B, T);
+  for (const ActRow& r : rows) {
+    const uint64_t bytes = bytes_of(r.shape, r.dtype == Dt::act ? act : DType::f32);
+    if (plan == ActsPlan::inference)
+      b.shared += r.inference.kind == Home::own ? bytes : 0;
+    else
+      (own_per_layer(r.keep, plan) ? b.per_layer : b.shared) += bytes;
+  }
+  if (plan != ActsPlan::inference) b.shared += bytes_of({B * T, spec.hidden}, DType::f32);  // the last x_out
+  const uint64_t lora_t = bytes_of({B * T, rank}, DType::f32) * adapted.size();
+  (own_per_layer(Keep::backward, plan) ? b.per_layer : b.shared) += lora_t;
+  return b;
+}
+
+uint64_t layer_grads_bytes(const LayerSpec& spec, uint32_t B, uint32_t T) {
+  uint64_t bytes = 0;
+  for (const ActRow& r : act_table(spec, B, T))
+    if (r.grad.kind == Home::own) bytes += bytes_of(r.shape, DType::f32);
+  return bytes;
 }
 
 LayerActs plan_layer_grads(vk::Device& dev, const LayerSpec& spec, uint32_t B, uint32_t T) {

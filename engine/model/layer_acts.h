@@ -8,6 +8,7 @@
 // activations that enter matmuls: f32, or f16 (tensor cores) in inference; training is f32 throughout.
 #include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/layer_spec.h"
@@ -60,5 +61,20 @@ std::vector<LayerActs> plan_layer_acts(vk::Device& device, const ModelSpec& spec
 // The gradients layer_backward writes, f32, one set for all layers; d.h2 shares d.h1 and d.x_in shares
 // d.x_mid (each holds a norm's part of the residual's gradient until it is added in).
 LayerActs plan_layer_grads(vk::Device& device, const LayerSpec& spec, uint32_t B, uint32_t T);
+
+// The device bytes plan_layer_acts allocates, read off the same plan table without a device (each tensor
+// rounded as the allocator rounds it: vk::Memory::footprint), for memory plans (train/memory_plan.h).
+// `adapted`: the projections the adapter adapts in every layer, with its rank.
+struct ActsBytes {
+  uint64_t per_layer = 0;  // what each layer keeps of its own (the plan's Keep::input, and Keep::backward
+                           // in training), lora_t included
+  uint64_t layers = 0;     // how many layers keep per_layer
+  uint64_t shared = 0;     // one set for all layers, and the stream leaving the last layer
+  uint64_t total() const { return per_layer * layers + shared; }
+};
+ActsBytes layer_acts_bytes(const ModelSpec& spec, std::span<const LoraTarget> adapted, uint32_t rank, uint32_t B,
+                           uint32_t T, DType act, ActsPlan plan);
+// The device bytes plan_layer_grads allocates.
+uint64_t layer_grads_bytes(const LayerSpec& spec, uint32_t B, uint32_t T);
 
 }  // namespace ls::model

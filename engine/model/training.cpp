@@ -13,7 +13,38 @@ namespace ls::model {
 
 namespace {
 
-Tensor f32(vk::Device& dev, Shape s, const char* what) { return Tensor::empty(dev, std::move(s), DType::f32, what); }
+// The head's and the loss's buffers, f32, one set a step: M = B·T rows, K the rows the loss runs over,
+// `chunk` rows of logits at a time.
+struct LossBuffers {
+  Tensor rstd, normed;     // (M), (M, C)  the final norm's
+  Tensor row_loss, lse;    // (K)          per loss row
+  Tensor dx;               // (M, C)       the residual stream's gradient
+  Tensor h_rows, dh_rows;  // (K, C)       compact only: the normed rows with a target, and their gradient
+  Tensor logits;           // (chunk, V)   one chunk of logits, then its gradient in place
+  Tensor count;            // (2)          the counted targets
+  Tensor zeros;            // (M)          for counting them
+};
+
+struct LossRow {
+  Tensor LossBuffers::*field;
+  const char* name;
+  Shape shape;
+};
+
+// The table record_train_step allocates from and loss_buffers_bytes sums.
+std::vector<LossRow> loss_table(uint32_t M, uint32_t K, uint32_t C, uint32_t V, uint32_t chunk, bool compact) {
+  using L = LossBuffers;
+  std::vector<LossRow> rows = {
+      {&L::rstd, "rstd", {M}},         {&L::normed, "final normed", {M, C}},   {&L::row_loss, "row loss", {K}},
+      {&L::lse, "lse", {K}},           {&L::dx, "d residual", {M, C}},         {&L::logits, "logits chunk", {chunk, V}},
+      {&L::count, "counted targets", {2}}, {&L::zeros, "zeros", {M}},
+  };
+  if (compact) {
+    rows.push_back({&L::h_rows, "final normed, rows with targets", {K, C}});
+    rows.push_back({&L::dh_rows, "d normed, rows with targets", {K, C}});
+  }
+  return rows;
+}
 
 }  // namespace
 
@@ -54,6 +85,17 @@ uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_bindin
   const uint64_t chunks = (rows + most - 1) / most;
   const uint64_t even = ((rows + chunks - 1) / chunks + granule - 1) / granule * granule;
   return uint32_t(std::min<uint64_t>({even, most, rows}));
+}
+
+uint64_t loss_buffers_bytes(uint32_t B, uint32_t T, uint32_t K, uint32_t hidden, uint32_t vocab, uint64_t max_binding) {
+  const uint32_t M = B * T, rows = K && K < M ? K : M;
+  uint64_t bytes = 0;
+  for (const LossRow& r : loss_table(M, rows, hidden, vocab, logit_rows_per_chunk(rows, vocab, max_binding), rows < M)) {
+    uint64_t n = 4;
+    for (uint32_t d : r.shape) n *= d;
+    bytes += vk::Memory::footprint(n);
+  }
+  return bytes;
 }
 
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
@@ -110,17 +152,19 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   // counted targets) comes first, from the targets alone.
   const bool compact = batch.loss_rows.defined();
   const uint32_t K = compact ? uint32_t(batch.loss_rows.numel()) : M;
-  Tensor rstd_f = f32(dev, {M}, "rstd"), hf = f32(dev, {M, C}, "final normed");
-  Tensor row_loss = f32(dev, {K}, "row loss"), lse = f32(dev, {K}, "lse");
-  // dx: the residual stream's gradient. tmp: d.x_mid, scratch of the layers' backward, free until then.
-  const Tensor dx = f32(dev, {M, C}, "d residual"), tmp = d.x_mid;
-  const Tensor h_rows = compact ? f32(dev, {K, C}, "final normed, rows with targets") : hf;
-  const Tensor dh_rows = compact ? f32(dev, {K, C}, "d normed, rows with targets") : tmp;
-  const Tensor& t_rows = compact ? batch.loss_targets : batch.targets;
   const uint32_t chunk = logit_rows_per_chunk(K, V, dev.report().max_storage_range);
-  Tensor logits = f32(dev, {chunk, V}, "logits chunk");
-  Tensor count = f32(dev, {2}, "counted targets"), zeros = f32(dev, {M}, "zeros");
-  upload(zeros, std::vector<float>(M, 0.0f));
+  LossBuffers buf;
+  for (const LossRow& r : loss_table(M, K, C, V, chunk, compact))
+    buf.*r.field = Tensor::empty(dev, r.shape, DType::f32, r.name);
+  // tmp: d.x_mid, scratch of the layers' backward, free until then. Without compaction the loss reads
+  // the normed rows where they are and writes their gradient to tmp.
+  const Tensor tmp = d.x_mid;
+  if (!compact) buf.h_rows = buf.normed, buf.dh_rows = tmp;
+  const Tensor &rstd_f = buf.rstd, &hf = buf.normed, &row_loss = buf.row_loss, &lse = buf.lse, &dx = buf.dx;
+  const Tensor &h_rows = buf.h_rows, &dh_rows = buf.dh_rows, &logits = buf.logits, &count = buf.count;
+  const Tensor& t_rows = compact ? batch.loss_targets : batch.targets;
+  upload(buf.zeros, std::vector<float>(M, 0.0f));
+  const Tensor& zeros = buf.zeros;
   const Tensor targets = t_rows.reshape({K, 1});
   {
     vk::Recorder::Label label(rec, kGroupLoss);

@@ -63,6 +63,10 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
 // smaller), as few chunks as that allows sized about equally, a multiple of 16 rows, at most `rows`.
 uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding);
 
+// The device bytes of the head's and the loss's buffers record_train_step allocates (its table, each tensor
+// rounded as the allocator rounds it) for a [B, T] batch whose loss runs over K rows (0: all B·T).
+uint64_t loss_buffers_bytes(uint32_t B, uint32_t T, uint32_t K, uint32_t hidden, uint32_t vocab, uint64_t max_binding);
+
 // Zero-initialised gradient tensors shaped like the adapter's.
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter);
 

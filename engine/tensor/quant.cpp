@@ -122,16 +122,23 @@ const std::array<float, 256>& dynamic_map_8bit() {
   return map;
 }
 
-uint64_t quantized_bytes(QuantType t, uint64_t numel, uint32_t element_bytes) {
-  auto pad4 = [](uint64_t b) { return (b + 3) / 4 * 4; };
+QuantSections quantized_sections(QuantType t, uint64_t numel) {
+  auto words = [](uint64_t bytes) { return std::max<uint64_t>(4, (bytes + 3) / 4 * 4); };
   const uint64_t blocks = (numel + kQuantBlock - 1) / kQuantBlock;
   switch (t) {
-    case QuantType::none: return numel * element_bytes;
+    case QuantType::none: return {};
     case QuantType::nf4:
-      return pad4((numel + 1) / 2) + pad4(blocks) + 4 * ((blocks + kQuantAbsmaxBlock - 1) / kQuantAbsmaxBlock);
-    case QuantType::q8: return pad4(numel) + 4 * blocks;
+      return {.codes = words((numel + 1) / 2), .absmax = words(blocks),
+              .scales = words(4 * ((blocks + kQuantAbsmaxBlock - 1) / kQuantAbsmaxBlock))};
+    case QuantType::q8: return {.codes = words(numel), .absmax = words(4 * blocks), .scales = 0};
   }
-  return 0;
+  return {};
+}
+
+uint64_t quantized_bytes(QuantType t, uint64_t numel, uint32_t element_bytes) {
+  if (t == QuantType::none) return numel * element_bytes;
+  const QuantSections s = quantized_sections(t, numel);
+  return s.codes + s.absmax + s.scales;
 }
 
 QuantizedHost quantize(QuantType t, std::span<const float> w, unsigned threads) {

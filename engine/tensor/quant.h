@@ -34,8 +34,14 @@ extern const std::array<float, 16> kNf4Levels;
 // bitsandbytes' signed 8-bit dynamic map (functional.create_dynamic_map(signed=True)), sorted; 256 values.
 const std::array<float, 256>& dynamic_map_8bit();
 
-// Bytes the packed form of `numel` weights takes on the device (codes, absmax and scales; each section
-// padded to 4 bytes as uploaded). For none: numel * element_bytes.
+// The device buffers of a packed weight of `numel` values (ops/quant.h uploads each as its own tensor, padded
+// to whole 4-byte words, at least one): codes, absmax (nf4: its 8-bit codes; q8: the f32 scales) and the
+// nf4 second-level scales (0 for q8).
+struct QuantSections {
+  uint64_t codes = 0, absmax = 0, scales = 0;
+};
+QuantSections quantized_sections(QuantType t, uint64_t numel);
+// Their sum (for none: numel * element_bytes).
 uint64_t quantized_bytes(QuantType t, uint64_t numel, uint32_t element_bytes = 2);
 
 // A weight in packed form on the host, the layout the device keeps.

@@ -27,6 +27,10 @@ int32_t pad_token(const tok::Tokenizer& tokenizer) {
 uint32_t fixed_seq_len(std::span<const Example> rows, uint32_t max_seq_len) {
   size_t longest = 0;
   for (const auto& r : rows) longest = std::max(longest, r.ids.size());
+  return seq_len_for(longest, max_seq_len);
+}
+
+uint32_t seq_len_for(size_t longest, uint32_t max_seq_len) {
   const size_t rounded = (longest + 63) / 64 * 64;
   return uint32_t(std::min<size_t>(std::max<size_t>(rounded, 64), max_seq_len));
 }

@@ -56,6 +56,8 @@ int32_t pad_token(const tok::Tokenizer& tokenizer);
 // T for rows of at most max_seq_len tokens: the longest row rounded up to a multiple of 64, at most
 // max_seq_len. A smaller fixed T makes a smaller step program when the data is short.
 uint32_t fixed_seq_len(std::span<const Example> rows, uint32_t max_seq_len);
+// The same for rows whose longest has `longest` tokens (the Train panel's memory line knows only that).
+uint32_t seq_len_for(size_t longest, uint32_t max_seq_len);
 
 // Where a batcher is in its stream. Saved with a checkpoint; seed, shuffle and rows must match on restore.
 struct BatcherState {

@@ -39,6 +39,7 @@ inline constexpr OptionHelp kPack{"--pack", "pack short examples into full rows"
 inline constexpr OptionHelp kSkipBadLines{"--skip-bad-lines", "report and skip malformed JSONL lines"};
 inline constexpr OptionHelp kResume{"--resume", "continue from a checkpoint-N folder of a run with the same options"};
 inline constexpr OptionHelp kStore{"--store", "run store (SQLite) path (default: ~/.local/share/lorastudio/runs.sqlite)"};
+inline constexpr OptionHelp kPlan{"--plan", "print how much GPU memory the run needs, by category, against the device's memory (and what to change when it does not fit), then exit without training; with --data the run's own batches, else the most --seq-len allows"};
 inline constexpr OptionHelp kProfile{"--profile", "store GPU time per op group every step in the run store (timestamps around every dispatch)"};
 }  // namespace option_help
 

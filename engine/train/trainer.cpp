@@ -16,11 +16,13 @@
 #include "ops/optimizer.h"
 #include "store/metrics_export.h"
 #include "store/run_store.h"
-#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 #include "train/batcher.h"
 #include "train/checkpoint.h"
 #include "train/optimizer_update.h"
+#include "train/plan_fit.h"
+#include "train/run_data.h"
+#include "train/run_shape.h"
 #include "train/run_entry.h"
 #include "util/atomic_file.h"
 
@@ -88,20 +90,6 @@ struct StepProgram {
   }
 };
 
-// The most targets a batch of B of these rows can hold (the B rows with the most trained tokens; with
-// fewer rows than B, a batch spans epochs and holds a row up to ceil(B / rows) times), rounded up to 16:
-// the rows the step's vocabulary projection needs (model::TrainBatch::loss_rows).
-uint32_t loss_rows_needed(std::span<const Example> rows, uint32_t B) {
-  std::vector<size_t> counts;
-  const size_t repeats = rows.empty() ? 1 : (B + rows.size() - 1) / rows.size();
-  for (const auto& r : rows) counts.insert(counts.end(), repeats, train::trained_count(r));
-  const size_t n = std::min<size_t>(B, counts.size());
-  std::partial_sort(counts.begin(), counts.begin() + n, counts.end(), std::greater<>());
-  size_t most = 0;
-  for (size_t i = 0; i < n; ++i) most += counts[i];
-  return uint32_t(std::min<size_t>((std::max<size_t>(most, 1) + 15) / 16 * 16, UINT32_MAX));
-}
-
 // K: the rows the loss runs over, or 0 for all B*T (when the rows with a target are not fewer).
 StepProgram record_step(vk::Device& dev, const model::Model& m, const LoraAdapter& adapter, const LoraAdapter& grads,
                         uint32_t B, uint32_t T, uint32_t K, const model::StepOptions& options, bool profile) {
@@ -160,23 +148,24 @@ double mean_loss(StepProgram& s, std::span<const Example> rows, uint32_t B, uint
 }  // namespace
 
 TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<bool(const StepReport&)>& on_step,
-                  std::atomic<bool>* checkpoint_now, const std::function<void(const std::string&)>& on_warning) {
+                  std::atomic<bool>* checkpoint_now, const std::function<void(const std::string&)>& on_warning,
+                  const std::function<void(const RunStart&)>& on_start) {
   TrainConfig c = c_in;
   validate(c);
+  const RunData run_data = load_run_data(c);
+  const tok::Tokenizer& tokenizer = run_data.tokenizer;
+  const Dataset& data = run_data.data;
+  if (on_warning)
+    for (const auto& w : run_data.warnings) on_warning(w);
+  // The memory plan, before the weights take any: a run that cannot fit stops here, saying what to change.
+  const RunShape shape = run_shape(c, data);
+  const PlanOptions planned_for = plan_options(dev, c, shape);
+  const MemoryPlan plan = memory_plan(planned_for);
+  const vk::MemoryBudget budget = dev.memory_budget();
+  require_fit(planned_for, plan, budget, dev.report().name);
   const auto model = model::Model::load(dev, c.model, c.quantize);
-  const auto tokenizer = tok::Tokenizer::load(c.model);
-  std::vector<std::string> warnings;
-  const auto tmpl = fs::exists(c.model / "tokenizer_config.json")
-                        ? tok::ChatTemplate::from_tokenizer_config(c.model / "tokenizer_config.json", &warnings)
-                        : tok::ChatTemplate::recognise("", (c.model / "tokenizer_config.json").string(), &warnings);
-  const Dataset data = load_dataset(c.data, tokenizer, tmpl, c.data_options);
-  if (data.train.empty()) throw Error(c.data.string() + ": no training examples");
-  if (on_warning) {
-    for (const auto& w : warnings) on_warning(w);
-    for (const auto& w : data.warnings) on_warning(w);
-  }
   const int32_t pad = pad_token(tokenizer);
-  const uint32_t T = fixed_seq_len(data.train, c.data_options.max_seq_len);
+  const uint32_t T = shape.seq_len;
   const uint32_t B = c.batch_size;
   Batcher batcher(data.train, training_batches(c.data_options, B, T, pad));
   const uint32_t total = c.steps ? c.steps : uint32_t((batcher.total_batches() + c.grad_accum - 1) / c.grad_accum);
@@ -206,14 +195,14 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
     uint32_t first_step = 1;
     if (!c.resume.empty()) first_step = load_checkpoint(dev, c.resume, model.config, adapter, m1, m2, batcher) + 1;
     StepProgram step = record_step(
-        dev, model, adapter, grads, B, T, loss_rows_needed(data.train, B),
+        dev, model, adapter, grads, B, T, shape.loss_rows,
         {.loss_scale = 1.0f / float(c.grad_accum), .dropout = c.dropout, .recompute = c.grad_checkpoint}, c.profile);
     std::optional<StepProgram> eval;
     LoraAdapter eval_grads;
     if (!data.validation.empty()) {
       eval_grads = model::zero_grads_like(dev, adapter);
       // No dropout, as under PEFT's eval().
-      eval = record_step(dev, model, adapter, eval_grads, B, T, loss_rows_needed(data.validation, B),
+      eval = record_step(dev, model, adapter, eval_grads, B, T, shape.validation_loss_rows,
                          {.recompute = c.grad_checkpoint}, false);
     }
     // Zeroing, and the update: global norm -> clip factor -> AdamW on every matrix.
@@ -244,6 +233,9 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       store::write_metrics_csv(c.out / "metrics.csv", runs.metrics(run_id));
     };
 
+    if (on_start)
+      on_start({.run_id = run_id, .total_steps = total, .batch = B, .seq_len = T, .planned_bytes = plan.total(),
+                .available_bytes = budget.available(), .memory = plan_summary(plan, budget)});
     const auto t_start = std::chrono::steady_clock::now();
     Batch batch;
     bool data_left = true;

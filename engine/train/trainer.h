@@ -56,6 +56,15 @@ struct StepReport {
   std::vector<store::GpuTime> gpu_ms;
 };
 
+// What a run is about to do, told once before its first step: its shape and its memory plan's total
+// (train/memory_plan.h), which the trainer checked against the device before loading the weights.
+struct RunStart {
+  int64_t run_id = 0;
+  uint32_t total_steps = 0, batch = 0, seq_len = 0;
+  uint64_t planned_bytes = 0, available_bytes = 0;
+  std::string memory;  // "GPU memory: 1.20 GiB planned of 79.10 GiB available"
+};
+
 struct TrainResult {
   uint32_t steps = 0;
   double first_loss = 0, last_loss = 0;
@@ -74,9 +83,11 @@ std::string config_json(const TrainConfig& config);
 // When *checkpoint_now is set after a step (another thread sets it), a checkpoint is written and it is
 // cleared. on_warning, if set, gets each of the data set's warnings (skipped lines "skipped <file>:<line>:
 // problem" with skip_bad_lines, examples cut to the sequence length) and the chat template's, before the
-// first step.
+// first step. Before loading the weights it plans the run's memory and throws ls::Error saying what to change
+// when the plan does not fit the device (train/plan_fit.h); on_start, if set, gets the run's start.
 TrainResult train(vk::Device& device, const TrainConfig& config, const std::function<bool(const StepReport&)>& on_step,
                   std::atomic<bool>* checkpoint_now = nullptr,
-                  const std::function<void(const std::string&)>& on_warning = {});
+                  const std::function<void(const std::string&)>& on_warning = {},
+                  const std::function<void(const RunStart&)>& on_start = {});
 
 }  // namespace ls::train

@@ -215,6 +215,8 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
   f12_.shaderFloat16 = report.float16;
   f12_.vulkanMemoryModel = report.memory_model;
   features_.features.shaderInt16 = VK_TRUE;
+  // Only read (vk/memory_budget.h); enabled so that reading its properties is valid use.
+  if (report.memory_budget) extensions_.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   if (report.coopmat_nv && report.memory_model && device_has_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     extensions_.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     coop_.cooperativeMatrix = VK_TRUE;
@@ -357,6 +359,10 @@ void Device::submit_and_wait(VkCommandBuffer cb) {
     throw;
   }
   return_fence(fence);
+}
+
+MemoryBudget Device::memory_budget() const {
+  return read_memory_budget(physical_, report_.memory_budget, memory_->stats().device_block_bytes);
 }
 
 bool Device::submit_for_window(const std::function<void(VkQueue)>& submit) {

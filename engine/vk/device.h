@@ -24,6 +24,7 @@
 
 #include "vk/features.h"
 #include "vk/memory.h"
+#include "vk/memory_budget.h"
 #include "vk/pipelines.h"
 #include "vk/vulkan.h"
 
@@ -133,6 +134,9 @@ class Device {
   bool coopmat() const { return coopmat_; }
   // The workgroup-scope GEMM of VK_NV_cooperative_matrix2 is usable (DeviceRequirements::coopmat2).
   bool coopmat2() const { return coopmat2_; }
+  // The device-local memory this process may still take: the heaps, the driver's budget where the device
+  // offers VK_EXT_memory_budget, and what this process holds now (vk/memory_budget.h). Read anew each call.
+  MemoryBudget memory_budget() const;
 
  private:
   void release();

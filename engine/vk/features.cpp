@@ -106,6 +106,7 @@ DeviceReport read_device_report(VkInstance instance, VkPhysicalDevice physical, 
   vkGetPhysicalDeviceMemoryProperties(physical, &mem);
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
     if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) r.device_local_bytes += mem.memoryHeaps[i].size;
+  r.memory_budget = has_extension(physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
 
   if (has_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     r.coopmat_nv = true;

@@ -29,6 +29,7 @@ struct DeviceReport {
   uint64_t max_storage_range = 0; // maxStorageBufferRange, bytes
   uint64_t storage_alignment = 0; // minStorageBufferOffsetAlignment
   uint64_t device_local_bytes = 0;
+  bool memory_budget = false;     // VK_EXT_memory_budget (vk/memory_budget.h)
   bool timestamps = false;
   float timestamp_period_ns = 0;
   uint32_t queue_family = 0;      // the compute queue family the engine uses

@@ -119,6 +119,9 @@ std::shared_ptr<Allocation> Memory::allocate_in(bool staging, VkDeviceSize size,
           if (before.size) b.free.insert(b.free.begin() + long(fi), before);
           check(vkBindBufferMemory(device_, buffer, b.memory, start), "vkBindBufferMemory");
           used_ += need;
+          if (staging) staging_used_ += need;
+          peak_used_ = std::max(peak_used_, used_);
+          peak_device_ = std::max(peak_device_, used_ - staging_used_);
           ++live_;
           void* mapped = b.mapped ? static_cast<char*>(b.mapped) + start : nullptr;
           return std::make_shared<Allocation>(*this, buffer, b.memory, bi, start, need, mapped);
@@ -150,6 +153,7 @@ void Memory::release(uint32_t block_index, VkDeviceSize offset, VkDeviceSize siz
     b.free.erase(it);
   }
   used_ -= size;
+  if (b.staging) staging_used_ -= size;
   --live_;
   // Give a block that is entirely free back to the driver, keeping one of each kind warm.
   if (b.free.size() == 1 && b.free[0].size == b.size) {
@@ -166,10 +170,28 @@ MemoryStats Memory::stats() const {
   std::lock_guard lock(mutex_);
   MemoryStats s;
   for (const auto& b : blocks_)
-    if (b.memory) { ++s.blocks; s.block_bytes += b.size; }
+    if (b.memory) {
+      ++s.blocks;
+      s.block_bytes += b.size;
+      if (!b.staging) s.device_block_bytes += b.size;
+    }
   s.used_bytes = used_;
   s.allocations = live_;
+  s.device_bytes = used_ - staging_used_;
+  s.staging_bytes = staging_used_;
+  s.peak_used_bytes = peak_used_;
+  s.peak_device_bytes = peak_device_;
   return s;
+}
+
+void Memory::reset_peak() {
+  std::lock_guard lock(mutex_);
+  peak_used_ = used_;
+  peak_device_ = used_ - staging_used_;
+}
+
+VkDeviceSize Memory::footprint(VkDeviceSize size) {
+  return align_up(align_up(std::max<VkDeviceSize>(size, 1), 16), kAlignment);
 }
 
 }  // namespace ls::vk

@@ -39,6 +39,12 @@ class Allocation {
 
 struct MemoryStats {
   uint64_t blocks = 0, block_bytes = 0, used_bytes = 0, allocations = 0;
+  // used_bytes splits into device-local storage (allocate) and host-visible staging (allocate_staging);
+  // device_block_bytes: the part of block_bytes that holds device-local storage.
+  uint64_t device_bytes = 0, staging_bytes = 0, device_block_bytes = 0;
+  // The high-water marks of used_bytes and device_bytes since the Memory was made or reset_peak() was
+  // called: what a program really needed, to hold against its memory plan (train/memory_plan.h).
+  uint64_t peak_used_bytes = 0, peak_device_bytes = 0;
 };
 
 class Memory {
@@ -56,6 +62,11 @@ class Memory {
   // Host-visible, coherent staging memory for uploads and downloads.
   std::shared_ptr<Allocation> allocate_staging(VkDeviceSize size);
   MemoryStats stats() const;
+  // Starts the high-water marks again from what is in use now.
+  void reset_peak();
+  // The bytes of a block an allocation of `size` takes (sizes rounded as allocate() rounds them, with the
+  // buffer's own requirement taken as its size): what a memory plan counts for each tensor.
+  static VkDeviceSize footprint(VkDeviceSize size);
 
  private:
   friend class Allocation;
@@ -76,7 +87,8 @@ class Memory {
   bool device_mapped_ = false;
   mutable std::mutex mutex_;
   std::vector<Block> blocks_;
-  uint64_t used_ = 0, live_ = 0;
+  uint64_t used_ = 0, live_ = 0, staging_used_ = 0;
+  uint64_t peak_used_ = 0, peak_device_ = 0;
 };
 
 }  // namespace ls::vk

@@ -1,0 +1,217 @@
+#include "train/step_scratch.h"
+
+#include <algorithm>
+#include <array>
+
+#include "vk/memory.h"
+#include "vk/recorder.h"
+
+namespace ls::train {
+
+namespace {
+
+using model::LoraTarget;
+using Rec = vk::Recorder;
+
+constexpr uint32_t kSkinnyMax = 16;  // ops/matmul.cpp: a product with min(M, N) up to this is "skinny"
+constexpr uint32_t kTile = 64;       // ops/matmul.cpp: the scalar GEMM's output tile
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// A product as ops/matmul.cpp's gemm sees it: C [M, N] = A [M, K]·B.
+struct Product {
+  uint32_t M = 0, N = 0, K = 0;
+  bool lora_own = false;     // A, B and C f32 and no epilogue: the adapter's own products (the skinny kernel's)
+  bool long_rows = false;    // the skinny kernel's long operand is contiguous along K (then it never splits K)
+  const model::ModuleSpec* weight = nullptr;  // B is this projection's stored weight
+};
+
+// Scratch slots, grown as vk::Recorder::scratch grows them: a larger request allocates a new buffer and
+// the outgrown one stays alive with the dispatches that used it.
+class Slots {
+ public:
+  void request(uint32_t slot, uint64_t bytes) {
+    if (bytes == 0 || bytes <= held_[slot]) return;
+    held_[slot] = vk::Memory::footprint(bytes);
+    total_[slot] += held_[slot];
+  }
+  uint64_t total(uint32_t slot) const { return total_[slot]; }
+
+ private:
+  std::array<uint64_t, Rec::kScratchSlots> held_{}, total_{};
+};
+
+class StepWalk {
+ public:
+  StepWalk(const model::ModelSpec& spec, const PlanDevice& device, const StepScratchOptions& o)
+      : spec_(spec), dev_(device), o_(o), M_(o.B * o.T) {}
+
+  StepScratch run() {
+    const size_t L = spec_.layers.size();
+    for (size_t i = 0; i < L; ++i) layer_forward(spec_.layers[i]);
+    head();
+    // With --grad-checkpoint each layer's forward runs again before its backward: the same requests as
+    // the first forward, so nothing grows.
+    for (size_t i = L; i-- > 0;) layer_backward(spec_.layers[i], i > 0);
+    return {.split_k = slots_.total(Rec::kScratchSplitK),
+            .attention = slots_.total(Rec::kScratchAttention) + slots_.total(Rec::kScratchAttention + 1) +
+                         slots_.total(Rec::kScratchAttention + 2),
+            .dropout = slots_.total(Rec::kScratchDropout),
+            .conversion = slots_.total(Rec::kScratchCm2A),
+            .dequantized = dequantized_.total(0),
+            .attention_rows = attention_rows_};
+  }
+
+ private:
+  bool adapted(LoraTarget t) const { return std::find(o_.targets.begin(), o_.targets.end(), t) != o_.targets.end(); }
+
+  // ops/matmul.cpp dispatch_one: the skinny kernel splits K over up to 512 slices when its long side gives
+  // too few workgroups; other products split K (split_k) when they have too few output tiles.
+  uint64_t split_k_bytes(const Product& p) const {
+    const uint64_t MN4 = uint64_t(p.M) * p.N * 4;
+    uint64_t s = 1;
+    if (p.lora_own && std::min(p.M, p.N) <= kSkinnyMax && p.K >= 32) {
+      const uint32_t L = p.N > kSkinnyMax ? p.N : p.M;
+      if (p.long_rows && L <= 65535) return 0;
+      const uint64_t groups = ceil_div(L, 256);
+      while (s < 512 && groups * s < 1024 && p.K % (2 * s) == 0 && p.K / (2 * s) >= 8 && 2 * s * MN4 <= dev_.max_binding)
+        s *= 2;
+    } else {
+      const uint64_t tiles = ceil_div(p.N, kTile) * ceil_div(p.M, kTile);
+      while (s < 16 && tiles * s < 256 && p.K % (32 * s) == 0 && p.K / (2 * s) >= 128 && 2 * s * MN4 <= dev_.max_binding)
+        s *= 2;
+    }
+    return s > 1 ? s * MN4 : 0;
+  }
+
+  void product(const Product& p) {
+    if (p.weight && o_.quantize != QuantType::none)  // the weight dequantized for this product
+      dequantized_.request(0, uint64_t(p.weight->out) * p.weight->in * (dev_.coopmat ? 2 : 4));
+    // ops/matmul.cpp cm2_a_as_f16: the workgroup-scope GEMM reads f16; training's f32 A is converted first.
+    const bool f16_weight = p.weight && (o_.quantize != QuantType::none || o_.weight_dtype == DType::f16 ||
+                                         (dev_.coopmat && o_.weight_dtype == DType::bf16));
+    if (dev_.coopmat2 && f16_weight) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
+    slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
+  }
+
+  void dropout_input(uint32_t in) {
+    if (o_.dropout) slots_.request(Rec::kScratchDropout, uint64_t(M_) * in * 4);  // ops/matmul.cpp dropout_scratch
+  }
+
+  // model/layer.cpp project(): t = x̃·Aᵀ, then y = x·Wᵀ + b + s·t·Bᵀ.
+  void project(const model::LayerSpec& s, LoraTarget t) {
+    const model::ModuleSpec& m = s.projection(t);
+    if (adapted(t)) {
+      dropout_input(m.in);
+      product({.M = M_, .N = o_.rank, .K = m.in, .lora_own = true, .long_rows = true});
+    }
+    product({.M = M_, .N = m.out, .K = m.in, .weight = &m});
+  }
+
+  // model/layer.cpp project_backward() and ops/matmul.cpp lora_backward().
+  void project_backward(const model::LayerSpec& s, LoraTarget t, bool dx) {
+    const model::ModuleSpec& m = s.projection(t);
+    const uint32_t r = o_.rank;
+    if (!adapted(t)) {
+      if (dx) product({.M = M_, .N = m.in, .K = m.out, .weight = &m});
+      return;
+    }
+    product({.M = m.out, .N = r, .K = M_, .lora_own = true});                   // dB += dyᵀ·t
+    product({.M = M_, .N = r, .K = m.out, .lora_own = true, .long_rows = true});  // dt = dy·B
+    dropout_input(m.in);
+    product({.M = r, .N = m.in, .K = M_, .lora_own = true});                    // dA += dtᵀ·x̃
+    if (!dx) return;
+    product({.M = M_, .N = m.in, .K = m.out, .weight = &m});                    // dx = dy·W
+    dropout_input(m.in);
+    product({.M = M_, .N = m.in, .K = r, .lora_own = true});                    // dx += dt·A
+  }
+
+  // ops/attention.cpp: which path training's f32 attention takes, and what each asks for.
+  enum class Attention { flash, products, rows };
+  Attention attention_path(const model::LayerSpec& s) const {
+    const uint32_t D = s.head_dim, H = s.heads, B = o_.B, T = o_.T;
+    const bool flash_shapes = D % 4 == 0 && D <= 128 && dev_.subgroup_size >= 8 && H <= 65535 && B <= 65535;
+    if (dev_.coopmat && D % 16 == 0 && T >= 16 && flash_shapes) return Attention::flash;
+    const uint64_t scores = uint64_t(B) * H * T * T * 4;
+    if (dev_.coopmat && D % 8 == 0 && T >= 16 && uint64_t(B) * H <= 65535 &&
+        scores <= std::min<uint64_t>(dev_.max_binding, uint64_t(1) << 30))
+      return Attention::products;
+    return flash_shapes ? Attention::flash : Attention::rows;
+  }
+  uint64_t scores_bytes(const model::LayerSpec& s) const { return uint64_t(o_.B) * s.heads * o_.T * o_.T * 4; }
+  uint64_t per_head_bytes(const model::LayerSpec& s) const {
+    return uint64_t(o_.B) * s.heads * o_.T * s.head_dim * 4;
+  }
+
+  void attention_forward(const model::LayerSpec& s) {
+    if (attention_path(s) == Attention::products) slots_.request(Rec::kScratchAttention, scores_bytes(s));
+  }
+
+  void attention_backward(const model::LayerSpec& s) {
+    const uint64_t rows = uint64_t(o_.B) * s.heads * o_.T * 4;  // one f32 per query row and head
+    switch (attention_path(s)) {
+      case Attention::flash:  // ops/attention_flash.cpp: delta, and per-head dk, dv summed over each group
+        slots_.request(Rec::kScratchAttention, rows);
+        if (s.heads != s.kv_heads) {
+          slots_.request(Rec::kScratchAttention + 1, per_head_bytes(s));
+          slots_.request(Rec::kScratchAttention + 2, per_head_bytes(s));
+        }
+        return;
+      case Attention::products:  // ops/attention_products.cpp: p, ds, and per-head sums
+        slots_.request(Rec::kScratchAttention, scores_bytes(s));
+        slots_.request(Rec::kScratchAttention + 1, scores_bytes(s));
+        slots_.request(Rec::kScratchAttention + 2, per_head_bytes(s));
+        return;
+      case Attention::rows:  // ops/attention.cpp attention_backward_rows: a delta of its own each time
+        attention_rows_ += vk::Memory::footprint(rows);
+        return;
+    }
+  }
+
+  void layer_forward(const model::LayerSpec& s) {
+    for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) project(s, t);
+    attention_forward(s);
+    for (LoraTarget t : {LoraTarget::o_proj, LoraTarget::gate_proj, LoraTarget::up_proj, LoraTarget::down_proj})
+      project(s, t);
+  }
+
+  void layer_backward(const model::LayerSpec& s, bool input_grad) {
+    for (LoraTarget t : {LoraTarget::down_proj, LoraTarget::gate_proj, LoraTarget::up_proj, LoraTarget::o_proj})
+      project_backward(s, t, true);
+    attention_backward(s);
+    for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) project_backward(s, t, input_grad);
+  }
+
+  // model/training.cpp: logits of a chunk of rows, then d(normed) = dlogits·lm_head, chunk by chunk.
+  void head() {
+    const uint32_t K = o_.loss_rows && o_.loss_rows < M_ ? o_.loss_rows : M_, V = spec_.vocab, C = spec_.hidden;
+    lm_head_ = {.name = "lm_head", .out = V, .in = C};
+    for (uint32_t r0 = 0; r0 < K; r0 += o_.logit_chunk) {
+      const uint32_t n = std::min(o_.logit_chunk, K - r0);
+      head_product({.M = n, .N = V, .K = C, .weight = &lm_head_});
+      head_product({.M = n, .N = C, .K = V, .weight = &lm_head_});
+    }
+  }
+  // The lm_head is never quantized: only its stored dtype decides the tensor-core conversion.
+  void head_product(const Product& p) {
+    const bool f16_weight = o_.weight_dtype == DType::f16 || (dev_.coopmat && o_.weight_dtype == DType::bf16);
+    if (dev_.coopmat2 && f16_weight) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
+    slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
+  }
+
+  const model::ModelSpec& spec_;
+  const PlanDevice& dev_;
+  const StepScratchOptions& o_;
+  const uint32_t M_;
+  model::ModuleSpec lm_head_{};
+  Slots slots_, dequantized_;
+  uint64_t attention_rows_ = 0;
+};
+
+}  // namespace
+
+StepScratch step_scratch(const model::ModelSpec& spec, const PlanDevice& device, const StepScratchOptions& options) {
+  return StepWalk(spec, device, options).run();
+}
+
+}  // namespace ls::train
