@@ -57,6 +57,7 @@ Memory::Memory(VkDevice device, VkPhysicalDevice physical) : device_(device) {
     device_type_ = find_type(mem, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, &ok);
     if (!ok) device_type_ = find_type(mem, 0, 0, &ok);
   }
+  heap_bytes_ = mem.memoryHeaps[mem.memoryTypes[device_type_].heapIndex].size;
   staging_type_ = find_type(mem, coherent | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0, &ok);
   if (!ok) staging_type_ = find_type(mem, coherent, 0, &ok);
   if (!ok) throw Error("vulkan memory: the device has no host-visible coherent memory type");
@@ -73,15 +74,25 @@ std::shared_ptr<Allocation> Memory::allocate(VkDeviceSize size, const char* what
 
 std::shared_ptr<Allocation> Memory::allocate_staging(VkDeviceSize size) { return allocate_in(true, size, "staging"); }
 
+// What a user needs to act: how much was asked and for what, how much lorastudio already holds of what the
+// device has, and where the plan of a run (what it needs, what to change) is shown. Call with mutex_ held.
+Error Memory::out_of_memory(VkDeviceSize size, const char* what, VkResult r) const {
+  uint64_t held = 0;
+  for (const Block& b : blocks_) held += b.memory ? b.size : 0;
+  return Error(std::string("out of GPU memory allocating ") + std::to_string((size + (1 << 20) - 1) >> 20) + " MiB for " +
+               what + " (" + result_name(r) + "): lorastudio holds " + std::to_string(held >> 20) + " MiB of the device's " +
+               std::to_string(heap_bytes_ >> 20) +
+               " MiB; `lorastudio --batch ... --plan` shows what a run needs and what to change (--quantize nf4, "
+               "--grad-checkpoint, a smaller --batch-size, --seq-len or --rank)");
+}
+
 uint32_t Memory::new_block(bool staging, VkDeviceSize size, const char* what) {
   VkMemoryAllocateInfo info{.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
                             .allocationSize = size,
                             .memoryTypeIndex = staging ? staging_type_ : device_type_};
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkResult r = vkAllocateMemory(device_, &info, nullptr, &memory);
-  if (r != VK_SUCCESS)
-    throw Error(std::string("out of GPU memory allocating ") + std::to_string(size >> 20) + " MiB for " + what +
-                " (" + result_name(r) + ")");
+  if (r != VK_SUCCESS) throw out_of_memory(size, what, r);
   Block b{.memory = memory, .size = size, .staging = staging, .free = {{0, size}}};
   if (staging || device_mapped_) check(vkMapMemory(device_, memory, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory");
   for (uint32_t i = 0; i < blocks_.size(); ++i)
@@ -95,7 +106,11 @@ std::shared_ptr<Allocation> Memory::allocate_in(bool staging, VkDeviceSize size,
   VkBufferCreateInfo binfo{.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO, .size = size, .usage = kUsage,
                            .sharingMode = VK_SHARING_MODE_EXCLUSIVE};
   VkBuffer buffer = VK_NULL_HANDLE;
-  check(vkCreateBuffer(device_, &binfo, nullptr, &buffer), "vkCreateBuffer");
+  if (const VkResult r = vkCreateBuffer(device_, &binfo, nullptr, &buffer); r != VK_SUCCESS) {
+    if (r != VK_ERROR_OUT_OF_DEVICE_MEMORY && r != VK_ERROR_OUT_OF_HOST_MEMORY) check(r, "vkCreateBuffer");
+    std::lock_guard lock(mutex_);
+    throw out_of_memory(size, what, r);
+  }
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(device_, buffer, &req);
   VkDeviceSize align = std::max<VkDeviceSize>(req.alignment, kAlignment);

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <vector>
 
+#include "error.h"
 #include "vk/vulkan.h"
 
 namespace ls::vk {
@@ -81,9 +82,11 @@ class Memory {
   std::shared_ptr<Allocation> allocate_in(bool staging, VkDeviceSize size, const char* what);
   void release(uint32_t block_index, VkDeviceSize offset, VkDeviceSize size);
   uint32_t new_block(bool staging, VkDeviceSize size, const char* what);
+  Error out_of_memory(VkDeviceSize size, const char* what, VkResult r) const;
 
   VkDevice device_;
   uint32_t device_type_ = 0, staging_type_ = 0;
+  uint64_t heap_bytes_ = 0;  // the device-local heap's size (for the out-of-memory message)
   bool device_mapped_ = false;
   mutable std::mutex mutex_;
   std::vector<Block> blocks_;

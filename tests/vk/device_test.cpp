@@ -92,6 +92,26 @@ TEST_F(DeviceTest, BindingPastTheDeviceLimitIsAClearError) {
   EXPECT_TRUE(messages.empty());
 }
 
+// Out of device memory (issue 18): one line saying how much was asked and for what, what lorastudio holds of
+// what the device has, and where to see what to change. A device of its own without the validation layer,
+// which would rightly object to an allocation larger than the heap before the driver refuses it.
+TEST(DeviceMemory, OutOfMemoryIsAClearError) {
+  vk::DeviceOptions opts;
+  opts.pipeline_cache = "-";
+  vk::Device d(opts);
+  auto held = Tensor::empty(d, {1024}, DType::f32);  // something held already
+  try {
+    Tensor::empty(d, {uint32_t(1) << 31, 1u << 14}, DType::f32, "an impossible tensor");  // 128 TiB
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    for (const char* want : {"out of GPU memory allocating 134217728 MiB for an impossible tensor", "lorastudio holds 256 MiB",
+                             "of the device's", "--plan", "--quantize nf4", "--grad-checkpoint"})
+      EXPECT_NE(m.find(want), std::string::npos) << want << " not in: " << m;
+    EXPECT_EQ(m.find('\n'), std::string::npos) << m;
+  }
+}
+
 TEST_F(DeviceTest, PipelineCacheIsWrittenToDisk) {
   auto dir = std::filesystem::temp_directory_path() / ("ls-cache-test-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
