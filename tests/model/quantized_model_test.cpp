@@ -16,6 +16,7 @@
 #include "model/peft_adapter.h"
 #include "model/training.h"
 #include "model/weights.h"
+#include "support/random_adapter.h"
 #include "support/testing.h"
 #include "tensor/quant.h"
 #include "model_files.h"
@@ -46,22 +47,6 @@ void write_dequantized_copy(const fs::path& src, const fs::path& dst, QuantType 
                    .bytes = std::as_bytes(std::span<const float>(values.back()))});
   }
   model::write_safetensors(dst / "model.safetensors", out);
-}
-
-model::LoraAdapter random_adapter(vk::Device& dev, const model::ModelConfig& c, uint32_t rank, uint32_t seed) {
-  model::LoraAdapter a;
-  a.rank = rank;
-  a.alpha = 2.0f * float(rank);
-  for (size_t t = 0; t < model::kLoraTargetCount; ++t) a.targets.push_back(LoraTarget(t));
-  a.layers.resize(c.num_layers);
-  for (size_t i = 0; i < c.num_layers; ++i)
-    for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
-      auto [out, in] = model::target_shape(c, LoraTarget(t));
-      auto& p = a.layers[i][t];
-      p.a = test::tensor_from(dev, {rank, in}, DType::f32, test::random_values(size_t(rank) * in, seed++, 0.2f));
-      p.b = test::tensor_from(dev, {out, rank}, DType::f32, test::random_values(size_t(out) * rank, seed++, 0.2f));
-    }
-  return a;
 }
 
 struct Param {
@@ -97,7 +82,7 @@ TEST_P(QuantizedModel, PrefillLogitsMatchTheDequantizedModel) {
 }
 
 TEST_P(QuantizedModel, DecodeLogitsMatchWithAndWithoutAnAdapter) {
-  const model::LoraAdapter adapter = random_adapter(dev(), quantized_->config, 4, 50);
+  const model::LoraAdapter adapter = test::random_adapter(dev(), quantized_->config, 4, 50);
   for (const model::LoraAdapter* a : {static_cast<const model::LoraAdapter*>(nullptr), &adapter}) {
     infer::Generator q(dev(), *quantized_, a, {.context = 32});
     infer::Generator r(dev(), *reference_, a, {.context = 32});
@@ -112,7 +97,7 @@ TEST_P(QuantizedModel, DecodeLogitsMatchWithAndWithoutAnAdapter) {
 }
 
 TEST_P(QuantizedModel, TrainingStepMatchesTheDequantizedModel) {
-  const model::LoraAdapter adapter = random_adapter(dev(), quantized_->config, 2, 100);
+  const model::LoraAdapter adapter = test::random_adapter(dev(), quantized_->config, 2, 100);
   const uint32_t B = 2, T = 6;
   const auto ids = test::random_ints(B * T, 7, 0, int32_t(quantized_->config.vocab_size) - 1);
   std::vector<int32_t> targets(ids.size()), positions(ids.size());

@@ -17,6 +17,7 @@
 #include "infer/generator.h"
 #include "model/peft_adapter.h"
 #include "model/training.h"
+#include "support/random_adapter.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -24,22 +25,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using model::LoraTarget;
-
-model::LoraAdapter random_adapter(vk::Device& dev, const model::ModelConfig& c, uint32_t rank, uint32_t seed) {
-  model::LoraAdapter a;
-  a.rank = rank;
-  a.alpha = 2.0f * float(rank);
-  for (size_t t = 0; t < model::kLoraTargetCount; ++t) a.targets.push_back(LoraTarget(t));
-  a.layers.resize(c.num_layers);
-  for (size_t i = 0; i < c.num_layers; ++i)
-    for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
-      auto [out, in] = model::target_shape(c, LoraTarget(t));
-      auto& p = a.layers[i][t];
-      p.a = test::tensor_from(dev, {rank, in}, DType::f32, test::random_values(size_t(rank) * in, seed++, 0.2f));
-      p.b = test::tensor_from(dev, {out, rank}, DType::f32, test::random_values(size_t(out) * rank, seed++, 0.2f));
-    }
-  return a;
-}
 
 struct Step {
   model::TrainBatch batch;
@@ -53,7 +38,7 @@ class TrainingStep : public test::GpuTest {
     model_ = std::make_unique<model::Model>(
         model::Model::load(dev(), fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny"));
     const auto& c = model_->config;
-    adapter_ = random_adapter(dev(), c, 2, 100);
+    adapter_ = test::random_adapter(dev(), c, 2, 100);
     grads_ = model::zero_grads_like(dev(), adapter_);
     ids_ = test::random_ints(kB * kT, 7, 0, int32_t(c.vocab_size) - 1);
     targets_.resize(ids_.size());
