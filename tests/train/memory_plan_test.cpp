@@ -212,6 +212,33 @@ TEST(MemoryPlan, Qwen7bNoneAndNf4) {
   EXPECT_LT(train::memory_plan(ckpt).bytes(train::PlanPart::activations), plan.bytes(train::PlanPart::activations));
 }
 
+// Issue 23's 14B shape (hidden 5120, 48 layers, 40/8 heads, MLP 13824, vocab 152064, untied; 14.8B
+// parameters) at B1 x T512 r8 q,v on an H100: nf4 with --grad-checkpoint fits a 16 GB GPU (the target: <= 14
+// GiB); the figures for the four combinations are printed.
+TEST(MemoryPlan, Qwen14bShapeFitsSixteenGigabytesWithNf4) {
+  auto o = qwen7b_options();
+  nlohmann::json j = {
+      {"architectures", {"Qwen2ForCausalLM"}}, {"hidden_size", 5120}, {"intermediate_size", 13824},
+      {"num_hidden_layers", 48}, {"num_attention_heads", 40}, {"num_key_value_heads", 8}, {"vocab_size", 152064},
+      {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1000000.0},
+      {"tie_word_embeddings", false}, {"torch_dtype", "bfloat16"}, {"model_type", "qwen2"}, {"hidden_act", "silu"}};
+  o.model = model::parse_config(j, "14b/config.json");
+  const double gib = double(uint64_t(1) << 30);
+  double totals[2][2] = {};
+  for (QuantType q : {QuantType::none, QuantType::nf4})
+    for (bool checkpoint : {false, true}) {
+      o.quantize = q;
+      o.grad_checkpoint = checkpoint;
+      const train::MemoryPlan p = train::memory_plan(o);
+      totals[q == QuantType::nf4][checkpoint] = double(p.total()) / gib;
+      std::printf("14B shape, B1 x T512, r8 q,v, %s%s: weights %.2f GB, total %.2f GiB\n", quant_name(q),
+                  checkpoint ? ", --grad-checkpoint" : "", double(p.bytes(train::PlanPart::weights)) / 1e9,
+                  double(p.total()) / gib);
+    }
+  EXPECT_LE(totals[1][1], 14.0);
+  EXPECT_GT(totals[0][0], 24.0) << "bf16 without recomputation does not fit a 24 GB GPU";
+}
+
 // A 16 GiB device for the 7B run at B4 x T2048: the error's figures and its changes, most saving first.
 TEST(MemoryPlan, TooSmallSaysWhatToChange) {
   auto o = qwen7b_options();
