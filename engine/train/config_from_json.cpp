@@ -44,6 +44,7 @@ TrainConfig config_from_json(std::string_view text, const std::string& source, T
     get("grad_checkpoint", c.grad_checkpoint);
     get("train_on_prompt", d.train_on_prompt);
     get("pack", d.pack);
+    get("skip_bad_lines", d.skip_bad_lines);
     get("shuffle", d.shuffle);
     get("data_seed", d.seed);
     get("seed", c.seed);

@@ -59,6 +59,7 @@ std::string config_json(const TrainConfig& c) {
       {"warmup", c.schedule.warmup_steps}, {"beta1", c.optimizer.beta1}, {"beta2", c.optimizer.beta2},
       {"eps", c.optimizer.eps}, {"weight_decay", c.optimizer.weight_decay},
       {"max_grad_norm", c.optimizer.max_grad_norm}, {"grad_checkpoint", c.grad_checkpoint}, {"train_on_prompt", d.train_on_prompt}, {"pack", d.pack},
+      {"skip_bad_lines", d.skip_bad_lines},
       {"shuffle", d.shuffle}, {"data_seed", d.seed}, {"seed", c.seed}, {"val_every", c.val_every},
       {"save_every", c.save_every}, {"resume", c.resume.string()}};
   return j.dump(2);

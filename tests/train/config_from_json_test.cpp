@@ -32,6 +32,8 @@ TEST(ConfigFromJson, RoundTripsEverySavedOption) {
   c.grad_checkpoint = true;
   c.data_options.train_on_prompt = true;
   c.data_options.pack = true;
+  c.data_options.skip_bad_lines = true;
+  c.quantize = QuantType::nf4;
   c.data_options.shuffle = false;
   c.data_options.seed = 99;
   c.seed = 1234567890123ull;
@@ -43,6 +45,8 @@ TEST(ConfigFromJson, RoundTripsEverySavedOption) {
   EXPECT_EQ(config_json(back), text);
   EXPECT_EQ(back.schedule.lr, c.schedule.lr);  // floats exactly
   EXPECT_EQ(back.seed, c.seed);
+  EXPECT_TRUE(back.data_options.skip_bad_lines);
+  EXPECT_EQ(back.quantize, QuantType::nf4);
 }
 
 TEST(ConfigFromJson, AbsentKeysKeepTheBaseAndBadValuesAreNamed) {
@@ -64,6 +68,7 @@ TEST(ConfigFromJson, AbsentKeysKeepTheBaseAndBadValuesAreNamed) {
   EXPECT_NE(message(R"({"rank": "eight"})").find("run 3: \"rank\""), std::string::npos) << message(R"({"rank": "eight"})");
   EXPECT_NE(message(R"({"targets": ["qq_proj"]})").find("qq_proj"), std::string::npos);
   EXPECT_NE(message(R"({"schedule": "zigzag"})").find("zigzag"), std::string::npos);
+  EXPECT_NE(message(R"({"quantize": "int3"})").find("\"quantize\": \"int3\" is not nf4, q8 or none"), std::string::npos);
   EXPECT_NE(message("[1]").find("not a JSON object"), std::string::npos);
 }
 
