@@ -38,8 +38,8 @@ PreviewExample preview_of(const train::Example& ex, const tok::Tokenizer& tokeni
 
 }  // namespace
 
-std::shared_ptr<const LoadedModel> load_model(vk::Device& device, const std::filesystem::path& dir) {
-  auto m = model::Model::load(device, dir);
+std::shared_ptr<const LoadedModel> load_model(vk::Device& device, const std::filesystem::path& dir, QuantType quant) {
+  auto m = model::Model::load(device, dir, quant);
   auto files = infer::ChatModelFiles::load(dir, m.config);
   auto loaded = std::make_shared<LoadedModel>(LoadedModel{std::move(m), std::move(files)});
   measure(*loaded);

@@ -100,9 +100,9 @@ void Studio::open_model(const fs::path& dir) {
   if (model_.loading) return fail("A model is loading", "Wait until " + model_.loading_dir.string() + " is loaded.");
   model_.loading = true;
   model_.loading_dir = dir;
-  loader_->post([this, dir] {
+  loader_->post([this, dir, quant = train_settings_.config.quantize] {
     try {
-      events_.push(ev::ModelLoaded{load_model(device_, dir)});
+      events_.push(ev::ModelLoaded{load_model(device_, dir, quant)});
     } catch (const std::exception& e) {
       events_.push(ev::ModelFailed{dir, e.what()});
     }

@@ -166,6 +166,7 @@ void draw_train_panel(PanelContext& ctx, const char* title, bool* p_open) {
     int quant = int(c.quantize);  // QuantType's order: none, nf4, q8
     if (ImGui::Combo("##quantize", &quant, "as loaded\0nf4 (QLoRA, 4-bit)\0q8 (8-bit)\0")) c.quantize = QuantType(quant);
     io.tag("train.quantize");
+    tooltip("Also how the Model panel opens a model for chat: open it again after a change.");
     label("Targets", h::kTargets);
     for (size_t i = 0; i < model::kLoraTargetCount; ++i) {
       if (i % 4) ImGui::SameLine();

@@ -31,7 +31,7 @@ struct LoadedModel {
   infer::ChatModelFiles files;
   uint64_t parameters = 0;    // elements of the base weights (a tied lm_head counted once)
   uint64_t weight_bytes = 0;  // device memory they take
-  std::string dtype;          // "bf16", "f16", "f32" (several: "mixed")
+  std::string dtype;          // "bf16", "f16", "f32" (several: "mixed"); "nf4" or "q8" when packed
 };
 
 struct ModelView {
