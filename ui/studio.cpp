@@ -110,7 +110,9 @@ StudioState Studio::state() const {
   s.frames = frame_stats_;
   for (const auto& r : runs_.runs) {
     const auto m = runs_.metrics.find(r.id);
-    s.runs.push_back({r.id, r.name, store::run_status_name(r.status), m == runs_.metrics.end() ? 0 : m->second.size()});
+    const auto c = runs_.checkpoints.find(r.id);
+    s.runs.push_back({r.id, r.name, store::run_status_name(r.status), m == runs_.metrics.end() ? 0 : m->second.size(),
+                      c == runs_.checkpoints.end() ? 0 : c->second.size()});
   }
   return s;
 }

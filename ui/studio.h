@@ -66,7 +66,8 @@ struct StudioState {
   struct SeenRun {  // the Runs panel's list, also runs of other processes
     int64_t id = 0;
     std::string name, status;
-    size_t metrics = 0;  // steps whose metrics the UI has read
+    size_t metrics = 0;      // steps whose metrics the UI has read
+    size_t checkpoints = 0;  // its checkpoints the UI has read (Resume needs one)
   };
   std::vector<SeenRun> runs;
 };

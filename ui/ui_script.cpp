@@ -192,13 +192,16 @@ bool UiScript::condition(const std::string& what, const Studio& studio) const {
   if (what == "chat_done") return s.chat_turns > 0 && !s.chat_generating;
   if (what.rfind("steps>=", 0) == 0) return s.step >= uint32_t(std::atoi(what.c_str() + 7));
   if (what.rfind("file:", 0) == 0) return fs::exists(what.substr(5));
-  if (what.rfind("run_metrics:", 0) == 0) {  // run_metrics:NAME>=N
+  // run_metrics:NAME>=N, run_checkpoints:NAME>=N: what the Runs panel has read of a run.
+  for (const bool metrics : {true, false}) {
+    const std::string prefix = metrics ? "run_metrics:" : "run_checkpoints:";
+    if (what.rfind(prefix, 0) != 0) continue;
     const auto ge = what.find(">=");
     if (ge == std::string::npos) return false;
-    const std::string name = what.substr(12, ge - 12);
+    const std::string name = what.substr(prefix.size(), ge - prefix.size());
     const size_t want = size_t(std::atoll(what.c_str() + ge + 2));
     for (const auto& r : s.runs)
-      if (r.name == name && r.metrics >= want) return true;
+      if (r.name == name && (metrics ? r.metrics : r.checkpoints) >= want) return true;
   }
   return false;
 }
@@ -248,7 +251,8 @@ void UiScript::write_state(const fs::path& file, const Studio& studio) const {
       {"screenshots", screenshots_}};
   j["runs"] = nlohmann::json::array();
   for (const auto& r : s.runs)
-    j["runs"].push_back({{"id", r.id}, {"name", r.name}, {"status", r.status}, {"metrics", r.metrics}});
+    j["runs"].push_back(
+        {{"id", r.id}, {"name", r.name}, {"status", r.status}, {"metrics", r.metrics}, {"checkpoints", r.checkpoints}});
   write_file_atomically(file, j.dump(2) + "\n");
 }
 

@@ -12,7 +12,8 @@
 //   drop PATH              PATH dropped on the window (a model folder, a JSONL file, an adapter folder)
 //   resize WIDTHxHEIGHT    the window's size, as a user drags its border
 //   wait_for CONDITION [SECONDS]  model | data | training | trained | chat_done | steps>=N | file:PATH |
-//                          run_metrics:NAME>=N (the Runs list has read N steps of run NAME) (default 60 s)
+//                          run_metrics:NAME>=N (the Runs list has read N steps of run NAME),
+//                          run_checkpoints:NAME>=N (... N of its checkpoints) (default 60 s)
 //   frames N               let N frames pass
 //   sleep SECONDS          let time pass
 //   screenshot FILE        a PNG of the next frame that reaches the screen

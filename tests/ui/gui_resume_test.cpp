@@ -57,6 +57,8 @@ TEST(GuiResume, ResumeButtonContinuesAnInterruptedRun) {
 
   std::ofstream(out / "scenario.txt") << "timeout 240\n"
                                       << "wait_for run_metrics:resume-run>=1 60\n"
+                                      // Resume is enabled once the panel has read the run's checkpoint.
+                                      << "wait_for run_checkpoints:resume-run>=1 60\n"
                                       << "frames 3\n"
                                       << "click runs.row." << id << "\n"
                                       << "frames 3\n"
