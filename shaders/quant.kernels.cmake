@@ -3,7 +3,8 @@
 foreach(q nf4 q8)
   string(TOUPPER ${q} Q)
   foreach(d f32 f16 bf16)
-    ls_kernel(dequant_${q}_${d} dequant.comp Q_${Q} D=${d})
+    string(TOUPPER ${d} DU)
+    ls_kernel(dequant_${q}_${d} dequant.comp Q_${Q} D=${d} D_${DU})
   endforeach()
   # The few-rows product (decoding) on the packed weight; A_T activations, W_T the bias, C_T the output.
   foreach(a f32 f16)

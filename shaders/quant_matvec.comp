@@ -19,6 +19,9 @@ layout(push_constant) uniform Params {
 } p;
 
 layout(binding = 0) readonly buffer BufA { STORE(A_T) a[]; };
+#define VEC4_f32 vec4
+#define VEC4_f16 f16vec4
+layout(binding = 0) readonly buffer BufA4 { LS_CAT(VEC4_, A_T) a4[]; };  // K and a_sm are multiples of 8
 layout(binding = 1) buffer BufC { STORE(C_T) c[]; };
 layout(binding = 2) readonly buffer BufBias { STORE(W_T) bias[]; };
 #define QB_CODES 3
@@ -30,6 +33,7 @@ layout(binding = 2) readonly buffer BufBias { STORE(W_T) bias[]; };
 const uint kMaxRows = 4u;
 
 void main() {
+  quant_init();
   const uint n = (gl_WorkGroupID.y * 65535u + gl_WorkGroupID.x) * gl_NumSubgroups + gl_SubgroupID;
   if (n >= p.N) return;  // uniform over the subgroup
   float acc[kMaxRows];
@@ -40,8 +44,16 @@ void main() {
     code_values8(e / 8u * kQuantWordsPer8, w);
     const float s = block_scale(e >> 6, p.offset);
     for (uint m = 0u; m < p.M; ++m) {
-      float d = 0.0;
-      for (uint j = 0u; j < 8u; ++j) d = fma(TO_F32(A_T, a[m * p.a_sm + k + j]), w[j], d);
+      const uint at = (m * p.a_sm + k) / 4u;
+      const vec4 x0 = vec4(a4[at]), x1 = vec4(a4[at + 1u]);
+      float d = x0.x * w[0];
+      d = fma(x0.y, w[1], d);
+      d = fma(x0.z, w[2], d);
+      d = fma(x0.w, w[3], d);
+      d = fma(x1.x, w[4], d);
+      d = fma(x1.y, w[5], d);
+      d = fma(x1.z, w[6], d);
+      d = fma(x1.w, w[7], d);
       acc[m] = fma(d, s, acc[m]);
     }
   }

@@ -113,7 +113,7 @@ void dequantize_forward(vk::Recorder& rec, const Tensor& w, const QuantWeight& q
     const uint64_t n = n_rows * q.cols;
     rec.dispatch(kernel, {in(q.codes), in(q.absmax), in(q.scales), in(q.map), out(part)},
                  DequantParams{.first = uint32_t((row_begin + r0) * q.cols), .n = uint32_t(n), .offset = q.offset},
-                 {std::min<uint32_t>(ceil_div(n, kThreads), 4096), 1, 1}, {.local_x = kThreads});
+                 {std::min<uint32_t>(ceil_div(ceil_div(n, 8), kThreads), 8192), 1, 1}, {.local_x = kThreads});
   }
 }
 

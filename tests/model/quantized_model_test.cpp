@@ -1,14 +1,16 @@
 // A quantized base (QLoRA, --quantize nf4|q8) computes what the same model computes with its projection
 // weights replaced by their dequantized values: for each fixture model (qwen2_tiny: q/k/v biases, tied
 // embeddings; llama_tiny: untied, GQA 4/1) a copy of the folder is written with every layer projection
-// weight w replaced by dequantize(quantize(w)) in f32, loaded as an ordinary model, and compared with the
-// original loaded quantized:
+// weight w replaced by dequantize(quantize(w)) (in f32; in f16 with the biases where products run on tensor
+// cores, see write_dequantized_copy), loaded as an ordinary model, and compared with the original loaded
+// quantized:
 // - the logits of every position of a prompt (the products on the dequantized scratch weight),
 // - the logits of four single-token decode steps (the packed matrix-vector kernel, with and without an
 //   adapter on every projection),
 // - a training step's loss and every LoRA gradient (the backward's products through the scratch weight),
-// all within 1e-5 relative where the products run in f32 (lavapipe), 3e-3 on tensor cores (their f16
-// scratch weight and biases); and the quantized weights take less device memory.
+// all within 1e-5 relative where the products run in f32 (lavapipe), 3e-3 on tensor cores (the packed
+// decode product reads the unrounded weight, the f16 one its rounding); and the quantized weights take less
+// device memory.
 #include <filesystem>
 
 #include "infer/generator.h"
@@ -18,6 +20,7 @@
 #include "model/weights.h"
 #include "support/random_adapter.h"
 #include "support/testing.h"
+#include "tensor/dtype.h"
 #include "tensor/quant.h"
 #include "model_files.h"
 
@@ -27,21 +30,35 @@ namespace {
 namespace fs = std::filesystem;
 using model::LoraTarget;
 
-// The model folder with every projection weight through quantize and dequantize, in f32.
-void write_dequantized_copy(const fs::path& src, const fs::path& dst, QuantType t) {
+// The model folder with every projection weight through quantize and dequantize. Where the products run
+// on tensor cores, the projections' weights and biases are written in f16 (the values the quantized model
+// computes with there, rounded to nearest even as its dequantization rounds them), so that both models run
+// the same kernels on the same operands; in f32 elsewhere.
+void write_dequantized_copy(const fs::path& src, const fs::path& dst, QuantType t, bool f16_projections) {
   for (const auto& f : fs::directory_iterator(src))
     if (f.is_regular_file() && f.path().extension() != ".safetensors") fs::copy_file(f.path(), dst / f.path().filename());
   const model::ModelConfig c = model::load_config(src / "config.json");
   const model::SafeTensors st = model::SafeTensors::open(src);
   std::vector<std::vector<float>> values;
+  std::vector<std::vector<uint16_t>> halves;
   std::vector<model::TensorToWrite> out;
   const auto table = model::expected_tensors(c);
   values.reserve(table.size());
+  halves.reserve(table.size());
   for (const model::ExpectedTensor& e : table) {
     const model::TensorInfo& info = st.at(e.name);
     std::vector<float> v(info.numel());
     for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(info.bytes.data(), info.dtype, i);
+    const bool projection = e.role == model::TensorRole::weight || e.role == model::TensorRole::bias;
     if (e.role == model::TensorRole::weight) v = dequantize(quantize(t, v));
+    if (projection && f16_projections) {
+      std::vector<uint16_t> h(v.size());
+      for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i]);
+      halves.push_back(std::move(h));
+      out.push_back({.name = e.name, .dtype = DType::f16, .shape = e.shape,
+                     .bytes = std::as_bytes(std::span<const uint16_t>(halves.back()))});
+      continue;
+    }
     values.push_back(std::move(v));
     out.push_back({.name = e.name, .dtype = DType::f32, .shape = e.shape,
                    .bytes = std::as_bytes(std::span<const float>(values.back()))});
@@ -58,7 +75,7 @@ class QuantizedModel : public test::GpuTest, public ::testing::WithParamInterfac
  protected:
   void SetUp() override {
     const fs::path src = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / GetParam().model;
-    write_dequantized_copy(src, dir_.path(), GetParam().quant);
+    write_dequantized_copy(src, dir_.path(), GetParam().quant, dev().coopmat());
     quantized_ = std::make_unique<model::Model>(model::Model::load(dev(), src, GetParam().quant));
     reference_ = std::make_unique<model::Model>(model::Model::load(dev(), dir_.path()));
     ids_ = test::random_ints(12, 3, 0, int32_t(quantized_->config.vocab_size) - 1);
