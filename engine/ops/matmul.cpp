@@ -27,7 +27,7 @@ struct GemmParams {  // = `Params` in shaders/matmul.comp
   uint32_t k_last;
 };
 static_assert(sizeof(GemmParams) <= 128);
-constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4;
+constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4, kLoraByRank = 8;
 constexpr uint32_t kTile = 64;
 // Products with a side of at most this many outputs go to shaders/matmul_skinny.comp; kSkinnySwap is its
 // flag for "the long side is N".
@@ -45,6 +45,7 @@ struct Gemm {
   bool accumulate = false;
   uint32_t rank = 0;
   float lora_scale = 0;
+  bool lora_l_by_rank = false;  // lora_l is stored [rank, N] (LoRA's A in dx += dt·A), not [N, rank]
   // Two-level batch (gemm_bases in shaders/common/gemm_interface.glsl); z_div 0: a plain batch.
   uint32_t z_div = 0, a_sz2 = 0, b_sz2 = 0, c_sz2 = 0, b_group = 1;
   bool round_f32_b = false;  // tensor cores may round an f32 B (an activation) to f16
@@ -163,6 +164,13 @@ uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t ma
 }
 
 // Elements [begin, begin + count) of t, as a flat tensor (for binding a chunk of an operand).
+// Whether each tensor fits one binding (gemm() splits the products whose operands do not).
+bool fits_one_binding(const vk::Device& device, std::initializer_list<Tensor> tensors) {
+  for (const Tensor& t : tensors)
+    if (t.bytes() > device.report().max_storage_range) return false;
+  return true;
+}
+
 Tensor flat_range(const Tensor& t, uint64_t begin, uint64_t count) {
   return t.reshape({uint32_t(t.numel()), 1}).slice_rows(begin, begin + count);
 }
@@ -338,7 +346,8 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
 
 void gemm(vk::Recorder& rec, const Gemm& g) {
   if (g.M == 0 || g.N == 0) return;
-  uint32_t flags = (g.bias.defined() ? kBias : 0) | (g.accumulate ? kAccumulate : 0) | (g.rank ? kLora : 0);
+  uint32_t flags = (g.bias.defined() ? kBias : 0) | (g.accumulate ? kAccumulate : 0) | (g.rank ? kLora : 0) |
+                   (g.rank && g.lora_l_by_rank ? kLoraByRank : 0);
   const uint64_t limit = rec.device().report().max_storage_range;
   auto fits = [&](const Tensor& t) { return !t.defined() || t.bytes() <= limit; };
   if (g.K == 0) fail(g.op, "K is 0");
@@ -349,6 +358,7 @@ void gemm(vk::Recorder& rec, const Gemm& g) {
   // Split into chunks of M, N and K whose bindings each fit (chunk starts are multiples of 64
   // elements, so every binding offset is aligned).
   if (g.batch != 1) fail(g.op, "a batched product with operands past maxStorageBufferRange is not supported");
+  if (g.rank && g.lora_l_by_rank) fail(g.op, "a LoRA term stored by rank in a product past maxStorageBufferRange");
   const uint64_t ea = dtype_size(g.a.dtype()), eb = dtype_size(g.b.dtype()), ec = dtype_size(g.c.dtype());
   const uint64_t align = std::max<uint64_t>(rec.device().report().storage_alignment, 4);
   const uint64_t lora_row = uint64_t(g.rank) * 4;  // bytes per row of the LoRA t and B operands
@@ -549,7 +559,15 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
       matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
     }
   }
-  if (dx.defined()) {
+  if (dx.defined() && !dropout.active() && fits_one_binding(rec.device(), {dx, dy, w})) {
+    // dx (+)= dy·W + dt·A in one product: the adapter's term is its epilogue, A read [r, K] as stored.
+    require_dtype(w, kWeight, op, "w");
+    require(w.rank() == 2 && w.dim(0) == N && w.dim(1) == K, op, "w is " + w.describe());
+    require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());
+    gemm(rec, {.op = op, .a = dy, .b = w, .c = dx, .lora_t = dt, .lora_l = lora_a, .M = M, .N = K, .K = N, .a_sm = N,
+               .a_sk = 1, .b_sn = 1, .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .rank = r,
+               .lora_scale = 1, .lora_l_by_rank = true});
+  } else if (dx.defined()) {
     matmul_backward_x(rec, dx, dy, w, accumulate);
     vk::Recorder::Label label(rec, "lora");
     if (dropout.active()) {  // dx += mask ⊙ (dt·A) / (1 − p)

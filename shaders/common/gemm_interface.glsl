@@ -12,7 +12,7 @@ layout(push_constant) uniform Params {
   uint a_sm, a_sk, b_sn, b_sk, c_sm;  // element strides
   uint a_sz, b_sz, c_sz;              // batch strides of the inner batch index (see gemm_bases)
   float alpha, beta;
-  uint flags;                         // 1: bias, 2: accumulate into C (beta), 4: LoRA epilogue
+  uint flags;                         // 1: bias, 2: accumulate into C (beta), 4: LoRA epilogue, 8: its L is [rank, N]
   uint rank;
   float lora_scale;
   uint z_div;                         // z = outer * z_div + inner

@@ -207,9 +207,15 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   auto t = test::poisoned(d, {M, r}, DType::f32);
   auto dt = test::poisoned(d, {M, r}, DType::f32);
   auto dx = test::poisoned(d, {M, K}, DType::f32);
+  // The same backward adding to an existing dx (the layer's second and third projections of one input).
+  const auto dx_before = test::random_values(size_t(M) * K, 28);
+  auto dx_acc = test::tensor_from(d, {M, K}, DType::f32, dx_before);
+  auto da2 = test::tensor_from(d, {r, K}, DType::f32, da0), db2 = test::tensor_from(d, {N, r}, DType::f32, db0);
+  auto dt2 = test::poisoned(d, {M, r}, DType::f32);
   test::run(d, [&](vk::Recorder& rec) {
     ops::lora_forward(rec, y.t, t.t, x, w, bias, a, b, scale);
     ops::lora_backward(rec, dx.t, da, db, dt.t, dy, x, t.t, w, a, b, scale);
+    ops::lora_backward(rec, dx_acc, da2, db2, dt2.t, dy, x, t.t, w, a, b, scale, true);
   });
 
   std::vector<float> want_y(size_t(M) * N), want_t(size_t(M) * r);
@@ -231,7 +237,10 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   test::expect_close(download(dt.t), want_dt, 1e-5, "lora dt", dt.t.shape());
   test::expect_close(download(da), want_da, 1e-5, "lora dA", da.shape());
   test::expect_close(download(dx.t), want_dx, base_tol, "lora dx", dx.t.shape());
-  for (auto* p : {&y, &t, &dt, &dx}) p->expect_guards_intact("lora");
+  for (size_t i = 0; i < want_dx.size(); ++i) want_dx[i] += dx_before[i];
+  test::expect_close(download(dx_acc), want_dx, base_tol, "lora dx accumulating", dx_acc.shape());
+  test::expect_close(download(da2), want_da, 1e-5, "lora dA (second run)", da2.shape());
+  for (auto* p : {&y, &t, &dt, &dx, &dt2}) p->expect_guards_intact("lora");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
