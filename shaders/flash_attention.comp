@@ -69,6 +69,7 @@ layout(push_constant) uniform Params {
   float scale;
   uint per_head;        // BACKWARD_DKDV: dk and dv are [B, H, S, D] partials (1) or [B, S, KV, D] (0)
   uint past_on_device;  // FORWARD: past = past_buf[0], k and v are KV caches of capacity S (else past = S - T)
+  uint splits;          // 1 here (shaders/flash_attention_coopmat.comp splits its backward)
 } p;
 
 // result = a · b over the DV vec4 of two staged rows (or COUNT of them). `precise` (no fma contraction):

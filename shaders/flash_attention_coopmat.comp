@@ -10,10 +10,14 @@
 //                  accumulators never need rescaling and stay in the tensor-core registers. Also over KV
 //                  caches whose fill level `past` is read from the device, with f16 q, k, v, o (IO_F16).
 //   BACKWARD_DQ    workgroup: 32 queries (2 subgroups); delta = do·o (written for the next kernel),
-//                  p = exp(scale q·k - lse), ds = p (do·v - delta), dq = scale Σ ds k.
+//                  p = exp(scale q·k - lse), ds = p (do·v - delta), dq = scale Σ ds k. With `splits` > 1 each
+//                  workgroup sums its share of the key blocks into a partial dq ([splits·B, H, T, D],
+//                  per_head), which attention_group_sum adds up: more workgroups where B·H·T/32 are too few
+//                  to keep the GPU's schedulers busy (the loop's steps wait on shared memory and barriers).
 //   BACKWARD_DKDV  workgroup: 32 keys (2 subgroups) and one query head; dv = Σ_t p do_t,
-//                  dk = scale Σ_t ds q_t, per query head ([B, H, S, D], summed over each kv group by
-//                  attention_group_sum) or, when H = KV, straight into dk and dv.
+//                  dk = scale Σ_t ds q_t, per query head and split of the query blocks ([splits·B, H, S, D],
+//                  summed over each kv group and the splits by attention_group_sum) or, when H = KV and
+//                  there is one split, straight into dk and dv.
 // Query t sees keys j <= past + t (past = S - T); query head h reads kv head g = h / (H / KV).
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -49,16 +53,17 @@ layout(push_constant) uniform Params {
   float scale;
   uint per_head;
   uint past_on_device;  // FORWARD: past = past_buf[0], k and v are KV caches of capacity S (else past = S - T)
+  uint splits;          // backward: workgroups z = b·splits + split, each over its share of the other operand
 } p;
 
-// N rows of a [B, L, heads, D] f32 tensor (vec4 view SRC) from row `first` of head `head` into the f16
+// N rows of a [B, L, heads, D] f32 tensor (vec4 view SRC), batch b, from row `first` of head `head` into the f16
 // tile DST (row stride LDH); rows past `limit` and columns past D are zero; values clamped to the f16
 // range, as the GEMM stages f32 operands.
 #define STAGE_ROWS(DST, SRC, N, first, limit, L, heads, head)                                          \
   for (uint e_ = gl_LocalInvocationID.x; e_ < (N) * DV; e_ += THREADS) {                               \
     const uint r_ = e_ / DV, c_ = e_ % DV, row_ = (first) + r_;                                        \
     const vec4 x_ = (row_ < (limit) && c_ < p.D / 4u)                                                  \
-                        ? clamp(vec4(SRC[((gl_WorkGroupID.z * (L) + row_) * (heads) + (head)) * (p.D / 4u) + c_]), \
+                        ? clamp(vec4(SRC[((b * (L) + row_) * (heads) + (head)) * (p.D / 4u) + c_]), \
                                 -65504.0, 65504.0)                                                     \
                         : vec4(0.0);                                                                   \
     const uint at_ = r_ * LDH + 4u * c_;                                                               \
@@ -101,8 +106,9 @@ void sync_subgroup() {
   subgroupBarrier();
 }
 
-// The subgroup's 16 rows of accumulators ACCS (times `factor`, converted by CONV) to a [B, L, heads, D]
-// tensor DST, element by element through the subgroup's scratch: rows from `first`, up to `limit`.
+// The subgroup's 16 rows of accumulators ACCS (times `factor`, converted by CONV) to a [B', L, heads, D]
+// tensor DST at batch out_b, element by element through the subgroup's scratch: rows from `first`, up to
+// `limit`.
 #define STORE_ROWS(ACCS, factor, SCRATCH, S0, DST, first, limit, L, heads, head, CONV)               \
   [[unroll]] for (uint n_ = 0u; n_ < DN; ++n_) {                                                    \
     if (n_ * 16u >= p.D) break;                                                                     \
@@ -111,7 +117,7 @@ void sync_subgroup() {
     for (uint e_ = gl_SubgroupInvocationID; e_ < 256u; e_ += 32u) {                                 \
       const uint r_ = e_ / 16u, c_ = e_ % 16u, row_ = (first) + r_;                                 \
       if (row_ < (limit))                                                                           \
-        DST[((gl_WorkGroupID.z * (L) + row_) * (heads) + (head)) * p.D + n_ * 16u + c_] =           \
+        DST[((out_b * (L) + row_) * (heads) + (head)) * p.D + n_ * 16u + c_] =                      \
             CONV((factor) * SCRATCH[(S0) + r_ * LSC + c_]);                                         \
     }                                                                                               \
     sync_subgroup();                                                                                \
@@ -142,7 +148,7 @@ shared float16_t p_s[SUBGROUPS * 16 * LP];  // and probabilities
 
 void main() {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  const uint q0 = gl_WorkGroupID.x * ROWS, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint q0 = gl_WorkGroupID.x * ROWS, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z, out_b = b;
   const uint g = h / (p.H / p.KV);
   const uint past = p.past_on_device != 0u ? subgroupBroadcastFirst(uint(max(past_buf[0], 0))) : p.S - p.T;
   const uint s0 = sg * 16u * LSC, p0 = sg * 16u * LP;
@@ -227,7 +233,8 @@ shared float16_t ds_s[SUBGROUPS * 16 * LP];
 
 void main() {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  const uint q0 = gl_WorkGroupID.x * ROWS, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint q0 = gl_WorkGroupID.x * ROWS, h = gl_WorkGroupID.y;
+  const uint b = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits, out_b = split * p.B + b;
   const uint g = h / (p.H / p.KV), past = p.S - p.T, D4 = p.D / 4u;
   const uint s0 = sg * 16u * LSC, p0 = sg * 16u * LP;
   const uint lr = lane / 2u, half_ = lane % 2u, t = q0 + sg * 16u + lr;
@@ -243,12 +250,14 @@ void main() {
     row_lse = lse[(b * p.H + h) * p.T + t];
   }
   dl += subgroupShuffleXor(dl, 1u);
-  if (half_ == 0u && t < p.T) delta[(b * p.H + h) * p.T + t] = dl;
+  if (half_ == 0u && t < p.T && split == 0u) delta[(b * p.H + h) * p.T + t] = dl;
 
   ACC acc[DN];
   [[unroll]] for (uint n = 0u; n < DN; ++n) acc[n] = ACC(0.0);
-  const uint n_keys = min(past + min(q0 + ROWS, p.T), p.S);
-  for (uint k0 = 0u; k0 < n_keys; k0 += BLK) {
+  // This split's share of the key blocks the tile sees.
+  const uint n_keys = min(past + min(q0 + ROWS, p.T), p.S), blocks = (n_keys + BLK - 1u) / BLK;
+  const uint k_end = min((split + 1u) * blocks / p.splits * BLK, n_keys);
+  for (uint k0 = split * blocks / p.splits * BLK; k0 < k_end; k0 += BLK) {
     barrier();
     STAGE_ROWS(k_s, k4, BLK, k0, p.S, p.S, p.KV, g);
     STAGE_ROWS(v_s, v4, BLK, k0, p.S, p.S, p.KV, g);
@@ -269,7 +278,11 @@ void main() {
     sync_subgroup();
     ACCUMULATE_PB(acc, ds_s, p0, k_s);
   }
-  STORE_ROWS(acc, p.scale, sc_s, s0, dq, q0 + sg * 16u, p.T, p.T, p.H, h, );
+  if (p.per_head != 0u) {  // split partials, [splits·B, H, T, D], summed by attention_group_sum
+    STORE_ROWS(acc, p.scale, sc_s, s0, dq, h * p.T + q0 + sg * 16u, h * p.T + p.T, p.H * p.T, 1u, 0u, );
+  } else {
+    STORE_ROWS(acc, p.scale, sc_s, s0, dq, q0 + sg * 16u, p.T, p.T, p.H, h, );
+  }
 }
 
 #elif defined(BACKWARD_DKDV)
@@ -290,7 +303,8 @@ shared float lse_s[BLK], delta_s[BLK];
 
 void main() {
   const uint sg = gl_SubgroupID, lane = gl_SubgroupInvocationID, tid = gl_LocalInvocationID.x;
-  const uint j0 = gl_WorkGroupID.x * ROWS, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint j0 = gl_WorkGroupID.x * ROWS, h = gl_WorkGroupID.y;
+  const uint b = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits, out_b = split * p.B + b;
   const uint g = h / (p.H / p.KV), past = p.S - p.T;
   const uint s0 = sg * 16u * LSC, p0 = sg * 16u * LP;
   // Two lanes a key row of the scratch: lane reads query columns half·16 .. half·16 + 15 of row lr.
@@ -303,7 +317,9 @@ void main() {
     dv_acc[n] = ACC(0.0);
   }
   const uint t_start = (j0 > past ? (j0 - past) / BLK : 0u) * BLK;  // the first query that sees key j0
-  for (uint t0 = t_start; t0 < p.T; t0 += BLK) {
+  const uint blocks = (p.T - min(t_start, p.T) + BLK - 1u) / BLK;  // this split's share of them
+  const uint t_end = min(t_start + (split + 1u) * blocks / p.splits * BLK, p.T);
+  for (uint t0 = t_start + split * blocks / p.splits * BLK; t0 < t_end; t0 += BLK) {
     barrier();
     STAGE_ROWS(q_s, q4, BLK, t0, p.T, p.T, p.H, h);
     STAGE_ROWS(do_s, do4, BLK, t0, p.T, p.T, p.H, h);
@@ -333,7 +349,7 @@ void main() {
     ACCUMULATE_PB(dk_acc, dst_s, p0, q_s);
   }
   barrier();
-  // Per query head [B, H, S, D] (rows b·H·S + h·S + j: L = H·S "rows" of one head each), or [B, S, KV, D].
+  // Per query head [splits·B, H, S, D] (rows b·H·S + h·S + j: L = H·S "rows" of one head each), or [B, S, KV, D].
   if (p.per_head != 0u) {
     STORE_ROWS(dk_acc, p.scale, sc_s, s0, dk, h * p.S + j0 + sg * 16u, h * p.S + p.S, p.H * p.S, 1u, 0u, );
     STORE_ROWS(dv_acc, 1.0, sc_s, s0, dv, h * p.S + j0 + sg * 16u, h * p.S + p.S, p.H * p.S, 1u, 0u, );

@@ -1,6 +1,7 @@
 #include "ops/attention_flash.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "ops/common.h"
 
@@ -8,15 +9,16 @@ namespace ls::ops::detail {
 
 namespace {
 
-struct FlashParams {  // = Params in shaders/flash_attention.comp
+struct FlashParams {  // = Params in shaders/flash_attention.comp and flash_attention_coopmat.comp
   uint32_t B, T, S, H, KV, D;
   float scale;
   uint32_t per_head, past_on_device;
+  uint32_t splits = 1;
 };
 static_assert(sizeof(FlashParams) <= 128);
 
 struct GroupSumParams {  // = Params in shaders/attention_group_sum.comp
-  uint32_t total, T, KV, D, G;
+  uint32_t total, T, KV, D, G, slices;
 };
 
 // Tile shapes per kernel, = BQ / BK and the workgroup size in shaders/flash_attention.comp.
@@ -63,14 +65,37 @@ FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool
   return {k, small ? kTiles64 : kTiles128, 256, 256};
 }
 
-FlashParams params_for(const AttentionDims& d, float scale, bool per_head, bool past_on_device = false) {
-  return {d.B, d.T, d.S, d.H, d.KV, d.D, scale, per_head ? 1u : 0u, past_on_device ? 1u : 0u};
+FlashParams params_for(const AttentionDims& d, float scale, bool per_head, bool past_on_device = false,
+                       uint32_t splits = 1) {
+  return {d.B, d.T, d.S, d.H, d.KV, d.D, scale, per_head ? 1u : 0u, past_on_device ? 1u : 0u, splits};
+}
+
+// y [B, T, KV, D] = the sum over `slices` and over each group of H / KV heads of x [slices·B, H, T, D].
+void group_sum(vk::Recorder& rec, const Tensor& y, const Tensor& x, uint32_t B, uint32_t T, uint32_t H, uint32_t KV,
+               uint32_t D, uint32_t slices) {
+  const uint64_t total = uint64_t(B) * T * KV * D;
+  const GroupSumParams sum{uint32_t(total), T, KV, D, H / KV, slices};
+  const vk::Groups groups{uint32_t(std::min<uint64_t>(ceil_div(total, 256), 65535)), 1, 1};
+  rec.dispatch(vk::Kernel::attention_group_sum, {in(x), out(y)}, sum, groups, {.local_x = 256});
 }
 
 bool flash_shapes(vk::Device& device, const AttentionDims& d) {
   return d.D % 4 == 0 && d.D <= 128 && device.report().subgroup_size >= 8 && d.H <= 65535 && d.B <= 65535;
 }
 }  // namespace
+
+// Workgroups the tensor-core backward kernels aim for: a few per SM of a large GPU (132 on the H100), where
+// B·H·T/32 of them leave most schedulers idle (0.5B at B1: 224 of 2 subgroups each).
+constexpr uint32_t kFlashTargetGroups = 1024, kFlashMaxSplits = 4;
+
+uint32_t attention_flash_backward_splits(const AttentionDims& d) {
+  static const char* forced = std::getenv("LORASTUDIO_FLASH_SPLITS");  // measurement: a fixed count
+  const uint64_t groups = uint64_t(ceil_div(d.T, kTilesCoopmat.dq_rows)) * d.H * d.B;
+  const uint32_t blocks = ceil_div(d.T, kTilesCoopmat.dkdv_rows);  // blocks of 32 of the other operand
+  uint32_t splits = uint32_t(std::min<uint64_t>(ceil_div(kFlashTargetGroups, groups), kFlashMaxSplits));
+  if (forced && *forced) splits = uint32_t(std::max(1, std::atoi(forced)));
+  return std::max(1u, std::min(splits, std::max(1u, blocks / 2)));
+}
 
 bool attention_flash_fit(vk::Device& device, const AttentionDims& d, DType dtype) {
   return (dtype == DType::f32 || attention_flash_coopmat_fit(device, d, dtype)) && flash_shapes(device, d);
@@ -97,33 +122,47 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
                               const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                               const Tensor& lse, const AttentionDims& d, float scale) {
   vk::Device& dev = rec.device();
-  const Tensor delta = Tensor::view(dev, rec.scratch(uint64_t(d.B) * d.H * d.T * 4, vk::Recorder::kScratchAttention),
-                                    {d.B, d.H, d.T}, DType::f32);
   const FlashPlan plan = plan_for(dev, d, DType::f32);
-  rec.dispatch(plan.kernels.dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq), out(delta)},
-               params_for(d, scale, false), {ceil_div(d.T, plan.tiles.dq_rows), d.H, d.B},
+  const bool tensor_cores = plan.tiles.dq_rows == kTilesCoopmat.dq_rows && attention_flash_coopmat_fit(dev, d, DType::f32);
+  const uint32_t splits = tensor_cores ? attention_flash_backward_splits(d) : 1;
+  // kScratchAttention: delta [B, H, T], then (split) dq's partials [splits·B, H, T, D].
+  const uint64_t delta_floats = flash_delta_floats(d);
+  const uint64_t dq_floats = splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * d.D : 0;
+  const Tensor slot = Tensor::view(dev, rec.scratch((delta_floats + dq_floats) * 4, vk::Recorder::kScratchAttention),
+                                   {uint32_t(delta_floats + dq_floats), 1}, DType::f32);
+  const Tensor delta = slot.slice_rows(0, uint64_t(d.B) * d.H * d.T).reshape({d.B, d.H, d.T});
+  const Tensor dq_out =
+      splits > 1 ? slot.slice_rows(delta_floats, delta_floats + dq_floats).reshape({splits * d.B, d.H, d.T, d.D}) : dq;
+  rec.dispatch(plan.kernels.dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq_out), out(delta)},
+               params_for(d, scale, splits > 1, false, splits), {ceil_div(d.T, plan.tiles.dq_rows), d.H, d.B * splits},
                {.local_x = plan.dq_threads});
+  if (splits > 1) group_sum(rec, dq, dq_out, d.B, d.T, d.H, d.H, d.D, splits);
 
   const vk::Kernel dkdv = plan.kernels.dkdv;
-  const vk::Groups groups{ceil_div(d.S, plan.tiles.dkdv_rows), d.H, d.B};
-  if (d.H == d.KV) {  // one query head per kv head: the gradients go straight to dk and dv
+  const vk::Groups groups{ceil_div(d.S, plan.tiles.dkdv_rows), d.H, d.B * splits};
+  if (d.H == d.KV && splits == 1) {  // one query head per kv head: the gradients go straight to dk and dv
     rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk), out(dv)},
                  params_for(d, scale, false), groups, {.local_x = plan.tiles.dkdv_threads});
     return;
   }
-  const Shape per_head_shape{d.B, d.H, d.S, d.D};
-  const uint64_t per_head_bytes = uint64_t(d.B) * d.H * d.S * d.D * 4;
+  const Shape per_head_shape{splits * d.B, d.H, d.S, d.D};
+  const uint64_t per_head_bytes = flash_per_head_bytes(d, splits);
   const Tensor dk_head =
       Tensor::view(dev, rec.scratch(per_head_bytes, vk::Recorder::kScratchAttention + 1), per_head_shape, DType::f32);
   const Tensor dv_head =
       Tensor::view(dev, rec.scratch(per_head_bytes, vk::Recorder::kScratchAttention + 2), per_head_shape, DType::f32);
   rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk_head), out(dv_head)},
-               params_for(d, scale, true), groups, {.local_x = plan.tiles.dkdv_threads});
-  const uint64_t total = uint64_t(d.B) * d.S * d.KV * d.D;
-  const GroupSumParams sum{uint32_t(total), d.S, d.KV, d.D, d.H / d.KV};
-  const vk::Groups sum_groups{uint32_t(std::min<uint64_t>(ceil_div(total, 256), 65535)), 1, 1};
-  rec.dispatch(vk::Kernel::attention_group_sum, {in(dk_head), out(dk)}, sum, sum_groups, {.local_x = 256});
-  rec.dispatch(vk::Kernel::attention_group_sum, {in(dv_head), out(dv)}, sum, sum_groups, {.local_x = 256});
+               params_for(d, scale, true, false, splits), groups, {.local_x = plan.tiles.dkdv_threads});
+  group_sum(rec, dk, dk_head, d.B, d.S, d.H, d.KV, d.D, splits);
+  group_sum(rec, dv, dv_head, d.B, d.S, d.H, d.KV, d.D, splits);
+}
+
+uint64_t flash_delta_floats(const AttentionDims& d) {  // delta's floats, rounded up to keep what follows aligned
+  return (uint64_t(d.B) * d.H * d.T + 63) / 64 * 64;
+}
+
+uint64_t flash_per_head_bytes(const AttentionDims& d, uint32_t splits) {
+  return uint64_t(splits) * d.B * d.H * d.S * d.D * 4;
 }
 
 }  // namespace ls::ops::detail

@@ -19,10 +19,18 @@ void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& l
                              const Tensor& v, const AttentionDims& d, float scale, const Tensor& past = Tensor(),
                              bool tensor_cores = true);
 // Four dispatches (dq and delta; dk and dv per query head; their two sums over each kv group), two when
-// H = KV. delta and the per-head gradients live in the recording's attention scratch.
+// H = KV; on tensor cores, with few query tiles, dq's and dk/dv's loops split over more workgroups
+// (attention_flash_backward_splits) and dq's partial sums are added by a fifth. delta, dq's partials and
+// the per-head gradients live in the recording's attention scratch (sizes below, for the memory plan).
 void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                               const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                               const Tensor& lse, const AttentionDims& d, float scale);
+// How many ways the tensor-core backward splits its loops (1: not split); LORASTUDIO_FLASH_SPLITS forces it.
+uint32_t attention_flash_backward_splits(const AttentionDims& d);
+// delta's floats at the start of slot kScratchAttention (B·H·T rounded up to 64, so dq's partials after it
+// start aligned), and the bytes of each per-head gradient (slots kScratchAttention + 1 and + 2).
+uint64_t flash_delta_floats(const AttentionDims& d);
+uint64_t flash_per_head_bytes(const AttentionDims& d, uint32_t splits);
 
 // The row kernels.
 void attention_forward_rows(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,

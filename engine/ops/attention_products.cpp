@@ -13,7 +13,7 @@ struct RowParams {  // = Params in shaders/attention_rows.comp
   uint32_t rows, T, H, D;
 };
 struct GroupSumParams {  // = Params in shaders/attention_group_sum.comp
-  uint32_t total, T, KV, D, G;
+  uint32_t total, T, KV, D, G, slices;
 };
 
 vk::Groups groups_for(uint64_t rows) {
@@ -55,7 +55,7 @@ StridedProduct transposed_scores_by_rows(const AttentionDims& d, float alpha) {
 void group_sum(vk::Recorder& rec, const Tensor& y, const Tensor& per_head, const AttentionDims& d) {
   const uint64_t total = uint64_t(d.B) * d.T * d.KV * d.D;
   rec.dispatch(vk::Kernel::attention_group_sum, {in(per_head), out(y)},
-               GroupSumParams{uint32_t(total), d.T, d.KV, d.D, d.H / d.KV}, groups_for((total + 255) / 256),
+               GroupSumParams{uint32_t(total), d.T, d.KV, d.D, d.H / d.KV, 1}, groups_for((total + 255) / 256),
                {.local_x = 256});
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "ops/attention_flash.h"
 #include "vk/memory.h"
 #include "vk/recorder.h"
 
@@ -121,9 +122,10 @@ class StepWalk {
     dropout_input(m.in);
     product({.M = r, .N = m.in, .K = M_, .lora_own = true});                    // dA += dtᵀ·x̃
     if (!dx) return;
-    product({.M = M_, .N = m.in, .K = m.out, .weight = &m});                    // dx = dy·W
+    product({.M = M_, .N = m.in, .K = m.out, .weight = &m});  // dx = dy·W (+ dt·A in its epilogue, no dropout)
+    if (!o_.dropout) return;
     dropout_input(m.in);
-    product({.M = M_, .N = m.in, .K = r, .lora_own = true});                    // dx += dt·A
+    product({.M = M_, .N = m.in, .K = r, .lora_own = true});  // dx += mask ⊙ dt·A
   }
 
   // ops/attention.cpp: which path training's f32 attention takes, and what each asks for.
@@ -150,13 +152,17 @@ class StepWalk {
   void attention_backward(const model::LayerSpec& s) {
     const uint64_t rows = uint64_t(o_.B) * s.heads * o_.T * 4;  // one f32 per query row and head
     switch (attention_path(s)) {
-      case Attention::flash:  // ops/attention_flash.cpp: delta, and per-head dk, dv summed over each group
-        slots_.request(Rec::kScratchAttention, rows);
-        if (s.heads != s.kv_heads) {
-          slots_.request(Rec::kScratchAttention + 1, per_head_bytes(s));
-          slots_.request(Rec::kScratchAttention + 2, per_head_bytes(s));
+      case Attention::flash: {  // ops/attention_flash.cpp: delta and dq's partials, per-head dk and dv
+        const ops::AttentionDims d{.B = o_.B, .T = o_.T, .S = o_.T, .H = s.heads, .KV = s.kv_heads, .D = s.head_dim};
+        const uint32_t splits = dev_.coopmat ? ops::detail::attention_flash_backward_splits(d) : 1;
+        const uint64_t dq_partials = splits > 1 ? uint64_t(splits) * o_.B * s.heads * o_.T * s.head_dim : 0;
+        slots_.request(Rec::kScratchAttention, (ops::detail::flash_delta_floats(d) + dq_partials) * 4);
+        if (s.heads != s.kv_heads || splits > 1) {
+          slots_.request(Rec::kScratchAttention + 1, ops::detail::flash_per_head_bytes(d, splits));
+          slots_.request(Rec::kScratchAttention + 2, ops::detail::flash_per_head_bytes(d, splits));
         }
         return;
+      }
       case Attention::products:  // ops/attention_products.cpp: p, ds, and per-head sums
         slots_.request(Rec::kScratchAttention, scores_bytes(s));
         slots_.request(Rec::kScratchAttention + 1, scores_bytes(s));
