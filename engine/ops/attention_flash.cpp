@@ -84,15 +84,19 @@ bool flash_shapes(vk::Device& device, const AttentionDims& d) {
 }
 }  // namespace
 
-// Workgroups the tensor-core backward kernels aim for: a few per SM of a large GPU (132 on the H100), where
-// B·H·T/32 of them leave most schedulers idle (0.5B at B1: 224 of 2 subgroups each).
-constexpr uint32_t kFlashTargetGroups = 1024, kFlashMaxSplits = 4;
+// Where B·H·T/32 workgroups (of 2 subgroups) leave most of a large GPU's schedulers idle, split to about
+// kFlashTargetGroups. Measured on the H100 (132 SMs; call s11b): the 0.5B shape at B1 (224 workgroups, head
+// dim 64) went from 2.01 + 2.07 to 1.32 + 1.52 ms a step with 4 splits, plus 0.6 ms of sums; the 7B shape
+// (448 workgroups, head dim 128) lost time with 3 (4.93 + 5.18 -> 5.11 + 5.66 ms, plus sums).
+constexpr uint32_t kFlashSplitBelowGroups = 256, kFlashTargetGroups = 1024, kFlashMaxSplits = 4;
 
 uint32_t attention_flash_backward_splits(const AttentionDims& d) {
   static const char* forced = std::getenv("LORASTUDIO_FLASH_SPLITS");  // measurement: a fixed count
   const uint64_t groups = uint64_t(ceil_div(d.T, kTilesCoopmat.dq_rows)) * d.H * d.B;
   const uint32_t blocks = ceil_div(d.T, kTilesCoopmat.dkdv_rows);  // blocks of 32 of the other operand
-  uint32_t splits = uint32_t(std::min<uint64_t>(ceil_div(kFlashTargetGroups, groups), kFlashMaxSplits));
+  uint32_t splits = groups >= kFlashSplitBelowGroups
+                        ? 1
+                        : uint32_t(std::min<uint64_t>(ceil_div(kFlashTargetGroups, groups), kFlashMaxSplits));
   if (forced && *forced) splits = uint32_t(std::max(1, std::atoi(forced)));
   return std::max(1u, std::min(splits, std::max(1u, blocks / 2)));
 }

@@ -559,8 +559,11 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
       matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
     }
   }
-  if (dx.defined() && !dropout.active() && fits_one_binding(rec.device(), {dx, dy, w})) {
-    // dx (+)= dy·W + dt·A in one product: the adapter's term is its epilogue, A read [r, K] as stored.
+  if (dx.defined() && !dropout.active() && !rec.device().coopmat() && fits_one_binding(rec.device(), {dx, dy, w})) {
+    // dx (+)= dy·W + dt·A in one product: the adapter's term is its epilogue, A read [r, K] as stored. Not on
+    // tensor cores, whose kernels apply a LoRA epilogue element by element through memory: on the H100 that
+    // cost more than the separate product it saves (7B: the q/v dx products 5.0 -> 8.8 ms a step against
+    // 1.0 ms for the K = r products; call s11b).
     require_dtype(w, kWeight, op, "w");
     require(w.rank() == 2 && w.dim(0) == N && w.dim(1) == K, op, "w is " + w.describe());
     require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());

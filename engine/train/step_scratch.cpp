@@ -122,10 +122,10 @@ class StepWalk {
     dropout_input(m.in);
     product({.M = r, .N = m.in, .K = M_, .lora_own = true});                    // dA += dtᵀ·x̃
     if (!dx) return;
-    product({.M = M_, .N = m.in, .K = m.out, .weight = &m});  // dx = dy·W (+ dt·A in its epilogue, no dropout)
-    if (!o_.dropout) return;
+    product({.M = M_, .N = m.in, .K = m.out, .weight = &m});  // dx = dy·W (+ dt·A in its epilogue: see below)
+    if (!o_.dropout && !dev_.coopmat) return;                  // folded into dx's epilogue
     dropout_input(m.in);
-    product({.M = M_, .N = m.in, .K = r, .lora_own = true});  // dx += mask ⊙ dt·A
+    product({.M = M_, .N = m.in, .K = r, .lora_own = true});  // dx += (mask ⊙) dt·A
   }
 
   // ops/attention.cpp: which path training's f32 attention takes, and what each asks for.

@@ -8,9 +8,9 @@
 // - the logits of four single-token decode steps (the packed matrix-vector kernel, with and without an
 //   adapter on every projection),
 // - a training step's loss and every LoRA gradient (the backward's products through the scratch weight),
-// all within 1e-5 relative where the products run in f32 (lavapipe), 3e-3 on tensor cores (the packed
-// decode product reads the unrounded weight, the f16 one its rounding); and the quantized weights take less
-// device memory.
+// all within 1e-5 relative where the products run in f32 (lavapipe); on tensor cores 3e-3, and 2e-2 for the
+// decode steps (the packed product reads the unrounded weight, the reference its f16 rounding); and the
+// quantized weights take less device memory.
 #include <filesystem>
 
 #include "infer/generator.h"
@@ -81,6 +81,10 @@ class QuantizedModel : public test::GpuTest, public ::testing::WithParamInterfac
     ids_ = test::random_ints(12, 3, 0, int32_t(quantized_->config.vocab_size) - 1);
   }
   double tol() { return dev().coopmat() ? 3e-3 : 1e-5; }
+  // Decoding on tensor-core devices: the packed product reads the dequantized weights themselves, the
+  // reference model their f16 rounding; through this random model's layers that moved logits by up to
+  // 0.0054 (1.1e-3 of the largest) on the H100 (call s11b). A wrong scale or code moves them by their size.
+  double decode_tol() { return dev().coopmat() ? 2e-2 : 1e-5; }
   std::string what(const char* part) { return std::string(GetParam().model) + " " + quant_name(GetParam().quant) + ": " + part; }
 
   test::TempDir dir_;
@@ -108,7 +112,7 @@ TEST_P(QuantizedModel, DecodeLogitsMatchWithAndWithoutAnAdapter) {
     for (size_t i = 8; i < ids_.size(); ++i) {
       q.decode(ids_[i]);
       r.decode(ids_[i]);
-      test::expect_close(q.logits(), r.logits(), tol(), what(a ? "decode logits with an adapter" : "decode logits"));
+      test::expect_close(q.logits(), r.logits(), decode_tol(), what(a ? "decode logits with an adapter" : "decode logits"));
     }
   }
 }
