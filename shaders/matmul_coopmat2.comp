@@ -13,8 +13,9 @@
 // Every row stride and batch offset is a multiple of 8 elements (16-byte rows for the driver's loads).
 // Tiles wholly inside C with K a multiple of BK (nearly all of a model's products) take unclamped
 // layouts and a K loop unrolled UNROLL times; the others clamp their reads (zeros past the edges).
-// Epilogue: alpha and accumulation (beta·C) on whole matrices and one tensor store; with a bias or the
-// LoRA term, each element goes through gemm_store (shaders/common/gemm_epilogue.glsl) instead.
+// Epilogue: alpha and accumulation (beta·C) on whole matrices and one tensor store; a bias and the LoRA
+// term are added element by element in registers first (gemm_value, shaders/common/gemm_epilogue.glsl;
+// storing element by element from there made the epilogue cost more than the product at 7B, session 11).
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_cooperative_matrix : require
@@ -45,13 +46,12 @@ layout(local_size_x = THREADS) in;
 #define ACC coopmat<float, gl_ScopeWorkgroup, BN, BM, gl_MatrixUseAccumulator>
 #define OUT coopmat<STORE(C_T), gl_ScopeWorkgroup, BN, BM, gl_MatrixUseAccumulator>
 
-// The element-wise epilogue for element (row, col) of the transposed tile at (m0, n0): C(m0 + col, n0 + row).
-// Elements outside C are skipped.
-float store_element(const in uint row, const in uint col, const in float elem, const in uint m0,
-                    const in uint n0, const in uint c_base) {
+// The bias and LoRA terms for element (row, col) of the transposed tile at (m0, n0), C(m0 + col, n0 + row),
+// added in registers (gemm_value, with alpha); the tile is then stored whole. Elements outside C stay.
+float epilogue_element(const in uint row, const in uint col, const in float elem, const in uint m0,
+                       const in uint n0) {
   const uint m = m0 + col, n = n0 + row;
-  if (m < p.M && n < p.N) gemm_store(m, n, elem, c_base);
-  return elem;
+  return m < p.M && n < p.N ? gemm_value(m, n, elem) : elem;
 }
 
 // One step of K at k0 through the layouts LX (A as [M, K]) and LW (B as [N, K], or [K, N] with B_ALONG_N).
@@ -119,15 +119,14 @@ void main() {
     for (uint k0 = 0u; k0 < K; k0 += BK) K_STEP(lx, lw, k0);
   }
 
-  if ((p.flags & 5u) != 0u) {  // bias or LoRA: element by element
-    coopMatPerElementNV(acc, acc, store_element, m0, n0, c_base);
-    return;
-  }
+  if ((p.flags & 5u) != 0u)  // bias or LoRA: element by element in registers (alpha too)
+    coopMatPerElementNV(acc, acc, epilogue_element, m0, n0);
+  else if (p.alpha != 1.0)
+    acc = acc * p.alpha;
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lc =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   lc = setTensorLayoutDimensionNV(lc, p.M, p.N);
   lc = setTensorLayoutStrideNV(lc, p.c_sm & ~7u, 1);
-  if (p.alpha != 1.0) acc = acc * p.alpha;
   if ((p.flags & 2u) != 0u) {
     OUT old;
     coopMatLoadTensorNV(old, c, c_base, sliceTensorLayoutNV(lc, m0, BM, n0, BN), transposed);
