@@ -186,8 +186,15 @@ Tensor cm2_a_as_f16(vk::Recorder& rec, const Gemm& g, const Tensor& a, uint32_t 
   const uint64_t outer = (g.batch - 1) / z_div, inner = std::min<uint64_t>(g.batch - 1, z_div - 1);
   const uint64_t span = outer * g.a_sz2 + inner * g.a_sz + extent(M, g.a_sm, K, 1);
   const Tensor src = flat_range(a, 0, span);
-  const Tensor dst = Tensor::view(rec.device(), rec.scratch(span * 2, vk::Recorder::kScratchCm2A), src.shape(), DType::f16);
+  // The last conversion, if it was of this very range and nothing has written the range since (q, k and v,
+  // or gate and up, read one input). The key is the layout: the copy is the range, flat.
+  const uint64_t key = span;
+  if (std::shared_ptr<vk::Allocation> copy = rec.find_copy(src.range(), key))
+    return Tensor::view(rec.device(), std::move(copy), src.shape(), DType::f16);
+  std::shared_ptr<vk::Allocation> scratch = rec.scratch(span * 2, vk::Recorder::kScratchCm2A);
+  const Tensor dst = Tensor::view(rec.device(), scratch, src.shape(), DType::f16);
   convert_forward(rec, dst, src);
+  rec.remember_copy(src.range(), key, std::move(scratch));
   return dst;
 }
 

@@ -160,6 +160,25 @@ void Recorder::write_timestamp() {
   ++queries_used_;
 }
 
+namespace {
+HazardTracker::Span span_of(const BufferRange& r) {
+  return {reinterpret_cast<uint64_t>(r.alloc->block()), r.alloc->block_offset() + r.offset,
+          r.alloc->block_offset() + r.offset + r.size};
+}
+}  // namespace
+
+void Recorder::remember_copy(const BufferRange& source, uint64_t key, std::shared_ptr<Allocation> copy) {
+  const HazardTracker::Span target = span_of({.alloc = copy, .offset = 0, .size = copy->size()});
+  copy_ = {.source = span_of(source), .target = target, .key = key, .copy = std::move(copy)};
+}
+
+std::shared_ptr<Allocation> Recorder::find_copy(const BufferRange& source, uint64_t key) const {
+  if (!copy_.copy || !source.alloc || key != copy_.key) return nullptr;
+  const HazardTracker::Span s = span_of(source);
+  const HazardTracker::Span& c = copy_.source;
+  return s.memory == c.memory && s.begin == c.begin && s.end == c.end ? copy_.copy : nullptr;
+}
+
 void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void* push, size_t push_size,
                             Groups groups, const Spec& spec) {
   if (finished_) throw Error("dispatch on a finished recorder");
@@ -193,7 +212,13 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
     HazardTracker::Span span{reinterpret_cast<uint64_t>(r.alloc->block()), r.alloc->block_offset() + r.offset,
                              r.alloc->block_offset() + r.offset + r.size};
     if (uses[i].access != Access::write) reads.push_back(span);
-    if (uses[i].access != Access::read) writes.push_back(span);
+    if (uses[i].access != Access::read) {
+      writes.push_back(span);
+      auto overlaps = [&](const HazardTracker::Span& c) {
+        return span.memory == c.memory && span.begin < c.end && c.begin < span.end;
+      };
+      if (copy_.copy && (overlaps(copy_.source) || overlaps(copy_.target))) copy_ = {};
+    }
     program_.keep_alive_.push_back(r.alloc);
   }
 

@@ -137,6 +137,15 @@ class Recorder {
                             kScratchWeight = 6, kScratchSlots = 7;
   std::shared_ptr<Allocation> scratch(VkDeviceSize bytes, uint32_t slot = kScratchSplitK);
 
+  // A copy of a byte range that the dispatches just recorded made (ops/matmul.cpp: an f32 activation
+  // converted to f16 in the kScratchCm2A slot for the tensor cores), so that later products reading the
+  // same range use it instead of converting again (q, k and v read one input, gate and up another). One
+  // copy is remembered, under a caller's key for its layout; it is forgotten when a dispatch writes the
+  // source range or the copy's allocation, and replaced by the next one remembered.
+  void remember_copy(const BufferRange& source, uint64_t key, std::shared_ptr<Allocation> copy);
+  // The remembered copy of exactly this source range under this key, or null.
+  std::shared_ptr<Allocation> find_copy(const BufferRange& source, uint64_t key) const;
+
   // Ends recording. The Recorder is spent afterwards.
   Program finish();
 
@@ -153,6 +162,11 @@ class Recorder {
   uint32_t queries_used_ = 0;
   std::shared_ptr<const Allocation> dummy_;
   std::shared_ptr<Allocation> scratch_[kScratchSlots];
+  struct RememberedCopy {
+    HazardTracker::Span source{}, target{};
+    uint64_t key = 0;
+    std::shared_ptr<Allocation> copy;
+  } copy_;
   bool finished_ = false;
 };
 

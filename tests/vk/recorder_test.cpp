@@ -70,6 +70,39 @@ TEST_F(RecorderTest, BarriersExactlyWhereDataFlows) {
   EXPECT_EQ(program.barrier_count(), 2u);
 }
 
+// The remembered copy (ops/matmul.cpp converts an input once for the products that read it): found for
+// exactly its source range and key; forgotten when a dispatch writes the source or the copy; replaced by the
+// next one remembered. Reads of either keep it.
+TEST_F(RecorderTest, RememberedCopyLastsUntilItsSourceOrItselfIsWritten) {
+  auto& d = dev();
+  auto src = test::tensor_from(d, {256, 1}, DType::f32, test::random_values(256, 1));
+  auto other = test::tensor_from(d, {256, 1}, DType::f32, test::random_values(256, 2));
+  auto sink = Tensor::empty(d, {256, 1}, DType::f32);
+  vk::Recorder rec(d);
+  std::shared_ptr<vk::Allocation> copy = rec.scratch(1024, vk::Recorder::kScratchCm2A);
+  const Tensor copy_t = Tensor::view(d, copy, {256, 1}, DType::f32);
+  ops::scale_forward(rec, copy_t, src, 1.f);  // the "conversion"
+  rec.remember_copy(src.range(), 7, copy);
+  EXPECT_EQ(rec.find_copy(src.range(), 7), copy);
+  EXPECT_EQ(rec.find_copy(src.range(), 8), nullptr) << "another key";
+  EXPECT_EQ(rec.find_copy(src.slice_rows(0, 128).range(), 7), nullptr) << "part of the range";
+  EXPECT_EQ(rec.find_copy(other.range(), 7), nullptr) << "another tensor";
+  ops::add_forward(rec, sink, src, copy_t);  // reads both: still valid
+  EXPECT_EQ(rec.find_copy(src.range(), 7), copy);
+  ops::scale_forward(rec, src.slice_rows(128, 256), other.slice_rows(0, 128), 2.f);  // writes half the source
+  EXPECT_EQ(rec.find_copy(src.range(), 7), nullptr);
+
+  rec.remember_copy(src.range(), 7, copy);
+  ops::scale_forward(rec, copy_t, other, 1.f);  // writes the copy
+  EXPECT_EQ(rec.find_copy(src.range(), 7), nullptr);
+
+  rec.remember_copy(src.range(), 7, copy);
+  rec.remember_copy(other.range(), 7, copy);  // the next copy replaces it
+  EXPECT_EQ(rec.find_copy(src.range(), 7), nullptr);
+  EXPECT_EQ(rec.find_copy(other.range(), 7), copy);
+  rec.finish().run();
+}
+
 TEST_F(RecorderTest, ReplayedHundredTimesGivesIdenticalResults) {
   auto& d = dev();
   const uint32_t n = 4099;
