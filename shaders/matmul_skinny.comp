@@ -23,7 +23,10 @@ layout(local_size_x = 256) in;
 const uint kMaxShort = 16u;
 const uint kSwap = 256u;
 #if defined(ROWS_ALONG_K)
-shared float partial[256u * kMaxShort];  // [subgroup][s]; room for subgroups of 1
+// [subgroup][s], subgroups of at least 8 (ops/matmul.cpp): 2 KiB. Sized for subgroups of 1 (16 KiB) it held
+// the H100 to 3 workgroups an SM (t = x·Aᵀ at 7B: 33 µs a product for 7 MB of reads, session 11).
+const uint kMaxSubgroups = 256u / 8u;
+shared float partial[kMaxSubgroups * kMaxShort];
 #endif
 
 void main() {

@@ -32,6 +32,7 @@ constexpr uint32_t kTile = 64;
 // Products with a side of at most this many outputs go to shaders/matmul_skinny.comp; kSkinnySwap is its
 // flag for "the long side is N".
 constexpr uint32_t kSkinnyMax = 16, kSkinnySwap = 256;
+constexpr uint32_t kSkinnyRowsMinSubgroup = 8;  // shaders/matmul_skinny.comp's ROWS_ALONG_K sums subgroups of >= 8
 
 // Operand layouts: element (i, k) of A sits at i*a_sm + k*a_sk, (j, k) of B at j*b_sn + k*b_sk,
 // (i, j) of C at i*c_sm + j.
@@ -272,7 +273,8 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     const bool rows_along_k = (swap ? g.b_sk : g.a_sk) == 1;
     GemmParams sp = params;
     sp.flags |= swap ? kSkinnySwap : 0;
-    if (rows_along_k && L <= 65535) {  // a workgroup per long index
+    if (rows_along_k && L <= 65535 && rec.device().report().subgroup_size >= kSkinnyRowsMinSubgroup) {
+      // a workgroup per long index
       rec.dispatch(vk::Kernel::gemm_skinny_rows, uses, sp, {L, 1, 1}, {.local_x = 256});
       return;
     }

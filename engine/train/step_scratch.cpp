@@ -73,7 +73,7 @@ class StepWalk {
     uint64_t s = 1;
     if (p.lora_own && std::min(p.M, p.N) <= kSkinnyMax && p.K >= 32) {
       const uint32_t L = p.N > kSkinnyMax ? p.N : p.M;
-      if (p.long_rows && L <= 65535) return 0;
+      if (p.long_rows && L <= 65535 && dev_.subgroup_size >= 8) return 0;  // the rows kernel (subgroups of >= 8)
       const uint64_t groups = ceil_div(L, 256);
       while (s < 512 && groups * s < 1024 && p.K % (2 * s) == 0 && p.K / (2 * s) >= 8 && 2 * s * MN4 <= dev_.max_binding)
         s *= 2;
