@@ -23,8 +23,9 @@ layout(local_size_x = 256) in;
 const uint kMaxShort = 16u;
 const uint kSwap = 256u;
 #if defined(ROWS_ALONG_K)
-// [subgroup][s], subgroups of at least 8 (ops/matmul.cpp): 2 KiB. Sized for subgroups of 1 (16 KiB) it held
-// the H100 to 3 workgroups an SM (t = x·Aᵀ at 7B: 33 µs a product for 7 MB of reads, session 11).
+// [subgroup][s], subgroups of at least 8 (ops/matmul.cpp): 2 KiB. Sized for subgroups of 1 (16 KiB) it
+// allowed 3 workgroups an SM on the H100; 2 KiB did not change these products' time there (session 11), so
+// something else holds them (t = x·Aᵀ at 7B: ~32 µs for ~7 MB of reads).
 const uint kMaxSubgroups = 256u / 8u;
 shared float partial[kMaxSubgroups * kMaxShort];
 #endif
