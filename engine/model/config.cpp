@@ -21,6 +21,7 @@ struct ArchInfo {
 };
 constexpr ArchInfo kArchitectures[] = {
     {Architecture::Qwen2, "Qwen2ForCausalLM", "qwen2"},
+    {Architecture::Qwen3, "Qwen3ForCausalLM", "qwen3"},
     {Architecture::Llama, "LlamaForCausalLM", "llama"},
     {Architecture::Mistral, "MistralForCausalLM", "mistral"},
 };
@@ -152,7 +153,9 @@ RopeScaling rope_scaling_of(const json& s, const std::string& key, const std::st
 
 }  // namespace
 
-const char* supported_architectures() { return "Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM"; }
+const char* supported_architectures() {
+  return "Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM";
+}
 
 ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_errors) {
   const std::string where = source_for_errors.string();
@@ -165,7 +168,7 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   c.architecture_name = arch.name;
   c.model_type = k.string("model_type");
   const bool qwen2 = c.arch == Architecture::Qwen2, llama = c.arch == Architecture::Llama,
-             mistral = c.arch == Architecture::Mistral;
+             mistral = c.arch == Architecture::Mistral, qwen3 = c.arch == Architecture::Qwen3;
 
   if (k.has("quantization_config"))
     throw Error(where + ": quantized models are not supported (\"quantization_config\" is present)");
@@ -177,14 +180,16 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   c.num_heads = k.positive_u32("num_attention_heads");
   c.intermediate_size = k.positive_u32("intermediate_size");
   c.vocab_size = k.positive_u32("vocab_size");
-  // transformers' defaults when the key is absent: Qwen2Config 32, MistralConfig 8, LlamaConfig the query
-  // heads. An explicit null means the query heads for all three.
+  // transformers' defaults when the key is absent: Qwen2Config and Qwen3Config 32, MistralConfig 8,
+  // LlamaConfig the query heads. An explicit null means the query heads for all of them.
   if (!j.contains("num_key_value_heads"))
-    c.num_kv_heads = qwen2 ? 32 : mistral ? 8 : c.num_heads;
+    c.num_kv_heads = qwen2 || qwen3 ? 32 : mistral ? 8 : c.num_heads;
   else
     c.num_kv_heads = k.positive_u32("num_key_value_heads", c.num_heads);
   if (k.has("head_dim")) {
     c.head_dim = k.positive_u32("head_dim");
+  } else if (qwen3 && !j.contains("head_dim")) {
+    c.head_dim = 128;  // Qwen3Config's default; Qwen3Attention reads it whatever hidden_size / heads is
   } else {
     if (c.hidden_size % c.num_heads != 0)
       throw Error(where + ": hidden_size " + std::to_string(c.hidden_size) +
@@ -198,7 +203,8 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   if (c.head_dim % 2 != 0)
     throw Error(where + ": head_dim " + std::to_string(c.head_dim) + " is odd (rotary embeddings need pairs)");
 
-  c.max_position_embeddings = k.positive_u32("max_position_embeddings", qwen2 ? 32768 : mistral ? 4096 * 32 : 2048);
+  c.max_position_embeddings =
+      k.positive_u32("max_position_embeddings", qwen2 || qwen3 ? 32768 : mistral ? 4096 * 32 : 2048);
   c.rms_norm_eps = k.positive_float("rms_norm_eps", 1e-6);
   c.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
 
@@ -219,15 +225,17 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   } else if (llama) {
     c.qkv_bias = c.o_bias = k.boolean("attention_bias", false);
     c.mlp_bias = k.boolean("mlp_bias", false);
+  } else if (qwen3) {
+    c.qkv_bias = c.o_bias = k.boolean("attention_bias", false);  // Qwen3Attention: q, k, v and o alike
   }
 
   // Sliding window: absent means transformers' default 4096, null means none.
-  const bool windowed = mistral || (qwen2 && k.boolean("use_sliding_window", false));
+  const bool windowed = mistral || ((qwen2 || qwen3) && k.boolean("use_sliding_window", false));
   if (windowed && !j.contains("sliding_window"))
     c.sliding_window = 4096;
   else if (windowed && k.has("sliding_window"))
     c.sliding_window = k.positive_u32("sliding_window");
-  if (windowed && qwen2) c.max_window_layers = k.u32("max_window_layers", 28);
+  if (windowed && (qwen2 || qwen3)) c.max_window_layers = k.u32("max_window_layers", 28);
 
   const bool llama_like = llama || mistral;  // LlamaConfig and MistralConfig default bos 1, eos 2
   if (!j.contains("bos_token_id")) {

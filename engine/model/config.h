@@ -1,7 +1,7 @@
 #pragma once
-// A Hugging Face config.json for the decoder-only models we run: Qwen2ForCausalLM, LlamaForCausalLM,
-// MistralForCausalLM. Keys missing from the file take the defaults of transformers' Qwen2Config,
-// LlamaConfig and MistralConfig, except the sizes (below), which must be given.
+// A Hugging Face config.json for the decoder-only models we run: Qwen2ForCausalLM, Qwen3ForCausalLM,
+// LlamaForCausalLM, MistralForCausalLM. Keys missing from the file take the defaults of transformers'
+// Qwen2Config, Qwen3Config, LlamaConfig and MistralConfig, except the sizes (below), which must be given.
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
@@ -11,7 +11,7 @@
 
 namespace ls::model {
 
-enum class Architecture { Qwen2, Llama, Mistral };
+enum class Architecture { Qwen2, Llama, Mistral, Qwen3 };
 
 // HF rope_scaling (or, as transformers 5 writes it, rope_parameters): "llama3" (Llama 3.1/3.2), "linear",
 // or none ("default" or absent). Any other type is refused.
@@ -32,13 +32,14 @@ struct ModelConfig {
   float rope_theta = 10000;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
-  bool qkv_bias = false;  // Qwen2: always (HF Qwen2Attention has bias on q, k, v, not o); Llama: "attention_bias"
-  bool o_bias = false;    // Llama "attention_bias" also puts a bias on o_proj; Qwen2, Mistral: never
+  bool qkv_bias = false;  // Qwen2: always (HF Qwen2Attention has bias on q, k, v, not o); Llama, Qwen3:
+                          // "attention_bias"
+  bool o_bias = false;    // Llama and Qwen3 "attention_bias" also put a bias on o_proj; Qwen2, Mistral: never
   bool mlp_bias = false;  // Llama "mlp_bias" (bias on gate, up and down)
-  // Mistral ("sliding_window", default 4096, null for none) and Qwen2 (only when "use_sliding_window" is
-  // true, and then only on layers >= "max_window_layers"). Inference may refuse contexts longer than this.
+  // Mistral ("sliding_window", default 4096, null for none) and Qwen2 / Qwen3 (only when "use_sliding_window"
+  // is true, and then only on layers >= "max_window_layers"). Inference may refuse contexts longer than this.
   std::optional<uint32_t> sliding_window;
-  uint32_t max_window_layers = 0;  // Qwen2 with a window: "max_window_layers" (default 28); else 0
+  uint32_t max_window_layers = 0;  // Qwen2 / Qwen3 with a window: "max_window_layers" (default 28); else 0
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // "eos_token_id" may be an int or a list
   std::string torch_dtype;             // "torch_dtype" (or transformers 5's "dtype") as written, "" if absent
@@ -50,11 +51,13 @@ struct ModelConfig {
 // intermediate_size, vocab_size; architectures or model_type), a value of the wrong type or range, an
 // unsupported architecture (the message lists the supported ones), an activation other than SiLU, a
 // quantized model, inconsistent sizes (hidden_size % heads without "head_dim", heads % kv_heads, odd
-// head_dim) or an unsupported rope_scaling type.
+// head_dim) or an unsupported rope_scaling type. Qwen3 without "head_dim" takes Qwen3Config's 128, not
+// hidden_size / heads, as transformers does.
 ModelConfig load_config(const std::filesystem::path& config_json);
 ModelConfig parse_config(const nlohmann::json& j, const std::filesystem::path& source_for_errors);
 
-// The names of the supported architectures, for messages: "Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM".
+// The names of the supported architectures, for messages: "Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM,
+// MistralForCausalLM".
 const char* supported_architectures();
 
 // HF's rotary inverse frequencies, [D/2] f32, as transformers computes them on the CPU:

@@ -103,12 +103,14 @@ std::string folder_name(const fs::path& dir) {
 }
 
 void check_expressible(const ModelConfig& c, const fs::path& config_path) {
-  if (c.arch == Architecture::Qwen2 && c.rope_scaling.type != RopeScaling::Type::None)
-    throw Error(config_path.string() + ": rope scaling on a Qwen2 model cannot be written to GGUF "
-                                       "(llama.cpp's qwen2 takes no rope scaling we could set)");
-  if (c.arch == Architecture::Qwen2 && c.sliding_window)
-    throw Error(config_path.string() + ": Qwen2's sliding window (use_sliding_window) has no GGUF key in llama.cpp's "
-                                       "qwen2; export refused rather than a model that attends differently");
+  const bool qwen = c.arch == Architecture::Qwen2 || c.arch == Architecture::Qwen3;
+  const std::string family = c.arch == Architecture::Qwen3 ? "Qwen3" : "Qwen2", arch = gguf_architecture(c.arch);
+  if (qwen && c.rope_scaling.type != RopeScaling::Type::None)
+    throw Error(config_path.string() + ": rope scaling on a " + family +
+                " model cannot be written to GGUF (llama.cpp's " + arch + " takes no rope scaling we could set)");
+  if (qwen && c.sliding_window)
+    throw Error(config_path.string() + ": " + family + "'s sliding window (use_sliding_window) has no GGUF key in " +
+                "llama.cpp's " + arch + "; export refused rather than a model that attends differently");
 }
 
 void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_dir, GgufFileType type) {
@@ -134,7 +136,8 @@ void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_di
     w.set(arch + ".attention.value_length", c.head_dim);
   }
   w.set("general.file_type", llama_ftype(type));
-  if (c.arch != Architecture::Qwen2) {
+  // convert_hf_to_gguf's Qwen2Model (and Qwen3Model, derived from it) writes neither.
+  if (c.arch != Architecture::Qwen2 && c.arch != Architecture::Qwen3) {
     w.set(arch + ".vocab_size", c.vocab_size);
     w.set(arch + ".rope.dimension_count", c.head_dim);
   }

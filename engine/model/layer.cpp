@@ -110,8 +110,16 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   group.emplace(rec, kGroupNorms);
   norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);                        // (M, C)
   group.emplace(rec, kGroupAttention);
-  project(rec, run, layer, LoraTarget::q_proj, w.q, a, a.q.reshape({M, H * D}), a.h1);   // (M, H·D)
-  project(rec, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
+  if (s.qk_norm) {
+    // q and k normed over each head's D values (one row per token and head), before RoPE.
+    project(rec, run, layer, LoraTarget::q_proj, w.q, a, a.q_proj.reshape({M, H * D}), a.h1);   // (M, H·D)
+    project(rec, run, layer, LoraTarget::k_proj, w.k, a, a.k_proj.reshape({M, KV * D}), a.h1);  // (M, KV·D)
+    norm_forward(rec, s.norm, a.q.reshape({M * H, D}), a.rstd_q, a.q_proj.reshape({M * H, D}), w.q_norm);
+    norm_forward(rec, s.norm, a.k.reshape({M * KV, D}), a.rstd_k, a.k_proj.reshape({M * KV, D}), w.k_norm);
+  } else {
+    project(rec, run, layer, LoraTarget::q_proj, w.q, a, a.q.reshape({M, H * D}), a.h1);   // (M, H·D)
+    project(rec, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
+  }
   project(rec, run, layer, LoraTarget::v_proj, w.v, a, a.v.reshape({M, KV * D}), a.h1);  // (M, KV·D)
   ops::rope_forward(rec, a.q, a.q, run.positions, run.inv_freq);                          // (B, T, H, D)
   ops::rope_forward(rec, a.k, a.k, run.positions, run.inv_freq);                          // (B, T, KV, D)
@@ -159,9 +167,18 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   ops::attention_backward(rec, d.q, d.k, d.v, d.attn, a.q, a.k, a.v, a.attn, a.lse, s.attention_scale);
   ops::rope_backward(rec, d.q, d.q, run.positions, run.inv_freq);
   ops::rope_backward(rec, d.k, d.k, run.positions, run.inv_freq);
+  Tensor dq = d.q, dk = d.k;  // the gradients of q_proj(h1), k_proj(h1)
+  if (s.qk_norm) {
+    norm_backward(rec, s.norm, d.q_proj.reshape({M * H, D}), d.q.reshape({M * H, D}), a.q_proj.reshape({M * H, D}),
+                  w.q_norm, a.rstd_q);
+    norm_backward(rec, s.norm, d.k_proj.reshape({M * KV, D}), d.k.reshape({M * KV, D}),
+                  a.k_proj.reshape({M * KV, D}), w.k_norm, a.rstd_k);
+    dq = d.q_proj;
+    dk = d.k_proj;
+  }
   const Tensor d_h1 = input_grad ? d.h1 : Tensor();  // undefined: only the LoRA gradients
-  project_backward(rec, run, layer, LoraTarget::q_proj, w.q, a, a.h1, d_h1, d.q.reshape({M, H * D}), false);
-  project_backward(rec, run, layer, LoraTarget::k_proj, w.k, a, a.h1, d_h1, d.k.reshape({M, KV * D}), true);
+  project_backward(rec, run, layer, LoraTarget::q_proj, w.q, a, a.h1, d_h1, dq.reshape({M, H * D}), false);
+  project_backward(rec, run, layer, LoraTarget::k_proj, w.k, a, a.h1, d_h1, dk.reshape({M, KV * D}), true);
   project_backward(rec, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
   if (!input_grad) return;
   group.emplace(rec, kGroupNorms);

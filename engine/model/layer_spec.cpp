@@ -1,5 +1,6 @@
 #include "model/layer_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -15,11 +16,14 @@ struct Family {
   Architecture arch;
   NormStyle norm_style;
   MlpActivation activation;
+  bool qk_norm = false;  // self_attn.q_norm / k_norm: RMSNorm [D] per head of q and k, before RoPE
 };
 constexpr Family kFamilies[] = {
     {.arch = Architecture::Qwen2, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu},
     {.arch = Architecture::Llama, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu},
     {.arch = Architecture::Mistral, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu},
+    {.arch = Architecture::Qwen3, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu,
+     .qk_norm = true},
 };
 
 const Family& family_of(const ModelConfig& c) {
@@ -41,7 +45,7 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
   const uint32_t C = c.hidden_size, I = c.intermediate_size, D = c.head_dim, Q = c.num_heads * D,
                  KV = c.num_kv_heads * D;
   const bool windowed = c.sliding_window && layer >= c.max_window_layers;
-  return {
+  LayerSpec s{
       .hidden = C,
       .intermediate = I,
       .heads = c.num_heads,
@@ -50,6 +54,7 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
       .norm = {.style = f.norm_style, .eps = c.rms_norm_eps},
       .activation = f.activation,
       .attention_scale = 1.0f / std::sqrt(float(D)),
+      .qk_norm = f.qk_norm,
       .window = windowed ? c.sliding_window : std::nullopt,
       .modules =
           {
@@ -64,6 +69,13 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
               {.name = "mlp.down_proj", .target = LoraTarget::down_proj, .out = C, .in = I, .bias = c.mlp_bias},
           },
   };
+  if (f.qk_norm) {  // after o_proj, in Hugging Face's module order (Qwen3Attention)
+    const auto after_o = std::find_if(s.modules.begin(), s.modules.end(),
+                                      [](const ModuleSpec& m) { return m.target == LoraTarget::o_proj; }) + 1;
+    s.modules.insert(after_o, {{.name = "self_attn.q_norm", .norm = LayerNorm::q, .out = D},
+                               {.name = "self_attn.k_norm", .norm = LayerNorm::k, .out = D}});
+  }
+  return s;
 }
 
 ModelSpec model_spec(const ModelConfig& c) {

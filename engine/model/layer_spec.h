@@ -26,9 +26,10 @@ enum class MlpActivation : uint8_t {
   silu,  // SwiGLU (Qwen2, Llama, Mistral). Gemma's GELU-tanh would be a second value.
 };
 
-// The norms of a layer. Gemma 3 would add pre_feedforward and post_feedforward ([C]); Qwen3 and Gemma 3
-// per-head q and k norms ([D]).
-enum class LayerNorm : uint8_t { input, post_attention };
+// The norms of a layer: input and post_attention ([C]); q and k ([D], Qwen3: one RMSNorm over each head's D
+// values of q and of k, after the projection and before RoPE). Gemma 3 would add pre_feedforward and
+// post_feedforward ([C]).
+enum class LayerNorm : uint8_t { input, post_attention, q, k };
 
 struct RmsNorm {
   NormStyle style = NormStyle::times_weight;
@@ -51,6 +52,7 @@ struct LayerSpec {
   RmsNorm norm;                                      // every norm of the layer
   MlpActivation activation = MlpActivation::silu;
   float attention_scale = 1;                         // softmax(q·kᵀ · scale): 1/√D
+  bool qk_norm = false;                              // q and k normed per head (LayerNorm::q, LayerNorm::k)
   // Sliding-window attention (Mistral; Qwen2 with use_sliding_window, on layers >= max_window_layers):
   // a token sees the last `window` positions. No attention kernel applies a window yet, so a layer
   // attends to everything before it, which is the same as long as the context is at most the window.

@@ -72,6 +72,8 @@ const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e) {
     switch (e.norm) {
       case LayerNorm::input: return l.input_norm;
       case LayerNorm::post_attention: return l.post_attention_norm;
+      case LayerNorm::q: return l.q_norm;
+      case LayerNorm::k: return l.k_norm;
     }
     throw Error("weight_of: " + e.name + ": no such norm");
   };
@@ -127,8 +129,8 @@ uint64_t ModelWeights::device_bytes() const {
   uint64_t total = bytes(embed) + bytes(final_norm) + bytes(inv_freq) + bytes(quant_map);
   if (lm_head.defined() && lm_head.range().alloc != embed.range().alloc) total += bytes(lm_head);
   for (const LayerWeights& l : layers)
-    total += bytes(l.input_norm) + bytes(l.post_attention_norm) + linear(l.q) + linear(l.k) + linear(l.v) +
-             linear(l.o) + linear(l.gate) + linear(l.up) + linear(l.down);
+    total += bytes(l.input_norm) + bytes(l.post_attention_norm) + bytes(l.q_norm) + bytes(l.k_norm) + linear(l.q) +
+             linear(l.k) + linear(l.v) + linear(l.o) + linear(l.gate) + linear(l.up) + linear(l.down);
   return total;
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// A Qwen2/Llama/Mistral model's weights on the device, kept in the dtype they were loaded in (bf16, f16
+// A Qwen2/Qwen3/Llama/Mistral model's weights on the device, kept in the dtype they were loaded in (bf16, f16
 // or f32), except bf16 product weights, which tensor-core devices keep as f16 (docs/design.md
 // "Precision"): the matmul kernels read them as they are. With a quantized base (QLoRA, docs/design.md
 // "Quantized bases") the layers' projection weights are kept packed in 4 or 8 bits instead.
@@ -23,6 +23,7 @@ struct LinearWeights {
 
 struct LayerWeights {
   Tensor input_norm, post_attention_norm;  // [C]
+  Tensor q_norm, k_norm;                   // [D], with LayerSpec::qk_norm (Qwen3); else undefined
   LinearWeights q, k, v, o, gate, up, down;
 };
 

@@ -51,6 +51,16 @@ const json kMistral7B = json::parse(R"({
   "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false,
   "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0", "use_cache": true, "vocab_size": 32000})");
 
+// config.json of Qwen/Qwen3-0.6B: head_dim 128 with hidden 1024 and 16 heads (H·D = 2048 != C).
+const json kQwen3 = json::parse(R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024, "initializer_range": 0.02,
+  "intermediate_size": 3072, "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
+  "vocab_size": 151936})");
+
 // Only the required keys.
 json minimal(const char* architecture) {
   return json{{"architectures", {architecture}}, {"hidden_size", 256},       {"num_hidden_layers", 2},
@@ -134,6 +144,46 @@ TEST(Config, Mistral7B) {
 }
 
 // What transformers' Qwen2Config / LlamaConfig / MistralConfig fill in for absent keys.
+TEST(Config, Qwen3_06B) {
+  const ModelConfig c = parse(kQwen3);
+  EXPECT_EQ(c.arch, Architecture::Qwen3);
+  EXPECT_EQ(c.architecture_name, "Qwen3ForCausalLM");
+  EXPECT_EQ(c.hidden_size, 1024u);
+  EXPECT_EQ(c.num_heads, 16u);
+  EXPECT_EQ(c.num_kv_heads, 8u);
+  EXPECT_EQ(c.head_dim, 128u);  // from the config, not hidden / heads (64)
+  EXPECT_EQ(c.num_layers, 28u);
+  EXPECT_EQ(c.max_position_embeddings, 40960u);
+  EXPECT_EQ(c.rope_theta, 1e6f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::None);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.qkv_bias || c.o_bias || c.mlp_bias);
+  EXPECT_FALSE(c.sliding_window.has_value());
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+  json biased = kQwen3;
+  biased["attention_bias"] = true;  // Qwen3Attention: bias on q, k, v and o alike
+  EXPECT_TRUE(parse(biased).qkv_bias && parse(biased).o_bias);
+  EXPECT_FALSE(parse(biased).mlp_bias);
+  json windowed = kQwen3;
+  windowed["use_sliding_window"] = true;
+  windowed["sliding_window"] = 4096;
+  EXPECT_EQ(parse(windowed).sliding_window, 4096u);
+  EXPECT_EQ(parse(windowed).max_window_layers, 28u);
+  // Qwen3Config's defaults: head_dim 128 (whatever hidden / heads is), 32 kv heads, 32768 positions.
+  json q = minimal("Qwen3ForCausalLM");
+  q["num_attention_heads"] = 32;
+  const ModelConfig d = parse(q);
+  EXPECT_EQ(d.head_dim, 128u);
+  EXPECT_EQ(d.num_kv_heads, 32u);
+  EXPECT_EQ(d.max_position_embeddings, 32768u);
+  EXPECT_FALSE(d.qkv_bias);
+  json from_type = minimal("LlamaForCausalLM");
+  from_type.erase("architectures");
+  from_type["model_type"] = "qwen3";
+  from_type["num_key_value_heads"] = 2;
+  EXPECT_EQ(parse(from_type).arch, Architecture::Qwen3);
+}
+
 TEST(Config, TransformersDefaults) {
   const ModelConfig llama = parse(minimal("LlamaForCausalLM"));
   EXPECT_EQ(llama.num_kv_heads, 8u);  // = num_attention_heads
@@ -262,7 +312,8 @@ TEST(Config, Refusals) {
   };
   const std::vector<std::pair<json, std::vector<std::string_view>>> cases = {
       {with(kQwen25, "architectures", {"GPT2LMHeadModel"}),
-       {"architecture \"GPT2LMHeadModel\" is not supported", "Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM"}},
+       {"architecture \"GPT2LMHeadModel\" is not supported",
+        "Qwen2ForCausalLM, Qwen3ForCausalLM, LlamaForCausalLM, MistralForCausalLM"}},
       {with(kQwen25, "architectures", "Qwen2ForCausalLM"), {"\"architectures\" must be a list"}},
       {with(with(minimal("LlamaForCausalLM"), "architectures", nullptr), "model_type", "gpt2"),
        {"architecture \"gpt2\" is not supported"}},

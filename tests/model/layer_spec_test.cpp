@@ -46,6 +46,33 @@ TEST(LayerSpec, Qwen2ModulesInOrderWithQkvBiases) {
   EXPECT_EQ(s.embedding_scale, 1.0f);
 }
 
+// Qwen3: q_norm and k_norm [D] after o_proj (Qwen3Attention's module order), no biases unless
+// attention_bias, head_dim from the config.
+TEST(LayerSpec, Qwen3QkNormsAndHeadDim) {
+  json j = config("Qwen3ForCausalLM");
+  j["head_dim"] = 10;  // H·D = 60 != C = 48
+  const ModelSpec s = spec_of(j);
+  const LayerSpec& l = s.layers[2];
+  EXPECT_TRUE(l.qk_norm);
+  EXPECT_EQ(l.head_dim, 10u);
+  EXPECT_FLOAT_EQ(l.attention_scale, 1.0f / std::sqrt(10.0f));
+  std::vector<std::string> names;
+  for (const ModuleSpec& m : l.modules) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+                                             "self_attn.v_proj", "self_attn.o_proj", "self_attn.q_norm",
+                                             "self_attn.k_norm", "post_attention_layernorm", "mlp.gate_proj",
+                                             "mlp.up_proj", "mlp.down_proj"}));
+  EXPECT_EQ(l.modules[5].norm, LayerNorm::q);
+  EXPECT_EQ(l.modules[6].norm, LayerNorm::k);
+  EXPECT_EQ(l.modules[5].out, 10u);
+  EXPECT_EQ(l.projection(LoraTarget::q_proj).out, 60u);
+  EXPECT_EQ(l.projection(LoraTarget::o_proj).in, 60u);
+  EXPECT_EQ(l.projection(LoraTarget::k_proj).out, 20u);
+  for (const ModuleSpec& m : l.modules) EXPECT_FALSE(m.bias) << m.name;
+  EXPECT_EQ(s.inv_freq.size(), 5u);
+  EXPECT_FALSE(spec_of(config("Qwen2ForCausalLM")).layers[0].qk_norm);
+}
+
 TEST(LayerSpec, LlamaBiasesFromTheConfig) {
   json j = config("LlamaForCausalLM");
   j["attention_bias"] = true;
@@ -79,7 +106,7 @@ TEST(LayerSpec, AttentionWindowOnTheLayersTheConfigSays) {
 }
 
 TEST(TensorTable, EveryRowFillsItsOwnWeight) {
-  for (const char* arch : {"Qwen2ForCausalLM", "LlamaForCausalLM"})
+  for (const char* arch : {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"})
     for (bool tied : {false, true}) {
       json j = config(arch);
       j["tie_word_embeddings"] = tied;
@@ -93,7 +120,9 @@ TEST(TensorTable, EveryRowFillsItsOwnWeight) {
       for (const ExpectedTensor& e : table) EXPECT_TRUE(fields.insert(&weight_of(w, e)).second) << e.name;
       // embed, 2 norms and 7 weights and their biases (Llama; Qwen2's o and mlp have none) a layer,
       // the final norm, lm_head unless tied
-      const size_t per_layer = std::string(arch) == "LlamaForCausalLM" ? 2 + 7 + 7 : 2 + 7 + 3;
+      // (Qwen3 with attention_bias: q, k, v, o biases, and its q and k norms)
+      const std::string a = arch;
+      const size_t per_layer = a == "LlamaForCausalLM" ? 2 + 7 + 7 : a == "Qwen3ForCausalLM" ? 4 + 7 + 4 : 2 + 7 + 3;
       EXPECT_EQ(table.size(), 2 + 3 * per_layer + (tied ? 0 : 1)) << arch;
     }
 }

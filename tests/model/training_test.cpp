@@ -8,6 +8,7 @@
 //   same way, the same seed repeats the loss bit for bit and another seed changes it;
 // - recomputing activations in the backward (StepOptions::recompute) changes no bit of loss or gradients;
 // - run over only the rows that have a target (TrainBatch::loss_rows), loss and gradients are the same.
+// The first two checks and the recompute check also run on a random-weight Qwen3 (q/k norms).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,10 +16,12 @@
 #include <random>
 
 #include "infer/generator.h"
+#include "model/model_files.h"
 #include "model/peft_adapter.h"
 #include "model/training.h"
 #include "support/random_adapter.h"
 #include "support/testing.h"
+#include "support/tiny_model.h"
 
 namespace ls {
 namespace {
@@ -35,8 +38,7 @@ struct Step {
 class TrainingStep : public test::GpuTest {
  protected:
   void SetUp() override {
-    model_ = std::make_unique<model::Model>(
-        model::Model::load(dev(), fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny"));
+    model_ = std::make_unique<model::Model>(model::Model::load(dev(), model_dir()));
     const auto& c = model_->config;
     adapter_ = test::random_adapter(dev(), c, 2, 100);
     grads_ = model::zero_grads_like(dev(), adapter_);
@@ -64,6 +66,8 @@ class TrainingStep : public test::GpuTest {
   }
 
   virtual float dropout() const { return 0.0f; }
+  virtual fs::path model_dir() { return fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny"; }
+  void expect_loss_matches_inference_logits();
   // Central differences of the loss for one random element of each A and B of the first `layers`
   // layers against the analytic gradients.
   void expect_gradients_match_finite_differences(size_t layers);
@@ -99,7 +103,9 @@ TEST(LogitChunks, WithinBudgetAlignedAndEven) {
     }
 }
 
-TEST_F(TrainingStep, LossMatchesInferenceLogits) {
+TEST_F(TrainingStep, LossMatchesInferenceLogits) { expect_loss_matches_inference_logits(); }
+
+void TrainingStep::expect_loss_matches_inference_logits() {
   const double got = loss();
   // CPU cross-entropy over the inference path's logits, row by row (each row of the batch on its own).
   const size_t V = model_->config.vocab_size;
@@ -127,6 +133,28 @@ TEST_F(TrainingStep, LossMatchesInferenceLogits) {
 TEST_F(TrainingStep, LoraGradientsMatchFiniteDifferences) {
   expect_gradients_match_finite_differences(model_->config.num_layers);
 }
+
+// A Qwen3 model (q/k norms per head before RoPE, whose backward the LoRA gradients of q_proj and k_proj go
+// through; head_dim 24 independent of hidden 80) with random weights (support/tiny_model.h): the same
+// checks of loss and gradients.
+class TrainingStepQwen3 : public TrainingStep {
+ protected:
+  fs::path model_dir() override {
+    nlohmann::json c = nlohmann::json::parse(R"({
+      "architectures": ["Qwen3ForCausalLM"], "vocab_size": 301, "hidden_size": 80, "intermediate_size": 136,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24,
+      "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": true})");
+    test::write_random_model(dir_.path(), c, 2000);
+    return dir_.path();
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(TrainingStepQwen3, LossMatchesInferenceLogits) { expect_loss_matches_inference_logits(); }
+TEST_F(TrainingStepQwen3, LoraGradientsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(model_->config.num_layers);
+}
+TEST_F(TrainingStepQwen3, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
 
 // With LoRA dropout (p = 0.3; the seed is fixed, so the loss is a deterministic function of A and B):
 // the gradients still match finite differences. The first layer's matrices see the dropout of their
@@ -180,6 +208,7 @@ void TrainingStep::expect_gradients_match_finite_differences(size_t layers) {
   size_t which = 0;
   std::mt19937 rng(5);
   double worst = 0;
+  std::string worst_at;
   for (size_t i = 0; i < layers; ++i) {
     for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
       for (bool is_b : {false, true}) {
@@ -202,6 +231,9 @@ void TrainingStep::expect_gradients_match_finite_differences(size_t layers) {
           upload(p, values);
           const double fd = (up - down) / (2.0 * h);
           const double err = std::fabs(fd - g[e]);
+          if (err / gmax > worst)
+            worst_at = "layer " + std::to_string(i) + " " + std::string(model::target_name(LoraTarget(t))) +
+                       (is_b ? " B" : " A");
           worst = std::max(worst, err / gmax);
           EXPECT_LE(err, 2e-3 * gmax + 5e-2 * std::fabs(g[e]))
               << "layer " << i << " " << model::target_name(LoraTarget(t)) << (is_b ? " B" : " A") << "[" << e
@@ -210,7 +242,8 @@ void TrainingStep::expect_gradients_match_finite_differences(size_t layers) {
       }
     }
   }
-  std::printf("  [measured] worst |fd - analytic| / max|g| over the sampled elements: %.2e\n", worst);
+  std::printf("  [measured] worst |fd - analytic| / max|g| over the sampled elements: %.2e (%s)\n", worst,
+              worst_at.c_str());
 }
 
 // The gradients scale with loss_scale (how micro-batches of an accumulated step are averaged); the

@@ -1,0 +1,118 @@
+// The recorded forward (model/layer.h through infer::Generator) of each family against a CPU forward in
+// double written from transformers' modeling code (support/reference_model.h), on tiny models with random
+// weights and irregular sizes (support/tiny_model.h): for families that have no golden fixture yet, and on
+// the golden fixtures themselves, where the reference must also match transformers (which checks the
+// reference). Tolerances as in tests/infer/generator_golden_test.cpp: f32, every logit within 1e-4
+// relative (test::expect_close), through one prefill, through chunked prefill and token by token.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "infer/generator.h"
+#include "model/model_files.h"
+#include "model/safetensors.h"
+#include "model/weights.h"
+#include "support/reference_model.h"
+#include "support/testing.h"
+#include "support/tiny_model.h"
+
+namespace ls {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+// Qwen3: q/k norms, no biases, head_dim 24 independent of hidden 80 / 4 heads (H·D = 96 != C), GQA 4/2,
+// tied embeddings.
+json qwen3_config() {
+  return json::parse(R"({
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "vocab_size": 301, "hidden_size": 80,
+    "intermediate_size": 136, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 24, "max_position_embeddings": 256, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": true, "attention_bias": false, "hidden_act": "silu", "torch_dtype": "float32"})");
+}
+
+struct Family {
+  const char* name;
+  json (*config)();
+};
+const Family kGenerated[] = {{"qwen3", qwen3_config}};
+
+void report(const char* what, std::span<const float> a, std::span<const float> e) {
+  auto s = test::compare(a, e);
+  std::printf("  [measured] %-44s max abs err %.2e, max rel (by max |e|) %.2e\n", what, s.max_abs, s.max_rel);
+}
+
+// A prompt-like sequence of ids: long enough for several chunks of 8.
+std::vector<int32_t> ids_for(const model::ModelConfig& c, size_t n) {
+  return test::random_ints(n, 17, 0, int32_t(c.vocab_size) - 1);
+}
+
+class GeneratedModel : public test::GpuTest, public ::testing::WithParamInterface<Family> {
+ protected:
+  void SetUp() override { test::write_random_model(dir_.path(), GetParam().config(), 1000); }
+  test::TempDir dir_;
+};
+
+TEST_P(GeneratedModel, PrefillMatchesTheReference) {
+  const auto m = model::Model::load(dev(), dir_.path());
+  const auto st = model::SafeTensors::open(dir_.path());
+  const auto ids = ids_for(m.config, 21);
+  const auto want = test::ReferenceModel(m.config, st).logits(ids);
+  infer::Generator g(dev(), m, nullptr, {.context = 64});
+  const auto got = g.logits_of_every_position(ids);
+  test::expect_close(got, want, 1e-4, "prefill logits", {uint32_t(ids.size()), m.config.vocab_size});
+  report("prefill vs CPU reference", got, want);
+}
+
+TEST_P(GeneratedModel, DecodeAndChunkedPrefillMatchTheReference) {
+  const auto m = model::Model::load(dev(), dir_.path());
+  const auto st = model::SafeTensors::open(dir_.path());
+  const auto ids = ids_for(m.config, 21);
+  const auto want = test::ReferenceModel(m.config, st).logits(ids);
+  const size_t V = m.config.vocab_size;
+  infer::Generator g(dev(), m, nullptr, {.context = 64, .max_chunk = 8});
+  std::vector<float> decoded;
+  for (int32_t id : ids) {
+    g.decode(id);
+    decoded.insert(decoded.end(), g.logits().begin(), g.logits().end());
+  }
+  test::expect_close(decoded, want, 1e-4, "decode logits", {uint32_t(ids.size()), uint32_t(V)});
+  report("token-by-token decode vs CPU reference", decoded, want);
+  g.reset();
+  g.prefill(std::span(ids).first(13));
+  g.prefill(std::span(ids).subspan(13));
+  const std::vector<float> last(g.logits().begin(), g.logits().end());
+  const std::vector<float> want_last(want.end() - ptrdiff_t(V), want.end());
+  test::expect_close(last, want_last, 1e-4, "chunked prefill, last logits");
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, GeneratedModel, ::testing::ValuesIn(kGenerated),
+                         [](const auto& p) { return std::string(p.param.name); });
+
+// The reference itself against transformers: the golden fixtures' logits (tests/fixtures/make_fixtures.py).
+class ReferenceOnGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ReferenceOnGolden, MatchesTransformers) {
+  const fs::path dir = test::fixtures_dir() / "models" / GetParam();
+  const auto c = model::load_config(dir);
+  const auto st = model::SafeTensors::open(dir);
+  const auto expected = model::SafeTensors::open(dir / "expected.safetensors");
+  const auto& ids_info = expected.at("ids");
+  std::vector<int32_t> ids(ids_info.bytes.size() / 4);
+  std::memcpy(ids.data(), ids_info.bytes.data(), ids.size() * 4);
+  const auto& l = expected.at("logits");
+  std::vector<float> want(l.bytes.size() / 4);
+  std::memcpy(want.data(), l.bytes.data(), want.size() * 4);
+  const auto got = test::ReferenceModel(c, st).logits(ids);
+  test::expect_close(got, want, 1e-4, "reference logits", {uint32_t(ids.size()), c.vocab_size});
+  report("CPU reference vs transformers", got, want);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceOnGolden, ::testing::Values("qwen2_tiny", "llama_tiny"));
+
+}  // namespace
+}  // namespace ls
