@@ -12,9 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "infer/generator.h"
+#include "model/merge.h"
 #include "model/model_files.h"
+#include "model/peft_adapter.h"
 #include "model/safetensors.h"
 #include "model/weights.h"
+#include "support/random_adapter.h"
 #include "support/reference_model.h"
 #include "support/testing.h"
 #include "support/tiny_model.h"
@@ -88,6 +91,29 @@ TEST_P(GeneratedModel, DecodeAndChunkedPrefillMatchTheReference) {
   const std::vector<float> last(g.logits().begin(), g.logits().end());
   const std::vector<float> want_last(want.end() - ptrdiff_t(V), want.end());
   test::expect_close(last, want_last, 1e-4, "chunked prefill, last logits");
+}
+
+// A random adapter on every projection, saved in PEFT's format and read back, changes the logits; merged
+// into the weights (export --merge) it gives the same logits as applied beside them (5e-5 relative, as
+// merge_test on the golden Qwen2).
+TEST_P(GeneratedModel, PeftRoundTripAndMergeGiveTheAdaptedLogits) {
+  const auto m = model::Model::load(dev(), dir_.path());
+  const auto ids = ids_for(m.config, 11);
+  const auto random = test::random_adapter(dev(), m.config, 4, 300);
+  model::save_peft_adapter(random, m.config, dir_ / "adapter", "");
+  const auto adapter = model::load_peft_adapter(dev(), m.config, dir_ / "adapter");
+  EXPECT_EQ(adapter.targets.size(), model::kLoraTargetCount);
+  infer::Generator with(dev(), m, &adapter, {.context = 32});
+  const auto want = with.logits_of_every_position(ids);
+  infer::Generator without(dev(), m, nullptr, {.context = 32});
+  EXPECT_GT(test::compare(without.logits_of_every_position(ids), want).max_abs, 1e-2) << "the adapter does nothing?";
+  const model::MergeReport r = model::merge_adapter(dir_.path(), dir_ / "adapter", dir_ / "merged");
+  EXPECT_EQ(r.merged, m.config.num_layers * model::kLoraTargetCount);
+  const auto merged = model::Model::load(dev(), dir_ / "merged");
+  infer::Generator plain(dev(), merged, nullptr, {.context = 32});
+  const auto got = plain.logits_of_every_position(ids);
+  test::expect_close(got, want, 5e-5, "merged vs base + adapter logits", {uint32_t(ids.size()), m.config.vocab_size});
+  report("merged vs base + adapter", got, want);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GeneratedModel, ::testing::ValuesIn(kGenerated),
