@@ -81,15 +81,15 @@ class Generator {
     Tensor logits;
     vk::Program program;
   };
-  Chunk& chunk(uint32_t size);
-  void run_chunk(std::span<const int32_t> ids);
+  Chunk& chunk(uint32_t size, bool long_rope);
+  void run_chunk(std::span<const int32_t> ids, bool long_rope);
 
   vk::Device& device_;
   const model::Model& model_;
   const model::LoraAdapter* adapter_;
   GeneratorOptions options_;
   model::KvCache cache_;
-  std::map<uint32_t, Chunk> chunks_;
+  std::map<std::pair<uint32_t, bool>, Chunk> chunks_;  // by size and longrope's choice of factors
   uint32_t position_ = 0;
   const float* last_logits_ = nullptr;
   std::vector<float> logits_copy_;   // when the logits tensor is not host-visible

@@ -8,8 +8,10 @@
 namespace ls::model {
 namespace {
 
+// (llama.cpp's phi3 keeps qkv_proj as attn_qkv and gate_up_proj as ffn_up; we write no Phi-3 GGUF: its
+// longrope factors have no GGUF form here, gguf_export.cpp refuses it.)
 constexpr std::array<std::string_view, kLoraTargetCount> kGgufTargetNames = {
-    "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"};
+    "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down", "attn_qkv", "ffn_up"};
 
 }  // namespace
 
@@ -17,6 +19,7 @@ const char* gguf_architecture(Architecture arch) {
   switch (arch) {
     case Architecture::Qwen2: return "qwen2";
     case Architecture::Qwen3: return "qwen3";
+    case Architecture::Phi3: return "phi3";  // (no Phi-3 GGUF is written: gguf_export.cpp refuses it)
     case Architecture::Llama:
     case Architecture::Mistral: return "llama";
   }

@@ -33,13 +33,16 @@ struct ModelWeights {
   Tensor final_norm;               // [C]
   Tensor lm_head;                  // [V, C]; the embedding itself when tied
   Tensor inv_freq;                 // [D/2] f32 RoPE inverse frequencies (rope scaling applied)
+  Tensor inv_freq_long;            // longrope: [D/2] f32 of the long factors (model::rope_uses_long_factors)
   QuantType quant = QuantType::none;  // how the projection weights are kept
   Tensor quant_map;                // nf4: the absmax map the quantized weights share
   uint64_t device_bytes() const;   // the weights' device memory (a tied table counted once)
 };
 
 // The field of `w` that a row of the tensor table (model/architecture.h) fills (a quantized weight's .w
-// stays undefined: its packed form is linear_of(w, e).q).
+// stays undefined: its packed form is linear_of(w, e).q). A fused projection's row (qkv_proj, gate_up_proj)
+// has no field of its own: upload_weights splits it into its parts', and these give its first part's (q,
+// gate: the dtype and packing of the whole).
 const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e);
 Tensor& weight_of(ModelWeights& w, const ExpectedTensor& e);
 // The projection a weight or bias row belongs to.

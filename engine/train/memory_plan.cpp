@@ -167,7 +167,7 @@ MemoryPlan memory_plan(const PlanOptions& o) {
   if (o.rank == 0 || o.targets.empty() || o.shape.batch == 0 || o.shape.seq_len == 0)
     throw Error("memory_plan: rank, targets, batch size and sequence length must not be 0");
   const model::ModelSpec spec = model::model_spec(o.model);
-  const model::ExpectedTensor probe{.name = "model.layers.0." + std::string(spec.layers.at(0).projection(LoraTarget::q_proj).name) + ".weight",
+  const model::ExpectedTensor probe{.name = "model.layers.0." + std::string(spec.layers.at(0).product(LoraTarget::q_proj).name) + ".weight",
                                     .role = model::TensorRole::weight};
   const DType weight_dtype = o.weight_dtype(probe);
   MemoryPlan p;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "infer/generator.h"
+#include "model/gguf_export.h"
 #include "model/merge.h"
 #include "model/model_files.h"
 #include "model/peft_adapter.h"
@@ -38,11 +39,29 @@ json qwen3_config() {
     "tie_word_embeddings": true, "attention_bias": false, "hidden_act": "silu", "torch_dtype": "float32"})");
 }
 
+// Phi-3: fused qkv_proj and gate_up_proj, untied, GQA 4/2, head_dim 18, longrope with irregular factors
+// (original context 32, max 128: attention factor sqrt(1 + ln 4 / ln 32)).
+json phi3_config() {
+  json c = json::parse(R"({
+    "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "vocab_size": 301, "hidden_size": 72,
+    "intermediate_size": 100, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "max_position_embeddings": 128, "original_max_position_embeddings": 32, "rope_theta": 10000.0,
+    "rms_norm_eps": 1e-5, "tie_word_embeddings": false, "hidden_act": "silu", "sliding_window": null,
+    "torch_dtype": "float32"})");
+  json s = json::array(), l = json::array();
+  for (int i = 0; i < 9; ++i) {
+    s.push_back(1.0 + 0.15 * i + 0.05 * (i % 3));
+    l.push_back(1.5 + 0.9 * i + 0.3 * ((i * 7) % 4));
+  }
+  c["rope_scaling"] = {{"type", "longrope"}, {"short_factor", s}, {"long_factor", l}};
+  return c;
+}
+
 struct Family {
   const char* name;
   json (*config)();
 };
-const Family kGenerated[] = {{"qwen3", qwen3_config}};
+const Family kGenerated[] = {{"qwen3", qwen3_config}, {"phi3", phi3_config}};
 
 void report(const char* what, std::span<const float> a, std::span<const float> e) {
   auto s = test::compare(a, e);
@@ -93,6 +112,42 @@ TEST_P(GeneratedModel, DecodeAndChunkedPrefillMatchTheReference) {
   test::expect_close(last, want_last, 1e-4, "chunked prefill, last logits");
 }
 
+// longrope past the original context (32): one forward over 45 tokens uses the long factors throughout;
+// decoding token by token switches to them at position 32 while the cached keys keep the short ones, as
+// transformers' generate does. Both against the reference; and the long factors do change the logits.
+TEST_P(GeneratedModel, LongRopeBeyondTheOriginalContextMatchesTheReference) {
+  const auto m = model::Model::load(dev(), dir_.path());
+  if (m.config.rope_scaling.type != model::RopeScaling::Type::LongRope) GTEST_SKIP() << "no longrope";
+  const auto st = model::SafeTensors::open(dir_.path());
+  const auto ids = ids_for(m.config, 45);
+  const size_t V = m.config.vocab_size, T = ids.size(), orig = m.config.rope_scaling.original_max_position_embeddings;
+  ASSERT_GT(T, orig);
+  const test::ReferenceModel ref(m.config, st);
+  const auto want = ref.logits(ids);
+  infer::Generator g(dev(), m, nullptr, {.context = 64, .max_chunk = 16});
+  const auto got = g.logits_of_every_position(ids);
+  test::expect_close(got, want, 1e-4, "long prefill logits", {uint32_t(T), uint32_t(V)});
+  report("prefill of 45 (long factors) vs reference", got, want);
+  const auto short_prefix = ref.logits(std::span(ids).first(orig));
+  EXPECT_GT(test::compare(short_prefix, std::span(want).first(orig * V)).max_abs, 1e-2) << "long = short factors?";
+
+  const auto want_decode = ref.logits(ids, true);
+  g.reset();
+  std::vector<float> decoded;
+  for (int32_t id : ids) {
+    g.decode(id);
+    decoded.insert(decoded.end(), g.logits().begin(), g.logits().end());
+  }
+  test::expect_close(decoded, want_decode, 1e-4, "decode logits across the original context",
+                     {uint32_t(T), uint32_t(V)});
+  report("decode across position 32 vs reference", decoded, want_decode);
+  // A chunked prefill of the whole prompt is one call: the long factors for all of it, as one forward.
+  g.reset();
+  g.prefill(ids);
+  test::expect_close(std::vector<float>(g.logits().begin(), g.logits().end()),
+                     std::vector<float>(want.end() - ptrdiff_t(V), want.end()), 1e-4, "chunked long prefill");
+}
+
 // A random adapter on every projection, saved in PEFT's format and read back, changes the logits; merged
 // into the weights (export --merge) it gives the same logits as applied beside them (5e-5 relative, as
 // merge_test on the golden Qwen2).
@@ -102,18 +157,35 @@ TEST_P(GeneratedModel, PeftRoundTripAndMergeGiveTheAdaptedLogits) {
   const auto random = test::random_adapter(dev(), m.config, 4, 300);
   model::save_peft_adapter(random, m.config, dir_ / "adapter", "");
   const auto adapter = model::load_peft_adapter(dev(), m.config, dir_ / "adapter");
-  EXPECT_EQ(adapter.targets.size(), model::kLoraTargetCount);
+  EXPECT_EQ(adapter.targets.size(), random.targets.size());
   infer::Generator with(dev(), m, &adapter, {.context = 32});
   const auto want = with.logits_of_every_position(ids);
   infer::Generator without(dev(), m, nullptr, {.context = 32});
   EXPECT_GT(test::compare(without.logits_of_every_position(ids), want).max_abs, 1e-2) << "the adapter does nothing?";
   const model::MergeReport r = model::merge_adapter(dir_.path(), dir_ / "adapter", dir_ / "merged");
-  EXPECT_EQ(r.merged, m.config.num_layers * model::kLoraTargetCount);
+  EXPECT_EQ(r.merged, m.config.num_layers * random.targets.size());
   const auto merged = model::Model::load(dev(), dir_ / "merged");
   infer::Generator plain(dev(), merged, nullptr, {.context = 32});
   const auto got = plain.logits_of_every_position(ids);
   test::expect_close(got, want, 5e-5, "merged vs base + adapter logits", {uint32_t(ids.size()), m.config.vocab_size});
   report("merged vs base + adapter", got, want);
+}
+
+// No Phi-3 GGUF yet (its longrope factors have no GGUF form here): every export refuses it, naming the file,
+// before any work, and leaves no file.
+TEST(Phi3Gguf, ExportsAreRefused) {
+  test::TempDir dir;
+  test::write_random_model(dir.path(), phi3_config(), 7);
+  const fs::path config = dir / "config.json";
+  EXPECT_TRUE(
+      test::throws_error([&] { model::export_model_gguf(dir.path(), dir / "m.gguf", model::GgufFileType::f16); },
+                         {config.string(), "GGUF export of Phi3ForCausalLM is not supported"}));
+  EXPECT_TRUE(test::throws_error(
+      [&] { model::export_merged_gguf(dir.path(), dir / "adapter", dir / "m.gguf", model::GgufFileType::f16); },
+      {"Phi3ForCausalLM"}));
+  EXPECT_TRUE(test::throws_error([&] { model::export_adapter_gguf(dir.path(), dir / "adapter", dir / "a.gguf"); },
+                                 {"Phi3ForCausalLM"}));
+  EXPECT_FALSE(fs::exists(dir / "m.gguf"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, GeneratedModel, ::testing::ValuesIn(kGenerated),

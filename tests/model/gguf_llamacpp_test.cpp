@@ -70,6 +70,7 @@ void write_random_adapter(const fs::path& model_dir, const fs::path& dir, uint32
   std::vector<std::vector<uint64_t>> shapes;
   for (uint32_t layer = 0; layer < c.num_layers; ++layer)
     for (size_t t = 0; t < kLoraTargetCount; ++t) {
+      if (!layer_spec(c, 0).has_projection(LoraTarget(t))) continue;  // the fused ones of Phi-3
       const auto [out, in] = target_shape(c, LoraTarget(t));
       for (bool b : {false, true}) {
         names.push_back(peft_key(layer, LoraTarget(t), b));

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "model/model_files.h"
 #include "model/peft_adapter.h"
 #include "model/weights.h"
 
@@ -15,6 +16,7 @@ namespace ls::model {
 namespace {
 
 using nlohmann::json;
+using test::throws_error;
 
 json config(const char* arch) {
   return {{"architectures", {arch}}, {"hidden_size", 48},       {"intermediate_size", 80}, {"num_hidden_layers", 3},
@@ -71,6 +73,49 @@ TEST(LayerSpec, Qwen3QkNormsAndHeadDim) {
   for (const ModuleSpec& m : l.modules) EXPECT_FALSE(m.bias) << m.name;
   EXPECT_EQ(s.inv_freq.size(), 5u);
   EXPECT_FALSE(spec_of(config("Qwen2ForCausalLM")).layers[0].qk_norm);
+}
+
+// Phi-3: qkv_proj [(H + 2KV)·D, C] and gate_up_proj [2I, C] in place of their parts, each part's rows known;
+// longrope's attention factor squared in the attention scale (it multiplies cos and sin, so q and k).
+TEST(LayerSpec, Phi3FusedProjectionsAndLongRope) {
+  json j = config("Phi3ForCausalLM");  // C 48, H 6, KV 2, D 8, I 80
+  j["max_position_embeddings"] = 64;
+  j["original_max_position_embeddings"] = 16;
+  j["rope_scaling"] = {{"type", "longrope"},
+                       {"short_factor", {1.0, 1.5, 2.0, 2.5}},
+                       {"long_factor", {3.0, 4.0, 5.0, 6.0}}};
+  const ModelSpec s = spec_of(j);
+  const LayerSpec& l = s.layers[0];
+  std::vector<std::string> names;
+  for (const ModuleSpec& m : l.modules) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_layernorm", "self_attn.qkv_proj", "self_attn.o_proj",
+                                             "post_attention_layernorm", "mlp.gate_up_proj", "mlp.down_proj"}));
+  EXPECT_EQ(l.projection(LoraTarget::qkv_proj).out, (6u + 2 * 2) * 8);
+  EXPECT_EQ(l.projection(LoraTarget::gate_up_proj).out, 160u);
+  EXPECT_FALSE(l.has_projection(LoraTarget::q_proj));
+  EXPECT_TRUE(l.has_projection(LoraTarget::qkv_proj));
+  const auto k = l.fused_rows(LoraTarget::k_proj);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->fused, LoraTarget::qkv_proj);
+  EXPECT_EQ(k->begin, 48u);
+  EXPECT_EQ(k->end, 64u);
+  const auto up = l.fused_rows(LoraTarget::up_proj);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->begin, 80u);
+  EXPECT_EQ(up->end, 160u);
+  EXPECT_FALSE(l.fused_rows(LoraTarget::o_proj));
+  EXPECT_EQ(l.product(LoraTarget::v_proj).out, 16u);
+  EXPECT_EQ(l.product(LoraTarget::v_proj).in, 48u);
+  EXPECT_EQ(l.product(LoraTarget::down_proj).out, 48u);
+  EXPECT_EQ(target_shape(parse_config(j, "config.json"), LoraTarget::qkv_proj), std::make_pair(80u, 48u));
+  EXPECT_TRUE(throws_error([&] { (void)l.projection(LoraTarget::q_proj); },
+                           {"no q_proj", "qkv_proj, o_proj, gate_up_proj, down_proj"}));
+  const float af = float(std::sqrt(1 + std::log(4.0) / std::log(16.0)));
+  EXPECT_FLOAT_EQ(l.attention_scale, af * af / std::sqrt(8.0f));
+  EXPECT_EQ(s.inv_freq.size(), 4u);
+  EXPECT_EQ(s.inv_freq_long.size(), 4u);
+  EXPECT_NE(s.inv_freq, s.inv_freq_long);
+  EXPECT_TRUE(spec_of(config("LlamaForCausalLM")).inv_freq_long.empty());
 }
 
 TEST(LayerSpec, LlamaBiasesFromTheConfig) {
@@ -131,6 +176,7 @@ TEST(TensorTable, TargetShapesAreTheProjections) {
   const ModelConfig c = parse_config(config("Qwen2ForCausalLM"), "config.json");
   const LayerSpec layer = layer_spec(c, 0);
   for (size_t t = 0; t < kLoraTargetCount; ++t) {
+    if (!layer.has_projection(LoraTarget(t))) continue;  // Phi-3's fused ones
     const ModuleSpec& p = layer.projection(LoraTarget(t));
     EXPECT_EQ(target_shape(c, LoraTarget(t)), std::make_pair(p.out, p.in)) << p.name;
   }

@@ -1,13 +1,18 @@
 #pragma once
 // A CPU forward of a whole model in double, written out from transformers' modeling code (Qwen2, Qwen3,
-// Llama, Mistral) and not from ours: the weights come from the files, the layer's facts (norms, q/k norms,
-// attention scale and window, RoPE inverse frequencies) from its description (model/layer_spec.h, itself
-// checked against the configs in layer_spec_test). For families without golden fixtures: the recorded
-// layer (model/layer.h) must give these logits.
-//   x = embed[ids]; per layer: h = rms(x)·w_in; q, k, v = h·Wᵀ + b; (qk_norm: q, k = rms(q)·w_q, rms(k)·w_k
-//   per head); q, k = RoPE (rotate_half: pairs (j, j + D/2)); causal GQA softmax(q·kᵀ·scale) v, within the
-//   layer's window (key j seen by query i when i - j < window); x += attn·Woᵀ + bo; h = rms(x)·w_post;
-//   x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ. logits = rms(x)·w_final · lm_headᵀ (the embedding when tied).
+// Llama, Mistral, Phi-3) and not from ours: the weights come from the files by their Hugging Face names,
+// the RoPE inverse frequencies and the attention window from the layer description (model/layer_spec.h,
+// checked against the configs in layer_spec_test), the rest from the config. For families without golden
+// fixtures: the recorded layer (model/layer.h) must give these logits.
+//   x = embed[ids]; per layer: h = rms(x)·w_in; q, k, v = h·Wᵀ + b (Phi-3: qkv = h·Wqkvᵀ split by columns);
+//   (Qwen3: q, k = rms(q)·w_q, rms(k)·w_k per head); q, k = RoPE (rotate_half: pairs (j, j + D/2); longrope:
+//   cos and sin times the attention factor); causal GQA softmax(q·kᵀ/√D) v, within the layer's window (key
+//   j seen by query i when i - j < window); x += attn·Woᵀ + bo; h = rms(x)·w_post; x += (silu(h·Wgᵀ) ⊙
+//   h·Wuᵀ)·Wdᵀ (Phi-3: gate, up = the two halves of h·Wgate_upᵀ). logits = rms(x)·w_final · lm_headᵀ (the
+//   embedding when tied).
+// longrope's factors: one forward over T tokens uses the long ones when T > original_max_position_embeddings
+// (transformers); `token_by_token` gives what decoding one token at a time gives: token j rotated with the
+// factors of a forward ending at j + 1, its key cached so.
 #include <algorithm>
 #include <cmath>
 #include <span>
@@ -23,11 +28,14 @@ namespace ls::test {
 
 class ReferenceModel {
  public:
-  ReferenceModel(const model::ModelConfig& c, const model::SafeTensors& st) : spec_(model::model_spec(c)), st_(st) {}
+  ReferenceModel(const model::ModelConfig& c, const model::SafeTensors& st)
+      : config_(c), spec_(model::model_spec(c)), st_(st) {}
 
   // [T, V] logits of every position of `ids` (positions 0..T-1), as one forward over all of them.
-  std::vector<float> logits(std::span<const int32_t> ids) const {
+  std::vector<float> logits(std::span<const int32_t> ids, bool token_by_token = false) const {
     const size_t T = ids.size(), C = spec_.hidden, V = spec_.vocab;
+    long_.assign(T, false);
+    for (size_t t = 0; t < T; ++t) long_[t] = model::rope_uses_long_factors(config_, token_by_token ? t + 1 : T);
     const std::vector<double> embed = values("model.embed_tokens.weight");
     std::vector<double> x(T * C);
     for (size_t t = 0; t < T; ++t)
@@ -87,7 +95,9 @@ class ReferenceModel {
     for (size_t t = 0; t < T; ++t)
       for (size_t h = 0; h < heads; ++h)
         for (size_t j = 0; j < D / 2; ++j) {
-          const double a = double(t) * double(spec_.inv_freq[j]), c = std::cos(a), s = std::sin(a);
+          const std::vector<float>& inv_freq = long_[t] ? spec_.inv_freq_long : spec_.inv_freq;
+          const double af = config_.rope_scaling.attention_factor;
+          const double a = double(t) * double(inv_freq[j]), c = std::cos(a) * af, s = std::sin(a) * af;
           double& x1 = q[(t * heads + h) * D + j];
           double& x2 = q[(t * heads + h) * D + j + D / 2];
           const double r1 = x1 * c - x2 * s, r2 = x2 * c + x1 * s;
@@ -102,8 +112,20 @@ class ReferenceModel {
     const size_t C = s.hidden, H = s.heads, KV = s.kv_heads, D = s.head_dim;
     const double eps = s.norm.eps;
     const std::vector<double> h1 = rms(x, values(p + "input_layernorm.weight"), eps);
-    std::vector<double> q = linear(p + "self_attn.q_proj", h1, T), k = linear(p + "self_attn.k_proj", h1, T),
-                        v = linear(p + "self_attn.v_proj", h1, T);
+    std::vector<double> q, k, v;
+    if (has(p + "self_attn.qkv_proj.weight")) {  // Phi-3: [q; k; v] by rows, so by columns of the output
+      const std::vector<double> qkv = linear(p + "self_attn.qkv_proj", h1, T);
+      const size_t n = (H + 2 * KV) * D;
+      for (size_t t = 0; t < T; ++t) {
+        const double* row = qkv.data() + t * n;
+        q.insert(q.end(), row, row + H * D);
+        k.insert(k.end(), row + H * D, row + (H + KV) * D);
+        v.insert(v.end(), row + (H + KV) * D, row + n);
+      }
+    } else {
+      q = linear(p + "self_attn.q_proj", h1, T), k = linear(p + "self_attn.k_proj", h1, T),
+      v = linear(p + "self_attn.v_proj", h1, T);
+    }
     if (s.qk_norm) {
       q = rms(q, values(p + "self_attn.q_norm.weight"), eps);
       k = rms(k, values(p + "self_attn.k_norm.weight"), eps);
@@ -120,7 +142,7 @@ class ReferenceModel {
           if (s.window && i - j >= *s.window) continue;
           double d = 0;
           for (size_t e = 0; e < D; ++e) d += q[(i * H + h) * D + e] * k[(j * KV + g) * D + e];
-          score[j] = d * s.attention_scale;
+          score[j] = d / std::sqrt(double(D));
           mx = std::max(mx, score[j]);
         }
         double z = 0;
@@ -132,15 +154,27 @@ class ReferenceModel {
     const std::vector<double> o = linear(p + "self_attn.o_proj", attn, T);
     for (size_t i = 0; i < T * C; ++i) x[i] += o[i];
     const std::vector<double> h2 = rms(x, values(p + "post_attention_layernorm.weight"), eps);
-    std::vector<double> gate = linear(p + "mlp.gate_proj", h2, T);
-    const std::vector<double> up = linear(p + "mlp.up_proj", h2, T);
+    std::vector<double> gate, up;
+    if (has(p + "mlp.gate_up_proj.weight")) {  // Phi-3: gate, up = gate_up.chunk(2, dim=-1)
+      const std::vector<double> gu = linear(p + "mlp.gate_up_proj", h2, T);
+      const size_t I = s.intermediate;
+      for (size_t t = 0; t < T; ++t) {
+        gate.insert(gate.end(), gu.begin() + ptrdiff_t(t * 2 * I), gu.begin() + ptrdiff_t(t * 2 * I + I));
+        up.insert(up.end(), gu.begin() + ptrdiff_t(t * 2 * I + I), gu.begin() + ptrdiff_t((t + 1) * 2 * I));
+      }
+    } else {
+      gate = linear(p + "mlp.gate_proj", h2, T);
+      up = linear(p + "mlp.up_proj", h2, T);
+    }
     for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
     const std::vector<double> down = linear(p + "mlp.down_proj", gate, T);
     for (size_t i = 0; i < T * C; ++i) x[i] += down[i];
   }
 
+  model::ModelConfig config_;
   model::ModelSpec spec_;
   const model::SafeTensors& st_;
+  mutable std::vector<bool> long_;  // per position: longrope's long factors
 };
 
 }  // namespace ls::test
