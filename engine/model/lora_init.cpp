@@ -37,6 +37,18 @@ std::vector<float> lora_a_values(uint32_t rank, uint32_t in_features, uint64_t s
   return a;
 }
 
+void check_targets(const ModelConfig& config, std::span<const LoraTarget> targets, const std::string& where) {
+  const LayerSpec layer0 = layer_spec(config, 0);
+  for (LoraTarget t : targets)
+    if (!layer0.has_projection(t)) {
+      std::string has;
+      for (const ModuleSpec& m : layer0.modules)
+        if (m.target) has += (has.empty() ? "" : ", ") + std::string(target_name(*m.target));
+      throw Error(where + ": target module \"" + std::string(target_name(t)) + "\" is not a projection of " +
+                  config.architecture_name + " (its projections: " + has + ")");
+    }
+}
+
 LoraAdapter init_lora(vk::Device& device, const ModelConfig& config, std::vector<LoraTarget> targets, uint32_t rank,
                       float alpha, bool rslora, float dropout, uint64_t seed) {
   auto fail = [](const std::string& what) { throw Error("init_lora: " + what); };
@@ -48,15 +60,7 @@ LoraAdapter init_lora(vk::Device& device, const ModelConfig& config, std::vector
     if (std::find(targets.begin(), targets.begin() + ptrdiff_t(i), targets[i]) != targets.begin() + ptrdiff_t(i))
       fail("target module \"" + std::string(target_name(targets[i])) + "\" is listed twice");
 
-  const LayerSpec layer0 = layer_spec(config, 0);
-  for (LoraTarget t : targets)
-    if (!layer0.has_projection(t)) {
-      std::string has;
-      for (const ModuleSpec& m : layer0.modules)
-        if (m.target) has += (has.empty() ? "" : ", ") + std::string(target_name(*m.target));
-      fail("target module \"" + std::string(target_name(t)) + "\" is not a projection of " +
-           config.architecture_name + " (its projections: " + has + ")");
-    }
+  check_targets(config, targets, "init_lora");
 
   LoraAdapter a;
   a.rank = rank;
