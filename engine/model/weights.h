@@ -50,7 +50,10 @@ const LinearWeights& linear_of(const ModelWeights& w, const ExpectedTensor& e);
 LinearWeights& linear_of(ModelWeights& w, const ExpectedTensor& e);
 
 // Checks the files against the config (model/architecture.h) and uploads every tensor of the table; with
-// quant, the layers' projection weights are quantized on the host first (embeddings, lm_head and norms
+// quant, the layers' projection weights are quantized on the host first (a fused projection part by part, as
+// it is kept: for nf4 this is not bitsandbytes' quantization of the fused weight, whose double quantization
+// groups the absmax of the whole and subtracts its mean; q8's blocks are the same when a part's size is a
+// multiple of 32 values) (embeddings, lm_head and norms
 // stay as loaded, as bitsandbytes leaves them; a quantized layer's biases are kept in
 // ops::dequantized_dtype, the dtype of the products that add them).
 ModelWeights upload_weights(vk::Device& device, const ModelConfig& config, const SafeTensors& files,
