@@ -130,12 +130,12 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   group.emplace(rec, kGroupAttention);
   if (s.qk_norm) {
     // q and k normed over each head's D values (one row per token and head), before RoPE.
-    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.q_proj.reshape({M, H * D}), a.h1);   // (M, H·D)
+    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.q_proj.reshape({M, H * D}), a.h1);  // (M, H·D)
     project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.k_proj.reshape({M, KV * D}), a.h1);  // (M, KV·D)
     norm_forward(rec, s.norm, a.q.reshape({M * H, D}), a.rstd_q, a.q_proj.reshape({M * H, D}), w.q_norm);
     norm_forward(rec, s.norm, a.k.reshape({M * KV, D}), a.rstd_k, a.k_proj.reshape({M * KV, D}), w.k_norm);
   } else {
-    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.q.reshape({M, H * D}), a.h1);   // (M, H·D)
+    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.q.reshape({M, H * D}), a.h1);  // (M, H·D)
     project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
   }
   project(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.v.reshape({M, KV * D}), a.h1);  // (M, KV·D)
@@ -157,10 +157,10 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   group.emplace(rec, kGroupNorms);
   norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);              // (M, C)
   group.emplace(rec, kGroupMlp);
-  project(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);               // (M, I)
-  project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                     // (M, I)
+  project(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);             // (M, I)
+  project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                   // (M, I)
   mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);                       // (M, I)
-  project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);            // (M, C)
+  project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);          // (M, C)
   if (a.x_out.defined()) ops::add_forward(rec, a.x_out, a.x_mid, a.down);
 }
 
@@ -173,7 +173,7 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   // x_out = x_mid + down(act(gate(h2)) · up(h2))
   project_backward(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, dres, false);  // (M, I)
   mlp_activation_backward(rec, s.activation, d.gate, d.up, d.gated, a.gate, a.up);                   // (M, I)
-  project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);     // (M, C)
+  project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
   project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d.h2, d.up, true);
   group.emplace(rec, kGroupNorms);
   norm_backward(rec, s.norm, d.x_mid, d.h2, a.x_mid, w.post_attention_norm, a.rstd2);
