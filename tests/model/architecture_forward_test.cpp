@@ -115,9 +115,15 @@ TEST_P(GeneratedModel, DecodeAndChunkedPrefillMatchTheReference) {
 // longrope past the original context (32): one forward over 45 tokens uses the long factors throughout;
 // decoding token by token switches to them at position 32 while the cached keys keep the short ones, as
 // transformers' generate does. Both against the reference; and the long factors do change the logits.
-TEST_P(GeneratedModel, LongRopeBeyondTheOriginalContextMatchesTheReference) {
+class Phi3LongRope : public test::GpuTest {
+ protected:
+  void SetUp() override { test::write_random_model(dir_.path(), phi3_config(), 1000); }
+  test::TempDir dir_;
+};
+
+TEST_F(Phi3LongRope, BeyondTheOriginalContextMatchesTheReference) {
   const auto m = model::Model::load(dev(), dir_.path());
-  if (m.config.rope_scaling.type != model::RopeScaling::Type::LongRope) GTEST_SKIP() << "no longrope";
+  ASSERT_EQ(m.config.rope_scaling.type, model::RopeScaling::Type::LongRope);
   const auto st = model::SafeTensors::open(dir_.path());
   const auto ids = ids_for(m.config, 45);
   const size_t V = m.config.vocab_size, T = ids.size(), orig = m.config.rope_scaling.original_max_position_embeddings;
