@@ -74,8 +74,18 @@ void Generator::prefill(std::span<const int32_t> ids) {
   for (int32_t id : ids)
     if (id < 0 || id >= vocab) throw Error("generator: token id " + std::to_string(id) + " is outside the vocabulary");
   // longrope chooses its factors per call as transformers does per forward: by the call's last position, for
-  // all its chunks (a prompt's prefill, or one decoded token); the keys cached before keep theirs.
+  // all its chunks (a prompt's prefill, or one decoded token). The first call that passes the original
+  // context computes the whole context again with the long factors, so that no cached key keeps the short
+  // ones: what transformers' Phi3ForCausalLM means to do there ("enforce re-compute cache").
   const bool long_rope = model::rope_uses_long_factors(model_.config, uint64_t(position_) + ids.size());
+  std::vector<int32_t> again;
+  if (long_rope && position_ > 0 && !model::rope_uses_long_factors(model_.config, position_)) {
+    again.assign(history_.begin(), history_.end());
+    again.insert(again.end(), ids.begin(), ids.end());
+    ids = again;
+    position_ = 0;
+    history_.clear();
+  }
   for (size_t done = 0; done < ids.size();) {
     size_t n = std::min<size_t>(ids.size() - done, options_.max_chunk);
     run_chunk(ids.subspan(done, n), long_rope);

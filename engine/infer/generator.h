@@ -53,7 +53,8 @@ class Generator {
   void truncate(uint32_t n);
 
   // Appends tokens to the context; afterwards logits() are those of the last one. Throws when the
-  // context would overflow.
+  // context would overflow. With longrope, the call that first passes the original context recomputes the
+  // whole context with the long factors (model::rope_uses_long_factors).
   void prefill(std::span<const int32_t> ids);
   // Appends one token (a prefill of one, on the decode program).
   void decode(int32_t id);

@@ -184,6 +184,9 @@ RopeScaling rope_scaling_of(const json& s, const std::string& key, const std::st
 void longrope_of(RopeScaling& r, const json& s, const std::string& key, const Keys& top, const std::string& where,
                  uint32_t head_dim, uint32_t max_position_embeddings) {
   const Keys k(s, where + ": \"" + key + "\" (longrope)");
+  // transformers 5 writes partial_rotary_factor into the rope object too (Phi-4-mini: 0.75).
+  if (const json* prf = k.get("partial_rotary_factor"); prf && !(prf->is_number() && prf->get<double>() == 1.0))
+    k.fail("partial_rotary_factor", "is " + prf->dump() + "; only 1 (RoPE over the whole head) is supported");
   r.short_factor = factor_list(k, "short_factor", head_dim / 2);
   r.long_factor = factor_list(k, "long_factor", head_dim / 2);
   const bool inside = k.has("original_max_position_embeddings");

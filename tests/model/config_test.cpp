@@ -279,7 +279,11 @@ TEST(Config, Phi3Refusals) {
   j["partial_rotary_factor"] = 0.75;  // Phi-4-mini
   EXPECT_TRUE(refused(j, {"\"partial_rotary_factor\" is 0.75", "only 1"}));
   j = phi35_mini();
+  j["rope_scaling"]["partial_rotary_factor"] = 0.75;  // where transformers 5 writes it
+  EXPECT_TRUE(refused(j, {"\"rope_scaling\" (longrope)", "\"partial_rotary_factor\" is 0.75"}));
+  j = phi35_mini();
   j["partial_rotary_factor"] = 1.0;
+  j["rope_scaling"]["partial_rotary_factor"] = 1.0;
   EXPECT_NO_THROW(parse(j));
 }
 

@@ -364,7 +364,7 @@ TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaCpp, ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_random"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaCpp, ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "qwen3_random"));
 
 #else
 

@@ -11,8 +11,7 @@
 //   h·Wuᵀ)·Wdᵀ (Phi-3: gate, up = the two halves of h·Wgate_upᵀ). logits = rms(x)·w_final · lm_headᵀ (the
 //   embedding when tied).
 // longrope's factors: one forward over T tokens uses the long ones when T > original_max_position_embeddings
-// (transformers); `token_by_token` gives what decoding one token at a time gives: token j rotated with the
-// factors of a forward ending at j + 1, its key cached so.
+// (transformers), for every position.
 #include <algorithm>
 #include <cmath>
 #include <span>
@@ -32,10 +31,9 @@ class ReferenceModel {
       : config_(c), spec_(model::model_spec(c)), st_(st) {}
 
   // [T, V] logits of every position of `ids` (positions 0..T-1), as one forward over all of them.
-  std::vector<float> logits(std::span<const int32_t> ids, bool token_by_token = false) const {
+  std::vector<float> logits(std::span<const int32_t> ids) const {
     const size_t T = ids.size(), C = spec_.hidden, V = spec_.vocab;
-    long_.assign(T, false);
-    for (size_t t = 0; t < T; ++t) long_[t] = model::rope_uses_long_factors(config_, token_by_token ? t + 1 : T);
+    long_ = model::rope_uses_long_factors(config_, T);
     const std::vector<double> embed = values("model.embed_tokens.weight");
     std::vector<double> x(T * C);
     for (size_t t = 0; t < T; ++t)
@@ -95,7 +93,7 @@ class ReferenceModel {
     for (size_t t = 0; t < T; ++t)
       for (size_t h = 0; h < heads; ++h)
         for (size_t j = 0; j < D / 2; ++j) {
-          const std::vector<float>& inv_freq = long_[t] ? spec_.inv_freq_long : spec_.inv_freq;
+          const std::vector<float>& inv_freq = long_ ? spec_.inv_freq_long : spec_.inv_freq;
           const double af = config_.rope_scaling.attention_factor;
           const double a = double(t) * double(inv_freq[j]), c = std::cos(a) * af, s = std::sin(a) * af;
           double& x1 = q[(t * heads + h) * D + j];
@@ -174,7 +172,7 @@ class ReferenceModel {
   model::ModelConfig config_;
   model::ModelSpec spec_;
   const model::SafeTensors& st_;
-  mutable std::vector<bool> long_;  // per position: longrope's long factors
+  mutable bool long_ = false;  // longrope: this forward uses the long factors
 };
 
 }  // namespace ls::test
