@@ -74,12 +74,13 @@ void Generator::prefill(std::span<const int32_t> ids) {
   for (int32_t id : ids)
     if (id < 0 || id >= vocab) throw Error("generator: token id " + std::to_string(id) + " is outside the vocabulary");
   // longrope chooses its factors per call as transformers does per forward: by the call's last position, for
-  // all its chunks (a prompt's prefill, or one decoded token). The first call that passes the original
-  // context computes the whole context again with the long factors, so that no cached key keeps the short
-  // ones: what transformers' Phi3ForCausalLM means to do there ("enforce re-compute cache").
+  // all its chunks (a prompt's prefill, or one decoded token). A call whose factors are not those of the
+  // cached keys computes the whole context again with its own: the first call past the original context
+  // (what transformers' Phi3ForCausalLM means to do there, "enforce re-compute cache"), or one after a
+  // truncate back within it.
   const bool long_rope = model::rope_uses_long_factors(model_.config, uint64_t(position_) + ids.size());
   std::vector<int32_t> again;
-  if (long_rope && position_ > 0 && !model::rope_uses_long_factors(model_.config, position_)) {
+  if (position_ > 0 && long_rope != long_cache_) {
     again.assign(history_.begin(), history_.end());
     again.insert(again.end(), ids.begin(), ids.end());
     ids = again;
@@ -91,6 +92,7 @@ void Generator::prefill(std::span<const int32_t> ids) {
     run_chunk(ids.subspan(done, n), long_rope);
     done += n;
   }
+  long_cache_ = long_rope;
   history_.insert(history_.end(), ids.begin(), ids.end());
 }
 
@@ -126,6 +128,7 @@ std::vector<float> Generator::logits_of_every_position(std::span<const int32_t> 
   upload(in.step, std::vector<int32_t>{0, int32_t(T - 1)});
   program.run();
   position_ = T;
+  long_cache_ = in.long_rope;
   history_.assign(ids.begin(), ids.end());
   last_logits_ = nullptr;
   return download(logits);

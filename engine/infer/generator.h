@@ -53,8 +53,9 @@ class Generator {
   void truncate(uint32_t n);
 
   // Appends tokens to the context; afterwards logits() are those of the last one. Throws when the
-  // context would overflow. With longrope, the call that first passes the original context recomputes the
-  // whole context with the long factors (model::rope_uses_long_factors).
+  // context would overflow. With longrope, a call whose factors differ from the cached keys' (the first past
+  // the original context, or one back within it after truncate) recomputes the whole context with its own
+  // (model::rope_uses_long_factors).
   void prefill(std::span<const int32_t> ids);
   // Appends one token (a prefill of one, on the decode program).
   void decode(int32_t id);
@@ -92,6 +93,7 @@ class Generator {
   model::KvCache cache_;
   std::map<std::pair<uint32_t, bool>, Chunk> chunks_;  // by size and longrope's choice of factors
   uint32_t position_ = 0;
+  bool long_cache_ = false;  // longrope: the cached keys were rotated with the long factors
   const float* last_logits_ = nullptr;
   std::vector<float> logits_copy_;   // when the logits tensor is not host-visible
   std::vector<int32_t> history_;

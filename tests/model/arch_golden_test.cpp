@@ -120,15 +120,25 @@ TEST_P(ArchGolden, GreedyTokensAndTheirLogitsMatchTransformers) {
   report("steps past the switch vs CPU reference", after, want_after);
 }
 
-// Phi-3's long sequence: one forward of 45 tokens past the original context of 32 (long factors throughout).
-TEST_P(ArchGolden, LongSequenceLogitsMatchTransformers) {
-  if (!expected_->find("long_ids")) GTEST_SKIP() << "no long sequence in this fixture";
-  const auto ids = values<int32_t>(*expected_, "long_ids");
-  const auto want = values<float>(*expected_, "long_logits");
-  infer::Generator g(dev(), *model_, nullptr, {.context = 128, .max_chunk = 16});
+// Phi-3's long sequence: one forward of 45 tokens past the original context of 32 (long factors throughout),
+// through logits_of_every_position and through a chunked prefill.
+class Phi3Golden : public test::GpuTest {};
+
+TEST_F(Phi3Golden, LongSequenceLogitsMatchTransformers) {
+  const auto m = model::Model::load(dev(), fixture("phi3_tiny"));
+  const auto expected = model::SafeTensors::open(fixture("phi3_tiny") / "expected.safetensors");
+  const auto ids = values<int32_t>(expected, "long_ids");
+  const auto want = values<float>(expected, "long_logits");
+  const uint32_t T = uint32_t(ids.size()), V = m.config.vocab_size;
+  ASSERT_TRUE(model::rope_uses_long_factors(m.config, T));
+  infer::Generator g(dev(), m, nullptr, {.context = 128, .max_chunk = 16});
   const auto got = g.logits_of_every_position(ids);
-  test::expect_close(got, want, 1e-4, "long logits", {uint32_t(ids.size()), model_->config.vocab_size});
+  test::expect_close(got, want, 1e-4, "long logits", {T, V});
   report("long sequence logits", got, want);
+  g.reset();
+  g.prefill(ids);
+  test::expect_close(std::vector<float>(g.logits().begin(), g.logits().end()),
+                     std::vector<float>(want.end() - ptrdiff_t(V), want.end()), 1e-4, "chunked long prefill");
 }
 
 // PEFT's adapter (r 4 on every projection under PEFT's names, random A and B): the adapted logits, and the

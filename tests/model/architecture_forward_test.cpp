@@ -153,6 +153,13 @@ TEST_F(Phi3LongRope, BeyondTheOriginalContextMatchesTheReference) {
   test::expect_close(decoded, want_decode, 1e-4, "decode logits across the original context",
                      {uint32_t(T), uint32_t(V)});
   report("decode across position 32 vs reference", decoded, want_decode);
+  // Back within the original context (chat's truncate): the keys are rotated with the short factors again.
+  g.truncate(20);
+  g.prefill(std::span(ids).subspan(20, 5));
+  const auto want_25 = ref.logits(std::span(ids).first(25));
+  test::expect_close(std::vector<float>(g.logits().begin(), g.logits().end()),
+                     std::vector<float>(want_25.end() - ptrdiff_t(V), want_25.end()), 1e-4,
+                     "after truncate within the original context");
   // A chunked prefill of the whole prompt is one call: the long factors for all of it, as one forward.
   g.reset();
   g.prefill(ids);
