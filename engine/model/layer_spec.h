@@ -4,7 +4,10 @@
 // that knows a layer reads this: the tensor table (model/architecture.h) and through it the weight
 // upload, the demo model's writer and the UI's parameter count; the recorded layer (model/layer.h) for
 // inference and for training. A new family is a row of kFamilies (layer_spec.cpp) plus the code for
-// what is truly new in it.
+// what is truly new in it: Qwen3 added the q/k norms (LayerSpec::qk_norm), Phi-3 the fused projections
+// (ModuleSpec::parts) and longrope (config.h). Gemma 3 would add NormStyle x̂·(1 + w), the sandwich norms,
+// MlpActivation gelu_tanh (ops::gelu_tanh_mul_forward/backward exist), query_pre_attn_scalar, per-layer RoPE
+// and a window the attention kernels apply, the scaled embedding and the logit softcap.
 //
 // Sizes: V vocab, C hidden, I intermediate, H / KV query / key-value heads, D head dim.
 #include <cstdint>
