@@ -41,8 +41,8 @@ struct ModelConfig {
                           // "attention_bias"
   bool o_bias = false;    // Llama and Qwen3 "attention_bias" also put a bias on o_proj; Qwen2, Mistral: never
   bool mlp_bias = false;  // Llama "mlp_bias" (bias on gate, up and down)
-  // Mistral ("sliding_window", default 4096, null for none) and Qwen2 / Qwen3 (only when "use_sliding_window"
-  // is true, and then only on layers >= "max_window_layers"). Inference may refuse contexts longer than this.
+  // Mistral ("sliding_window", default 4096, null for none), Phi-3 ("sliding_window", default none) and
+  // Qwen2 / Qwen3 (only when "use_sliding_window" is true, and then only on layers >= "max_window_layers").
   std::optional<uint32_t> sliding_window;
   uint32_t max_window_layers = 0;  // Qwen2 / Qwen3 with a window: "max_window_layers" (default 28); else 0
   std::optional<int32_t> bos_token_id;

@@ -147,10 +147,11 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     const ops::RowCopy at_past{.dst_slot = int32_t(kPastSlot)};
     ops::copy_rows(rec, a.k_cache.reshape({S, KV * D}), a.k.reshape({M, KV * D}), run.step, at_past);
     ops::copy_rows(rec, a.v_cache.reshape({S, KV * D}), a.v.reshape({M, KV * D}), run.step, at_past);
-    ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale);
+    ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale,
+                                  s.window.value_or(0));
   } else {
     // Training: q attends over the batch row's own k and v; lse is kept for the backward.
-    ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale);      // (B, T, H, D)
+    ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale, s.window.value_or(0));
   }
   project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.o, a.attn.reshape({M, H * D}));  // (M, C)
   ops::add_forward(rec, a.x_mid, a.x_in, a.o);
@@ -182,7 +183,8 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   // x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
   const Tensor attn = a.attn.reshape({M, H * D});
   project_backward(rec, s, run, layer, LoraTarget::o_proj, w.o, a, attn, d.attn.reshape({M, H * D}), dres, false);
-  ops::attention_backward(rec, d.q, d.k, d.v, d.attn, a.q, a.k, a.v, a.attn, a.lse, s.attention_scale);
+  ops::attention_backward(rec, d.q, d.k, d.v, d.attn, a.q, a.k, a.v, a.attn, a.lse, s.attention_scale,
+                          s.window.value_or(0));
   ops::rope_backward(rec, d.q, d.q, run.positions, run.inv_freq);
   ops::rope_backward(rec, d.k, d.k, run.positions, run.inv_freq);
   Tensor dq = d.q, dk = d.k;  // the gradients of q_proj(h1), k_proj(h1)

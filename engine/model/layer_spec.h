@@ -72,9 +72,9 @@ struct LayerSpec {
   float attention_scale = 1;                         // softmax(q·kᵀ · scale): 1/√D (longrope: times its
                                                      // attention factor², which scales q and k alike)
   bool qk_norm = false;                              // q and k normed per head (LayerNorm::q, LayerNorm::k)
-  // Sliding-window attention (Mistral; Qwen2 with use_sliding_window, on layers >= max_window_layers):
-  // a token sees the last `window` positions. No attention kernel applies a window yet, so a layer
-  // attends to everything before it, which is the same as long as the context is at most the window.
+  // Sliding-window attention (Mistral, Phi-3; Qwen2 and Qwen3 with use_sliding_window, on layers >=
+  // max_window_layers): a token sees the last `window` positions, itself included (ops/attention.h: the row
+  // kernels apply it where the context is longer than the window).
   std::optional<uint32_t> window;
   std::vector<ModuleSpec> modules;                   // in module order (the tensor table's)
 

@@ -135,6 +135,7 @@ class StepWalk {
   enum class Attention { flash, products, rows };
   Attention attention_path(const model::LayerSpec& s) const {
     const uint32_t D = s.head_dim, H = s.heads, B = o_.B, T = o_.T;
+    if (s.window && *s.window < T) return Attention::rows;  // ops/attention.cpp: a window that can matter
     const bool flash_shapes = D % 4 == 0 && D <= 128 && dev_.subgroup_size >= 8 && H <= 65535 && B <= 65535;
     if (dev_.coopmat && D % 16 == 0 && T >= 16 && flash_shapes) return Attention::flash;
     const uint64_t scores = uint64_t(B) * H * T * T * 4;

@@ -1,6 +1,7 @@
 // The recorded forward (model/layer.h through infer::Generator) of each family against a CPU forward in
 // double written from transformers' modeling code (support/reference_model.h), on tiny models with random
-// weights and irregular sizes (support/tiny_model.h): for families that have no golden fixture yet, and on
+// weights and irregular sizes (support/tiny_model.h): Qwen3, Phi-3, and a Mistral whose sliding window (5) is
+// shorter than the sequences; and on
 // the golden fixtures themselves, where the reference must also match transformers (which checks the
 // reference). Tolerances as in tests/infer/generator_golden_test.cpp: f32, every logit within 1e-4
 // relative (test::expect_close), through one prefill, through chunked prefill and token by token.
@@ -57,11 +58,19 @@ json phi3_config() {
   return c;
 }
 
+// Mistral with a sliding window of 5, shorter than the sequences: each token sees itself and the 4 before.
+json mistral_window_config() {
+  return json::parse(R"({
+    "architectures": ["MistralForCausalLM"], "vocab_size": 301, "hidden_size": 64, "intermediate_size": 120,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 5,
+    "max_position_embeddings": 256, "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": false})");
+}
+
 struct Family {
   const char* name;
   json (*config)();
 };
-const Family kGenerated[] = {{"qwen3", qwen3_config}, {"phi3", phi3_config}};
+const Family kGenerated[] = {{"qwen3", qwen3_config}, {"phi3", phi3_config}, {"mistral_window", mistral_window_config}};
 
 void report(const char* what, std::span<const float> a, std::span<const float> e) {
   auto s = test::compare(a, e);

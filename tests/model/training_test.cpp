@@ -9,7 +9,7 @@
 // - recomputing activations in the backward (StepOptions::recompute) changes no bit of loss or gradients;
 // - run over only the rows that have a target (TrainBatch::loss_rows), loss and gradients are the same.
 // The first two checks and the recompute check also run on a random-weight Qwen3 (q/k norms) and Phi-3
-// (fused projections, longrope).
+// (fused projections, longrope), the first two on a Mistral with a sliding window shorter than the step.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -178,6 +178,26 @@ TEST_F(TrainingStepPhi3, LoraGradientsMatchFiniteDifferences) {
   expect_gradients_match_finite_differences(model_->config.num_layers);
 }
 TEST_F(TrainingStepPhi3, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
+
+// A sliding window (3) shorter than the step's 6 tokens (Mistral): the row kernels' windowed forward and
+// backward in the loss and its gradients.
+class TrainingStepWindow : public TrainingStep {
+ protected:
+  fs::path model_dir() override {
+    nlohmann::json c = nlohmann::json::parse(R"({
+      "architectures": ["MistralForCausalLM"], "vocab_size": 301, "hidden_size": 64, "intermediate_size": 120,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 3,
+      "rope_theta": 10000.0, "rms_norm_eps": 1e-5})");
+    test::write_random_model(dir_.path(), c, 4000);
+    return dir_.path();
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(TrainingStepWindow, LossMatchesInferenceLogits) { expect_loss_matches_inference_logits(); }
+TEST_F(TrainingStepWindow, LoraGradientsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(model_->config.num_layers);
+}
 
 TEST_F(TrainingStepQwen3, LossMatchesInferenceLogits) { expect_loss_matches_inference_logits(); }
 TEST_F(TrainingStepQwen3, LoraGradientsMatchFiniteDifferences) {

@@ -10,8 +10,8 @@
 //   most first, each with its saving (what the tensors take less when planned again with it); LORASTUDIO_DEVICE_MEMORY_BUDGET
 //   makes train() fail that way before it loads the weights;
 // - sizes as LORASTUDIO_DEVICE_MEMORY_BUDGET takes them; the KV cache's bytes as allocated;
-// - the same run on random-weight Qwen3 (q/k norms: their inputs and statistics kept) and Phi-3 (fused
-//   qkv_proj and gate_up_proj, their parts' products) models with qwen2_tiny's tokenizer.
+// - the same run on random-weight Qwen3 (q/k norms: their inputs and statistics kept), Phi-3 (fused
+//   qkv_proj and gate_up_proj, their parts' products) and windowed Mistral models with qwen2_tiny's tokenizer.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -127,7 +127,8 @@ TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakEveryTarget) {
   }
 }
 
-// Qwen3 (LoRA on q, v, down) and Phi-3 (on qkv_proj, gate_up_proj, down), with and without --grad-checkpoint.
+// Qwen3 (LoRA on q, v, down), Phi-3 (on qkv_proj, gate_up_proj, down) and a Mistral whose sliding window (16)
+// is shorter than the rows (the row-by-row attention backward), with and without --grad-checkpoint.
 TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakQwen3AndPhi3) {
   const fs::path qwen2 = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny";
   const nlohmann::json qwen3 = nlohmann::json::parse(R"({
@@ -140,7 +141,11 @@ TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakQwen3AndPhi3) {
       "original_max_position_embeddings": 64, "eos_token_id": 617, "bos_token_id": null,
       "rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1, 1, 1, 1, 1, 1],
                        "long_factor": [2, 2, 2, 2, 2, 2, 2, 2, 2]}})");
-  const std::pair<const char*, nlohmann::json> models[] = {{"qwen3", qwen3}, {"phi3", phi3}};
+  nlohmann::json mistral = nlohmann::json::parse(R"({
+      "architectures": ["MistralForCausalLM"], "vocab_size": 618, "hidden_size": 64, "intermediate_size": 120,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 16,
+      "eos_token_id": 617, "bos_token_id": null})");
+  const std::pair<const char*, nlohmann::json> models[] = {{"qwen3", qwen3}, {"phi3", phi3}, {"mistral", mistral}};
   for (const auto& [name, json] : models) {
     const fs::path model = dir_ / name;
     test::write_random_model(model, json, 5000);
