@@ -76,7 +76,7 @@ train::TrainConfig resolve_batch_args(const BatchArgs& a) {
   std::stringstream ss(a.targets);
   for (std::string t; std::getline(ss, t, ',');) {
     auto target = model::parse_target(t);
-    if (!target) throw Error("--targets: \"" + t + "\" is not one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
+    if (!target) throw Error("--targets: \"" + t + "\" is not one of " + model::target_names_list());
     c.targets.push_back(*target);
   }
   auto kind = train::parse_schedule_kind(a.schedule);

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "error.h"
+#include "model/lora_init.h"
 #include "train/memory_plan.h"
 #include "train/plan_fit.h"
 #include "train/run_data.h"
@@ -16,6 +17,7 @@ int run_plan(const train::TrainConfig& c, const std::string& device_name) {
   train::TrainConfig checked = c;
   if (checked.data.empty()) checked.data = "-";  // validate() asks for --data, which the plan can do without
   train::validate(checked);
+  model::check_targets(model::load_config(c.model), c.targets, (c.model / "config.json").string() + " (--targets)");
   vk::Device device({.select = device_name});
   const train::RunShape shape = c.data.empty() ? train::run_shape_at_most(c) : train::run_shape(c, train::load_run_data(c).data);
   const train::PlanOptions options = train::plan_options(device, c, shape);

@@ -24,7 +24,8 @@ layout(binding = 4) writeonly buffer Lse { float lse[]; };
 // With past_on_device, k and v are KV caches of capacity S (keys past .. past + T - 1 already hold this
 // call's tokens) and past = past_buf[0], written by the host before each run of a recorded program.
 layout(binding = 5) readonly buffer Past { int past_buf[]; };
-layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint past_on_device; } p;
+// window > 0: a sliding window, query t sees only keys past + t - window < j (ops/attention.h).
+layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint past_on_device; uint window; } p;
 
 // result = sum over i_ < p.D of (A) * (B), with A and B written in terms of i_. Four interleaved partial
 // sums: rounding error grows more slowly than in one running sum. `precise` (no fma contraction) makes
@@ -48,6 +49,7 @@ void main() {
   uint tid = gl_LocalInvocationID.x;
   uint past = p.past_on_device != 0u ? uint(max(past_buf[0], 0)) : p.S - p.T;
   uint n_keys = min(past + t + 1u, p.S);         // keys 0 .. past + t
+  uint first = p.window != 0u && past + t + 1u > p.window ? past + t + 1u - p.window : 0u;  // (window)
   uint key_stride = p.KV * p.D;                  // from key j to key j + 1 of the same kv head
   uint key0 = (b * p.S * p.KV + g) * p.D;        // key 0 of kv head g
 
@@ -58,7 +60,7 @@ void main() {
   float acc[DIMS_PER_THREAD];
   for (uint i = 0u; i < DIMS_PER_THREAD; ++i) acc[i] = 0.0;
 
-  for (uint c0 = 0u; c0 < n_keys; c0 += WG) {
+  for (uint c0 = first; c0 < n_keys; c0 += WG) {
     uint j = c0 + tid;
     bool live = j < n_keys;  // masked keys are never read
     float s = -3.0e38;  // below any real score, so it never wins the max
@@ -69,8 +71,8 @@ void main() {
       s = p.scale * qk;
     }
     float chunk_max = workgroup_max(s);  // finite: key c0 is always live
-    float m_new = c0 == 0u ? chunk_max : max(m, chunk_max);
-    float alpha = c0 == 0u ? 0.0 : exp(m - m_new);
+    float m_new = c0 == first ? chunk_max : max(m, chunk_max);
+    float alpha = c0 == first ? 0.0 : exp(m - m_new);
     float e = live ? exp(s - m_new) : 0.0;
     l = l * alpha + workgroup_sum(e);
     m = m_new;

@@ -19,7 +19,8 @@
 #define DIMS_PER_THREAD (MAX_D / WG)
 layout(local_size_x = WG) in;
 
-layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; } p;
+// window > 0: a sliding window, query t sees only keys past + t - window < j (ops/attention.h).
+layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint past_on_device; uint window; } p;
 
 // result = sum over i_ < p.D of (A) * (B), with A and B written in terms of i_. Four interleaved partial
 // sums: rounding error grows more slowly than in one running sum. `precise` (no fma contraction) makes
@@ -54,6 +55,7 @@ void main() {
   uint g = h / (p.H / p.KV);
   uint tid = gl_LocalInvocationID.x;
   uint n_keys = p.S - p.T + t + 1u;        // keys 0 .. past + t
+  uint first = p.window != 0u && n_keys > p.window ? n_keys - p.window : 0u;  // (window)
   uint key_stride = p.KV * p.D;            // from key j to key j + 1 of the same kv head
   uint key0 = (b * p.S * p.KV + g) * p.D;  // key 0 of kv head g
   uint stat = (b * p.H + h) * p.T + t;     // index into lse and delta
@@ -71,7 +73,7 @@ void main() {
   float acc[DIMS_PER_THREAD];
   for (uint i = 0u; i < DIMS_PER_THREAD; ++i) acc[i] = 0.0;
 
-  for (uint c0 = 0u; c0 < n_keys; c0 += WG) {
+  for (uint c0 = first; c0 < n_keys; c0 += WG) {
     uint j = c0 + tid;
     float ds = 0.0;
     if (j < n_keys) {  // masked keys are never read
@@ -123,6 +125,8 @@ void main() {
   uint tid = gl_LocalInvocationID.x;
   uint past = p.S - p.T;
   uint t_first = j > past ? j - past : 0u;  // the first query that sees key j
+  // the last one + 1: query t sees j while past + t - j < window
+  uint t_end = p.window != 0u ? min(p.T, j + p.window > past ? j + p.window - past : 0u) : p.T;
   uint group = p.H / p.KV;
   uint query_stride = p.H * p.D;            // from query t to t + 1 of the same head
 
@@ -140,10 +144,10 @@ void main() {
 
   for (uint h = g * group; h < (g + 1u) * group; ++h) {
     uint q0 = (b * p.T * p.H + h) * p.D;  // query 0 of head h
-    for (uint c0 = t_first; c0 < p.T; c0 += WG) {
+    for (uint c0 = t_first; c0 < t_end; c0 += WG) {
       uint t = c0 + tid;
       float pr = 0.0, ds = 0.0;
-      if (t < p.T) {
+      if (t < t_end) {
         uint qt = q0 + t * query_stride;
         float qk, dov;
         DOT_D(qk, q[qt + i_], k_row[i_]);
@@ -155,7 +159,7 @@ void main() {
       p_chunk[tid] = pr;
       ds_chunk[tid] = ds;
       barrier();
-      uint chunk = min(uint(WG), p.T - c0);
+      uint chunk = min(uint(WG), t_end - c0);
       for (uint i = 0u; i < DIMS_PER_THREAD; ++i) {
         uint d = tid + i * WG;
         if (d >= p.D) break;

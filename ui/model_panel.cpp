@@ -11,6 +11,8 @@ namespace {
 const char* architecture_label(model::Architecture a) {
   switch (a) {
     case model::Architecture::Qwen2: return "Qwen2";
+    case model::Architecture::Qwen3: return "Qwen3";
+    case model::Architecture::Phi3: return "Phi-3";
     case model::Architecture::Llama: return "Llama";
     case model::Architecture::Mistral: return "Mistral";
   }

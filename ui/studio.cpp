@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "model/layer_spec.h"
 #include "model/peft_adapter.h"
 #include "ui/settings.h"
 
@@ -23,12 +24,15 @@ namespace {
 
 constexpr auto kPollPeriod = std::chrono::milliseconds(500);
 
-// Bytes of the adapter, its gradients and two AdamW moments that training `config` holds.
-uint64_t training_lora_bytes(const model::ModelConfig& mc, const train::TrainConfig& c) {
+// Bytes of the adapter, its gradients and two AdamW moments that training with the Train panel's settings
+// holds (its ticked targets, as Start passes them; the panel keeps only those the model has).
+uint64_t training_lora_bytes(const model::ModelConfig& mc, const TrainSettings& s) {
+  const model::LayerSpec layer = model::layer_spec(mc, 0);
   uint64_t per_layer = 0;
-  for (auto t : c.targets) {
-    auto [out, in] = model::target_shape(mc, t);
-    per_layer += uint64_t(c.rank) * (uint64_t(in) + out) * 4;
+  for (size_t i = 0; i < model::kLoraTargetCount; ++i) {
+    if (!s.targets[i] || !layer.has_projection(model::LoraTarget(i))) continue;
+    auto [out, in] = model::target_shape(mc, model::LoraTarget(i));
+    per_layer += uint64_t(s.config.rank) * (uint64_t(in) + out) * 4;
   }
   return 4 * per_layer * mc.num_layers;
 }
@@ -186,7 +190,7 @@ void Studio::refresh_memory() {
   // The trainer loads its own copy of the model and holds the adapter, its gradients and two moments.
   if (training() && train_.state != TrainState::starting && model_.loaded) {
     memory_.weights += model_.loaded->weight_bytes;
-    memory_.lora += training_lora_bytes(model_.loaded->model.config, train_settings_.config);
+    memory_.lora += training_lora_bytes(model_.loaded->model.config, train_settings_);
   }
 }
 

@@ -14,6 +14,7 @@ void Studio::apply(Event& event) {
             model_.loading = false;
             if (data_.loaded && data_.model_dir != e.model->model.dir) data_wanted_ = data_.path;  // recount
             model_.loaded = std::move(e.model);
+            fit_targets(train_settings_, model_.loaded->model.config);
             chat_worker_->reset(true);
             status_ = "Model " + model_.loaded->model.dir.filename().string() + " loaded: " +
                       format_count(model_.loaded->parameters) + " parameters.";

@@ -2,6 +2,7 @@
 
 #include <imgui.h>
 
+#include "model/layer_spec.h"
 #include "train/batcher.h"
 #include "train/plan_fit.h"
 #include "ui/widgets.h"
@@ -13,8 +14,9 @@ std::optional<train::PlanOptions> panel_plan_options(const ModelView& model, con
   if (!model.loaded) return std::nullopt;
   const train::TrainConfig& c = t.config;
   std::vector<model::LoraTarget> targets;
-  for (size_t i = 0; i < model::kLoraTargetCount; ++i)
-    if (t.targets[i]) targets.push_back(model::LoraTarget(i));
+  const model::LayerSpec layer = model::layer_spec(model.loaded->model.config, 0);
+  for (size_t i = 0; i < model::kLoraTargetCount; ++i)  // those the model has (Phi-3: the fused ones)
+    if (t.targets[i] && layer.has_projection(model::LoraTarget(i))) targets.push_back(model::LoraTarget(i));
   if (targets.empty() || c.rank == 0 || c.batch_size == 0 || c.data_options.max_seq_len < 2) return std::nullopt;
   const uint32_t max_len = c.data_options.max_seq_len;
   const bool from_data = data.loaded && !c.data_options.pack;

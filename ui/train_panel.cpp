@@ -2,11 +2,13 @@
 // Pause / Resume / Stop / Checkpoint now, progress with ETA and tokens/s.
 #include <cfloat>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "model/layer_spec.h"
 #include "train/option_help.h"
 #include "ui/panels.h"
 #include "ui/train_memory.h"
@@ -168,8 +170,14 @@ void draw_train_panel(PanelContext& ctx, const char* title, bool* p_open) {
     io.tag("train.quantize");
     tooltip("Also how the Model panel opens a model for chat: open it again after a change.");
     label("Targets", h::kTargets);
+    // The open model's projections only (Phi-3: qkv_proj and gate_up_proj in place of their parts; the ticks
+    // were moved there when it was loaded: fit_targets).
+    std::optional<model::LayerSpec> layer;
+    if (model.loaded) layer = model::layer_spec(model.loaded->model.config, 0);
+    size_t shown = 0;
     for (size_t i = 0; i < model::kLoraTargetCount; ++i) {
-      if (i % 4) ImGui::SameLine();
+      if (layer && !layer->has_projection(model::LoraTarget(i))) continue;
+      if (shown++ % 4) ImGui::SameLine();
       const std::string name(model::kLoraTargetNames[i]);
       ImGui::Checkbox(name.c_str(), &t.targets[i]);
       io.tag("train.target." + name);

@@ -26,6 +26,21 @@ TrainSettings::TrainSettings() {
   config.data_options.max_seq_len = 1024;
 }
 
+void fit_targets(TrainSettings& s, const model::ModelConfig& c) {
+  using model::LoraTarget;
+  const model::LayerSpec layer = model::layer_spec(c, 0);
+  for (size_t i = 0; i < model::kLoraTargetCount; ++i) {
+    const LoraTarget t = LoraTarget(i);
+    if (!s.targets[i] || layer.has_projection(t)) continue;
+    s.targets[i] = false;
+    if (const auto f = layer.fused_rows(t)) s.targets[size_t(f->fused)] = true;
+    if (t == LoraTarget::qkv_proj)
+      for (LoraTarget p : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) s.targets[size_t(p)] = true;
+    if (t == LoraTarget::gate_up_proj)
+      for (LoraTarget p : {LoraTarget::gate_proj, LoraTarget::up_proj}) s.targets[size_t(p)] = true;
+  }
+}
+
 const store::RunInfo* RunsView::find(int64_t id) const {
   for (const auto& r : runs)
     if (r.id == id) return &r;

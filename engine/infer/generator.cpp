@@ -25,27 +25,28 @@ Generator::Generator(vk::Device& device, const model::Model& model, const model:
   cache_ = model::KvCache::allocate(device, model.config, options_.context, options_.act);
 }
 
-Generator::Chunk& Generator::chunk(uint32_t size) {
-  auto it = chunks_.find(size);
+Generator::Chunk& Generator::chunk(uint32_t size, bool long_rope) {
+  auto it = chunks_.find({size, long_rope});
   if (it != chunks_.end()) return it->second;
   Chunk c;
   c.in.ids = Tensor::empty_host(device_, {size}, DType::i32, "ids");
   c.in.positions = Tensor::empty_host(device_, {size}, DType::i32, "positions");
   c.in.step = Tensor::empty_host(device_, {model::kStepSlots}, DType::i32, "step");
+  c.in.long_rope = long_rope;
   c.logits = Tensor::empty_host(device_, {1, model_.config.vocab_size}, DType::f32, "logits");
   vk::Recorder rec(device_, {.profile = options_.profile});
   model::record_forward(rec, model_, adapter_, cache_, c.in, c.logits, options_.act);
   c.program = rec.finish();
-  return chunks_.emplace(size, std::move(c)).first->second;
+  return chunks_.emplace(std::pair(size, long_rope), std::move(c)).first->second;
 }
 
 // Runs one chunk of at most max_chunk tokens, padded up to a power of two. The padding rows compute
 // junk that lands in the cache past the real tokens, where the next tokens overwrite it; no real
 // query ever sees it (causal).
-void Generator::run_chunk(std::span<const int32_t> ids) {
+void Generator::run_chunk(std::span<const int32_t> ids, bool long_rope) {
   const uint32_t n = uint32_t(ids.size());
   const uint32_t size = std::bit_ceil(n);
-  Chunk& c = chunk(size);
+  Chunk& c = chunk(size, long_rope);
   std::vector<int32_t> padded(size, 0), positions(size), step(model::kStepSlots);
   std::copy(ids.begin(), ids.end(), padded.begin());
   for (uint32_t t = 0; t < size; ++t) positions[t] = int32_t(position_ + t);
@@ -72,11 +73,26 @@ void Generator::prefill(std::span<const int32_t> ids) {
   const int32_t vocab = int32_t(model_.config.vocab_size);
   for (int32_t id : ids)
     if (id < 0 || id >= vocab) throw Error("generator: token id " + std::to_string(id) + " is outside the vocabulary");
+  // longrope chooses its factors per call as transformers does per forward: by the call's last position, for
+  // all its chunks (a prompt's prefill, or one decoded token). A call whose factors are not those of the
+  // cached keys computes the whole context again with its own: the first call past the original context
+  // (what transformers' Phi3ForCausalLM means to do there, "enforce re-compute cache"), or one after a
+  // truncate back within it.
+  const bool long_rope = model::rope_uses_long_factors(model_.config, uint64_t(position_) + ids.size());
+  std::vector<int32_t> again;
+  if (position_ > 0 && long_rope != long_cache_) {
+    again.assign(history_.begin(), history_.end());
+    again.insert(again.end(), ids.begin(), ids.end());
+    ids = again;
+    position_ = 0;
+    history_.clear();
+  }
   for (size_t done = 0; done < ids.size();) {
     size_t n = std::min<size_t>(ids.size() - done, options_.max_chunk);
-    run_chunk(ids.subspan(done, n));
+    run_chunk(ids.subspan(done, n), long_rope);
     done += n;
   }
+  long_cache_ = long_rope;
   history_.insert(history_.end(), ids.begin(), ids.end());
 }
 
@@ -99,7 +115,8 @@ std::vector<float> Generator::logits_of_every_position(std::span<const int32_t> 
   if (T == 0 || T > cache_.capacity) throw Error("generator: logits_of_every_position needs 1 .. context tokens");
   model::ForwardInputs in{Tensor::empty_host(device_, {T}, DType::i32, "ids"),
                           Tensor::empty_host(device_, {T}, DType::i32, "positions"),
-                          Tensor::empty_host(device_, {model::kStepSlots}, DType::i32, "step")};
+                          Tensor::empty_host(device_, {model::kStepSlots}, DType::i32, "step"),
+                          model::rope_uses_long_factors(model_.config, T)};
   Tensor logits = Tensor::empty(device_, {T, model_.config.vocab_size}, DType::f32, "logits");
   vk::Recorder rec(device_);
   model::record_forward(rec, model_, adapter_, cache_, in, logits, options_.act);
@@ -111,6 +128,7 @@ std::vector<float> Generator::logits_of_every_position(std::span<const int32_t> 
   upload(in.step, std::vector<int32_t>{0, int32_t(T - 1)});
   program.run();
   position_ = T;
+  long_cache_ = in.long_rope;
   history_.assign(ids.begin(), ids.end());
   last_logits_ = nullptr;
   return download(logits);
@@ -149,7 +167,8 @@ GenerateStats Generator::generate(std::span<const int32_t> prompt, const Generat
 }
 
 std::vector<vk::Timing> Generator::timings(uint32_t chunk_tokens) const {
-  auto it = chunks_.find(chunk_tokens);
+  auto it = chunks_.find({chunk_tokens, false});
+  if (it == chunks_.end()) it = chunks_.find({chunk_tokens, true});  // longrope past its original context
   return it == chunks_.end() ? std::vector<vk::Timing>{} : it->second.program.timings();
 }
 

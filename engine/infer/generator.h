@@ -53,7 +53,9 @@ class Generator {
   void truncate(uint32_t n);
 
   // Appends tokens to the context; afterwards logits() are those of the last one. Throws when the
-  // context would overflow.
+  // context would overflow. With longrope, a call whose factors differ from the cached keys' (the first past
+  // the original context, or one back within it after truncate) recomputes the whole context with its own
+  // (model::rope_uses_long_factors).
   void prefill(std::span<const int32_t> ids);
   // Appends one token (a prefill of one, on the decode program).
   void decode(int32_t id);
@@ -81,16 +83,17 @@ class Generator {
     Tensor logits;
     vk::Program program;
   };
-  Chunk& chunk(uint32_t size);
-  void run_chunk(std::span<const int32_t> ids);
+  Chunk& chunk(uint32_t size, bool long_rope);
+  void run_chunk(std::span<const int32_t> ids, bool long_rope);
 
   vk::Device& device_;
   const model::Model& model_;
   const model::LoraAdapter* adapter_;
   GeneratorOptions options_;
   model::KvCache cache_;
-  std::map<uint32_t, Chunk> chunks_;
+  std::map<std::pair<uint32_t, bool>, Chunk> chunks_;  // by size and longrope's choice of factors
   uint32_t position_ = 0;
+  bool long_cache_ = false;  // longrope: the cached keys were rotated with the long factors
   const float* last_logits_ = nullptr;
   std::vector<float> logits_copy_;   // when the logits tensor is not host-visible
   std::vector<int32_t> history_;

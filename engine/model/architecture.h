@@ -33,7 +33,9 @@ struct ExpectedTensor {
   uint64_t numel() const;
 };
 
-// In module order. For Qwen2 / Llama / Mistral:
+// In module order. For Qwen2 / Llama / Mistral (Qwen3: also self_attn.q_norm.weight and k_norm.weight [D]
+// after o_proj; Phi-3: self_attn.qkv_proj.weight [(H+2KV)*D, C] in place of q, k, v and mlp.gate_up_proj.weight
+// [2I, C] in place of gate and up):
 //   model.embed_tokens.weight                               [V, C]
 //   per layer i, prefix model.layers.{i}.:
 //     input_layernorm.weight                                [C]

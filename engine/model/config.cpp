@@ -21,6 +21,8 @@ struct ArchInfo {
 };
 constexpr ArchInfo kArchitectures[] = {
     {Architecture::Qwen2, "Qwen2ForCausalLM", "qwen2"},
+    {Architecture::Qwen3, "Qwen3ForCausalLM", "qwen3"},
+    {Architecture::Phi3, "Phi3ForCausalLM", "phi3"},
     {Architecture::Llama, "LlamaForCausalLM", "llama"},
     {Architecture::Mistral, "MistralForCausalLM", "mistral"},
 };
@@ -120,7 +122,25 @@ const ArchInfo& architecture_of(const Keys& k, const std::string& where) {
               ")");
 }
 
-// rope_scaling {"rope_type" (or legacy "type"): "linear" | "llama3" | "default", "factor", ...}.
+// A longrope factor list: `n` positive numbers.
+std::vector<float> factor_list(const Keys& k, const std::string& name, uint32_t n) {
+  const json* v = k.get(name);
+  if (!v) k.fail(name, "is missing (longrope needs short_factor and long_factor)");
+  if (!v->is_array()) k.fail(name, "must be a list of numbers, got " + v->dump());
+  if (v->size() != n)
+    k.fail(name, "has " + std::to_string(v->size()) + " values; head_dim / 2 = " + std::to_string(n) + " expected");
+  std::vector<float> out;
+  for (const json& x : *v) {
+    if (!x.is_number() || !(x.get<double>() > 0) || !std::isfinite(x.get<double>()))
+      k.fail(name, "must hold positive numbers, got " + x.dump());
+    out.push_back(float(x.get<double>()));
+  }
+  return out;
+}
+
+// rope_scaling {"rope_type" (or legacy "type"): "linear" | "llama3" | "longrope" | "su" | "default", "factor", ...}.
+// longrope's factor lists are checked against head_dim later (parse_config), as its
+// original_max_position_embeddings may sit at the config's top level (Phi-3).
 RopeScaling rope_scaling_of(const json& s, const std::string& key, const std::string& where, bool type_optional) {
   Keys k(s, where + ": \"" + key + "\"");
   if (!s.is_object()) throw Error(where + ": \"" + key + "\" must be an object, got " + s.dump());
@@ -147,12 +167,50 @@ RopeScaling rope_scaling_of(const json& s, const std::string& key, const std::st
                   " must be below high_freq_factor " + std::to_string(r.high_freq_factor));
     return r;
   }
-  throw Error(where + ": \"" + key + "\" type \"" + type + "\" is not supported (supported: default, linear, llama3)");
+  if (type == "longrope" || type == "su") {
+    r.type = RopeScaling::Type::LongRope;
+    return r;  // the rest in longrope_of, which knows head_dim and the top-level keys
+  }
+  throw Error(where + ": \"" + key + "\" type \"" + type +
+              "\" is not supported (supported: default, linear, llama3, longrope)");
+}
+
+// longrope (transformers' _compute_longrope_parameters): short_factor and long_factor of D/2 values each;
+// original_max_position_embeddings inside the object (transformers 5) or at the config's top level (Phi-3);
+// the attention factor as given, else from factor = max_position_embeddings / original (transformers' rule
+// for a config with a top-level original_max_position_embeddings, as Phi-3's; with it only inside the object,
+// transformers 5 takes the object's "factor" when given): sqrt(1 + ln(factor) / ln(original)) when factor > 1,
+// else 1.
+void longrope_of(RopeScaling& r, const json& s, const std::string& key, const Keys& top, const std::string& where,
+                 uint32_t head_dim, uint32_t max_position_embeddings) {
+  const Keys k(s, where + ": \"" + key + "\" (longrope)");
+  // transformers 5 writes partial_rotary_factor into the rope object too (Phi-4-mini: 0.75).
+  if (const json* prf = k.get("partial_rotary_factor"); prf && !(prf->is_number() && prf->get<double>() == 1.0))
+    k.fail("partial_rotary_factor", "is " + prf->dump() + "; only 1 (RoPE over the whole head) is supported");
+  r.short_factor = factor_list(k, "short_factor", head_dim / 2);
+  r.long_factor = factor_list(k, "long_factor", head_dim / 2);
+  const bool inside = k.has("original_max_position_embeddings");
+  if (!inside && !top.has("original_max_position_embeddings"))
+    throw Error(where + ": longrope needs \"original_max_position_embeddings\" (in \"" + key +
+                "\" or at the top level)");
+  r.original_max_position_embeddings = inside ? k.positive_u32("original_max_position_embeddings")
+                                              : top.positive_u32("original_max_position_embeddings");
+  const double original = r.original_max_position_embeddings;
+  const double factor = !top.has("original_max_position_embeddings") && k.has("factor")
+                            ? k.positive_float("factor", 1)
+                            : max_position_embeddings / original;
+  r.factor = float(factor);
+  if (k.has("attention_factor"))
+    r.attention_factor = k.positive_float("attention_factor", 1);
+  else
+    r.attention_factor = factor <= 1 ? 1.0f : float(std::sqrt(1 + std::log(factor) / std::log(original)));
 }
 
 }  // namespace
 
-const char* supported_architectures() { return "Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM"; }
+const char* supported_architectures() {
+  return "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, LlamaForCausalLM, MistralForCausalLM";
+}
 
 ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_errors) {
   const std::string where = source_for_errors.string();
@@ -165,7 +223,8 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   c.architecture_name = arch.name;
   c.model_type = k.string("model_type");
   const bool qwen2 = c.arch == Architecture::Qwen2, llama = c.arch == Architecture::Llama,
-             mistral = c.arch == Architecture::Mistral;
+             mistral = c.arch == Architecture::Mistral, qwen3 = c.arch == Architecture::Qwen3,
+             phi3 = c.arch == Architecture::Phi3;
 
   if (k.has("quantization_config"))
     throw Error(where + ": quantized models are not supported (\"quantization_config\" is present)");
@@ -177,14 +236,16 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   c.num_heads = k.positive_u32("num_attention_heads");
   c.intermediate_size = k.positive_u32("intermediate_size");
   c.vocab_size = k.positive_u32("vocab_size");
-  // transformers' defaults when the key is absent: Qwen2Config 32, MistralConfig 8, LlamaConfig the query
-  // heads. An explicit null means the query heads for all three.
+  // transformers' defaults when the key is absent: Qwen2Config and Qwen3Config 32, MistralConfig 8,
+  // LlamaConfig the query heads. An explicit null means the query heads for all of them.
   if (!j.contains("num_key_value_heads"))
-    c.num_kv_heads = qwen2 ? 32 : mistral ? 8 : c.num_heads;
+    c.num_kv_heads = qwen2 || qwen3 ? 32 : mistral ? 8 : c.num_heads;
   else
     c.num_kv_heads = k.positive_u32("num_key_value_heads", c.num_heads);
   if (k.has("head_dim")) {
     c.head_dim = k.positive_u32("head_dim");
+  } else if (qwen3 && !j.contains("head_dim")) {
+    c.head_dim = 128;  // Qwen3Config's default; Qwen3Attention reads it whatever hidden_size / heads is
   } else {
     if (c.hidden_size % c.num_heads != 0)
       throw Error(where + ": hidden_size " + std::to_string(c.hidden_size) +
@@ -198,8 +259,14 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   if (c.head_dim % 2 != 0)
     throw Error(where + ": head_dim " + std::to_string(c.head_dim) + " is odd (rotary embeddings need pairs)");
 
-  c.max_position_embeddings = k.positive_u32("max_position_embeddings", qwen2 ? 32768 : mistral ? 4096 * 32 : 2048);
-  c.rms_norm_eps = k.positive_float("rms_norm_eps", 1e-6);
+  c.max_position_embeddings = k.positive_u32("max_position_embeddings", qwen2 || qwen3 ? 32768
+                                                                        : mistral                ? 4096 * 32
+                                                                        : phi3                   ? 4096
+                                                                                                 : 2048);
+  c.rms_norm_eps = k.positive_float("rms_norm_eps", phi3 ? 1e-5 : 1e-6);
+  // Phi-4-mini rotates only part of each head (partial_rotary_factor 0.75): no RoPE kernel of ours does.
+  if (const json* prf = k.get("partial_rotary_factor"); prf && !(prf->is_number() && prf->get<double>() == 1.0))
+    k.fail("partial_rotary_factor", "is " + prf->dump() + "; only 1 (RoPE over the whole head) is supported");
   c.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
 
   // RoPE: transformers 5 writes {"rope_parameters": {"rope_type", "rope_theta", ...}}; earlier versions
@@ -208,10 +275,16 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
     c.rope_theta =
         Keys(*p, where + ": \"rope_parameters\"").positive_float("rope_theta", k.positive_float("rope_theta", 10000));
     c.rope_scaling = rope_scaling_of(*p, "rope_parameters", where, true);
+    if (c.rope_scaling.type == RopeScaling::Type::LongRope)
+      longrope_of(c.rope_scaling, *p, "rope_parameters", k, where, c.head_dim, c.max_position_embeddings);
   } else {
     if (p) k.fail("rope_parameters", "must be an object, got " + p->dump());
     c.rope_theta = k.positive_float("rope_theta", 10000);
-    if (const json* s = k.get("rope_scaling")) c.rope_scaling = rope_scaling_of(*s, "rope_scaling", where, false);
+    if (const json* s = k.get("rope_scaling")) {
+      c.rope_scaling = rope_scaling_of(*s, "rope_scaling", where, false);
+      if (c.rope_scaling.type == RopeScaling::Type::LongRope)
+        longrope_of(c.rope_scaling, *s, "rope_scaling", k, where, c.head_dim, c.max_position_embeddings);
+    }
   }
 
   if (qwen2) {
@@ -219,24 +292,28 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   } else if (llama) {
     c.qkv_bias = c.o_bias = k.boolean("attention_bias", false);
     c.mlp_bias = k.boolean("mlp_bias", false);
+  } else if (qwen3) {
+    c.qkv_bias = c.o_bias = k.boolean("attention_bias", false);  // Qwen3Attention: q, k, v and o alike
   }
 
-  // Sliding window: absent means transformers' default 4096, null means none.
-  const bool windowed = mistral || (qwen2 && k.boolean("use_sliding_window", false));
+  // Sliding window: absent means transformers' default 4096 (Phi3Config's: none), null means none.
+  if (phi3 && k.has("sliding_window")) c.sliding_window = k.positive_u32("sliding_window");
+  const bool windowed = mistral || ((qwen2 || qwen3) && k.boolean("use_sliding_window", false));
   if (windowed && !j.contains("sliding_window"))
     c.sliding_window = 4096;
   else if (windowed && k.has("sliding_window"))
     c.sliding_window = k.positive_u32("sliding_window");
-  if (windowed && qwen2) c.max_window_layers = k.u32("max_window_layers", 28);
+  if (windowed && (qwen2 || qwen3)) c.max_window_layers = k.u32("max_window_layers", 28);
 
   const bool llama_like = llama || mistral;  // LlamaConfig and MistralConfig default bos 1, eos 2
   if (!j.contains("bos_token_id")) {
-    if (llama_like) c.bos_token_id = 1;
+    if (llama_like || phi3) c.bos_token_id = 1;
   } else if (const json* bos = k.get("bos_token_id")) {
     c.bos_token_id = k.token_id("bos_token_id", *bos);
   }
   if (!j.contains("eos_token_id")) {
     if (llama_like) c.eos_token_ids = {2};
+    if (phi3) c.eos_token_ids = {32000};  // Phi3Config's
   } else if (const json* eos = k.get("eos_token_id")) {
     if (eos->is_array()) {
       for (const json& id : *eos) c.eos_token_ids.push_back(k.token_id("eos_token_id", id));
@@ -266,10 +343,23 @@ ModelConfig load_config(const std::filesystem::path& config_json) {
 
 // Each line is one torch op on f32 tensors; Python scalars enter as f32. (No FMA contraction: the build
 // targets baseline x86-64, which has none.)
-std::vector<float> rope_inv_freq(const ModelConfig& c) {
+bool rope_uses_long_factors(const ModelConfig& c, uint64_t end) {
+  return c.rope_scaling.type == RopeScaling::Type::LongRope && end > c.rope_scaling.original_max_position_embeddings;
+}
+
+std::vector<float> rope_inv_freq(const ModelConfig& c, bool long_factors) {
   std::vector<float> inv_freq = ops::rope_inv_freq(c.head_dim, c.rope_theta);
   const RopeScaling& r = c.rope_scaling;
-  if (r.type == RopeScaling::Type::Linear) {
+  if (r.type == RopeScaling::Type::LongRope) {
+    // base ** (arange(0, D, 2) / D) as torch computes it in f32 (ops::rope_inv_freq's power), times the
+    // factors, inverted.
+    const std::vector<float>& ext = long_factors ? r.long_factor : r.short_factor;
+    for (uint32_t i = 0; i < c.head_dim / 2; ++i) {
+      const float exponent = float(2 * i) / float(c.head_dim);
+      const float power = float(std::pow(double(c.rope_theta), double(exponent)));
+      inv_freq[i] = 1.0f / (ext[i] * power);
+    }
+  } else if (r.type == RopeScaling::Type::Linear) {
     for (float& f : inv_freq) f = f / r.factor;
   } else if (r.type == RopeScaling::Type::Llama3) {
     const float two_pi = float(2 * std::numbers::pi);  // Python's 2 * math.pi, cast to f32 by torch

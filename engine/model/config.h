@@ -1,7 +1,8 @@
 #pragma once
-// A Hugging Face config.json for the decoder-only models we run: Qwen2ForCausalLM, LlamaForCausalLM,
-// MistralForCausalLM. Keys missing from the file take the defaults of transformers' Qwen2Config,
-// LlamaConfig and MistralConfig, except the sizes (below), which must be given.
+// A Hugging Face config.json for the decoder-only models we run: Qwen2ForCausalLM, Qwen3ForCausalLM,
+// Phi3ForCausalLM, LlamaForCausalLM, MistralForCausalLM. Keys missing from the file take the defaults of
+// transformers' Qwen2Config, Qwen3Config, Phi3Config, LlamaConfig and MistralConfig, except the sizes (below),
+// which must be given.
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
@@ -11,14 +12,18 @@
 
 namespace ls::model {
 
-enum class Architecture { Qwen2, Llama, Mistral };
+enum class Architecture { Qwen2, Llama, Mistral, Qwen3, Phi3 };
 
 // HF rope_scaling (or, as transformers 5 writes it, rope_parameters): "llama3" (Llama 3.1/3.2), "linear",
-// or none ("default" or absent). Any other type is refused.
+// "longrope" (Phi-3; older configs say "su"), or none ("default" or absent). Any other type is refused.
 struct RopeScaling {
-  enum class Type { None, Linear, Llama3 } type = Type::None;
+  enum class Type { None, Linear, Llama3, LongRope } type = Type::None;
   float factor = 1, low_freq_factor = 1, high_freq_factor = 4;
   uint32_t original_max_position_embeddings = 8192;
+  // longrope: [D/2] each; the long factors serve a forward whose last position is at or past
+  // original_max_position_embeddings (rope_uses_long_factors), the short ones any other.
+  std::vector<float> short_factor, long_factor;
+  float attention_factor = 1;  // longrope: cos and sin are multiplied by it (rope_attention_factor)
 };
 
 // Sizes: V vocab_size, C hidden_size, I intermediate_size, H num_heads, KV num_kv_heads, D head_dim.
@@ -32,13 +37,14 @@ struct ModelConfig {
   float rope_theta = 10000;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = false;
-  bool qkv_bias = false;  // Qwen2: always (HF Qwen2Attention has bias on q, k, v, not o); Llama: "attention_bias"
-  bool o_bias = false;    // Llama "attention_bias" also puts a bias on o_proj; Qwen2, Mistral: never
+  bool qkv_bias = false;  // Qwen2: always (HF Qwen2Attention has bias on q, k, v, not o); Llama, Qwen3:
+                          // "attention_bias"
+  bool o_bias = false;    // Llama and Qwen3 "attention_bias" also put a bias on o_proj; Qwen2, Mistral: never
   bool mlp_bias = false;  // Llama "mlp_bias" (bias on gate, up and down)
-  // Mistral ("sliding_window", default 4096, null for none) and Qwen2 (only when "use_sliding_window" is
-  // true, and then only on layers >= "max_window_layers"). Inference may refuse contexts longer than this.
+  // Mistral ("sliding_window", default 4096, null for none), Phi-3 ("sliding_window", default none) and
+  // Qwen2 / Qwen3 (only when "use_sliding_window" is true, and then only on layers >= "max_window_layers").
   std::optional<uint32_t> sliding_window;
-  uint32_t max_window_layers = 0;  // Qwen2 with a window: "max_window_layers" (default 28); else 0
+  uint32_t max_window_layers = 0;  // Qwen2 / Qwen3 with a window: "max_window_layers" (default 28); else 0
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // "eos_token_id" may be an int or a list
   std::string torch_dtype;             // "torch_dtype" (or transformers 5's "dtype") as written, "" if absent
@@ -50,11 +56,18 @@ struct ModelConfig {
 // intermediate_size, vocab_size; architectures or model_type), a value of the wrong type or range, an
 // unsupported architecture (the message lists the supported ones), an activation other than SiLU, a
 // quantized model, inconsistent sizes (hidden_size % heads without "head_dim", heads % kv_heads, odd
-// head_dim) or an unsupported rope_scaling type.
+// head_dim) or an unsupported rope_scaling type, longrope factor lists of the wrong length or without an
+// original_max_position_embeddings, and a partial_rotary_factor other than 1 (Phi-4-mini). Qwen3 without
+// "head_dim" takes Qwen3Config's 128, not hidden_size / heads, as transformers does.
 ModelConfig load_config(const std::filesystem::path& config_json);
 ModelConfig parse_config(const nlohmann::json& j, const std::filesystem::path& source_for_errors);
 
-// The names of the supported architectures, for messages: "Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM".
+// longrope: whether a forward over positions [0, end) uses the long factors (transformers' dynamic rope
+// update: the largest position + 1 > original_max_position_embeddings). False for every other RoPE.
+bool rope_uses_long_factors(const ModelConfig& c, uint64_t end);
+
+// The names of the supported architectures, for messages: "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM,
+// LlamaForCausalLM, MistralForCausalLM".
 const char* supported_architectures();
 
 // HF's rotary inverse frequencies, [D/2] f32, as transformers computes them on the CPU:
@@ -67,6 +80,8 @@ const char* supported_architectures();
 //     Python scalars become f32, `scalar / tensor` is reciprocal(tensor) * scalar):
 //     wavelen = (1 / inv_freq) * f32(2 pi); wavelen < orig / high: kept; wavelen > orig / low: inv_freq / factor;
 //     otherwise s = ((1 / wavelen) * orig - low) / (high - low) and ((1 - s) * inv_freq) / factor + s * inv_freq.
-std::vector<float> rope_inv_freq(const ModelConfig& c);
+//   longrope: 1 / (ext_factors * base ** (arange(0, D, 2) / D)), ext_factors the short or the long factors
+//     (`long_factors`), as _compute_longrope_parameters does in f32.
+std::vector<float> rope_inv_freq(const ModelConfig& c, bool long_factors = false);
 
 }  // namespace ls::model

@@ -36,7 +36,11 @@ void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* ad
 
   const ModelSpec spec = model_spec(c);
   std::vector<LayerActs> acts = plan_layer_acts(dev, spec, adapter, 1, T, act, ActsPlan::inference);
-  const LayerRun run{.positions = in.positions, .inv_freq = w.inv_freq, .step = in.step, .adapter = adapter};
+  if (in.long_rope && !w.inv_freq_long.defined()) throw Error("record_forward: the model has no long RoPE factors");
+  const LayerRun run{.positions = in.positions,
+                     .inv_freq = in.long_rope ? w.inv_freq_long : w.inv_freq,
+                     .step = in.step,
+                     .adapter = adapter};
   embed_tokens(rec, spec, acts[0].x_in, w.embed, in.ids);
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     acts[i].k_cache = cache.k[i];

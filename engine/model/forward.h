@@ -35,6 +35,9 @@ struct ForwardInputs {
   Tensor ids;        // [T] i32
   Tensor positions;  // [T] i32 (past + t)
   Tensor step;       // [kStepSlots] i32
+  // longrope: RoPE with the long factors (ModelWeights::inv_freq_long), for a forward that reaches past
+  // original_max_position_embeddings (rope_uses_long_factors); a program is recorded for each choice.
+  bool long_rope = false;
 };
 
 // Records the forward of T = ids.numel() tokens. logits: [T, V] f32 (all rows) or [1, V] f32 (the row

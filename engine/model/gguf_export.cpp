@@ -102,13 +102,24 @@ std::string folder_name(const fs::path& dir) {
   return (n.has_filename() ? n.filename() : n.parent_path().filename()).string();
 }
 
+// A family whose GGUF form we have not checked with llama.cpp: no file rather than one that may load wrongly.
+void check_family(const ModelConfig& c, const fs::path& config_path) {
+  if (c.arch == Architecture::Phi3)
+    throw Error(config_path.string() + ": GGUF export of Phi3ForCausalLM is not supported yet (llama.cpp's phi3 needs "
+                                       "the longrope factors as tensors, which we do not write); export --merge "
+                                       "gives a folder that llama.cpp's convert_hf_to_gguf.py converts");
+}
+
 void check_expressible(const ModelConfig& c, const fs::path& config_path) {
-  if (c.arch == Architecture::Qwen2 && c.rope_scaling.type != RopeScaling::Type::None)
-    throw Error(config_path.string() + ": rope scaling on a Qwen2 model cannot be written to GGUF "
-                                       "(llama.cpp's qwen2 takes no rope scaling we could set)");
-  if (c.arch == Architecture::Qwen2 && c.sliding_window)
-    throw Error(config_path.string() + ": Qwen2's sliding window (use_sliding_window) has no GGUF key in llama.cpp's "
-                                       "qwen2; export refused rather than a model that attends differently");
+  check_family(c, config_path);
+  const bool qwen = c.arch == Architecture::Qwen2 || c.arch == Architecture::Qwen3;
+  const std::string family = c.arch == Architecture::Qwen3 ? "Qwen3" : "Qwen2", arch = gguf_architecture(c.arch);
+  if (qwen && c.rope_scaling.type != RopeScaling::Type::None)
+    throw Error(config_path.string() + ": rope scaling on a " + family +
+                " model cannot be written to GGUF (llama.cpp's " + arch + " takes no rope scaling we could set)");
+  if (qwen && c.sliding_window)
+    throw Error(config_path.string() + ": " + family + "'s sliding window (use_sliding_window) has no GGUF key in " +
+                "llama.cpp's " + arch + "; export refused rather than a model that attends differently");
 }
 
 void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_dir, GgufFileType type) {
@@ -134,7 +145,8 @@ void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_di
     w.set(arch + ".attention.value_length", c.head_dim);
   }
   w.set("general.file_type", llama_ftype(type));
-  if (c.arch != Architecture::Qwen2) {
+  // convert_hf_to_gguf's Qwen2Model (and Qwen3Model, derived from it) writes neither.
+  if (c.arch != Architecture::Qwen2 && c.arch != Architecture::Qwen3) {
     w.set(arch + ".vocab_size", c.vocab_size);
     w.set(arch + ".rope.dimension_count", c.head_dim);
   }
@@ -219,6 +231,7 @@ void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileT
 
 void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
                         GgufFileType type, const gguf::Progress& progress) {
+  check_family(load_config(model_dir), model_dir / "config.json");  // before the merge's work
   fs::path tmp = out.parent_path() / (".merge-" + out.filename().string() + "-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(tmp, ec);
@@ -235,6 +248,7 @@ void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, 
 void export_adapter_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
                          const gguf::Progress& progress) {
   const ModelConfig c = load_config(model_dir);
+  check_family(c, model_dir / "config.json");
   const LoraAdapter a = read_peft_adapter_config(adapter_dir);
   const fs::path weights = adapter_dir / "adapter_model.safetensors";
   const SafeTensors st = SafeTensors::open(weights);

@@ -1,13 +1,14 @@
 #pragma once
 // How llama.cpp names and lays out the tensors of the architectures we support (its LLM_TENSOR_NAMES and
-// convert_hf_to_gguf.py's map): "qwen2" for Qwen2, "llama" for Llama and Mistral.
+// convert_hf_to_gguf.py's map): "qwen2" for Qwen2, "qwen3" for Qwen3, "llama" for Llama and Mistral.
 //   model.embed_tokens.weight -> token_embd.weight      model.norm.weight -> output_norm.weight
 //   lm_head.weight -> output.weight                     rope factors (Llama 3 rope) -> rope_freqs.weight
 //   model.layers.N.input_layernorm -> blk.N.attn_norm   model.layers.N.post_attention_layernorm -> blk.N.ffn_norm
 //   model.layers.N.{self_attn|mlp}.<target> -> blk.N.<gguf_target_name(target)> (.weight / .bias)
+//   model.layers.N.self_attn.q_norm / k_norm (Qwen3) -> blk.N.attn_q_norm / attn_k_norm
 // llama.cpp's "llama" rotates pairs of neighbours where transformers rotates the two halves of a head, so
 // convert_hf_to_gguf.py permutes the rows of q_proj and k_proj (weights, biases, and a LoRA's B): within
-// each head of D rows, GGUF row 2j+s is HF row s·D/2 + j (s = 0, 1; j < D/2). Qwen2 keeps HF's order.
+// each head of D rows, GGUF row 2j+s is HF row s·D/2 + j (s = 0, 1; j < D/2). Qwen2 and Qwen3 keep HF's order.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,7 +18,7 @@
 
 namespace ls::model {
 
-// "qwen2" or "llama".
+// "qwen2", "qwen3" or "llama".
 const char* gguf_architecture(Architecture arch);
 
 // "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down".

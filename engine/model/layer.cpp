@@ -22,28 +22,46 @@ namespace ls::model {
 
 namespace {
 
-// The adapter's pair on this projection, or null.
-const LoraPair* lora_of(const LayerRun& run, uint32_t layer, LoraTarget t) {
-  return run.adapter && run.adapter->at(layer, t).defined() ? &run.adapter->at(layer, t) : nullptr;
+// The adapter's pair on a projection, and its gradients' (training): its own, or for a part of a fused
+// projection the fused pair's A whole and the part's rows of B: y_part = x·W_partᵀ + s·(x̃·Aᵀ)·B_partᵀ are
+// the fused product's rows, and the parts' gradients of A add up to the fused one's. `owner` is the target
+// the adapter holds, whose dropout mask and kept x̃·Aᵀ (lora_t) the parts share, as PEFT's one module does.
+struct Adapted {
+  LoraPair pair, grad;
+  LoraTarget owner;
+};
+std::optional<Adapted> lora_of(const LayerSpec& s, const LayerRun& run, uint32_t layer, LoraTarget t) {
+  if (!run.adapter) return std::nullopt;
+  auto grad_of = [&](LoraTarget owner) { return run.grads ? run.grads->at(layer, owner) : LoraPair{}; };
+  if (run.adapter->at(layer, t).defined()) return Adapted{run.adapter->at(layer, t), grad_of(t), t};
+  const std::optional<FusedRows> f = s.fused_rows(t);
+  if (!f || !run.adapter->at(layer, f->fused).defined()) return std::nullopt;
+  auto rows = [&](LoraPair p) {
+    if (p.defined()) p.b = p.b.slice_rows(f->begin, f->end);
+    return p;
+  };
+  return Adapted{rows(run.adapter->at(layer, f->fused)), rows(grad_of(f->fused)), f->fused};
 }
 
 // PEFT gives each adapted projection its own dropout module, so its own mask.
 ops::LoraDropout dropout_of(const LayerRun& run, uint32_t layer, LoraTarget t) {
   if (run.dropout <= 0) return {};
-  return {.p = run.dropout, .seed = run.dropout_seed, .stream = layer * uint32_t(kLoraTargetCount) + uint32_t(t)};
+  return {.p = run.dropout,
+          .seed = run.dropout_seed,
+          .stream = layer * uint32_t(kLoraStreamsPerLayer) + uint32_t(stream_target(t))};
 }
 
 // y = x·Wᵀ + b, plus the adapter's term where it adapts this projection (t = x̃·Aᵀ kept in a.lora_t). A
 // quantized weight goes through ops/quant.h's forms of the same products.
-void project(vk::Recorder& rec, const LayerRun& run, uint32_t layer, LoraTarget target, const LinearWeights& w,
-             const LayerActs& a, const Tensor& y, const Tensor& x) {
-  const LoraPair* p = lora_of(run, layer, target);
-  if (p && w.q.defined())
-    ops::quant_lora_forward(rec, y, a.lora_t[size_t(target)], x, w.q, w.b, p->a, p->b, run.adapter->scale(),
-                            dropout_of(run, layer, target));
-  else if (p)
-    ops::lora_forward(rec, y, a.lora_t[size_t(target)], x, w.w, w.b, p->a, p->b, run.adapter->scale(),
-                      dropout_of(run, layer, target));
+void project(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_t layer, LoraTarget target,
+             const LinearWeights& w, const LayerActs& a, const Tensor& y, const Tensor& x) {
+  const std::optional<Adapted> ad = lora_of(s, run, layer, target);
+  if (ad && w.q.defined())
+    ops::quant_lora_forward(rec, y, a.lora_t[size_t(ad->owner)], x, w.q, w.b, ad->pair.a, ad->pair.b,
+                            run.adapter->scale(), dropout_of(run, layer, ad->owner));
+  else if (ad)
+    ops::lora_forward(rec, y, a.lora_t[size_t(ad->owner)], x, w.w, w.b, ad->pair.a, ad->pair.b, run.adapter->scale(),
+                      dropout_of(run, layer, ad->owner));
   else if (w.q.defined())
     ops::quant_linear_forward(rec, y, x, w.q, w.b);
   else
@@ -52,15 +70,15 @@ void project(vk::Recorder& rec, const LayerRun& run, uint32_t layer, LoraTarget 
 
 // dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
 // projection's forward input. A quantized weight is dequantized for dx only.
-void project_backward(vk::Recorder& rec, const LayerRun& run, uint32_t layer, LoraTarget target,
-                      const LinearWeights& w, const LayerActs& a, const Tensor& x, const Tensor& dx, const Tensor& dy,
-                      bool accumulate) {
+void project_backward(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_t layer,
+                      LoraTarget target, const LinearWeights& w, const LayerActs& a, const Tensor& x, const Tensor& dx,
+                      const Tensor& dy, bool accumulate) {
   const Tensor weight = w.q.defined() && dx.defined() ? ops::dequantize_to_scratch(rec, w.q) : w.w;
-  if (const LoraPair* p = lora_of(run, layer, target)) {
-    const LoraPair& g = run.grads->at(layer, target);
+  if (const std::optional<Adapted> ad = lora_of(s, run, layer, target)) {
+    const LoraPair& g = ad->grad;
     Tensor dt = Tensor::empty(rec.device(), {uint32_t(dy.rows()), run.adapter->rank}, DType::f32, "lora dt");
-    ops::lora_backward(rec, dx, g.a, g.b, dt, dy, x, a.lora_t[size_t(target)], weight, p->a, p->b,
-                       run.adapter->scale(), accumulate, run.grad_unscale, dropout_of(run, layer, target));
+    ops::lora_backward(rec, dx, g.a, g.b, dt, dy, x, a.lora_t[size_t(ad->owner)], weight, ad->pair.a, ad->pair.b,
+                       run.adapter->scale(), accumulate, run.grad_unscale, dropout_of(run, layer, ad->owner));
   } else if (dx.defined()) {
     ops::matmul_backward_x(rec, dx, dy, weight, accumulate);
   }
@@ -110,9 +128,17 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   group.emplace(rec, kGroupNorms);
   norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);                        // (M, C)
   group.emplace(rec, kGroupAttention);
-  project(rec, run, layer, LoraTarget::q_proj, w.q, a, a.q.reshape({M, H * D}), a.h1);   // (M, H·D)
-  project(rec, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
-  project(rec, run, layer, LoraTarget::v_proj, w.v, a, a.v.reshape({M, KV * D}), a.h1);  // (M, KV·D)
+  if (s.qk_norm) {
+    // q and k normed over each head's D values (one row per token and head), before RoPE.
+    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.q_proj.reshape({M, H * D}), a.h1);  // (M, H·D)
+    project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.k_proj.reshape({M, KV * D}), a.h1);  // (M, KV·D)
+    norm_forward(rec, s.norm, a.q.reshape({M * H, D}), a.rstd_q, a.q_proj.reshape({M * H, D}), w.q_norm);
+    norm_forward(rec, s.norm, a.k.reshape({M * KV, D}), a.rstd_k, a.k_proj.reshape({M * KV, D}), w.k_norm);
+  } else {
+    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.q.reshape({M, H * D}), a.h1);  // (M, H·D)
+    project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
+  }
+  project(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.v.reshape({M, KV * D}), a.h1);  // (M, KV·D)
   ops::rope_forward(rec, a.q, a.q, run.positions, run.inv_freq);                          // (B, T, H, D)
   ops::rope_forward(rec, a.k, a.k, run.positions, run.inv_freq);                          // (B, T, KV, D)
   if (a.k_cache.defined()) {
@@ -121,20 +147,21 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     const ops::RowCopy at_past{.dst_slot = int32_t(kPastSlot)};
     ops::copy_rows(rec, a.k_cache.reshape({S, KV * D}), a.k.reshape({M, KV * D}), run.step, at_past);
     ops::copy_rows(rec, a.v_cache.reshape({S, KV * D}), a.v.reshape({M, KV * D}), run.step, at_past);
-    ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale);
+    ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale,
+                                  s.window.value_or(0));
   } else {
     // Training: q attends over the batch row's own k and v; lse is kept for the backward.
-    ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale);      // (B, T, H, D)
+    ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale, s.window.value_or(0));
   }
-  project(rec, run, layer, LoraTarget::o_proj, w.o, a, a.o, a.attn.reshape({M, H * D}));  // (M, C)
+  project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.o, a.attn.reshape({M, H * D}));  // (M, C)
   ops::add_forward(rec, a.x_mid, a.x_in, a.o);
   group.emplace(rec, kGroupNorms);
   norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);              // (M, C)
   group.emplace(rec, kGroupMlp);
-  project(rec, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);               // (M, I)
-  project(rec, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                     // (M, I)
+  project(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);             // (M, I)
+  project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                   // (M, I)
   mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);                       // (M, I)
-  project(rec, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);            // (M, C)
+  project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);          // (M, C)
   if (a.x_out.defined()) ops::add_forward(rec, a.x_out, a.x_mid, a.down);
 }
 
@@ -145,24 +172,34 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   std::optional<vk::Recorder::Label> group;
   group.emplace(rec, kGroupMlp);
   // x_out = x_mid + down(act(gate(h2)) · up(h2))
-  project_backward(rec, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, dres, false);  // (M, I)
+  project_backward(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, dres, false);  // (M, I)
   mlp_activation_backward(rec, s.activation, d.gate, d.up, d.gated, a.gate, a.up);                   // (M, I)
-  project_backward(rec, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);     // (M, C)
-  project_backward(rec, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d.h2, d.up, true);
+  project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
+  project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d.h2, d.up, true);
   group.emplace(rec, kGroupNorms);
   norm_backward(rec, s.norm, d.x_mid, d.h2, a.x_mid, w.post_attention_norm, a.rstd2);
   ops::add_forward(rec, dres, dres, d.x_mid);  // dres = d x_mid
   group.emplace(rec, kGroupAttention);
   // x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
   const Tensor attn = a.attn.reshape({M, H * D});
-  project_backward(rec, run, layer, LoraTarget::o_proj, w.o, a, attn, d.attn.reshape({M, H * D}), dres, false);
-  ops::attention_backward(rec, d.q, d.k, d.v, d.attn, a.q, a.k, a.v, a.attn, a.lse, s.attention_scale);
+  project_backward(rec, s, run, layer, LoraTarget::o_proj, w.o, a, attn, d.attn.reshape({M, H * D}), dres, false);
+  ops::attention_backward(rec, d.q, d.k, d.v, d.attn, a.q, a.k, a.v, a.attn, a.lse, s.attention_scale,
+                          s.window.value_or(0));
   ops::rope_backward(rec, d.q, d.q, run.positions, run.inv_freq);
   ops::rope_backward(rec, d.k, d.k, run.positions, run.inv_freq);
+  Tensor dq = d.q, dk = d.k;  // the gradients of q_proj(h1), k_proj(h1)
+  if (s.qk_norm) {
+    norm_backward(rec, s.norm, d.q_proj.reshape({M * H, D}), d.q.reshape({M * H, D}), a.q_proj.reshape({M * H, D}),
+                  w.q_norm, a.rstd_q);
+    norm_backward(rec, s.norm, d.k_proj.reshape({M * KV, D}), d.k.reshape({M * KV, D}),
+                  a.k_proj.reshape({M * KV, D}), w.k_norm, a.rstd_k);
+    dq = d.q_proj;
+    dk = d.k_proj;
+  }
   const Tensor d_h1 = input_grad ? d.h1 : Tensor();  // undefined: only the LoRA gradients
-  project_backward(rec, run, layer, LoraTarget::q_proj, w.q, a, a.h1, d_h1, d.q.reshape({M, H * D}), false);
-  project_backward(rec, run, layer, LoraTarget::k_proj, w.k, a, a.h1, d_h1, d.k.reshape({M, KV * D}), true);
-  project_backward(rec, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
+  project_backward(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.h1, d_h1, dq.reshape({M, H * D}), false);
+  project_backward(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.h1, d_h1, dk.reshape({M, KV * D}), true);
+  project_backward(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
   if (!input_grad) return;
   group.emplace(rec, kGroupNorms);
   norm_backward(rec, s.norm, d.x_in, d.h1, a.x_in, w.input_norm, a.rstd1);

@@ -9,11 +9,14 @@
 //     statistics for the backward (training);
 //   - whether the adapter has gradients and dropout (LayerRun).
 //
-// One layer, HF semantics (Qwen2/Llama/Mistral), x the f32 residual stream:
-//   h1 = norm(x_in)·w_in;  q, k, v = h1·Wqᵀ + bq, ...;  q, k = RoPE(q, k) at positions
+// One layer, HF semantics (Qwen2/Qwen3/Llama/Mistral), x the f32 residual stream:
+//   h1 = norm(x_in)·w_in;  q, k, v = h1·Wqᵀ + bq, ...;  (Qwen3: q, k = norm(q)·w_q, norm(k)·w_k per head)
+//   q, k = RoPE(q, k) at positions
 //   attn = causal GQA attention of q over k, v (or over the cache);  x_mid = x_in + attn·Woᵀ
 //   h2 = norm(x_mid)·w_post;  x_out = x_mid + (silu(h2·Wgᵀ) · (h2·Wuᵀ))·Wdᵀ
-// each projection with the adapter's term where it adapts it: + scale·(x̃·Aᵀ)·Bᵀ.
+// each projection with the adapter's term where it adapts it: + scale·(x̃·Aᵀ)·Bᵀ. Phi-3's fused qkv_proj and
+// gate_up_proj are computed as their parts (q, k, v; gate, up), each with its rows of the weight and of the
+// adapter's B (model/layer_spec.h); its longrope picks LayerRun::inv_freq (short or long factors).
 //
 // Sizes as in model/layer_acts.h: M = B·T tokens, C hidden, H / KV heads of D, I intermediate.
 #include <cstdint>

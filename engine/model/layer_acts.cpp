@@ -41,7 +41,7 @@ struct ActRow {
 std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T) {
   using A = LayerActs;
   const uint32_t M = B * T, C = s.hidden, H = s.heads, KV = s.kv_heads, D = s.head_dim, I = s.intermediate;
-  return {
+  std::vector<ActRow> rows = {
       // tensor   name             shape          dtype    training         inference         gradient
       {&A::x_in,  "residual",      {M, C},        Dt::f32, Keep::input,     kOwn,             shares(&A::x_mid)},
       {&A::rstd1, "rstd",          {M},           Dt::f32, Keep::backward,  kOwn,             kNone},
@@ -60,6 +60,14 @@ std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T) {
       {&A::gated, "silu*up",       {M, I},        Dt::act, Keep::backward,  shares(&A::gate), kOwn},
       {&A::down,  "down_proj out", {M, C},        Dt::f32, Keep::transient, shares(&A::o),    kNone},
   };
+  if (s.qk_norm)  // the norms' inputs and statistics, which their backward reads
+    rows.insert(rows.begin() + 3, {
+      {&A::q_proj, "q proj",       {B, T, H, D},  Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::k_proj, "k proj",       {B, T, KV, D}, Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::rstd_q, "rstd q",       {M * H},       Dt::f32, Keep::backward,  kOwn,             kNone},
+      {&A::rstd_k, "rstd k",       {M * KV},      Dt::f32, Keep::backward,  kOwn,             kNone},
+    });
+  return rows;
 }
 
 // Whether a layer has a tensor of its own in a training set, or shares the one set for all layers.

@@ -23,8 +23,10 @@ struct LayerActs {
   Tensor x_in;              // (M, C) f32         the residual stream entering the layer
   Tensor rstd1;             // (M) f32            1/rms of x_in
   Tensor h1;                // (M, C) act         input_layernorm(x_in)
-  Tensor q;                 // (B, T, H, D) act   after RoPE
-  Tensor k, v;              // (B, T, KV, D) act  k after RoPE
+  Tensor q_proj, k_proj;    // (B, T, H|KV, D) act  q_proj(h1), k_proj(h1) before their norms (qk_norm only)
+  Tensor rstd_q, rstd_k;    // (M·H), (M·KV) f32  1/rms of each head of q_proj, k_proj (qk_norm only)
+  Tensor q;                 // (B, T, H, D) act   after RoPE (and the q norm)
+  Tensor k, v;              // (B, T, KV, D) act  k after RoPE (and the k norm)
   Tensor k_cache, v_cache;  // (1, S, KV, D) act  inference: this layer's KV cache; undefined in training
   Tensor attn;              // (B, T, H, D) act   attention's output
   Tensor lse;               // (B, H, T) f32      its softmax log-sum-exp, for the backward (training)

@@ -1,5 +1,6 @@
 #include "model/layer_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -15,11 +16,17 @@ struct Family {
   Architecture arch;
   NormStyle norm_style;
   MlpActivation activation;
+  bool qk_norm = false;  // self_attn.q_norm / k_norm: RMSNorm [D] per head of q and k, before RoPE
+  bool fused = false;    // self_attn.qkv_proj and mlp.gate_up_proj instead of their parts (Phi-3)
 };
 constexpr Family kFamilies[] = {
     {.arch = Architecture::Qwen2, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu},
     {.arch = Architecture::Llama, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu},
     {.arch = Architecture::Mistral, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu},
+    {.arch = Architecture::Qwen3, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu,
+     .qk_norm = true},
+    {.arch = Architecture::Phi3, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu,
+     .fused = true},
 };
 
 const Family& family_of(const ModelConfig& c) {
@@ -33,7 +40,35 @@ const Family& family_of(const ModelConfig& c) {
 const ModuleSpec& LayerSpec::projection(LoraTarget t) const {
   for (const ModuleSpec& m : modules)
     if (m.target == t) return m;
-  throw Error("the layer has no " + std::string(target_name(t)));
+  std::string has;
+  for (const ModuleSpec& m : modules)
+    if (m.target) has += (has.empty() ? "" : ", ") + std::string(target_name(*m.target));
+  throw Error("the layer has no " + std::string(target_name(t)) + " (its projections: " + has + ")");
+}
+
+bool LayerSpec::has_projection(LoraTarget t) const {
+  return std::any_of(modules.begin(), modules.end(), [&](const ModuleSpec& m) { return m.target == t; });
+}
+
+ModuleSpec LayerSpec::product(LoraTarget t) const {
+  const std::optional<FusedRows> f = fused_rows(t);
+  if (!f) return projection(t);
+  ModuleSpec m = projection(f->fused);
+  m.target = t;
+  m.out = f->end - f->begin;
+  m.parts.clear();
+  return m;
+}
+
+std::optional<FusedRows> LayerSpec::fused_rows(LoraTarget part) const {
+  for (const ModuleSpec& m : modules) {
+    uint32_t row = 0;
+    for (const FusedPart& p : m.parts) {
+      if (p.target == part) return FusedRows{.fused = *m.target, .begin = row, .end = row + p.rows};
+      row += p.rows;
+    }
+  }
+  return std::nullopt;
 }
 
 LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
@@ -41,7 +76,8 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
   const uint32_t C = c.hidden_size, I = c.intermediate_size, D = c.head_dim, Q = c.num_heads * D,
                  KV = c.num_kv_heads * D;
   const bool windowed = c.sliding_window && layer >= c.max_window_layers;
-  return {
+  const float af = c.rope_scaling.attention_factor;  // longrope's cos/sin factor (1 for every other RoPE)
+  LayerSpec s{
       .hidden = C,
       .intermediate = I,
       .heads = c.num_heads,
@@ -49,7 +85,8 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
       .head_dim = D,
       .norm = {.style = f.norm_style, .eps = c.rms_norm_eps},
       .activation = f.activation,
-      .attention_scale = 1.0f / std::sqrt(float(D)),
+      .attention_scale = 1.0f / std::sqrt(float(D)) * (af * af),
+      .qk_norm = f.qk_norm,
       .window = windowed ? c.sliding_window : std::nullopt,
       .modules =
           {
@@ -64,6 +101,27 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
               {.name = "mlp.down_proj", .target = LoraTarget::down_proj, .out = C, .in = I, .bias = c.mlp_bias},
           },
   };
+  if (f.fused) {  // Phi3Attention's qkv_proj and Phi3MLP's gate_up_proj: [q; k; v] and [gate; up] by rows
+    auto at = [&](LoraTarget t) {
+      return std::find_if(s.modules.begin(), s.modules.end(), [&](const ModuleSpec& m) { return m.target == t; });
+    };
+    *at(LoraTarget::q_proj) = {.name = "self_attn.qkv_proj", .target = LoraTarget::qkv_proj, .out = Q + 2 * KV,
+                               .in = C, .bias = c.qkv_bias,
+                               .parts = {{LoraTarget::q_proj, Q}, {LoraTarget::k_proj, KV}, {LoraTarget::v_proj, KV}}};
+    s.modules.erase(at(LoraTarget::k_proj));
+    s.modules.erase(at(LoraTarget::v_proj));
+    *at(LoraTarget::gate_proj) = {.name = "mlp.gate_up_proj", .target = LoraTarget::gate_up_proj, .out = 2 * I,
+                                  .in = C, .bias = c.mlp_bias,
+                                  .parts = {{LoraTarget::gate_proj, I}, {LoraTarget::up_proj, I}}};
+    s.modules.erase(at(LoraTarget::up_proj));
+  }
+  if (f.qk_norm) {  // after o_proj, in Hugging Face's module order (Qwen3Attention)
+    const auto after_o = std::find_if(s.modules.begin(), s.modules.end(),
+                                      [](const ModuleSpec& m) { return m.target == LoraTarget::o_proj; }) + 1;
+    s.modules.insert(after_o, {{.name = "self_attn.q_norm", .norm = LayerNorm::q, .out = D},
+                               {.name = "self_attn.k_norm", .norm = LayerNorm::k, .out = D}});
+  }
+  return s;
 }
 
 ModelSpec model_spec(const ModelConfig& c) {
@@ -72,6 +130,7 @@ ModelSpec model_spec(const ModelConfig& c) {
               .tied = c.tie_word_embeddings,
               .final_norm = {.style = family_of(c).norm_style, .eps = c.rms_norm_eps},
               .inv_freq = rope_inv_freq(c)};
+  if (c.rope_scaling.type == RopeScaling::Type::LongRope) s.inv_freq_long = rope_inv_freq(c, true);
   for (uint32_t i = 0; i < c.num_layers; ++i) s.layers.push_back(layer_spec(c, i));
   return s;
 }

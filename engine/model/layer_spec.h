@@ -4,7 +4,10 @@
 // that knows a layer reads this: the tensor table (model/architecture.h) and through it the weight
 // upload, the demo model's writer and the UI's parameter count; the recorded layer (model/layer.h) for
 // inference and for training. A new family is a row of kFamilies (layer_spec.cpp) plus the code for
-// what is truly new in it.
+// what is truly new in it: Qwen3 added the q/k norms (LayerSpec::qk_norm), Phi-3 the fused projections
+// (ModuleSpec::parts) and longrope (config.h). Gemma 3 would add NormStyle x̂·(1 + w), the sandwich norms,
+// MlpActivation gelu_tanh (ops::gelu_tanh_mul_forward/backward exist), query_pre_attn_scalar, per-layer RoPE
+// and a window the attention kernels apply, the scaled embedding and the logit softcap.
 //
 // Sizes: V vocab, C hidden, I intermediate, H / KV query / key-value heads, D head dim.
 #include <cstdint>
@@ -26,38 +29,61 @@ enum class MlpActivation : uint8_t {
   silu,  // SwiGLU (Qwen2, Llama, Mistral). Gemma's GELU-tanh would be a second value.
 };
 
-// The norms of a layer. Gemma 3 would add pre_feedforward and post_feedforward ([C]); Qwen3 and Gemma 3
-// per-head q and k norms ([D]).
-enum class LayerNorm : uint8_t { input, post_attention };
+// The norms of a layer: input and post_attention ([C]); q and k ([D], Qwen3: one RMSNorm over each head's D
+// values of q and of k, after the projection and before RoPE). Gemma 3 would add pre_feedforward and
+// post_feedforward ([C]).
+enum class LayerNorm : uint8_t { input, post_attention, q, k };
 
 struct RmsNorm {
   NormStyle style = NormStyle::times_weight;
   float eps = 1e-6f;
 };
 
+// A part of a fused projection: the projection its rows make, and how many rows.
+struct FusedPart {
+  LoraTarget target;
+  uint32_t rows = 0;
+};
+
 // A module of the layer that holds weights: a norm, weight [out], or a projection y = x·Wᵀ (+ b),
-// W [out, in], b [out]. Fused projections (Phi-3's qkv_proj, gate_up_proj) would be projections of their
-// own, with LoRA targets of their own as PEFT names them, whose output the layer splits.
+// W [out, in], b [out]. A fused projection (Phi-3's qkv_proj [q; k; v], gate_up_proj [gate; up]) is a
+// projection of its own, with the LoRA target of its own as PEFT names it; its weight is split by rows into
+// the parts' weights when loaded, and the layer computes the parts (each with its rows of the adapter's B,
+// and the adapter's A whole), which is the fused product split.
 struct ModuleSpec {
   const char* name;                  // Hugging Face name under model.layers.{i}., e.g. "self_attn.q_proj"
   std::optional<LayerNorm> norm;     // a norm: which one
   std::optional<LoraTarget> target;  // a projection: which one, and the LoRA target that adapts it
   uint32_t out = 0, in = 0;
   bool bias = false;                 // from the config: qkv_bias, o_bias, mlp_bias
+  std::vector<FusedPart> parts;      // a fused projection: its parts in row order (their rows sum to out)
+};
+
+// Where a projection's rows are in the fused projection that holds them.
+struct FusedRows {
+  LoraTarget fused;
+  uint32_t begin = 0, end = 0;
 };
 
 struct LayerSpec {
   uint32_t hidden = 0, intermediate = 0, heads = 0, kv_heads = 0, head_dim = 0;  // C, I, H, KV, D
   RmsNorm norm;                                      // every norm of the layer
   MlpActivation activation = MlpActivation::silu;
-  float attention_scale = 1;                         // softmax(q·kᵀ · scale): 1/√D
-  // Sliding-window attention (Mistral; Qwen2 with use_sliding_window, on layers >= max_window_layers):
-  // a token sees the last `window` positions. No attention kernel applies a window yet, so a layer
-  // attends to everything before it, which is the same as long as the context is at most the window.
+  float attention_scale = 1;                         // softmax(q·kᵀ · scale): 1/√D (longrope: times its
+                                                     // attention factor², which scales q and k alike)
+  bool qk_norm = false;                              // q and k normed per head (LayerNorm::q, LayerNorm::k)
+  // Sliding-window attention (Mistral, Phi-3; Qwen2 and Qwen3 with use_sliding_window, on layers >=
+  // max_window_layers): a token sees the last `window` positions, itself included (ops/attention.h: the row
+  // kernels apply it where the context is longer than the window).
   std::optional<uint32_t> window;
   std::vector<ModuleSpec> modules;                   // in module order (the tensor table's)
 
   const ModuleSpec& projection(LoraTarget t) const;  // throws ls::Error when the layer has none
+  bool has_projection(LoraTarget t) const;
+  std::optional<FusedRows> fused_rows(LoraTarget part) const;  // nullopt unless a fused projection holds `part`
+  // The product the recorded layer computes for q, k, v, o, gate, up or down: the projection, or its rows
+  // of the fused projection that holds it (out = its rows, target = t, no parts).
+  ModuleSpec product(LoraTarget t) const;
 };
 
 struct ModelSpec {
@@ -66,6 +92,7 @@ struct ModelSpec {
   float embedding_scale = 1;       // x = embed[ids] · scale: 1 for every family today (Gemma: √C)
   RmsNorm final_norm;
   std::vector<float> inv_freq;     // [D/2] f32 RoPE inverse frequencies, rope_scaling applied (rope_inv_freq)
+  std::vector<float> inv_freq_long;  // longrope: those of the long factors (rope_uses_long_factors); else empty
   std::vector<LayerSpec> layers;   // one per layer (layers may differ: attention window)
 };
 

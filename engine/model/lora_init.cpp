@@ -5,6 +5,7 @@
 #include <string>
 
 #include "error.h"
+#include "model/layer_spec.h"
 #include "model/peft_adapter.h"
 
 namespace ls::model {
@@ -28,12 +29,24 @@ float uniform_symmetric(uint64_t x, float bound) {
 float lora_a_bound(uint32_t in_features) { return float(1.0 / std::sqrt(double(in_features))); }
 
 std::vector<float> lora_a_values(uint32_t rank, uint32_t in_features, uint64_t seed, uint32_t layer, LoraTarget target) {
-  const uint64_t key = uint64_t(layer) * kLoraTargetCount + uint64_t(target);
+  const uint64_t key = uint64_t(layer) * kLoraStreamsPerLayer + uint64_t(stream_target(target));
   SplitMix64 rng{mix64(seed ^ mix64(key))};
   const float bound = lora_a_bound(in_features);
   std::vector<float> a(size_t(rank) * in_features);
   for (float& x : a) x = uniform_symmetric(rng.next(), bound);
   return a;
+}
+
+void check_targets(const ModelConfig& config, std::span<const LoraTarget> targets, const std::string& where) {
+  const LayerSpec layer0 = layer_spec(config, 0);
+  for (LoraTarget t : targets)
+    if (!layer0.has_projection(t)) {
+      std::string has;
+      for (const ModuleSpec& m : layer0.modules)
+        if (m.target) has += (has.empty() ? "" : ", ") + std::string(target_name(*m.target));
+      throw Error(where + ": target module \"" + std::string(target_name(t)) + "\" is not a projection of " +
+                  config.architecture_name + " (its projections: " + has + ")");
+    }
 }
 
 LoraAdapter init_lora(vk::Device& device, const ModelConfig& config, std::vector<LoraTarget> targets, uint32_t rank,
@@ -46,6 +59,8 @@ LoraAdapter init_lora(vk::Device& device, const ModelConfig& config, std::vector
   for (size_t i = 0; i < targets.size(); ++i)
     if (std::find(targets.begin(), targets.begin() + ptrdiff_t(i), targets[i]) != targets.begin() + ptrdiff_t(i))
       fail("target module \"" + std::string(target_name(targets[i])) + "\" is listed twice");
+
+  check_targets(config, targets, "init_lora");
 
   LoraAdapter a;
   a.rank = rank;

@@ -9,12 +9,15 @@
 //
 // Random numbers: our own generator, the same on every platform (torch's stream cannot be reproduced and
 // we do not try). Each matrix (layer, target) has its own SplitMix64 stream, started from
-//   state = mix64(seed ^ mix64(layer * 7 + target))     (target: LoraTarget's index)
+//   state = mix64(seed ^ mix64(layer * 7 + target))     (target: LoraTarget's index; a fused target
+//                                                         (Phi-3) its first part's: stream_target())
 // so a matrix's values depend only on (seed, layer, target, shape), not on which other targets are
 // adapted. Each value takes one 64-bit output x: u = (x >> 40) * 2^-24 (24 bits, exact in float, in
 // [0, 1)), value = bound * (2u - 1) in float (2u - 1 is exact; one rounding), in [-bound, bound). A is
 // filled row-major.
 #include <cstdint>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -37,9 +40,13 @@ float lora_a_bound(uint32_t in_features);
 // The r * in values of A for (layer, target), row-major.
 std::vector<float> lora_a_values(uint32_t rank, uint32_t in_features, uint64_t seed, uint32_t layer, LoraTarget target);
 
+// Throws ls::Error "<where>: target module "q_proj" is not a projection of Phi3ForCausalLM (its projections:
+// qkv_proj, o_proj, gate_up_proj, down_proj)" for the first target the model does not have.
+void check_targets(const ModelConfig& config, std::span<const LoraTarget> targets, const std::string& where);
+
 // Every layer gets A [rank, in] and B [out, rank] (f32 device tensors) for each target, shapes from
-// target_shape(). targets: not empty, no repeats (kept in the given order). Throws ls::Error on rank 0,
-// a non-positive or non-finite alpha, or a dropout outside [0, 1).
+// target_shape(). targets: not empty, no repeats (kept in the given order), each a projection of the model
+// (check_targets). Throws ls::Error on rank 0, a non-positive or non-finite alpha, or a dropout outside [0, 1).
 LoraAdapter init_lora(vk::Device& device, const ModelConfig& config, std::vector<LoraTarget> targets, uint32_t rank,
                       float alpha, bool rslora, float dropout, uint64_t seed);
 

@@ -23,7 +23,7 @@ namespace ls::model {
 
 namespace {
 
-bool is_attention(LoraTarget t) { return t <= LoraTarget::o_proj; }
+bool is_attention(LoraTarget t) { return t <= LoraTarget::o_proj || t == LoraTarget::qkv_proj; }
 
 std::vector<float> as_floats(const TensorInfo& info) {
   if (info.dtype == DType::i32)
@@ -215,7 +215,7 @@ LoraAdapter read_peft_adapter_config(const std::filesystem::path& dir) {
     for (const auto& t : targets) {
       auto name = t.get<std::string>();
       auto target = parse_target(name);
-      if (!target) fail("target module \"" + name + "\" is not one of q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj");
+      if (!target) fail("target module \"" + name + "\" is not one of " + target_names_list());
       a.targets.push_back(*target);
     }
   } catch (const nlohmann::json::exception& e) {

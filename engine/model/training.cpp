@@ -133,7 +133,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   const std::vector<LayerActs> acts = plan_layer_acts(
       dev, spec, &adapter, B, T, DType::f32, options.recompute ? ActsPlan::recompute : ActsPlan::training);
   const LayerRun run{.positions = batch.positions,
-                     .inv_freq = w.inv_freq,
+                     .inv_freq = rope_uses_long_factors(c, T) ? w.inv_freq_long : w.inv_freq,
                      .adapter = &adapter,
                      .grads = &grads,
                      .dropout = options.dropout,

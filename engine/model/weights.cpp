@@ -50,6 +50,14 @@ DType stored_dtype(const vk::Device& device, const ExpectedTensor& e, DType file
                        (tied && e.role == TensorRole::embed);
   return device.coopmat() && product && file_dtype == DType::bf16 ? DType::f16 : file_dtype;
 }
+// Rows [begin, end) of a weight [out, in] or bias [out], as a tensor of its own (a fused projection's part).
+TensorInfo rows_of(const TensorInfo& info, uint64_t begin, uint64_t end) {
+  TensorInfo part = info;
+  const uint64_t row_bytes = info.bytes.size() / info.shape.at(0);
+  part.shape[0] = end - begin;
+  part.bytes = info.bytes.subspan(begin * row_bytes, (end - begin) * row_bytes);
+  return part;
+}
 }  // namespace
 
 const LinearWeights& linear_of(const ModelWeights& w, const ExpectedTensor& e) {
@@ -62,6 +70,10 @@ const LinearWeights& linear_of(const ModelWeights& w, const ExpectedTensor& e) {
     case LoraTarget::gate_proj: return l.gate;
     case LoraTarget::up_proj: return l.up;
     case LoraTarget::down_proj: return l.down;
+    // A fused projection is split into its parts when loaded (upload_weights): its row reads its first
+    // part, which has the dtype and quantization of the whole (memory plans ask for those).
+    case LoraTarget::qkv_proj: return l.q;
+    case LoraTarget::gate_up_proj: return l.gate;
   }
   throw Error("linear_of: " + e.name + ": no such projection");
 }
@@ -72,6 +84,8 @@ const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e) {
     switch (e.norm) {
       case LayerNorm::input: return l.input_norm;
       case LayerNorm::post_attention: return l.post_attention_norm;
+      case LayerNorm::q: return l.q_norm;
+      case LayerNorm::k: return l.k_norm;
     }
     throw Error("weight_of: " + e.name + ": no such norm");
   };
@@ -102,33 +116,53 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
   w.quant = quant;
   if (quant == QuantType::nf4) w.quant_map = ops::upload_dynamic_map(device);
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  for (const ExpectedTensor& e : expected_tensors(spec)) {
-    const TensorInfo& info = files.at(e.name);
+  // One row of the table, or one part of a fused projection's.
+  auto upload_one = [&](const ExpectedTensor& e, const TensorInfo& info) {
     if (quant != QuantType::none && e.role == TensorRole::weight) {
       const std::vector<float> values = values_of(info);
-      linear_of(w, e).q = ops::upload_quantized(device, quantize(quant, values, threads), uint32_t(e.shape[0]), uint32_t(e.shape[1]),
-                                  w.quant_map);
-      continue;
+      linear_of(w, e).q = ops::upload_quantized(device, quantize(quant, values, threads), uint32_t(e.shape[0]),
+                                                uint32_t(e.shape[1]), w.quant_map);
+      return;
     }
     const DType dtype = quant != QuantType::none && e.role == TensorRole::bias
                             ? ops::dequantized_dtype(device)
                             : stored_dtype(device, e, info.dtype, spec.tied);
     weight_of(w, e) = upload_tensor(device, info, dtype);
+  };
+  for (const ExpectedTensor& e : expected_tensors(spec)) {
+    const TensorInfo& info = files.at(e.name);
+    if (e.role == TensorRole::weight || e.role == TensorRole::bias) {
+      const ModuleSpec& m = spec.layers.at(e.layer).projection(e.target);
+      uint64_t row = 0;
+      for (const FusedPart& p : m.parts) {  // a fused projection: each part's rows into the part's weights
+        ExpectedTensor part = e;
+        part.target = p.target;
+        part.shape[0] = p.rows;
+        upload_one(part, rows_of(info, row, row + p.rows));
+        row += p.rows;
+      }
+      if (!m.parts.empty()) continue;
+    }
+    upload_one(e, info);
   }
   if (spec.tied) w.lm_head = w.embed;
   w.inv_freq = Tensor::empty(device, {uint32_t(spec.inv_freq.size())}, DType::f32, "rope inv_freq");
   upload(w.inv_freq, spec.inv_freq);
+  if (!spec.inv_freq_long.empty()) {
+    w.inv_freq_long = Tensor::empty(device, {uint32_t(spec.inv_freq_long.size())}, DType::f32, "rope inv_freq long");
+    upload(w.inv_freq_long, spec.inv_freq_long);
+  }
   return w;
 }
 
 uint64_t ModelWeights::device_bytes() const {
   auto bytes = [](const Tensor& t) { return t.defined() ? t.bytes() : 0; };
   auto linear = [&](const LinearWeights& l) { return bytes(l.w) + bytes(l.b) + l.q.bytes(); };
-  uint64_t total = bytes(embed) + bytes(final_norm) + bytes(inv_freq) + bytes(quant_map);
+  uint64_t total = bytes(embed) + bytes(final_norm) + bytes(inv_freq) + bytes(inv_freq_long) + bytes(quant_map);
   if (lm_head.defined() && lm_head.range().alloc != embed.range().alloc) total += bytes(lm_head);
   for (const LayerWeights& l : layers)
-    total += bytes(l.input_norm) + bytes(l.post_attention_norm) + linear(l.q) + linear(l.k) + linear(l.v) +
-             linear(l.o) + linear(l.gate) + linear(l.up) + linear(l.down);
+    total += bytes(l.input_norm) + bytes(l.post_attention_norm) + bytes(l.q_norm) + bytes(l.k_norm) + linear(l.q) +
+             linear(l.k) + linear(l.v) + linear(l.o) + linear(l.gate) + linear(l.up) + linear(l.down);
   return total;
 }
 

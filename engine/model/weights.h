@@ -1,5 +1,5 @@
 #pragma once
-// A Qwen2/Llama/Mistral model's weights on the device, kept in the dtype they were loaded in (bf16, f16
+// A Qwen2/Qwen3/Llama/Mistral model's weights on the device, kept in the dtype they were loaded in (bf16, f16
 // or f32), except bf16 product weights, which tensor-core devices keep as f16 (docs/design.md
 // "Precision"): the matmul kernels read them as they are. With a quantized base (QLoRA, docs/design.md
 // "Quantized bases") the layers' projection weights are kept packed in 4 or 8 bits instead.
@@ -23,6 +23,7 @@ struct LinearWeights {
 
 struct LayerWeights {
   Tensor input_norm, post_attention_norm;  // [C]
+  Tensor q_norm, k_norm;                   // [D], with LayerSpec::qk_norm (Qwen3); else undefined
   LinearWeights q, k, v, o, gate, up, down;
 };
 
@@ -32,13 +33,16 @@ struct ModelWeights {
   Tensor final_norm;               // [C]
   Tensor lm_head;                  // [V, C]; the embedding itself when tied
   Tensor inv_freq;                 // [D/2] f32 RoPE inverse frequencies (rope scaling applied)
+  Tensor inv_freq_long;            // longrope: [D/2] f32 of the long factors (model::rope_uses_long_factors)
   QuantType quant = QuantType::none;  // how the projection weights are kept
   Tensor quant_map;                // nf4: the absmax map the quantized weights share
   uint64_t device_bytes() const;   // the weights' device memory (a tied table counted once)
 };
 
 // The field of `w` that a row of the tensor table (model/architecture.h) fills (a quantized weight's .w
-// stays undefined: its packed form is linear_of(w, e).q).
+// stays undefined: its packed form is linear_of(w, e).q). A fused projection's row (qkv_proj, gate_up_proj)
+// has no field of its own: upload_weights splits it into its parts', and these give its first part's (q,
+// gate: the dtype and packing of the whole).
 const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e);
 Tensor& weight_of(ModelWeights& w, const ExpectedTensor& e);
 // The projection a weight or bias row belongs to.
@@ -46,7 +50,10 @@ const LinearWeights& linear_of(const ModelWeights& w, const ExpectedTensor& e);
 LinearWeights& linear_of(ModelWeights& w, const ExpectedTensor& e);
 
 // Checks the files against the config (model/architecture.h) and uploads every tensor of the table; with
-// quant, the layers' projection weights are quantized on the host first (embeddings, lm_head and norms
+// quant, the layers' projection weights are quantized on the host first (a fused projection part by part, as
+// it is kept: for nf4 this is not bitsandbytes' quantization of the fused weight, whose double quantization
+// groups the absmax of the whole and subtracts its mean; q8's blocks are the same when a part's size is a
+// multiple of 32 values) (embeddings, lm_head and norms
 // stay as loaded, as bitsandbytes leaves them; a quantized layer's biases are kept in
 // ops::dequantized_dtype, the dtype of the products that add them).
 ModelWeights upload_weights(vk::Device& device, const ModelConfig& config, const SafeTensors& files,

@@ -7,7 +7,7 @@
 namespace ls::ops {
 
 namespace {
-struct SiluMulParams {  // = `Params` in shaders/silu_mul.comp and shaders/silu_mul_backward.comp
+struct SiluMulParams {  // = `Params` in shaders/{silu,gelu_tanh}_mul{,_backward}.comp
   uint32_t n;
 };
 static_assert(sizeof(SiluMulParams) <= 128);
@@ -44,6 +44,28 @@ void silu_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup
                SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
 }
 
+void gelu_tanh_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gate, const Tensor& up) {
+  const char* op = "gelu_tanh_mul_forward";
+  require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
+  require_like(up, gate, op, "up", "gate");
+  require_like(y, gate, op, "y", "gate");
+  rec.dispatch(variant(vk::family::gelu_tanh_mul, {gate.dtype()}, op), {in(gate), in(up), out(y)},
+               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
+}
+
+void gelu_tanh_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup, const Tensor& dy,
+                            const Tensor& gate, const Tensor& up) {
+  const char* op = "gelu_tanh_mul_backward";
+  require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
+  require_like(up, gate, op, "up", "gate");
+  require_like(dy, gate, op, "dy", "gate");
+  require_like(dgate, gate, op, "dgate", "gate");
+  require_like(dup, gate, op, "dup", "gate");
+  rec.dispatch(variant(vk::family::gelu_tanh_mul_backward, {gate.dtype()}, op),
+               {in(dy), in(gate), in(up), out(dgate), out(dup)}, SiluMulParams{.n = uint32_t(gate.numel())},
+               groups_for(gate.numel()), {.local_x = kThreads});
+}
+
 namespace ref {
 namespace {
 template <class F>
@@ -65,10 +87,45 @@ void backward(std::span<F> dgate, std::span<F> dup, std::span<const F> dy, std::
     dup[i] = d * g * s;
   }
 }
+constexpr double kBeta = 0.7978845608028654;  // sqrt(2/pi)
+constexpr double kKappa = 0.044715;
+
+template <class F>
+void gelu_forward(std::span<F> y, std::span<const F> gate, std::span<const F> up) {
+  for (size_t i = 0; i < y.size(); ++i) {
+    const F g = gate[i], t = std::tanh(F(kBeta) * (g + F(kKappa) * g * g * g));
+    y[i] = F(0.5) * g * (F(1) + t) * up[i];
+  }
+}
+
+template <class F>
+void gelu_backward(std::span<F> dgate, std::span<F> dup, std::span<const F> dy, std::span<const F> gate,
+                   std::span<const F> up) {
+  for (size_t i = 0; i < dy.size(); ++i) {
+    const F g = gate[i], u = up[i], d = dy[i], t = std::tanh(F(kBeta) * (g + F(kKappa) * g * g * g));
+    const F dgelu = F(0.5) * (F(1) + t) + F(0.5) * g * (F(1) - t * t) * F(kBeta) * (F(1) + F(3 * kKappa) * g * g);
+    dgate[i] = d * u * dgelu;
+    dup[i] = d * F(0.5) * g * (F(1) + t);
+  }
+}
 }  // namespace
 
 void silu_mul_forward(std::span<float> y, std::span<const float> gate, std::span<const float> up) {
   forward(y, gate, up);
+}
+void gelu_tanh_mul_forward(std::span<float> y, std::span<const float> gate, std::span<const float> up) {
+  gelu_forward(y, gate, up);
+}
+void gelu_tanh_mul_forward(std::span<double> y, std::span<const double> gate, std::span<const double> up) {
+  gelu_forward(y, gate, up);
+}
+void gelu_tanh_mul_backward(std::span<float> dgate, std::span<float> dup, std::span<const float> dy,
+                            std::span<const float> gate, std::span<const float> up) {
+  gelu_backward(dgate, dup, dy, gate, up);
+}
+void gelu_tanh_mul_backward(std::span<double> dgate, std::span<double> dup, std::span<const double> dy,
+                            std::span<const double> gate, std::span<const double> up) {
+  gelu_backward(dgate, dup, dy, gate, up);
 }
 void silu_mul_forward(std::span<double> y, std::span<const double> gate, std::span<const double> up) {
   forward(y, gate, up);

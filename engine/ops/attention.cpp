@@ -17,6 +17,7 @@ struct AttentionParams {  // = `Params` in shaders/attention.comp and attention_
   uint32_t B, T, S, H, KV, D;
   float scale;
   uint32_t past_on_device;  // forward only: past from a device buffer, k and v are caches of capacity S
+  uint32_t window;          // 0: none; else query t sees keys past + t - window < j <= past + t
 };
 static_assert(sizeof(AttentionParams) <= 128);
 
@@ -24,7 +25,8 @@ constexpr uint32_t kThreads = 64;  // = WG in the shaders (fixed there: it sizes
 constexpr uint32_t kSplitMaxQueries = 4;  // query rows per sequence up to which decoding splits the keys
 
 AttentionParams params_for(const AttentionDims& d, float scale) {
-  return {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .KV = d.KV, .D = d.D, .scale = scale, .past_on_device = 0};
+  return {.B = d.B, .T = d.T, .S = d.S, .H = d.H, .KV = d.KV, .D = d.D, .scale = scale, .past_on_device = 0,
+          .window = d.window};
 }
 
 // One workgroup per row; rows are folded into x and y so each count stays <= 65535.
@@ -65,14 +67,17 @@ AttentionDims attention_dims(const Tensor& q, const Tensor& k, const Tensor& v, 
 }  // namespace
 
 void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, float scale) {
+                       const Tensor& v, float scale, uint32_t window) {
   const char* op = "attention_forward";
   AttentionDims d = attention_dims(q, k, v, {DType::f32, DType::f16}, op);
+  d.window = window && window < d.S ? window : 0;  // a window as long as the keys changes nothing
   require_shape(o, q.shape(), op, "o");
   require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
   require_shape(lse, {d.B, d.H, d.T}, op, "lse");
   require_dtype(lse, {DType::f32}, op, "lse");
-  if (detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype()))
+  if (d.window)
+    detail::attention_forward_rows(rec, o, lse, q, k, v, d, scale);
+  else if (detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype()))
     detail::attention_forward_flash(rec, o, lse, q, k, v, d, scale);
   else if (detail::attention_products_fit(rec.device(), d, q.dtype()))
     detail::attention_forward_products(rec, o, lse, q, k, v, d, scale);
@@ -83,9 +88,10 @@ void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, co
 }
 
 void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
-                              const Tensor& v_cache, const Tensor& past, float scale) {
+                              const Tensor& v_cache, const Tensor& past, float scale, uint32_t window) {
   const char* op = "attention_cached_forward";
   AttentionDims d = attention_dims(q, k_cache, v_cache, {DType::f32, DType::f16}, op);
+  d.window = window && window < d.S ? window : 0;  // shorter than the cache: the row kernel applies it
   require_shape(o, q.shape(), op, "o");
   require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
   require_dtype(past, {DType::i32}, op, "past");
@@ -93,7 +99,7 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
   AttentionParams params = params_for(d, scale);
   params.past_on_device = 1;
   const uint64_t rows = uint64_t(d.B) * d.T * d.H;
-  if (d.T <= kSplitMaxQueries && rows <= 65535) {
+  if (!d.window && d.T <= kSplitMaxQueries && rows <= 65535) {
     // A few query rows (decoding): split the keys over workgroups, then combine.
     const uint32_t splits = ceil_div(d.S, kThreads);
     struct SplitParams {  // = `Params` in shaders/attention_split.comp
@@ -111,7 +117,7 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
   }
   // The log-sum-exp is not needed at inference; the kernel writes it to a scratch the program keeps.
   Tensor lse = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention lse (unused)");
-  if (detail::attention_flash_fit(rec.device(), d, q.dtype())) {
+  if (!d.window && detail::attention_flash_fit(rec.device(), d, q.dtype())) {
     // Prefill. f32 activations ask for exact inference (the golden tests against transformers): f32 math.
     detail::attention_forward_flash(rec, o, lse, q, k_cache, v_cache, d, scale, past, q.dtype() != DType::f32);
     return;
@@ -122,9 +128,10 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
 
 void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                        float scale) {
+                        float scale, uint32_t window) {
   const char* op = "attention_backward";
   AttentionDims d = attention_dims(q, k, v, {DType::f32}, op);
+  d.window = window && window < d.S ? window : 0;
   require_shape(o, q.shape(), op, "o");
   require_shape(do_, q.shape(), op, "do");
   require_shape(dq, q.shape(), op, "dq");
@@ -137,7 +144,9 @@ void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, c
   require_dtype(dk, {DType::f32}, op, "dk");
   require_dtype(dv, {DType::f32}, op, "dv");
   require_dtype(lse, {DType::f32}, op, "lse");
-  if (detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype()))
+  if (d.window)
+    detail::attention_backward_rows(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
+  else if (detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype()))
     detail::attention_backward_flash(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
   else if (detail::attention_products_fit(rec.device(), d, q.dtype()))
     detail::attention_backward_products(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
@@ -194,16 +203,16 @@ void forward(std::span<F> o, std::span<F> lse, std::span<const F> q, std::span<c
   for (uint32_t b = 0; b < d.B; ++b)
     for (uint32_t t = 0; t < d.T; ++t)
       for (uint32_t h = 0; h < d.H; ++h) {
-        uint32_t g = h / (d.H / d.KV), n_keys = d.past() + t + 1;
+        uint32_t g = h / (d.H / d.KV), n_keys = d.past() + t + 1, first = d.first_key(t);
         const F* qr = &q[ix.query(b, t, h)];
         double m = -INFINITY;
-        for (uint32_t j = 0; j < n_keys; ++j) {
+        for (uint32_t j = first; j < n_keys; ++j) {
           scores[j] = scale * dot(qr, &k[ix.key(b, j, g)], d.D);
           m = std::max(m, scores[j]);
         }
         double sum = 0;
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (uint32_t j = 0; j < n_keys; ++j) {
+        for (uint32_t j = first; j < n_keys; ++j) {
           double e = std::exp(scores[j] - m);
           sum += e;
           const F* vr = &v[ix.key(b, j, g)];
@@ -227,7 +236,7 @@ void backward(std::span<F> dq, std::span<F> dk, std::span<F> dv, std::span<const
         size_t qi = ix.query(b, t, h);
         double delta = dot(&do_[qi], &o[qi], d.D);
         double row_lse = double(lse[ix.stat(b, h, t)]);
-        for (uint32_t j = 0; j < n_keys; ++j) {
+        for (uint32_t j = d.first_key(t); j < n_keys; ++j) {
           size_t kj = ix.key(b, j, g);
           double p = std::exp(scale * dot(&q[qi], &k[kj], d.D) - row_lse);
           double ds = p * (dot(&do_[qi], &v[kj], d.D) - delta);

@@ -7,6 +7,10 @@
 //   lse[b,h,t] = log sum_j exp(s_j),   o[b,t,h,:] = sum_j exp(s_j - lse) * v[b,j,g,:]
 // scale is usually 1 / sqrt(D). D <= 256, any S. The forward and backward take flash kernels where they fit
 // (ops/attention_flash.h: on tensor cores f16 products with f32 sums, elsewhere f32 throughout).
+// A sliding window (`window` > 0: Mistral, Phi-3, Qwen2's use_sliding_window) limits query t to the keys
+// past + t - window < j <= past + t, as transformers' sliding-window mask does; where it can matter
+// (window < S) the row kernels (shaders/attention.comp, attention_backward.comp) compute it, the flash,
+// products and split paths being for unwindowed attention.
 #include <span>
 
 #include "tensor/tensor.h"
@@ -16,21 +20,23 @@ namespace ls::ops {
 
 struct AttentionDims {
   uint32_t B = 1, T = 1, S = 1, H = 1, KV = 1, D = 1;
+  uint32_t window = 0;  // 0: every earlier key; else the last `window` positions (the query's own included)
   uint32_t past() const { return S - T; }
+  uint32_t first_key(uint32_t t) const { return window && past() + t + 1 > window ? past() + t + 1 - window : 0; }
 };
 
 constexpr uint32_t kAttentionMaxHeadDim = 256;
 
 // q, k, v, o: f32 or f16 (all the same); lse: f32, saved for the backward. past = S - T from the shapes.
 void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
-                       const Tensor& v, float scale);
+                       const Tensor& v, float scale, uint32_t window = 0);
 
 // Attention over KV caches whose fill level lives on the device, for programs recorded once and
 // replayed at every position: k_cache, v_cache [B, S_max, KV, D] already hold this call's T keys and
 // values at positions past .. past + T - 1 (see ops/copy_rows.h), and past = past[0] (i32, host-written
 // before each run). Query t sees keys 0 .. past + t (clamped to S_max). No lse output.
 void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
-                              const Tensor& v_cache, const Tensor& past, float scale);
+                              const Tensor& v_cache, const Tensor& past, float scale, uint32_t window = 0);
 
 // All f32. With delta[b,h,t] = do[b,t,h,:] . o[b,t,h,:], p = exp(s_j - lse), ds = p * (do . v_j - delta):
 //   dq[b,t,h,:] = scale * sum_j ds * k[b,j,g,:]
@@ -39,9 +45,9 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
 // recorded program keeps alive. Deterministic (no atomics).
 void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                        float scale);
+                        float scale, uint32_t window = 0);
 
-// CPU reference, double accumulation. Same layouts as above, flat row-major spans.
+// CPU reference, double accumulation. Same layouts as above, flat row-major spans; dims.window as above.
 namespace ref {
 void attention_forward(std::span<float> o, std::span<float> lse, std::span<const float> q, std::span<const float> k,
                        std::span<const float> v, const AttentionDims& dims, double scale);

@@ -75,8 +75,11 @@ StepBytes step_bytes(const model::ModelSpec& spec, const PlanOptions& o, uint32_
   s.kept = model::layer_acts_bytes(spec, o.targets, o.rank, B, T, DType::f32,
                                    o.grad_checkpoint ? model::ActsPlan::recompute : model::ActsPlan::training);
   s.grads = model::layer_grads_bytes(spec.layers.at(0), B, T);
-  // model/layer.cpp project_backward: each adapted projection's dt, (M, r) f32, a tensor of its own.
-  s.lora_backward = spec.layers.size() * o.targets.size() * fp(uint64_t(M) * o.rank * 4);
+  // model/layer.cpp project_backward: each adapted projection's dt, (M, r) f32, a tensor of its own (a fused
+  // projection's: one for each part, which the layer computes apart).
+  uint64_t adapted_products = 0;
+  for (LoraTarget t : o.targets) adapted_products += std::max<size_t>(1, spec.layers.at(0).projection(t).parts.size());
+  s.lora_backward = spec.layers.size() * adapted_products * fp(uint64_t(M) * o.rank * 4);
   s.inputs = fp(uint64_t(M) * 4);  // positions; ids, targets and the loss rows are host-visible
   s.loss = model::loss_buffers_bytes(B, T, K, spec.hidden, V, o.device.max_binding);
   s.scratch = step_scratch(spec, o.device,
@@ -88,16 +91,27 @@ StepBytes step_bytes(const model::ModelSpec& spec, const PlanOptions& o, uint32_
 
 void add_weights(MemoryPlan& p, const model::ModelSpec& spec, const PlanOptions& o) {
   uint64_t projections = 0, embed = 0, head = 0, rest = fp(spec.inv_freq.size() * 4);
+  if (!spec.inv_freq_long.empty()) rest += fp(spec.inv_freq_long.size() * 4);  // longrope's second table
   if (o.quantize == QuantType::nf4) rest += fp(dynamic_map_8bit().size() * 4);  // the absmax map, shared
   for (const model::ExpectedTensor& e : model::expected_tensors(spec)) {
     // A quantized layer's biases are kept in its products' dtype (ops::dequantized_dtype).
     const bool quantized_layer = o.quantize != QuantType::none;
     const uint32_t size = quantized_layer && e.role == model::TensorRole::bias ? (o.device.coopmat ? 2u : 4u)
                                                                                : uint32_t(dtype_size(o.weight_dtype(e)));
-    const QuantSections q = quantized_sections(o.quantize, e.numel());
-    const uint64_t bytes = quantized_layer && e.role == model::TensorRole::weight
-                               ? fp(q.codes) + fp(q.absmax) + (q.scales ? fp(q.scales) : 0)
-                               : fp(e.numel() * size);
+    // A fused projection is kept as its parts (model/weights.cpp upload_weights): each its own tensor.
+    std::vector<uint64_t> pieces = {e.numel()};
+    if (e.role == model::TensorRole::weight || e.role == model::TensorRole::bias) {
+      const model::ModuleSpec& m = spec.layers.at(e.layer).projection(e.target);
+      if (!m.parts.empty()) pieces.clear();
+      for (const model::FusedPart& part : m.parts) pieces.push_back(e.numel() / m.out * part.rows);
+    }
+    uint64_t bytes = 0;
+    for (uint64_t n : pieces) {
+      const QuantSections q = quantized_sections(o.quantize, n);
+      bytes += quantized_layer && e.role == model::TensorRole::weight
+                   ? fp(q.codes) + fp(q.absmax) + (q.scales ? fp(q.scales) : 0)
+                   : fp(n * size);
+    }
     switch (e.role) {
       case model::TensorRole::weight: projections += bytes; break;
       case model::TensorRole::embed: embed += bytes; break;
@@ -167,7 +181,7 @@ MemoryPlan memory_plan(const PlanOptions& o) {
   if (o.rank == 0 || o.targets.empty() || o.shape.batch == 0 || o.shape.seq_len == 0)
     throw Error("memory_plan: rank, targets, batch size and sequence length must not be 0");
   const model::ModelSpec spec = model::model_spec(o.model);
-  const model::ExpectedTensor probe{.name = "model.layers.0." + std::string(spec.layers.at(0).projection(LoraTarget::q_proj).name) + ".weight",
+  const model::ExpectedTensor probe{.name = "model.layers.0." + std::string(spec.layers.at(0).product(LoraTarget::q_proj).name) + ".weight",
                                     .role = model::TensorRole::weight};
   const DType weight_dtype = o.weight_dtype(probe);
   MemoryPlan p;

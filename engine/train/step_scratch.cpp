@@ -64,7 +64,12 @@ class StepWalk {
   }
 
  private:
-  bool adapted(LoraTarget t) const { return std::find(o_.targets.begin(), o_.targets.end(), t) != o_.targets.end(); }
+  bool targeted(LoraTarget t) const { return std::find(o_.targets.begin(), o_.targets.end(), t) != o_.targets.end(); }
+  // A product carries the adapter's term when its projection is a target, or the fused one holding it.
+  bool adapted(const model::LayerSpec& s, LoraTarget t) const {
+    const auto f = s.fused_rows(t);
+    return targeted(t) || (f && targeted(f->fused));
+  }
 
   // ops/matmul.cpp dispatch_one: the skinny kernel splits K over up to 512 slices when its long side gives
   // too few workgroups; other products split K (split_k) when they have too few output tiles.
@@ -101,8 +106,8 @@ class StepWalk {
 
   // model/layer.cpp project(): t = x̃·Aᵀ, then y = x·Wᵀ + b + s·t·Bᵀ.
   void project(const model::LayerSpec& s, LoraTarget t) {
-    const model::ModuleSpec& m = s.projection(t);
-    if (adapted(t)) {
+    const model::ModuleSpec m = s.product(t);
+    if (adapted(s, t)) {
       dropout_input(m.in);
       product({.M = M_, .N = o_.rank, .K = m.in, .lora_own = true, .long_rows = true});
     }
@@ -111,9 +116,9 @@ class StepWalk {
 
   // model/layer.cpp project_backward() and ops/matmul.cpp lora_backward().
   void project_backward(const model::LayerSpec& s, LoraTarget t, bool dx) {
-    const model::ModuleSpec& m = s.projection(t);
+    const model::ModuleSpec m = s.product(t);
     const uint32_t r = o_.rank;
-    if (!adapted(t)) {
+    if (!adapted(s, t)) {
       if (dx) product({.M = M_, .N = m.in, .K = m.out, .weight = &m});
       return;
     }
@@ -132,6 +137,7 @@ class StepWalk {
   enum class Attention { flash, products, rows };
   Attention attention_path(const model::LayerSpec& s) const {
     const uint32_t D = s.head_dim, H = s.heads, B = o_.B, T = o_.T;
+    if (s.window && *s.window < T) return Attention::rows;  // ops/attention.cpp: a window that can matter
     const bool flash_shapes = D % 4 == 0 && D <= 128 && dev_.subgroup_size >= 8 && H <= 65535 && B <= 65535;
     if (dev_.coopmat && D % 16 == 0 && T >= 16 && flash_shapes) return Attention::flash;
     const uint64_t scores = uint64_t(B) * H * T * T * 4;

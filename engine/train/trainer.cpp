@@ -153,6 +153,7 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                   const std::function<void(const RunStart&)>& on_start) {
   TrainConfig c = c_in;
   validate(c);
+  model::check_targets(model::load_config(c.model), c.targets, (c.model / "config.json").string() + " (--targets)");
   const RunData run_data = load_run_data(c);
   const tok::Tokenizer& tokenizer = run_data.tokenizer;
   const Dataset& data = run_data.data;

@@ -51,6 +51,33 @@ const json kMistral7B = json::parse(R"({
   "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 4096, "tie_word_embeddings": false,
   "torch_dtype": "bfloat16", "transformers_version": "4.34.0.dev0", "use_cache": true, "vocab_size": 32000})");
 
+// config.json of Qwen/Qwen3-0.6B: head_dim 128 with hidden 1024 and 16 heads (H·D = 2048 != C).
+const json kQwen3 = json::parse(R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 151643,
+  "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024, "initializer_range": 0.02,
+  "intermediate_size": 3072, "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+  "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null, "tie_word_embeddings": true,
+  "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": true, "use_sliding_window": false,
+  "vocab_size": 151936})");
+
+// config.json of microsoft/Phi-3.5-mini-instruct, its 48 longrope factors of each list replaced by
+// made-up values of the same count (head_dim 96 / 2).
+json phi35_mini() {
+  json j = json::parse(R"({
+    "architectures": ["Phi3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0, "bos_token_id": 1,
+    "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu", "hidden_size": 3072, "initializer_range": 0.02,
+    "intermediate_size": 8192, "max_position_embeddings": 131072, "model_type": "phi3", "num_attention_heads": 32,
+    "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096,
+    "pad_token_id": 32000, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+    "sliding_window": 262144, "tie_word_embeddings": false, "torch_dtype": "bfloat16",
+    "transformers_version": "4.43.3", "use_cache": true, "vocab_size": 32064})");
+  json s = json::array(), l = json::array();
+  for (int i = 0; i < 48; ++i) s.push_back(1.0 + 0.01 * i), l.push_back(1.0 + 0.5 * i);
+  j["rope_scaling"] = {{"long_factor", l}, {"short_factor", s}, {"type", "longrope"}};
+  return j;
+}
+
 // Only the required keys.
 json minimal(const char* architecture) {
   return json{{"architectures", {architecture}}, {"hidden_size", 256},       {"num_hidden_layers", 2},
@@ -134,6 +161,132 @@ TEST(Config, Mistral7B) {
 }
 
 // What transformers' Qwen2Config / LlamaConfig / MistralConfig fill in for absent keys.
+TEST(Config, Qwen3_06B) {
+  const ModelConfig c = parse(kQwen3);
+  EXPECT_EQ(c.arch, Architecture::Qwen3);
+  EXPECT_EQ(c.architecture_name, "Qwen3ForCausalLM");
+  EXPECT_EQ(c.hidden_size, 1024u);
+  EXPECT_EQ(c.num_heads, 16u);
+  EXPECT_EQ(c.num_kv_heads, 8u);
+  EXPECT_EQ(c.head_dim, 128u);  // from the config, not hidden / heads (64)
+  EXPECT_EQ(c.num_layers, 28u);
+  EXPECT_EQ(c.max_position_embeddings, 40960u);
+  EXPECT_EQ(c.rope_theta, 1e6f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::None);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.qkv_bias || c.o_bias || c.mlp_bias);
+  EXPECT_FALSE(c.sliding_window.has_value());
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{151645});
+  json biased = kQwen3;
+  biased["attention_bias"] = true;  // Qwen3Attention: bias on q, k, v and o alike
+  EXPECT_TRUE(parse(biased).qkv_bias && parse(biased).o_bias);
+  EXPECT_FALSE(parse(biased).mlp_bias);
+  json windowed = kQwen3;
+  windowed["use_sliding_window"] = true;
+  windowed["sliding_window"] = 4096;
+  EXPECT_EQ(parse(windowed).sliding_window, 4096u);
+  EXPECT_EQ(parse(windowed).max_window_layers, 28u);
+  // Qwen3Config's defaults: head_dim 128 (whatever hidden / heads is), 32 kv heads, 32768 positions.
+  json q = minimal("Qwen3ForCausalLM");
+  q["num_attention_heads"] = 32;
+  const ModelConfig d = parse(q);
+  EXPECT_EQ(d.head_dim, 128u);
+  EXPECT_EQ(d.num_kv_heads, 32u);
+  EXPECT_EQ(d.max_position_embeddings, 32768u);
+  EXPECT_FALSE(d.qkv_bias);
+  json from_type = minimal("LlamaForCausalLM");
+  from_type.erase("architectures");
+  from_type["model_type"] = "qwen3";
+  from_type["num_key_value_heads"] = 2;
+  EXPECT_EQ(parse(from_type).arch, Architecture::Qwen3);
+}
+
+TEST(Config, Phi35MiniLongRope) {
+  const ModelConfig c = parse(phi35_mini());
+  EXPECT_EQ(c.arch, Architecture::Phi3);
+  EXPECT_EQ(c.architecture_name, "Phi3ForCausalLM");
+  EXPECT_EQ(c.head_dim, 96u);
+  EXPECT_EQ(c.num_kv_heads, 32u);
+  EXPECT_EQ(c.rms_norm_eps, 1e-5f);
+  EXPECT_FALSE(c.qkv_bias || c.o_bias || c.mlp_bias);
+  EXPECT_EQ(c.sliding_window, 262144u);
+  EXPECT_EQ(c.bos_token_id, 1);
+  EXPECT_EQ(c.eos_token_ids, std::vector<int32_t>{32000});
+  const RopeScaling& r = c.rope_scaling;
+  EXPECT_EQ(r.type, RopeScaling::Type::LongRope);
+  EXPECT_EQ(r.original_max_position_embeddings, 4096u);
+  EXPECT_EQ(r.factor, 32.0f);  // max_position_embeddings / original
+  EXPECT_FLOAT_EQ(r.attention_factor, float(std::sqrt(1 + std::log(32.0) / std::log(4096.0))));  // 1.1902
+  ASSERT_EQ(r.short_factor.size(), 48u);
+  EXPECT_EQ(r.long_factor[47], float(1.0 + 0.5 * 47));
+  EXPECT_FALSE(rope_uses_long_factors(c, 4096));  // the last position 4095 is inside the original context
+  EXPECT_TRUE(rope_uses_long_factors(c, 4097));
+  EXPECT_FALSE(rope_uses_long_factors(parse(kLlama32), 1 << 20));
+  // inv_freq = 1 / (factor · θ^(2i/D)), per list, as _compute_longrope_parameters.
+  for (bool long_factors : {false, true}) {
+    const std::vector<float> f = rope_inv_freq(c, long_factors);
+    ASSERT_EQ(f.size(), 48u);
+    for (uint32_t i = 0; i < 48; ++i) {
+      const double ext = long_factors ? 1.0 + 0.5 * i : 1.0 + 0.01 * i;
+      EXPECT_NEAR(f[i], 1.0 / (ext * std::pow(10000.0, 2.0 * i / 96)), 1e-6 * f[i]) << i;
+    }
+  }
+  // "su" (older configs); attention_factor given; transformers 5's rope_parameters with the original context
+  // inside (and its "factor" then).
+  json su = phi35_mini();
+  su["rope_scaling"]["type"] = "su";
+  su["rope_scaling"]["attention_factor"] = 1.5;
+  EXPECT_EQ(parse(su).rope_scaling.type, RopeScaling::Type::LongRope);
+  EXPECT_EQ(parse(su).rope_scaling.attention_factor, 1.5f);
+  json v5 = phi35_mini();
+  v5.erase("original_max_position_embeddings");
+  json params = v5["rope_scaling"];
+  v5.erase("rope_scaling");
+  params.erase("type");
+  params["rope_type"] = "longrope";
+  params["rope_theta"] = 10000.0;
+  params["original_max_position_embeddings"] = 4096;
+  v5["rope_parameters"] = params;
+  EXPECT_EQ(parse(v5).rope_scaling.attention_factor, r.attention_factor);
+  v5["rope_parameters"]["factor"] = 8.0;
+  EXPECT_FLOAT_EQ(parse(v5).rope_scaling.attention_factor, float(std::sqrt(1 + std::log(8.0) / std::log(4096.0))));
+  // Phi3Config's defaults: no window, kv heads = heads, 4096 positions, eps 1e-5.
+  const ModelConfig d = parse(minimal("Phi3ForCausalLM"));
+  EXPECT_FALSE(d.sliding_window.has_value());
+  EXPECT_EQ(d.num_kv_heads, 8u);
+  EXPECT_EQ(d.max_position_embeddings, 4096u);
+  EXPECT_EQ(d.rope_scaling.type, RopeScaling::Type::None);
+}
+
+TEST(Config, Phi3Refusals) {
+  auto refused = [](const json& j, std::initializer_list<std::string_view> parts) {
+    return throws_error([&] { parse(j); }, parts);
+  };
+  json j = phi35_mini();
+  j["rope_scaling"]["short_factor"].erase(0);
+  EXPECT_TRUE(refused(j, {"config.json", "\"rope_scaling\" (longrope)", "\"short_factor\" has 47 values",
+                          "head_dim / 2 = 48 expected"}));
+  j = phi35_mini();
+  j["rope_scaling"]["long_factor"][3] = "x";
+  EXPECT_TRUE(refused(j, {"\"long_factor\" must hold positive numbers, got \"x\""}));
+  j = phi35_mini();
+  j["rope_scaling"].erase("long_factor");
+  EXPECT_TRUE(refused(j, {"\"long_factor\" is missing"}));
+  j = phi35_mini();
+  j.erase("original_max_position_embeddings");
+  EXPECT_TRUE(refused(j, {"longrope needs \"original_max_position_embeddings\""}));
+  j = phi35_mini();
+  j["partial_rotary_factor"] = 0.75;  // Phi-4-mini
+  EXPECT_TRUE(refused(j, {"\"partial_rotary_factor\" is 0.75", "only 1"}));
+  j = phi35_mini();
+  j["rope_scaling"]["partial_rotary_factor"] = 0.75;  // where transformers 5 writes it
+  EXPECT_TRUE(refused(j, {"\"rope_scaling\" (longrope)", "\"partial_rotary_factor\" is 0.75"}));
+  j = phi35_mini();
+  j["partial_rotary_factor"] = 1.0;
+  j["rope_scaling"]["partial_rotary_factor"] = 1.0;
+  EXPECT_NO_THROW(parse(j));
+}
+
 TEST(Config, TransformersDefaults) {
   const ModelConfig llama = parse(minimal("LlamaForCausalLM"));
   EXPECT_EQ(llama.num_kv_heads, 8u);  // = num_attention_heads
@@ -262,7 +415,8 @@ TEST(Config, Refusals) {
   };
   const std::vector<std::pair<json, std::vector<std::string_view>>> cases = {
       {with(kQwen25, "architectures", {"GPT2LMHeadModel"}),
-       {"architecture \"GPT2LMHeadModel\" is not supported", "Qwen2ForCausalLM, LlamaForCausalLM, MistralForCausalLM"}},
+       {"architecture \"GPT2LMHeadModel\" is not supported",
+        "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, LlamaForCausalLM, MistralForCausalLM"}},
       {with(kQwen25, "architectures", "Qwen2ForCausalLM"), {"\"architectures\" must be a list"}},
       {with(with(minimal("LlamaForCausalLM"), "architectures", nullptr), "model_type", "gpt2"),
        {"architecture \"gpt2\" is not supported"}},
@@ -283,7 +437,7 @@ TEST(Config, Refusals) {
       {with(kQwen25, "bos_token_id", -1), {"\"bos_token_id\" must hold token ids"}},
       {with(kQwen25, "rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}), {"type \"yarn\" is not supported"}},
       {with(kQwen25, "rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}),
-       {"type \"dynamic\" is not supported"}},
+       {"type \"dynamic\" is not supported", "default, linear, llama3, longrope"}},
       {with(kQwen25, "rope_scaling", {{"factor", 4.0}}), {"\"rope_scaling\" has no \"rope_type\""}},
       {with(kQwen25, "rope_scaling", 4), {"\"rope_scaling\" must be an object"}},
       {with(kQwen25, "rope_scaling", {{"type", "linear"}}), {"(linear) has no \"factor\""}},

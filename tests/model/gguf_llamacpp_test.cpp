@@ -1,5 +1,6 @@
 // Our GGUF files read by llama.cpp itself (its CPU build, fetched by scripts/fetch_llamacpp.sh), for the
-// tiny Qwen2 and Llama fixtures with a random LoRA (r 4, alpha 8, all seven projections):
+// tiny Qwen2 and Llama fixtures, and a random-weight Qwen3 (q/k norms, head_dim 24 != hidden 80 / 4 heads;
+// support/tiny_model.h) with qwen2_tiny's tokenizer, with a random LoRA (r 4, alpha 8, all seven projections):
 // - llama.cpp tokenizes a corpus (specials, digits, punctuation, newlines, non-ASCII) from our metadata to
 //   the ids our tokenizer gives, and reads back the hyper-parameters and chat template;
 // - the merged model in f16 (and bf16, within 5e-2): llama.cpp's logits at every position against ours (the merged safetensors run by
@@ -29,6 +30,7 @@
 #include "model/safetensors.h"
 #include "model/weights.h"
 #include "support/testing.h"
+#include "support/tiny_model.h"
 #include "tensor/dtype.h"
 #include "tokenizer/tokenizer.h"
 
@@ -70,6 +72,7 @@ void write_random_adapter(const fs::path& model_dir, const fs::path& dir, uint32
   std::vector<std::vector<uint64_t>> shapes;
   for (uint32_t layer = 0; layer < c.num_layers; ++layer)
     for (size_t t = 0; t < kLoraTargetCount; ++t) {
+      if (!layer_spec(c, 0).has_projection(LoraTarget(t))) continue;  // the fused ones of Phi-3
       const auto [out, in] = target_shape(c, LoraTarget(t));
       for (bool b : {false, true}) {
         names.push_back(peft_key(layer, LoraTarget(t), b));
@@ -198,9 +201,24 @@ class GgufLlamaCpp : public ::testing::TestWithParam<const char*> {
   void TearDown() override { test::expect_no_validation_messages(); }
 };
 
+// A Qwen3 made here: random weights and qwen2_tiny's tokenizer files (vocabulary 618).
+fs::path make_qwen3(const TempDir& dir) {
+  const fs::path qwen2 = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny", out = dir / "qwen3";
+  test::write_random_model(out, nlohmann::json::parse(R"({
+      "architectures": ["Qwen3ForCausalLM"], "vocab_size": 618, "hidden_size": 80, "intermediate_size": 136,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24,
+      "max_position_embeddings": 256, "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": true,
+      "bos_token_id": null, "eos_token_id": 617, "torch_dtype": "float32"})"), 4000);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    fs::copy_file(qwen2 / f, out / f);
+  return out;
+}
+
 TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
-  const fs::path model_dir = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / GetParam();
   TempDir dir;
+  const fs::path model_dir = std::string(GetParam()) == "qwen3_random"
+                                 ? make_qwen3(dir)
+                                 : fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / GetParam();
   const ModelConfig config = load_config(model_dir);
   write_random_adapter(model_dir, dir / "adapter", 17);
   merge_adapter(model_dir, dir / "adapter", dir / "merged");
@@ -346,7 +364,7 @@ TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaCpp, ::testing::Values("qwen2_tiny", "llama_tiny"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaCpp, ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "qwen3_random"));
 
 #else
 

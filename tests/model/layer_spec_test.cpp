@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "model/model_files.h"
 #include "model/peft_adapter.h"
 #include "model/weights.h"
 
@@ -15,6 +16,7 @@ namespace ls::model {
 namespace {
 
 using nlohmann::json;
+using test::throws_error;
 
 json config(const char* arch) {
   return {{"architectures", {arch}}, {"hidden_size", 48},       {"intermediate_size", 80}, {"num_hidden_layers", 3},
@@ -44,6 +46,76 @@ TEST(LayerSpec, Qwen2ModulesInOrderWithQkvBiases) {
   EXPECT_EQ(l.projection(LoraTarget::down_proj).in, 80u);
   EXPECT_EQ(s.inv_freq.size(), 4u);
   EXPECT_EQ(s.embedding_scale, 1.0f);
+}
+
+// Qwen3: q_norm and k_norm [D] after o_proj (Qwen3Attention's module order), no biases unless
+// attention_bias, head_dim from the config.
+TEST(LayerSpec, Qwen3QkNormsAndHeadDim) {
+  json j = config("Qwen3ForCausalLM");
+  j["head_dim"] = 10;  // H·D = 60 != C = 48
+  const ModelSpec s = spec_of(j);
+  const LayerSpec& l = s.layers[2];
+  EXPECT_TRUE(l.qk_norm);
+  EXPECT_EQ(l.head_dim, 10u);
+  EXPECT_FLOAT_EQ(l.attention_scale, 1.0f / std::sqrt(10.0f));
+  std::vector<std::string> names;
+  for (const ModuleSpec& m : l.modules) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+                                             "self_attn.v_proj", "self_attn.o_proj", "self_attn.q_norm",
+                                             "self_attn.k_norm", "post_attention_layernorm", "mlp.gate_proj",
+                                             "mlp.up_proj", "mlp.down_proj"}));
+  EXPECT_EQ(l.modules[5].norm, LayerNorm::q);
+  EXPECT_EQ(l.modules[6].norm, LayerNorm::k);
+  EXPECT_EQ(l.modules[5].out, 10u);
+  EXPECT_EQ(l.projection(LoraTarget::q_proj).out, 60u);
+  EXPECT_EQ(l.projection(LoraTarget::o_proj).in, 60u);
+  EXPECT_EQ(l.projection(LoraTarget::k_proj).out, 20u);
+  for (const ModuleSpec& m : l.modules) EXPECT_FALSE(m.bias) << m.name;
+  EXPECT_EQ(s.inv_freq.size(), 5u);
+  EXPECT_FALSE(spec_of(config("Qwen2ForCausalLM")).layers[0].qk_norm);
+}
+
+// Phi-3: qkv_proj [(H + 2KV)·D, C] and gate_up_proj [2I, C] in place of their parts, each part's rows known;
+// longrope's attention factor squared in the attention scale (it multiplies cos and sin, so q and k).
+TEST(LayerSpec, Phi3FusedProjectionsAndLongRope) {
+  json j = config("Phi3ForCausalLM");  // C 48, H 6, KV 2, D 8, I 80
+  j["max_position_embeddings"] = 64;
+  j["original_max_position_embeddings"] = 16;
+  j["rope_scaling"] = {{"type", "longrope"},
+                       {"short_factor", {1.0, 1.5, 2.0, 2.5}},
+                       {"long_factor", {3.0, 4.0, 5.0, 6.0}}};
+  const ModelSpec s = spec_of(j);
+  const LayerSpec& l = s.layers[0];
+  std::vector<std::string> names;
+  for (const ModuleSpec& m : l.modules) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_layernorm", "self_attn.qkv_proj", "self_attn.o_proj",
+                                             "post_attention_layernorm", "mlp.gate_up_proj", "mlp.down_proj"}));
+  EXPECT_EQ(l.projection(LoraTarget::qkv_proj).out, (6u + 2 * 2) * 8);
+  EXPECT_EQ(l.projection(LoraTarget::gate_up_proj).out, 160u);
+  EXPECT_FALSE(l.has_projection(LoraTarget::q_proj));
+  EXPECT_TRUE(l.has_projection(LoraTarget::qkv_proj));
+  const auto k = l.fused_rows(LoraTarget::k_proj);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->fused, LoraTarget::qkv_proj);
+  EXPECT_EQ(k->begin, 48u);
+  EXPECT_EQ(k->end, 64u);
+  const auto up = l.fused_rows(LoraTarget::up_proj);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->begin, 80u);
+  EXPECT_EQ(up->end, 160u);
+  EXPECT_FALSE(l.fused_rows(LoraTarget::o_proj));
+  EXPECT_EQ(l.product(LoraTarget::v_proj).out, 16u);
+  EXPECT_EQ(l.product(LoraTarget::v_proj).in, 48u);
+  EXPECT_EQ(l.product(LoraTarget::down_proj).out, 48u);
+  EXPECT_EQ(target_shape(parse_config(j, "config.json"), LoraTarget::qkv_proj), std::make_pair(80u, 48u));
+  EXPECT_TRUE(throws_error([&] { (void)l.projection(LoraTarget::q_proj); },
+                           {"no q_proj", "qkv_proj, o_proj, gate_up_proj, down_proj"}));
+  const float af = float(std::sqrt(1 + std::log(4.0) / std::log(16.0)));
+  EXPECT_FLOAT_EQ(l.attention_scale, af * af / std::sqrt(8.0f));
+  EXPECT_EQ(s.inv_freq.size(), 4u);
+  EXPECT_EQ(s.inv_freq_long.size(), 4u);
+  EXPECT_NE(s.inv_freq, s.inv_freq_long);
+  EXPECT_TRUE(spec_of(config("LlamaForCausalLM")).inv_freq_long.empty());
 }
 
 TEST(LayerSpec, LlamaBiasesFromTheConfig) {
@@ -79,7 +151,7 @@ TEST(LayerSpec, AttentionWindowOnTheLayersTheConfigSays) {
 }
 
 TEST(TensorTable, EveryRowFillsItsOwnWeight) {
-  for (const char* arch : {"Qwen2ForCausalLM", "LlamaForCausalLM"})
+  for (const char* arch : {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"})
     for (bool tied : {false, true}) {
       json j = config(arch);
       j["tie_word_embeddings"] = tied;
@@ -93,7 +165,9 @@ TEST(TensorTable, EveryRowFillsItsOwnWeight) {
       for (const ExpectedTensor& e : table) EXPECT_TRUE(fields.insert(&weight_of(w, e)).second) << e.name;
       // embed, 2 norms and 7 weights and their biases (Llama; Qwen2's o and mlp have none) a layer,
       // the final norm, lm_head unless tied
-      const size_t per_layer = std::string(arch) == "LlamaForCausalLM" ? 2 + 7 + 7 : 2 + 7 + 3;
+      // (Qwen3 with attention_bias: q, k, v, o biases, and its q and k norms)
+      const std::string a = arch;
+      const size_t per_layer = a == "LlamaForCausalLM" ? 2 + 7 + 7 : a == "Qwen3ForCausalLM" ? 4 + 7 + 4 : 2 + 7 + 3;
       EXPECT_EQ(table.size(), 2 + 3 * per_layer + (tied ? 0 : 1)) << arch;
     }
 }
@@ -102,6 +176,7 @@ TEST(TensorTable, TargetShapesAreTheProjections) {
   const ModelConfig c = parse_config(config("Qwen2ForCausalLM"), "config.json");
   const LayerSpec layer = layer_spec(c, 0);
   for (size_t t = 0; t < kLoraTargetCount; ++t) {
+    if (!layer.has_projection(LoraTarget(t))) continue;  // Phi-3's fused ones
     const ModuleSpec& p = layer.projection(LoraTarget(t));
     EXPECT_EQ(target_shape(c, LoraTarget(t)), std::make_pair(p.out, p.in)) << p.name;
   }

@@ -1,9 +1,10 @@
 // A quantized base (QLoRA, --quantize nf4|q8) computes what the same model computes with its projection
 // weights replaced by their dequantized values: for each fixture model (qwen2_tiny: q/k/v biases, tied
-// embeddings; llama_tiny: untied, GQA 4/1) a copy of the folder is written with every layer projection
-// weight w replaced by dequantize(quantize(w)) (in f32; in f16 with the biases where products run on tensor
-// cores, see write_dequantized_copy), loaded as an ordinary model, and compared with the original loaded
-// quantized:
+// embeddings; llama_tiny: untied, GQA 4/1) and random-weight Qwen3 and Phi-3 models (support/tiny_model.h;
+// Phi-3's fused qkv_proj and gate_up_proj are quantized part by part, as model/weights.h keeps them) a copy
+// of the folder is written with every layer projection weight w replaced by dequantize(quantize(w)) (in
+// f32; in f16 with the biases where products run on tensor cores, see write_dequantized_copy), loaded as an
+// ordinary model, and compared with the original loaded quantized:
 // - the logits of every position of a prompt (the products on the dequantized scratch weight),
 // - the logits of four single-token decode steps (the packed matrix-vector kernel, with and without an
 //   adapter on every projection),
@@ -21,6 +22,7 @@
 #include "support/random_adapter.h"
 #include "support/testing.h"
 #include "tensor/dtype.h"
+#include "support/tiny_model.h"
 #include "tensor/quant.h"
 #include "model_files.h"
 
@@ -49,8 +51,24 @@ void write_dequantized_copy(const fs::path& src, const fs::path& dst, QuantType 
     const model::TensorInfo& info = st.at(e.name);
     std::vector<float> v(info.numel());
     for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(info.bytes.data(), info.dtype, i);
+    if (e.role == model::TensorRole::weight) {
+      const model::ModuleSpec m = model::layer_spec(c, e.layer).projection(e.target);
+      if (m.parts.empty()) {
+        v = dequantize(quantize(t, v));
+      } else {  // each part on its own, as upload_weights quantizes them
+        std::vector<float> parts;
+        size_t row = 0;
+        for (const model::FusedPart& part : m.parts) {
+          const std::vector<float> rows(v.begin() + ptrdiff_t(row * e.shape[1]),
+                                        v.begin() + ptrdiff_t((row + part.rows) * e.shape[1]));
+          const std::vector<float> back = dequantize(quantize(t, rows));
+          parts.insert(parts.end(), back.begin(), back.end());
+          row += part.rows;
+        }
+        v = parts;
+      }
+    }
     const bool projection = e.role == model::TensorRole::weight || e.role == model::TensorRole::bias;
-    if (e.role == model::TensorRole::weight) v = dequantize(quantize(t, v));
     if (projection && f16_projections) {
       std::vector<uint16_t> h(v.size());
       for (size_t i = 0; i < v.size(); ++i) h[i] = f32_to_f16(v[i]);
@@ -71,10 +89,32 @@ struct Param {
   QuantType quant;
 };
 
+// The models made here rather than read from tests/fixtures.
+nlohmann::json generated_config(const std::string& name) {
+  if (name == "qwen3_random")
+    return nlohmann::json::parse(R"({
+      "architectures": ["Qwen3ForCausalLM"], "vocab_size": 301, "hidden_size": 128, "intermediate_size": 192,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24,
+      "rope_theta": 1000000.0, "tie_word_embeddings": true})");
+  nlohmann::json c = nlohmann::json::parse(R"({
+      "architectures": ["Phi3ForCausalLM"], "vocab_size": 301, "hidden_size": 128, "intermediate_size": 192,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64,
+      "original_max_position_embeddings": 16})");
+  std::vector<double> s(16), l(16);
+  for (int i = 0; i < 16; ++i) s[size_t(i)] = 1 + 0.1 * i, l[size_t(i)] = 2 + i;
+  c["rope_scaling"] = {{"type", "longrope"}, {"short_factor", s}, {"long_factor", l}};
+  return c;
+}
+
 class QuantizedModel : public test::GpuTest, public ::testing::WithParamInterface<Param> {
  protected:
   void SetUp() override {
-    const fs::path src = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / GetParam().model;
+    const std::string name = GetParam().model;
+    fs::path src = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / name;
+    if (name.ends_with("_random")) {
+      src = made_.path();
+      test::write_random_model(src, generated_config(name), 600);
+    }
     write_dequantized_copy(src, dir_.path(), GetParam().quant, dev().coopmat());
     quantized_ = std::make_unique<model::Model>(model::Model::load(dev(), src, GetParam().quant));
     reference_ = std::make_unique<model::Model>(model::Model::load(dev(), dir_.path()));
@@ -87,7 +127,7 @@ class QuantizedModel : public test::GpuTest, public ::testing::WithParamInterfac
   double decode_tol() { return dev().coopmat() ? 2e-2 : 1e-5; }
   std::string what(const char* part) { return std::string(GetParam().model) + " " + quant_name(GetParam().quant) + ": " + part; }
 
-  test::TempDir dir_;
+  test::TempDir made_, dir_;
   std::unique_ptr<model::Model> quantized_, reference_;
   std::vector<int32_t> ids_;
 };
@@ -150,7 +190,8 @@ TEST_P(QuantizedModel, TrainingStepMatchesTheDequantizedModel) {
 
 INSTANTIATE_TEST_SUITE_P(Models, QuantizedModel,
                          ::testing::Values(Param{"qwen2_tiny", QuantType::nf4}, Param{"qwen2_tiny", QuantType::q8},
-                                           Param{"llama_tiny", QuantType::nf4}),
+                                           Param{"llama_tiny", QuantType::nf4}, Param{"qwen3_random", QuantType::nf4},
+                                           Param{"phi3_random", QuantType::nf4}, Param{"phi3_random", QuantType::q8}),
                          [](const auto& p) { return std::string(p.param.model) + "_" + quant_name(p.param.quant); });
 
 }  // namespace

@@ -8,6 +8,8 @@
 //   same way, the same seed repeats the loss bit for bit and another seed changes it;
 // - recomputing activations in the backward (StepOptions::recompute) changes no bit of loss or gradients;
 // - run over only the rows that have a target (TrainBatch::loss_rows), loss and gradients are the same.
+// The first two checks and the recompute check also run on a random-weight Qwen3 (q/k norms) and Phi-3
+// (fused projections, longrope), the first two on a Mistral with a sliding window shorter than the step.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,10 +17,12 @@
 #include <random>
 
 #include "infer/generator.h"
+#include "model/model_files.h"
 #include "model/peft_adapter.h"
 #include "model/training.h"
 #include "support/random_adapter.h"
 #include "support/testing.h"
+#include "support/tiny_model.h"
 
 namespace ls {
 namespace {
@@ -35,8 +39,7 @@ struct Step {
 class TrainingStep : public test::GpuTest {
  protected:
   void SetUp() override {
-    model_ = std::make_unique<model::Model>(
-        model::Model::load(dev(), fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny"));
+    model_ = std::make_unique<model::Model>(model::Model::load(dev(), model_dir()));
     const auto& c = model_->config;
     adapter_ = test::random_adapter(dev(), c, 2, 100);
     grads_ = model::zero_grads_like(dev(), adapter_);
@@ -64,6 +67,8 @@ class TrainingStep : public test::GpuTest {
   }
 
   virtual float dropout() const { return 0.0f; }
+  virtual fs::path model_dir() { return fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny"; }
+  void expect_loss_matches_inference_logits();
   // Central differences of the loss for one random element of each A and B of the first `layers`
   // layers against the analytic gradients.
   void expect_gradients_match_finite_differences(size_t layers);
@@ -99,7 +104,9 @@ TEST(LogitChunks, WithinBudgetAlignedAndEven) {
     }
 }
 
-TEST_F(TrainingStep, LossMatchesInferenceLogits) {
+TEST_F(TrainingStep, LossMatchesInferenceLogits) { expect_loss_matches_inference_logits(); }
+
+void TrainingStep::expect_loss_matches_inference_logits() {
   const double got = loss();
   // CPU cross-entropy over the inference path's logits, row by row (each row of the batch on its own).
   const size_t V = model_->config.vocab_size;
@@ -127,6 +134,76 @@ TEST_F(TrainingStep, LossMatchesInferenceLogits) {
 TEST_F(TrainingStep, LoraGradientsMatchFiniteDifferences) {
   expect_gradients_match_finite_differences(model_->config.num_layers);
 }
+
+// A Qwen3 model (q/k norms per head before RoPE, whose backward the LoRA gradients of q_proj and k_proj go
+// through; head_dim 24 independent of hidden 80) with random weights (support/tiny_model.h): the same
+// checks of loss and gradients.
+class TrainingStepQwen3 : public TrainingStep {
+ protected:
+  fs::path model_dir() override {
+    nlohmann::json c = nlohmann::json::parse(R"({
+      "architectures": ["Qwen3ForCausalLM"], "vocab_size": 301, "hidden_size": 80, "intermediate_size": 136,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24,
+      "rope_theta": 1000000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": true})");
+    test::write_random_model(dir_.path(), c, 2000);
+    return dir_.path();
+  }
+  test::TempDir dir_;
+};
+
+// Phi-3 (fused qkv_proj and gate_up_proj, whose LoRA pairs the layer applies part by part: A whole, B's
+// rows) with longrope, its original context 4 shorter than the step's 6 tokens, so the long factors and
+// the attention factor are in the loss.
+class TrainingStepPhi3 : public TrainingStep {
+ protected:
+  fs::path model_dir() override {
+    nlohmann::json c = nlohmann::json::parse(R"({
+      "architectures": ["Phi3ForCausalLM"], "vocab_size": 301, "hidden_size": 72, "intermediate_size": 100,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "rope_theta": 10000.0,
+      "max_position_embeddings": 16, "original_max_position_embeddings": 4, "rms_norm_eps": 1e-5,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 1.2, 1.4, 1.5, 1.7, 2, 2.2, 2.5, 3],
+                       "long_factor": [2, 3, 5, 8, 11, 15, 20, 26, 33]}})");
+    test::write_random_model(dir_.path(), c, 3000);
+    return dir_.path();
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(TrainingStepPhi3, LossMatchesInferenceLogits) {
+  ASSERT_TRUE(model::rope_uses_long_factors(model_->config, kT));
+  expect_loss_matches_inference_logits();
+}
+TEST_F(TrainingStepPhi3, LoraGradientsMatchFiniteDifferences) {
+  EXPECT_EQ(adapter_.targets.size(), 4u);  // qkv_proj, o_proj, gate_up_proj, down_proj
+  expect_gradients_match_finite_differences(model_->config.num_layers);
+}
+TEST_F(TrainingStepPhi3, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
+
+// A sliding window (3) shorter than the step's 6 tokens (Mistral): the row kernels' windowed forward and
+// backward in the loss and its gradients.
+class TrainingStepWindow : public TrainingStep {
+ protected:
+  fs::path model_dir() override {
+    nlohmann::json c = nlohmann::json::parse(R"({
+      "architectures": ["MistralForCausalLM"], "vocab_size": 301, "hidden_size": 64, "intermediate_size": 120,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 3,
+      "rope_theta": 10000.0, "rms_norm_eps": 1e-5})");
+    test::write_random_model(dir_.path(), c, 4000);
+    return dir_.path();
+  }
+  test::TempDir dir_;
+};
+
+TEST_F(TrainingStepWindow, LossMatchesInferenceLogits) { expect_loss_matches_inference_logits(); }
+TEST_F(TrainingStepWindow, LoraGradientsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(model_->config.num_layers);
+}
+
+TEST_F(TrainingStepQwen3, LossMatchesInferenceLogits) { expect_loss_matches_inference_logits(); }
+TEST_F(TrainingStepQwen3, LoraGradientsMatchFiniteDifferences) {
+  expect_gradients_match_finite_differences(model_->config.num_layers);
+}
+TEST_F(TrainingStepQwen3, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
 
 // With LoRA dropout (p = 0.3; the seed is fixed, so the loss is a deterministic function of A and B):
 // the gradients still match finite differences. The first layer's matrices see the dropout of their
@@ -176,12 +253,16 @@ void TrainingStep::expect_gradients_match_finite_differences(size_t layers) {
   std::vector<std::vector<float>> analytic;
   for (size_t i = 0; i < c.num_layers; ++i)
     for (size_t t = 0; t < model::kLoraTargetCount; ++t)
-      for (bool is_b : {false, true}) analytic.push_back(download(is_b ? grads_.layers[i][t].b : grads_.layers[i][t].a));
+      if (grads_.layers[i][t].defined())
+        for (bool is_b : {false, true})
+          analytic.push_back(download(is_b ? grads_.layers[i][t].b : grads_.layers[i][t].a));
   size_t which = 0;
   std::mt19937 rng(5);
   double worst = 0;
+  std::string worst_at;
   for (size_t i = 0; i < layers; ++i) {
     for (size_t t = 0; t < model::kLoraTargetCount; ++t) {
+      if (!adapter_.layers[i][t].defined()) continue;  // a target this model does not have
       for (bool is_b : {false, true}) {
         const Tensor& p = is_b ? adapter_.layers[i][t].b : adapter_.layers[i][t].a;
         const auto& g = analytic[which++];
@@ -202,6 +283,9 @@ void TrainingStep::expect_gradients_match_finite_differences(size_t layers) {
           upload(p, values);
           const double fd = (up - down) / (2.0 * h);
           const double err = std::fabs(fd - g[e]);
+          if (err / gmax > worst)
+            worst_at = "layer " + std::to_string(i) + " " + std::string(model::target_name(LoraTarget(t))) +
+                       (is_b ? " B" : " A");
           worst = std::max(worst, err / gmax);
           EXPECT_LE(err, 2e-3 * gmax + 5e-2 * std::fabs(g[e]))
               << "layer " << i << " " << model::target_name(LoraTarget(t)) << (is_b ? " B" : " A") << "[" << e
@@ -210,7 +294,8 @@ void TrainingStep::expect_gradients_match_finite_differences(size_t layers) {
       }
     }
   }
-  std::printf("  [measured] worst |fd - analytic| / max|g| over the sampled elements: %.2e\n", worst);
+  std::printf("  [measured] worst |fd - analytic| / max|g| over the sampled elements: %.2e (%s)\n", worst,
+              worst_at.c_str());
 }
 
 // The gradients scale with loss_scale (how micro-batches of an accumulated step are averaged); the
@@ -240,7 +325,8 @@ TEST_F(TrainingStep, LossOverRowsWithTargetsMatchesAllRows) {
   const double full = loss();
   std::vector<std::vector<float>> want;
   for (const auto& layer : grads_.layers)
-    for (const auto& p : layer) want.push_back(download(p.a)), want.push_back(download(p.b));
+    for (const auto& p : layer)
+      if (p.defined()) want.push_back(download(p.a)), want.push_back(download(p.b));
   size_t counted = 0;
   for (int32_t t : targets_) counted += t >= 0;
   ASSERT_LT(counted + 2, targets_.size());
@@ -262,6 +348,7 @@ TEST_F(TrainingStep, LossOverRowsWithTargetsMatchesAllRows) {
   size_t i = 0;
   for (const auto& layer : grads.layers)
     for (const auto& p : layer) {
+      if (!p.defined()) continue;  // a target the model does not have
       test::expect_close(download(p.a), want[i++], 1e-5, "LoRA A gradient");
       test::expect_close(download(p.b), want[i++], 1e-5, "LoRA B gradient");
     }

@@ -1,6 +1,6 @@
-// silu_mul forward/backward against the CPU reference, every storage type; the reference backward
-// against central finite differences of the reference forward in double. Tolerance (rel): f32 1e-5
-// (exp and division differ by a few ulp between devices), f16 2e-3, bf16 1e-2 (storage roundings).
+// silu_mul and gelu_tanh_mul forward/backward against the CPU reference, every storage type; the reference
+// backwards against central finite differences of the reference forwards in double. Tolerance (rel): f32 1e-5
+// (exp, tanh and division differ by a few ulp between devices), f16 2e-3, bf16 1e-2 (storage roundings).
 #include "ops/activations.h"
 
 #include <cmath>
@@ -155,6 +155,117 @@ TEST_F(SiluMulTest, BadInputsThrow) {
   expect_error([&](vk::Recorder& r) { ops::silu_mul_forward(r, ints, ints, ints); }, "silu_mul_forward");
   expect_error([&](vk::Recorder& r) { ops::silu_mul_backward(r, a, Tensor(), a, a, a); }, "silu_mul_backward");
   expect_error([&](vk::Recorder& r) { ops::silu_mul_backward(r, a, a, b, a, a); }, "silu_mul_backward");
+  expect_error([&](vk::Recorder& r) { ops::gelu_tanh_mul_forward(r, a, a, b); }, "gelu_tanh_mul_forward");
+  expect_error([&](vk::Recorder& r) { ops::gelu_tanh_mul_forward(r, h, a, a); }, "gelu_tanh_mul_forward");
+  expect_error([&](vk::Recorder& r) { ops::gelu_tanh_mul_backward(r, a, a, b, a, a); }, "gelu_tanh_mul_backward");
+}
+
+// gelu_tanh_mul (Gemma's GeGLU), the same checks: random non-zero gates over [-8, 8] (both tails of tanh and
+// the curved middle), odd and real sizes, every storage type; outputs poisoned with guard bands.
+class GeluTanhMulTest : public test::GpuTest, public ::testing::WithParamInterface<Case> {};
+
+TEST_P(GeluTanhMulTest, ForwardMatchesReference) {
+  auto [cols, dtype] = GetParam();
+  const Shape shape{3, cols};
+  const uint32_t n = 3 * cols;
+  auto g0 = test::rounded(gate_values(n, 21 + n), dtype);
+  auto u0 = test::rounded(test::random_values(n, 22 + n), dtype);
+  auto gate = test::tensor_from(dev(), shape, dtype, g0);
+  auto up = test::tensor_from(dev(), shape, dtype, u0);
+  auto y = test::poisoned(dev(), shape, dtype);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::gelu_tanh_mul_forward(rec, y.t, gate, up); });
+  std::vector<float> want(n);
+  ops::ref::gelu_tanh_mul_forward(want, g0, u0);
+  want = test::rounded(want, dtype);
+  auto got = download(y.t);
+  test::expect_close(got, want, tol(dtype), "gelu_tanh_mul_forward", shape);
+  record_max_rel("max_rel_err", got, want);
+  y.expect_guards_intact("gelu_tanh_mul_forward");
+}
+
+TEST_P(GeluTanhMulTest, BackwardMatchesReference) {
+  auto [cols, dtype] = GetParam();
+  const Shape shape{3, cols};
+  const uint32_t n = 3 * cols;
+  auto g0 = test::rounded(gate_values(n, 23 + n), dtype);
+  auto u0 = test::rounded(test::random_values(n, 24 + n), dtype);
+  auto dy0 = test::rounded(test::random_values(n, 25 + n), dtype);
+  auto gate = test::tensor_from(dev(), shape, dtype, g0);
+  auto up = test::tensor_from(dev(), shape, dtype, u0);
+  auto dy = test::tensor_from(dev(), shape, dtype, dy0);
+  auto dgate = test::poisoned(dev(), shape, dtype);
+  auto dup = test::poisoned(dev(), shape, dtype);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::gelu_tanh_mul_backward(rec, dgate.t, dup.t, dy, gate, up); });
+  std::vector<float> want_dgate(n), want_dup(n);
+  ops::ref::gelu_tanh_mul_backward(want_dgate, want_dup, dy0, g0, u0);
+  want_dgate = test::rounded(want_dgate, dtype);
+  want_dup = test::rounded(want_dup, dtype);
+  auto got_dgate = download(dgate.t), got_dup = download(dup.t);
+  test::expect_close(got_dgate, want_dgate, tol(dtype), "gelu_tanh_mul_backward dgate", shape);
+  test::expect_close(got_dup, want_dup, tol(dtype), "gelu_tanh_mul_backward dup", shape);
+  record_max_rel("max_rel_err_dgate", got_dgate, want_dgate);
+  record_max_rel("max_rel_err_dup", got_dup, want_dup);
+  dgate.expect_guards_intact("gelu_tanh_mul_backward dgate");
+  dup.expect_guards_intact("gelu_tanh_mul_backward dup");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GeluTanhMulTest,
+                         ::testing::Combine(::testing::Values(1u, 7u, 33u, 129u, 6912u),
+                                            ::testing::Values(DType::f32, DType::f16, DType::bf16)),
+                         case_name);
+
+// Gates far into both tails of tanh (where exp(2u) would overflow): finite, and matching the reference.
+TEST_F(GeluTanhMulTest, LargeGatesGiveNoNaN) {
+  const std::vector<float> g0{30, -30, 50, -50, 88.5f, -88.5f, 100, -100, 1000, -1000, 20000, -20000};
+  const uint32_t n = uint32_t(g0.size());
+  auto u0 = test::random_values(n, 27), dy0 = test::random_values(n, 28);
+  auto gate = test::tensor_from(dev(), {n}, DType::f32, g0);
+  auto up = test::tensor_from(dev(), {n}, DType::f32, u0);
+  auto dy = test::tensor_from(dev(), {n}, DType::f32, dy0);
+  auto y = test::poisoned(dev(), {n}, DType::f32);
+  auto dgate = test::poisoned(dev(), {n}, DType::f32);
+  auto dup = test::poisoned(dev(), {n}, DType::f32);
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::gelu_tanh_mul_forward(rec, y.t, gate, up);
+    ops::gelu_tanh_mul_backward(rec, dgate.t, dup.t, dy, gate, up);
+  });
+  std::vector<float> want_y(n), want_dgate(n), want_dup(n);
+  ops::ref::gelu_tanh_mul_forward(want_y, g0, u0);
+  ops::ref::gelu_tanh_mul_backward(want_dgate, want_dup, dy0, g0, u0);
+  test::expect_close(download(y.t), want_y, 1e-5, "gelu_tanh_mul_forward large gates", {n});
+  test::expect_close(download(dgate.t), want_dgate, 1e-5, "gelu_tanh_mul_backward dgate large gates", {n});
+  test::expect_close(download(dup.t), want_dup, 1e-5, "gelu_tanh_mul_backward dup large gates", {n});
+}
+
+// The reference: gelu_tanh at known points (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))) by Python's math in
+// double, the formula of torch.nn.functional.gelu(x, approximate="tanh")), and
+// its backward the gradient of L = sum(dy * y(gate, up)) by central differences in double.
+TEST(GeluTanhMulReference, KnownValuesAndFiniteDifferences) {
+  const std::vector<double> x{-3, -1, -0.5, 0.5, 1, 2, 3}, one(7, 1.0);
+  const std::vector<double> want{-0.0036373920817729943, -0.15880800939172324, -0.15428599017485606,
+                                 0.34571400982514394, 0.8411919906082768, 1.954597694087775, 2.996362607918227};
+  std::vector<double> got(7);
+  ops::ref::gelu_tanh_mul_forward(std::span<double>(got), x, one);
+  for (size_t i = 0; i < 7; ++i) EXPECT_NEAR(got[i], want[i], 1e-12) << "gelu_tanh(" << x[i] << ")";
+
+  const size_t n = 40;
+  std::vector<double> g(n), u(n), dy(n), y(n), dgate(n), dup(n);
+  auto gr = gate_values(n, 31), ur = test::random_values(n, 32), dyr = test::random_values(n, 33);
+  for (size_t i = 0; i < n; ++i) g[i] = gr[i], u[i] = ur[i], dy[i] = dyr[i];
+  ops::ref::gelu_tanh_mul_backward(std::span<double>(dgate), std::span<double>(dup), dy, g, u);
+  auto loss = [&](const std::vector<double>& gate, const std::vector<double>& up) {
+    ops::ref::gelu_tanh_mul_forward(std::span<double>(y), gate, up);
+    double l = 0;
+    for (size_t i = 0; i < n; ++i) l += dy[i] * y[i];
+    return l;
+  };
+  const double h = 1e-6;
+  for (size_t k = 0; k < n; ++k) {
+    auto gp = g, gm = g, up = u, um = u;
+    gp[k] += h, gm[k] -= h, up[k] += h, um[k] -= h;
+    EXPECT_NEAR(dgate[k], (loss(gp, u) - loss(gm, u)) / (2 * h), 1e-7 * (1 + std::fabs(dgate[k]))) << "dgate " << k;
+    EXPECT_NEAR(dup[k], (loss(g, up) - loss(g, um)) / (2 * h), 1e-7 * (1 + std::fabs(dup[k]))) << "dup " << k;
+  }
 }
 
 }  // namespace

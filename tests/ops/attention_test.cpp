@@ -1,4 +1,6 @@
-// Causal grouped-query attention against the CPU reference (double accumulation).
+// Causal grouped-query attention against the CPU reference (double accumulation), with and without a
+// sliding window (forward, backward and the cached replay; a window shorter than the keys takes the row
+// kernels).
 // Tolerances (relative, test::expect_close): forward f32 1e-5, f16 2e-3 (f16 inputs, one rounding of the
 // output; lse stays f32: 1e-5); backward (f32) 1e-5. The reference backward is checked by central finite
 // differences of the reference forward in double (|fd - analytic| <= 1e-8 + 1e-6 |analytic|).
@@ -59,7 +61,8 @@ void check(std::span<const float> actual, std::span<const float> expected, doubl
 
 std::string name_of(const AttentionDims& d) {
   return "B" + std::to_string(d.B) + "_T" + std::to_string(d.T) + "_S" + std::to_string(d.S) + "_H" +
-         std::to_string(d.H) + "_KV" + std::to_string(d.KV) + "_D" + std::to_string(d.D);
+         std::to_string(d.H) + "_KV" + std::to_string(d.KV) + "_D" + std::to_string(d.D) +
+         (d.window ? "_W" + std::to_string(d.window) : "");
 }
 
 // Random inputs as the GPU sees them in `dtype`. q is drawn at 4x scale so the softmax is far from flat.
@@ -86,7 +89,7 @@ ForwardResult gpu_forward(vk::Device& dev, const AttentionDims& d, DType dtype, 
     if (products)
       ops::detail::attention_forward_products(rec, o.t, lse.t, q, k, v, d, scale);
     else
-      ops::attention_forward(rec, o.t, lse.t, q, k, v, scale);
+      ops::attention_forward(rec, o.t, lse.t, q, k, v, scale, d.window);
   });
   o.expect_guards_intact("attention o");
   lse.expect_guards_intact("attention lse");
@@ -130,7 +133,8 @@ TEST_P(AttentionForward, MatchesReference) {
 
 TEST_P(AttentionForward, ThroughMatrixProductsMatchesReference) {
   auto [d, dtype] = GetParam();
-  if (d.S != d.T || dtype != DType::f32 || d.T < 16) GTEST_SKIP() << "the products path is for f32 training shapes (S = T >= 16)";
+  if (d.S != d.T || dtype != DType::f32 || d.T < 16 || d.window)
+    GTEST_SKIP() << "the products path is for f32 training shapes (S = T >= 16) without a window";
   float scale = default_scale(d);
   Inputs x(d, dtype, 100 + d.T * 7 + d.S);
   auto got = gpu_forward(dev(), d, dtype, x, scale, true);
@@ -160,7 +164,8 @@ TEST_P(AttentionBackward, MatchesReference) { backward_matches_reference(dev(), 
 // exact f32 products on lavapipe, f16 operands on tensor cores.
 TEST_P(AttentionBackward, ThroughMatrixProductsMatchesReference) {
   const AttentionDims d = GetParam();
-  if (d.S != d.T || d.T < 16) GTEST_SKIP() << "the products path is for training shapes (S = T >= 16)";
+  if (d.S != d.T || d.T < 16 || d.window)
+    GTEST_SKIP() << "the products path is for training shapes (S = T >= 16) without a window";
   backward_matches_reference(dev(), d, true);
 }
 
@@ -183,7 +188,7 @@ void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool pr
   if (products)
     ops::detail::attention_backward_products(rec, dq.t, dk.t, dv.t, dO, q, k, v, o, lse, d, scale);
   else
-    ops::attention_backward(rec, dq.t, dk.t, dv.t, dO, q, k, v, o, lse, scale);
+    ops::attention_backward(rec, dq.t, dk.t, dv.t, dO, q, k, v, o, lse, scale, d.window);
   auto program = rec.finish();
   program.run();
   Gradients got{download(dq.t), download(dk.t), download(dv.t)};
@@ -207,6 +212,36 @@ void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool pr
 
 INSTANTIATE_TEST_SUITE_P(Shapes, AttentionBackward, ::testing::ValuesIn(kCases),
                          [](const auto& p) { return name_of(p.param); });
+
+// Sliding windows (W): shorter than the keys, over one and several key chunks of 64, with a KV-cache prefix,
+// a window of 1 (each query sees itself), and one as long as the keys (no effect: the usual kernels).
+const AttentionDims kWindowCases[] = {
+    {.B = 2, .T = 33, .S = 33, .H = 6, .KV = 2, .D = 64, .window = 8},
+    {.B = 1, .T = 150, .S = 150, .H = 4, .KV = 2, .D = 32, .window = 70},
+    {.B = 1, .T = 5, .S = 40, .H = 4, .KV = 2, .D = 16, .window = 9},
+    {.B = 1, .T = 9, .S = 9, .H = 2, .KV = 1, .D = 8, .window = 1},
+    {.B = 1, .T = 20, .S = 20, .H = 4, .KV = 2, .D = 16, .window = 20},
+};
+INSTANTIATE_TEST_SUITE_P(Windows, AttentionForward,
+                         ::testing::Combine(::testing::ValuesIn(kWindowCases), ::testing::Values(DType::f32, DType::f16)),
+                         [](const auto& p) {
+                           return name_of(std::get<0>(p.param)) + "_" + dtype_name(std::get<1>(p.param));
+                         });
+INSTANTIATE_TEST_SUITE_P(Windows, AttentionBackward, ::testing::ValuesIn(kWindowCases),
+                         [](const auto& p) { return name_of(p.param); });
+
+// A window shorter than the keys changes the result: the masked keys are not seen.
+TEST(AttentionWindowReference, WindowChangesTheOutput) {
+  AttentionDims d{.B = 1, .T = 12, .S = 12, .H = 2, .KV = 1, .D = 8, .window = 4};
+  const Inputs x(d, DType::f32, 5);
+  const auto windowed = ref_forward(d, x, 0.5f);
+  d.window = 0;
+  const auto full = ref_forward(d, x, 0.5f);
+  const size_t row = size_t(d.H) * d.D;  // queries 0 .. 3 see the same keys either way
+  EXPECT_EQ(std::vector<float>(windowed.o.begin(), windowed.o.begin() + 4 * row),
+            std::vector<float>(full.o.begin(), full.o.begin() + 4 * row));
+  EXPECT_GT(test::compare(windowed.o, full.o).max_abs, 1e-2);
+}
 
 // A key j may only change queries with past + t >= j. NaN in the last key (seen only by the last
 // query) must leave every other query's output bit-identical, and poison the last one.
@@ -249,7 +284,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionMask,
 // forward, all in double.
 TEST(AttentionReference, BackwardMatchesFiniteDifferences) {
   for (AttentionDims d : {AttentionDims{.B = 1, .T = 4, .S = 4, .H = 2, .KV = 1, .D = 4},
-                          AttentionDims{.B = 1, .T = 2, .S = 5, .H = 2, .KV = 1, .D = 4}}) {
+                          AttentionDims{.B = 1, .T = 2, .S = 5, .H = 2, .KV = 1, .D = 4},
+                          AttentionDims{.B = 1, .T = 5, .S = 7, .H = 2, .KV = 1, .D = 4, .window = 3}}) {
     SCOPED_TRACE(name_of(d));
     const double scale = 0.7;
     auto to_double = [](const std::vector<float>& f) { return std::vector<double>(f.begin(), f.end()); };
@@ -353,9 +389,10 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
   const DType dtype = GetParam();
   // T = 3: the split-keys decoding kernels (S = 137: three splits of 64 keys); T = 6 and 20: the flash
   // kernels where they fit (20: on tensor cores too), else one workgroup per query.
+  for (uint32_t W : {0u, 11u})
   for (uint32_t T : {3u, 6u, 20u})
   for (uint32_t S : {37u, 137u}) {
-  const AttentionDims cache{.B = 1, .T = T, .S = S, .H = 4, .KV = 2, .D = 16};
+  const AttentionDims cache{.B = 1, .T = T, .S = S, .H = 4, .KV = 2, .D = 16, .window = W};
   const Inputs x(AttentionDims{.B = 1, .T = S, .S = S, .H = 4, .KV = 2, .D = 16}, dtype, 71);
   auto k = test::tensor_from(dev(), kv_shape(cache), dtype, x.k);
   auto v = test::tensor_from(dev(), kv_shape(cache), dtype, x.v);
@@ -365,7 +402,7 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
   auto past = Tensor::empty_host(dev(), {1}, DType::i32, "past");
   const float scale = default_scale(cache);
   vk::Recorder rec(dev());
-  ops::attention_cached_forward(rec, o.t, q, k, v, past, scale);
+  ops::attention_cached_forward(rec, o.t, q, k, v, past, scale, W);
   auto program = rec.finish();
   for (uint32_t p : {0u, 1u, 17u, S - T, S - 1}) {
     upload(past, std::vector<int32_t>{int32_t(p)});
@@ -384,7 +421,7 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
     const bool f16_products =
         T > 4 && dtype == DType::f16 && ops::detail::attention_flash_coopmat_fit(dev(), cache, dtype);
     check(got, expected, f16_products ? std::max(tol(dtype), kProductsTol) : tol(dtype),
-          "cached o T=" + std::to_string(T) + " past=" + std::to_string(p), q_shape(d));
+          "cached o T=" + std::to_string(T) + " W=" + std::to_string(W) + " past=" + std::to_string(p), q_shape(d));
   }
   o.expect_guards_intact("cached attention o");
   }

@@ -9,7 +9,9 @@
 // - a budget too small: the error says what the run needs, what the device has, and the changes that save
 //   most first, each with its saving (what the tensors take less when planned again with it); LORASTUDIO_DEVICE_MEMORY_BUDGET
 //   makes train() fail that way before it loads the weights;
-// - sizes as LORASTUDIO_DEVICE_MEMORY_BUDGET takes them; the KV cache's bytes as allocated.
+// - sizes as LORASTUDIO_DEVICE_MEMORY_BUDGET takes them; the KV cache's bytes as allocated;
+// - the same run on random-weight Qwen3 (q/k norms: their inputs and statistics kept), Phi-3 (fused
+//   qkv_proj and gate_up_proj, their parts' products) and windowed Mistral models with qwen2_tiny's tokenizer.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -20,6 +22,7 @@
 
 #include "model/forward.h"
 #include "support/testing.h"
+#include "support/tiny_model.h"
 #include "train/memory_plan.h"
 #include "train/plan_fit.h"
 #include "train/run_data.h"
@@ -121,6 +124,43 @@ TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakEveryTarget) {
     const auto [planned, peak] = plan_and_peak(c);
     EXPECT_NEAR(double(planned), double(peak), 0.01 * double(peak)) << (checkpoint ? "with" : "without")
                                                                      << " --grad-checkpoint";
+  }
+}
+
+// Qwen3 (LoRA on q, v, down), Phi-3 (on qkv_proj, gate_up_proj, down) and a Mistral whose sliding window (16)
+// is shorter than the rows (the row-by-row attention backward), with and without --grad-checkpoint.
+TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakQwen3AndPhi3) {
+  const fs::path qwen2 = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny";
+  const nlohmann::json qwen3 = nlohmann::json::parse(R"({
+      "architectures": ["Qwen3ForCausalLM"], "vocab_size": 618, "hidden_size": 80, "intermediate_size": 136,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 24,
+      "max_position_embeddings": 256, "rope_theta": 1000000.0, "tie_word_embeddings": true, "eos_token_id": 617})");
+  nlohmann::json phi3 = nlohmann::json::parse(R"({
+      "architectures": ["Phi3ForCausalLM"], "vocab_size": 618, "hidden_size": 72, "intermediate_size": 100,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 512,
+      "original_max_position_embeddings": 64, "eos_token_id": 617, "bos_token_id": null,
+      "rope_scaling": {"type": "longrope", "short_factor": [1, 1, 1, 1, 1, 1, 1, 1, 1],
+                       "long_factor": [2, 2, 2, 2, 2, 2, 2, 2, 2]}})");
+  nlohmann::json mistral = nlohmann::json::parse(R"({
+      "architectures": ["MistralForCausalLM"], "vocab_size": 618, "hidden_size": 64, "intermediate_size": 120,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 16,
+      "eos_token_id": 617, "bos_token_id": null})");
+  const std::pair<const char*, nlohmann::json> models[] = {{"qwen3", qwen3}, {"phi3", phi3}, {"mistral", mistral}};
+  for (const auto& [name, json] : models) {
+    const fs::path model = dir_ / name;
+    test::write_random_model(model, json, 5000);
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+      fs::copy_file(qwen2 / f, model / f);
+    for (bool checkpoint : {false, true}) {
+      auto c = config_;
+      c.model = model;
+      if (std::string(name) == "phi3") c.targets = {LoraTarget::qkv_proj, LoraTarget::gate_up_proj, LoraTarget::down_proj};
+      c.grad_checkpoint = checkpoint;
+      c.out = dir_ / (std::string(name) + (checkpoint ? "-recompute" : "-stored"));
+      const auto [planned, peak] = plan_and_peak(c);
+      EXPECT_NEAR(double(planned), double(peak), 0.01 * double(peak)) << name << (checkpoint ? " with" : " without")
+                                                                       << " --grad-checkpoint";
+    }
   }
 }
 

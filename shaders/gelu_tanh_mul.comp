@@ -1,0 +1,31 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// y = gelu_tanh(gate) * up (Gemma's MLP: transformers' gelu_pytorch_tanh), with
+//   gelu_tanh(g) = 0.5 * g * (1 + tanh(sqrt(2/pi) * (g + 0.044715 * g^3))).
+// One thread per element, grid-stride over n.
+#include "common/types.glsl"
+layout(local_size_x_id = 0) in;
+
+layout(binding = 0) readonly buffer Gate { STORE(T) gate[]; };
+layout(binding = 1) readonly buffer Up { STORE(T) up[]; };
+layout(binding = 2) writeonly buffer Y { STORE(T) y[]; };
+layout(push_constant) uniform Params { uint n; } p;
+
+const float kBeta = 0.7978845608028654;  // sqrt(2/pi)
+const float kKappa = 0.044715;
+
+// tanh with exp() only ever seeing -2|u|: no overflow for any finite u.
+float tanh_safe(float u) {
+  float e = exp(-2.0 * abs(u));
+  float t = (1.0 - e) / (1.0 + e);
+  return u >= 0.0 ? t : -t;
+}
+
+void main() {
+  uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+    float g = TO_F32(T, gate[i]);
+    float t = tanh_safe(kBeta * (g + kKappa * g * g * g));
+    y[i] = FROM_F32(T, 0.5 * g * (1.0 + t) * TO_F32(T, up[i]));
+  }
+}

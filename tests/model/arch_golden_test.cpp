@@ -1,0 +1,194 @@
+// The families of issue 22 against transformers and PEFT on the tiny golden models of
+// tests/fixtures/make_arch_fixtures.py (random weights, irregular sizes, f32, made on the CPU):
+//   qwen3_tiny  q/k norms, head_dim 24 != hidden 80 / 4 heads, tied
+//   phi3_tiny   fused qkv_proj / gate_up_proj, longrope (original context 32: the prompt (16 tokens) stays
+//               below it, its greedy tokens cross it, long_ids (45 tokens) is past it in one forward)
+// Phi-3's greedy steps past the original context: transformers 5.17's Phi3ForCausalLM drops the KV cache there
+// ("enforce re-compute cache") but still feeds only the newest token, so each such step attends to itself
+// alone (measured: its logits equal a lone-token forward at that position to 1.4e-6, and differ from a
+// forward over the prefix by ~5). We compute what that code means to do, the whole prefix again with the
+// long factors (infer/generator.cpp): those steps are checked against the CPU reference (support/
+// reference_model.h, which matches transformers on every fixture's one-forward logits) with transformers'
+// tokens fed in, and the steps before against transformers.
+// Tolerances as tests/infer/generator_golden_test.cpp: every logit within 1e-4 relative (test::expect_close:
+// |a - e| <= 1e-4 (|e| + mean|e|)) through one prefill, token by token, and with PEFT's adapter; the 20 greedy
+// tokens exactly; the adapter's loss on the prompt within 1e-5 relative and its LoRA gradients within 1e-4
+// (test::expect_close), as tests/train/train_golden_test.cpp.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "infer/generator.h"
+#include "model/peft_adapter.h"
+#include "model/safetensors.h"
+#include "model/training.h"
+#include "support/reference_model.h"
+#include "support/testing.h"
+#include "train/optimizer_update.h"
+
+namespace ls {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path fixture(const std::string& name) { return fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / name; }
+
+template <class T>
+std::vector<T> values(const model::SafeTensors& st, const std::string& name) {
+  const auto& info = st.at(name);
+  std::vector<T> v(info.bytes.size() / sizeof(T));
+  std::memcpy(v.data(), info.bytes.data(), v.size() * sizeof(T));
+  return v;
+}
+
+void report(const char* what, std::span<const float> a, std::span<const float> e) {
+  auto s = test::compare(a, e);
+  std::printf("  [measured] %-44s max abs err %.2e, max rel (by max |e|) %.2e\n", what, s.max_abs, s.max_rel);
+}
+
+class ArchGolden : public test::GpuTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = fixture(GetParam());
+    expected_ = std::make_unique<model::SafeTensors>(model::SafeTensors::open(dir_ / "expected.safetensors"));
+    ids_ = values<int32_t>(*expected_, "ids");
+    model_ = std::make_unique<model::Model>(model::Model::load(dev(), dir_));
+  }
+  fs::path dir_;
+  std::unique_ptr<model::SafeTensors> expected_;
+  std::vector<int32_t> ids_;
+  std::unique_ptr<model::Model> model_;
+};
+
+TEST_P(ArchGolden, PrefillAndDecodeLogitsMatchTransformers) {
+  const auto want = values<float>(*expected_, "logits");
+  const uint32_t T = uint32_t(ids_.size()), V = model_->config.vocab_size;
+  infer::Generator g(dev(), *model_, nullptr, {.context = 128, .max_chunk = 16});
+  const auto got = g.logits_of_every_position(ids_);
+  test::expect_close(got, want, 1e-4, "prefill logits", {T, V});
+  report("prefill logits, every position", got, want);
+  g.reset();
+  std::vector<float> decoded;
+  for (int32_t id : ids_) {
+    g.decode(id);
+    decoded.insert(decoded.end(), g.logits().begin(), g.logits().end());
+  }
+  test::expect_close(decoded, want, 1e-4, "decode logits", {T, V});
+  report("decode logits, token by token", decoded, want);
+}
+
+TEST_P(ArchGolden, GreedyTokensAndTheirLogitsMatchTransformers) {
+  const auto greedy = values<int32_t>(*expected_, "greedy");
+  const auto greedy_logits = values<float>(*expected_, "greedy_logits");
+  const size_t T = ids_.size(), V = model_->config.vocab_size;
+  // Step k's logits come from a forward ending at T + k: the steps before longrope's switch (all of them
+  // without longrope) against transformers.
+  size_t before = 0;
+  while (before < greedy.size() && !model::rope_uses_long_factors(model_->config, T + before)) ++before;
+  infer::Generator g(dev(), *model_, nullptr, {.context = 128, .max_chunk = 16});
+  std::vector<int32_t> got;
+  std::vector<float> step_logits;
+  infer::GenerateOptions opts{.max_new_tokens = uint32_t(before)};
+  g.generate(ids_, opts, [&](int32_t id) {
+    step_logits.insert(step_logits.end(), g.logits().begin(), g.logits().end());
+    got.push_back(id);
+    return true;
+  });
+  EXPECT_EQ(got, std::vector<int32_t>(greedy.begin(), greedy.begin() + ptrdiff_t(before)));
+  const std::vector<float> want(greedy_logits.begin(), greedy_logits.begin() + ptrdiff_t(before * V));
+  test::expect_close(step_logits, want, 1e-4, "greedy step logits");
+  report("greedy step logits (before any switch)", step_logits, want);
+  std::printf("  [measured] %zu of %zu greedy steps before longrope's switch\n", before, greedy.size());
+  if (before == greedy.size()) return;
+  // The rest: transformers' tokens fed in, each step against the reference's forward over its prefix.
+  const auto st = model::SafeTensors::open(dir_);
+  const test::ReferenceModel ref(model_->config, st);
+  std::vector<int32_t> seq(ids_);
+  seq.insert(seq.end(), greedy.begin(), greedy.begin() + ptrdiff_t(before));
+  g.reset();
+  g.prefill(std::span(seq).first(seq.size() - 1));
+  std::vector<float> after, want_after;
+  for (size_t k = before; k < greedy.size(); ++k) {
+    g.decode(seq.back());
+    after.insert(after.end(), g.logits().begin(), g.logits().end());
+    const auto r = ref.logits(seq);
+    want_after.insert(want_after.end(), r.end() - ptrdiff_t(V), r.end());
+    seq.push_back(greedy[k]);
+  }
+  test::expect_close(after, want_after, 1e-4, "greedy step logits past the switch (reference)");
+  report("steps past the switch vs CPU reference", after, want_after);
+}
+
+// Phi-3's long sequence: one forward of 45 tokens past the original context of 32 (long factors throughout),
+// through logits_of_every_position and through a chunked prefill.
+class Phi3Golden : public test::GpuTest {};
+
+TEST_F(Phi3Golden, LongSequenceLogitsMatchTransformers) {
+  const auto m = model::Model::load(dev(), fixture("phi3_tiny"));
+  const auto expected = model::SafeTensors::open(fixture("phi3_tiny") / "expected.safetensors");
+  const auto ids = values<int32_t>(expected, "long_ids");
+  const auto want = values<float>(expected, "long_logits");
+  const uint32_t T = uint32_t(ids.size()), V = m.config.vocab_size;
+  ASSERT_TRUE(model::rope_uses_long_factors(m.config, T));
+  infer::Generator g(dev(), m, nullptr, {.context = 128, .max_chunk = 16});
+  const auto got = g.logits_of_every_position(ids);
+  test::expect_close(got, want, 1e-4, "long logits", {T, V});
+  report("long sequence logits", got, want);
+  g.reset();
+  g.prefill(ids);
+  test::expect_close(std::vector<float>(g.logits().begin(), g.logits().end()),
+                     std::vector<float>(want.end() - ptrdiff_t(V), want.end()), 1e-4, "chunked long prefill");
+}
+
+// PEFT's adapter (r 4 on every projection under PEFT's names, random A and B): the adapted logits, and the
+// LoRA gradients of the prompt's loss (labels = ids, shifted as transformers shifts them).
+TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
+  const auto adapter = model::load_peft_adapter(dev(), model_->config, dir_ / "adapter");
+  const auto st = model::SafeTensors::open(dir_ / "expected_adapter.safetensors");
+  const auto want = values<float>(st, "logits");
+  const uint32_t T = uint32_t(ids_.size()), V = model_->config.vocab_size;
+  infer::Generator g(dev(), *model_, &adapter, {.context = 128});
+  const auto got = g.logits_of_every_position(ids_);
+  test::expect_close(got, want, 1e-4, "adapter logits", {T, V});
+  report("adapter logits, every position", got, want);
+
+  auto grads = model::zero_grads_like(dev(), adapter);
+  std::vector<int32_t> targets(T), positions(T);
+  for (uint32_t t = 0; t < T; ++t) {
+    targets[t] = t + 1 < T ? ids_[t + 1] : -100;
+    positions[t] = int32_t(t);
+  }
+  model::TrainBatch batch{.B = 1, .T = T, .ids = test::tensor_from_ints(dev(), {T}, ids_),
+                          .positions = test::tensor_from_ints(dev(), {T}, positions),
+                          .targets = test::tensor_from_ints(dev(), {T}, targets)};
+  Tensor loss = Tensor::empty(dev(), {2}, DType::f32, "loss");
+  vk::Recorder rec(dev());
+  train::record_zero_grads(rec, grads);
+  model::record_train_step(rec, *model_, adapter, grads, batch, loss);
+  rec.finish().run();
+  const double want_loss = values<float>(st, "loss")[0], got_loss = download(loss)[0];
+  std::printf("  [measured] loss %.7f, PEFT %.7f\n", got_loss, want_loss);
+  EXPECT_NEAR(got_loss, want_loss, 1e-5 * std::fabs(want_loss));
+  size_t checked = 0;
+  std::vector<float> all_have, all_want;
+  for (size_t i = 0; i < adapter.layers.size(); ++i)
+    for (model::LoraTarget t : adapter.targets)
+      for (bool b : {false, true}) {
+        const std::string key = model::peft_key(i, t, b);
+        const auto have = download(b ? grads.layers[i][size_t(t)].b : grads.layers[i][size_t(t)].a);
+        const auto want_g = values<float>(st, "grad." + key);
+        test::expect_close(have, want_g, 1e-4, key);
+        all_have.insert(all_have.end(), have.begin(), have.end());
+        all_want.insert(all_want.end(), want_g.begin(), want_g.end());
+        ++checked;
+      }
+  report("LoRA gradients (all matrices)", all_have, all_want);
+  EXPECT_EQ(checked, st.tensors().size() - 2);  // every gradient PEFT saved (all but logits and loss)
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ArchGolden, ::testing::Values("qwen3_tiny", "phi3_tiny"),
+                         [](const auto& p) { return p.param; });
+
+}  // namespace
+}  // namespace ls
