@@ -218,14 +218,6 @@ void RunStore::set_status(int64_t run, RunStatus status, std::string_view error)
   if (db_.changes() != 1) throw Error(path().string() + ": " + run_label(run) + ": no such run");
 }
 
-void RunStore::set_out_dir(int64_t run, const std::filesystem::path& out_dir) {
-  db_.query("UPDATE runs SET out_dir = ?2 WHERE id = ?1", run_label(run) + ": setting out_dir")
-      .bind(1, run)
-      .bind(2, out_dir.string())
-      .run();
-  if (db_.changes() != 1) throw Error(path().string() + ": " + run_label(run) + ": no such run");
-}
-
 bool RunStore::update_heartbeat(int64_t run, double now) {
   db_.query("UPDATE runs SET heartbeat_at = ?2 WHERE id = ?1 AND status IN ('running', 'paused')",
             run_label(run) + ": updating the heartbeat")
@@ -266,11 +258,6 @@ RunInfo RunStore::run(int64_t run) const {
   auto r = find_run(run);
   if (!r) throw Error(path().string() + ": " + run_label(run) + ": no such run");
   return std::move(*r);
-}
-
-bool RunStore::delete_run(int64_t run) {
-  db_.query("DELETE FROM runs WHERE id = ?1", run_label(run) + ": deleting").bind(1, run).run();
-  return db_.changes() == 1;
 }
 
 // [metrics] ----------------------------------------------------------------------------------------------
@@ -316,24 +303,6 @@ void RunStore::log_metrics(int64_t run, std::span<const MetricRow> rows) {
       q.bind(9, gpu_ms_to_json(m.gpu_ms));
     q.run();
   }
-  tx.commit();
-}
-
-void RunStore::set_val_loss(int64_t run, int64_t step, double val_loss) {
-  const std::string doing = run_label(run) + ": step " + std::to_string(step) + ": setting val_loss";
-  Transaction tx(db_, doing);
-  check_run_exists(run, doing);
-  if (step < 0) throw Error(path().string() + ": " + doing + ": the step is negative");
-  db_.query(
-         "INSERT INTO metrics (run_id, step, rev, time, val_loss) "
-         "VALUES (?1, ?2, (SELECT IFNULL(MAX(rev), 0) + 1 FROM metrics WHERE run_id = ?1), ?3, ?4) "
-         "ON CONFLICT (run_id, step) DO UPDATE SET rev = excluded.rev, val_loss = excluded.val_loss",
-         doing)
-      .bind(1, run)
-      .bind(2, step)
-      .bind(3, unix_now())
-      .bind(4, val_loss)
-      .run();
   tx.commit();
 }
 
@@ -444,14 +413,6 @@ void RunStore::add_checkpoint(int64_t run, int64_t step, const std::filesystem::
   tx.commit();
 }
 
-bool RunStore::remove_checkpoint(int64_t run, int64_t step) {
-  db_.query("DELETE FROM checkpoints WHERE run_id = ?1 AND step = ?2", run_label(run) + ": removing a checkpoint")
-      .bind(1, run)
-      .bind(2, step)
-      .run();
-  return db_.changes() == 1;
-}
-
 std::vector<Checkpoint> RunStore::checkpoints(int64_t run) const {
   auto q = db_.query("SELECT step, path, created_at FROM checkpoints WHERE run_id = ?1 ORDER BY step",
                      run_label(run) + ": reading checkpoints");
@@ -532,14 +493,6 @@ int64_t RunStore::create_chat(const NewChat& chat) {
   return id;
 }
 
-void RunStore::set_chat_title(int64_t chat, std::string_view title) {
-  db_.query("UPDATE chats SET title = ?2 WHERE id = ?1", chat_label(chat) + ": setting the title")
-      .bind(1, chat)
-      .bind(2, title)
-      .run();
-  if (db_.changes() != 1) throw Error(path().string() + ": " + chat_label(chat) + ": no such chat");
-}
-
 int64_t RunStore::add_chat_message(int64_t chat, const ChatMessage& message) {
   const std::string doing = chat_label(chat) + ": adding a message";
   Transaction tx(db_, doing);
@@ -555,14 +508,6 @@ int64_t RunStore::add_chat_message(int64_t chat, const ChatMessage& message) {
   q.run();
   tx.commit();
   return idx;
-}
-
-int64_t RunStore::truncate_chat(int64_t chat, int64_t keep) {
-  db_.query("DELETE FROM chat_messages WHERE chat_id = ?1 AND idx >= ?2", chat_label(chat) + ": truncating")
-      .bind(1, chat)
-      .bind(2, keep)
-      .run();
-  return db_.changes();
 }
 
 std::vector<ChatMessage> RunStore::chat_messages(int64_t chat) const {
@@ -582,18 +527,6 @@ std::vector<ChatInfo> RunStore::list_chats() const {
   return out;
 }
 
-std::optional<ChatInfo> RunStore::find_chat(int64_t chat) const {
-  auto q = db_.query("SELECT id, run_id, adapter_path, created_at, title FROM chats WHERE id = ?1",
-                     chat_label(chat) + ": reading");
-  if (!q.bind(1, chat).step()) return std::nullopt;
-  return read_chat(q);
-}
-
-bool RunStore::delete_chat(int64_t chat) {
-  db_.query("DELETE FROM chats WHERE id = ?1", chat_label(chat) + ": deleting").bind(1, chat).run();
-  return db_.changes() == 1;
-}
-
 // [settings] ---------------------------------------------------------------------------------------------
 
 std::optional<std::string> RunStore::setting(std::string_view key) const {
@@ -608,11 +541,6 @@ void RunStore::set_setting(std::string_view key, std::string_view value) {
       .bind(1, key)
       .bind(2, value)
       .run();
-}
-
-bool RunStore::erase_setting(std::string_view key) {
-  db_.query("DELETE FROM settings WHERE key = ?1", "erasing setting \"" + std::string(key) + "\"").bind(1, key).run();
-  return db_.changes() == 1;
 }
 
 }  // namespace ls::store
