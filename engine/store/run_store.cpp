@@ -100,6 +100,14 @@ std::optional<E> value_in(const std::array<std::pair<E, const char*>, N>& table,
   return std::nullopt;
 }
 
+// Runs an INSERT ... RETURNING of one integer column and gives that value (the new row's id or index).
+int64_t returned_int64(Query& q) {
+  q.step();
+  const int64_t value = q.int64(0);
+  q.run();
+  return value;
+}
+
 }  // namespace
 
 const char* run_status_name(RunStatus s) { return name_in(kRunStatusNames, s); }
@@ -175,9 +183,7 @@ int64_t RunStore::create_run(const NewRun& run) {
       .bind(4, run.data_path.string())
       .bind(5, run.config_json)
       .bind(6, run.out_dir.string());
-  q.step();
-  const int64_t id = q.int64(0);
-  q.run();
+  const int64_t id = returned_int64(q);
   return id;
 }
 
@@ -362,9 +368,7 @@ int64_t RunStore::add_event(int64_t run, std::string_view kind, std::optional<in
                      "RETURNING id",
                      doing);
   q.bind(1, run).bind(2, unix_now()).bind(3, kind).bind(4, step).bind(5, message);
-  q.step();
-  const int64_t id = q.int64(0);
-  q.run();
+  const int64_t id = returned_int64(q);
   tx.commit();
   return id;
 }
@@ -438,9 +442,7 @@ int64_t RunStore::add_export(int64_t run, const std::filesystem::path& file, Exp
   auto q = db_.query("INSERT INTO exports (run_id, path, format, created_at) VALUES (?1, ?2, ?3, ?4) RETURNING id",
                      doing);
   q.bind(1, run).bind(2, file.string()).bind(3, export_format_name(format)).bind(4, unix_now());
-  q.step();
-  const int64_t id = q.int64(0);
-  q.run();
+  const int64_t id = returned_int64(q);
   tx.commit();
   return id;
 }
@@ -486,9 +488,7 @@ int64_t RunStore::create_chat(const NewChat& chat) {
                      doing);
   q.bind(1, chat.run_id).bind(3, unix_now()).bind(4, chat.title);
   if (chat.adapter_path) q.bind(2, chat.adapter_path->string());
-  q.step();
-  const int64_t id = q.int64(0);
-  q.run();
+  const int64_t id = returned_int64(q);
   tx.commit();
   return id;
 }
@@ -503,9 +503,7 @@ int64_t RunStore::add_chat_message(int64_t chat, const ChatMessage& message) {
       "VALUES (?1, (SELECT IFNULL(MAX(idx), -1) + 1 FROM chat_messages WHERE chat_id = ?1), ?2, ?3) RETURNING idx",
       doing);
   q.bind(1, chat).bind(2, message.role).bind(3, message.content);
-  q.step();
-  const int64_t idx = q.int64(0);
-  q.run();
+  const int64_t idx = returned_int64(q);
   tx.commit();
   return idx;
 }
