@@ -13,12 +13,18 @@
 namespace ls::ops {
 
 namespace {
-struct AttentionParams {  // = `Params` in shaders/attention.comp and attention_backward.comp
+struct AttentionParams {  // = `Params` in shaders/attention.comp
   uint32_t B, T, S, H, KV, D;
   float scale;
-  uint32_t past_on_device;  // forward only: past from a device buffer, k and v are caches of capacity S
+  uint32_t past_on_device;  // past from a device buffer, k and v are caches of capacity S
 };
 static_assert(sizeof(AttentionParams) <= 128);
+
+struct AttentionBackwardParams {  // = `Params` in shaders/attention_backward.comp: the forward's, no past
+  uint32_t B, T, S, H, KV, D;
+  float scale;
+};
+static_assert(sizeof(AttentionBackwardParams) <= 128);
 
 constexpr uint32_t kThreads = 64;  // = WG in the shaders (fixed there: it sizes per-thread arrays)
 constexpr uint32_t kSplitMaxQueries = 4;  // query rows per sequence up to which decoding splits the keys
@@ -160,7 +166,7 @@ void attention_backward_rows(vk::Recorder& rec, const Tensor& dq, const Tensor& 
                              const Tensor& lse, const AttentionDims& d, float scale) {
   const char* op = "attention_backward";
   Tensor delta = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention_backward delta");
-  AttentionParams params = params_for(d, scale);
+  const AttentionBackwardParams params{.B = d.B, .T = d.T, .S = d.S, .H = d.H, .KV = d.KV, .D = d.D, .scale = scale};
   rec.dispatch(vk::Kernel::attention_backward_dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq), out(delta)},
                params, row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
   rec.dispatch(vk::Kernel::attention_backward_dkdv,
