@@ -11,9 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <limits>
-#include <map>
 
 #include <imgui_internal.h>  // SetItemUsingMouseWheel()
 
@@ -65,40 +63,6 @@ std::vector<double> nice_ticks(double lo, double hi, int max_ticks) {
     return ticks;
   }
   return {lo};
-}
-
-std::string chart_csv(std::span<const ChartSeries> series) {
-  auto number = [](double v) {  // steps as integers; values to float precision
-    char buf[32];
-    bool whole = v == std::round(v) && std::abs(v) < 1e15;
-    std::snprintf(buf, sizeof buf, whole ? "%.0f" : "%.9g", v);
-    return std::string(buf);
-  };
-  auto cell = [](std::string_view name) {  // RFC 4180 quoting for names with commas or quotes
-    if (name.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(name);
-    std::string q = "\"";
-    for (char c : name) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-  };
-  std::map<double, std::vector<std::string>> rows;  // x -> one cell per series
-  for (size_t i = 0; i < series.size(); ++i) {
-    const ChartSeries& s = series[i];
-    for (size_t j = 0; j < std::min(s.x.size(), s.y.size()); ++j) {
-      if (std::isnan(s.x[j])) continue;
-      std::vector<std::string>& row = rows[s.x[j]];
-      row.resize(series.size());
-      row[i] = number(s.y[j]);
-    }
-  }
-  std::string out = "step";
-  for (const ChartSeries& s : series) out += "," + cell(s.name);
-  out += "\n";
-  for (const auto& [x, cells] : rows) {
-    out += number(x);
-    for (const std::string& c : cells) out += "," + c;
-    out += "\n";
-  }
-  return out;
 }
 
 // -----------------------------------------------------------------------------------------------

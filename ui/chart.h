@@ -35,8 +35,6 @@ size_t draw_chart(const char* id, std::span<const ChartSeries> series, ChartView
 std::vector<double> ema_smooth(std::span<const double> y, float weight);
 // At most max_ticks round values (1, 2 or 5 times a power of ten apart) within [lo, hi].
 std::vector<double> nice_ticks(double lo, double hi, int max_ticks);
-// "step,<name>,<name>..." then one row per distinct x (ascending), empty cells where a series has none.
-std::string chart_csv(std::span<const ChartSeries> series);
 // The chart drawn on the CPU (axes, ticks with labels, legend, lines) as a PNG of width × height,
 // written atomically. Throws ls::Error naming the file when it cannot be written.
 void write_chart_png(const std::filesystem::path& file, std::span<const ChartSeries> series, const ChartView& view,

@@ -169,7 +169,7 @@ void attention_backward_rows(vk::Recorder& rec, const Tensor& dq, const Tensor& 
                              const Tensor& lse, const AttentionDims& d, float scale) {
   const char* op = "attention_backward";
   Tensor delta = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention_backward delta");
-  AttentionParams params = params_for(d, scale);
+  const AttentionParams params = params_for(d, scale);  // shaders/attention_backward.comp's block is the forward's
   rec.dispatch(vk::Kernel::attention_backward_dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq), out(delta)},
                params, row_groups(uint64_t(d.B) * d.T * d.H, op), {.local_x = kThreads});
   rec.dispatch(vk::Kernel::attention_backward_dkdv,

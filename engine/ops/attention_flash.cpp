@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "ops/attention_group_sum.h"
 #include "ops/common.h"
 
 namespace ls::ops::detail {
@@ -16,10 +17,6 @@ struct FlashParams {  // = Params in shaders/flash_attention.comp and flash_atte
   uint32_t splits = 1;
 };
 static_assert(sizeof(FlashParams) <= 128);
-
-struct GroupSumParams {  // = Params in shaders/attention_group_sum.comp
-  uint32_t total, T, KV, D, G, slices;
-};
 
 // Tile shapes per kernel, = BQ / BK and the workgroup size in shaders/flash_attention.comp.
 struct FlashTiles {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/attention_group_sum.h"
 #include "ops/common.h"
 #include "ops/matmul.h"
 
@@ -11,9 +12,6 @@ namespace {
 
 struct RowParams {  // = Params in shaders/attention_rows.comp
   uint32_t rows, T, H, D;
-};
-struct GroupSumParams {  // = Params in shaders/attention_group_sum.comp
-  uint32_t total, T, KV, D, G, slices;
 };
 
 vk::Groups groups_for(uint64_t rows) {

@@ -4,6 +4,7 @@
 // and `<op>_backward(rec, d_inputs..., d_outputs, saved...)` (llm.c order: outputs first).
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -48,6 +49,21 @@ inline void require_numel(const Tensor& t, uint64_t n, const char* op, const cha
   require_defined(t, op, name);
   if (t.numel() != n)
     fail(op, std::string(name) + " is " + t.describe() + "; expected " + std::to_string(n) + " elements");
+}
+
+// t as rows [..., C] (N = the product of the other dimensions), none of them empty, with 32-bit element
+// indices in the kernels.
+inline void require_matrix(const Tensor& t, const char* op, const char* name) {
+  require(t.rank() >= 1 && t.cols() > 0 && t.rows() > 0, op,
+          std::string(name) + " is " + t.describe() + "; expected [..., V] with no empty dimension");
+  require(t.numel() <= std::numeric_limits<uint32_t>::max(), op,
+          std::string(name) + " is " + t.describe() + "; more than 2^32 - 1 elements");
+}
+
+// t holds one value of `dtype` per row.
+inline void require_row_vector(const Tensor& t, DType dtype, uint64_t rows, const char* op, const char* name) {
+  require_dtype(t, {dtype}, op, name);
+  require_numel(t, rows, op, name);
 }
 
 // Index into a {f32, f16, bf16} table of kernel variants.

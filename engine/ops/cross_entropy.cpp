@@ -9,7 +9,7 @@
 namespace ls::ops {
 
 namespace {
-struct RowsParams {  // = Params in shaders/cross_entropy_forward.comp, cross_entropy_reduce.comp, argmax.comp
+struct RowsParams {  // = Params in shaders/cross_entropy_forward.comp and cross_entropy_reduce.comp
   uint32_t rows;
   uint32_t cols;
 };
@@ -23,19 +23,6 @@ struct CrossEntropyBackwardParams {  // = Params in shaders/cross_entropy_backwa
 static_assert(sizeof(CrossEntropyBackwardParams) <= 128);
 
 constexpr uint32_t kReduceThreads = 256;
-
-// logits/x as [N, V] with N, V > 0 and 32-bit element indices in the kernels.
-void require_matrix(const Tensor& t, const char* op, const char* name) {
-  require(t.rank() >= 1 && t.cols() > 0 && t.rows() > 0, op,
-          std::string(name) + " is " + t.describe() + "; expected [..., V] with no empty dimension");
-  require(t.numel() <= std::numeric_limits<uint32_t>::max(), op,
-          std::string(name) + " is " + t.describe() + "; more than 2^32 - 1 elements");
-}
-
-void require_row_vector(const Tensor& t, DType dtype, uint64_t rows, const char* op, const char* name) {
-  require_dtype(t, {dtype}, op, name);
-  require_numel(t, rows, op, name);
-}
 
 bool counted(int32_t target, uint32_t vocab) { return target >= 0 && uint32_t(target) < vocab; }
 }  // namespace
@@ -107,17 +94,6 @@ void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tens
                grid_stride_rows(n), {.local_x = row_threads_for(logits.cols())});
 }
 
-void argmax_forward(vk::Recorder& rec, const Tensor& idx, const Tensor& x) {
-  const char* op = "argmax_forward";
-  require_dtype(x, {DType::f32, DType::f16, DType::bf16}, op, "x");
-  require_matrix(x, op, "x");
-  require(x.cols() <= (1u << 24), op, "x is " + x.describe() + "; rows longer than 2^24 are not supported");
-  require_row_vector(idx, DType::i32, x.rows(), op, "idx");
-  rec.dispatch(variant(vk::family::argmax, {x.dtype()}, op), {in(x), out(idx)},
-               RowsParams{.rows = uint32_t(x.rows()), .cols = x.cols()}, grid_stride_rows(x.rows()),
-               {.local_x = row_threads_for(x.cols())});
-}
-
 namespace ref {
 template <class F>
 void cross_entropy_forward(std::span<F> loss, std::span<F> row_loss, std::span<F> lse, std::span<const F> logits,
@@ -156,13 +132,6 @@ void cross_entropy_backward(std::span<F> dlogits, std::span<const F> logits, std
         g = row_scale * (std::exp(double(logits[i]) - double(lse[r])) - (size_t(targets[r]) == c ? 1.0 : 0.0));
       dlogits[i] = F(g);
     }
-  }
-}
-
-void argmax_forward(std::span<int32_t> idx, std::span<const float> x, uint32_t cols) {
-  for (size_t r = 0; r < idx.size(); ++r) {
-    const float* row = x.data() + r * cols;
-    idx[r] = int32_t(std::max_element(row, row + cols) - row);  // the first maximum
   }
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// Cross-entropy of next-token logits, and row argmax. logits are [..., V] (N = the product of the other
+// Cross-entropy of next-token logits (row argmax: ops/argmax.h). logits are [..., V] (N = the product of the other
 // dimensions), f32, f16 or bf16; targets hold N i32 token ids. A row is counted when 0 <= target < V;
 // a negative target (-100, as torch's ignore_index) is ignored. A target >= V is a caller bug the host
 // cannot see (targets live on the device): the kernels treat that row as ignored rather than read out
@@ -33,10 +33,6 @@ void cross_entropy_reduce(vk::Recorder& rec, const Tensor& loss, const Tensor& r
 void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
                             const Tensor& lse, const Tensor& loss, float dloss_scale = 1.0f);
 
-// idx [N] i32 = the index of the first maximum of each row of x [..., C] (f32, f16, bf16), as
-// torch.argmax. NaN inputs are not special-cased. C <= 2^24.
-void argmax_forward(vk::Recorder& rec, const Tensor& idx, const Tensor& x);
-
 // CPU references (accumulate in double); F is float or double. logits [N, V] row-major; targets past
 // [0, V) are ignored as in the kernels. loss has 2 elements {mean, count}.
 namespace ref {
@@ -46,7 +42,6 @@ void cross_entropy_forward(std::span<F> loss, std::span<F> row_loss, std::span<F
 template <class F>
 void cross_entropy_backward(std::span<F> dlogits, std::span<const F> logits, std::span<const int32_t> targets,
                             std::span<const F> lse, std::span<const F> loss, uint32_t vocab, double dloss_scale = 1.0);
-void argmax_forward(std::span<int32_t> idx, std::span<const float> x, uint32_t cols);
 }  // namespace ref
 
 }  // namespace ls::ops

@@ -6,20 +6,13 @@
 #include <vector>
 
 #include "ops/common.h"
+#include "ops/norms_params.h"
 
 namespace ls::ops {
 
 namespace {
-struct NormParams {  // = Params in shaders/rms_norm.comp and shaders/layer_norm.comp
-  uint32_t rows, cols;
-  float eps;
-};
-static_assert(sizeof(NormParams) <= 128);
-
-struct NormBackwardParams {  // = Params in shaders/rms_norm_backward.comp and shaders/layer_norm_backward.comp
-  uint32_t rows, cols;
-};
-static_assert(sizeof(NormBackwardParams) <= 128);
+using detail::NormBackwardParams;
+using detail::NormParams;
 
 // One workgroup per row, sized to the row (64..256 threads), so short rows (per-head norms, C = 128)
 // don't leave most threads idle. Rows beyond 65535 are covered by the kernels' grid-stride loop.

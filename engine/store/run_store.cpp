@@ -100,6 +100,14 @@ std::optional<E> value_in(const std::array<std::pair<E, const char*>, N>& table,
   return std::nullopt;
 }
 
+// Runs an INSERT ... RETURNING of one integer column and gives that value (the new row's id or index).
+int64_t returned_int64(Query& q) {
+  q.step();
+  const int64_t value = q.int64(0);
+  q.run();
+  return value;
+}
+
 }  // namespace
 
 const char* run_status_name(RunStatus s) { return name_in(kRunStatusNames, s); }
@@ -175,9 +183,7 @@ int64_t RunStore::create_run(const NewRun& run) {
       .bind(4, run.data_path.string())
       .bind(5, run.config_json)
       .bind(6, run.out_dir.string());
-  q.step();
-  const int64_t id = q.int64(0);
-  q.run();
+  const int64_t id = returned_int64(q);
   return id;
 }
 
@@ -215,14 +221,6 @@ void RunStore::set_status(int64_t run, RunStatus status, std::string_view error)
       break;
     }
   }
-  if (db_.changes() != 1) throw Error(path().string() + ": " + run_label(run) + ": no such run");
-}
-
-void RunStore::set_out_dir(int64_t run, const std::filesystem::path& out_dir) {
-  db_.query("UPDATE runs SET out_dir = ?2 WHERE id = ?1", run_label(run) + ": setting out_dir")
-      .bind(1, run)
-      .bind(2, out_dir.string())
-      .run();
   if (db_.changes() != 1) throw Error(path().string() + ": " + run_label(run) + ": no such run");
 }
 
@@ -268,11 +266,6 @@ RunInfo RunStore::run(int64_t run) const {
   return std::move(*r);
 }
 
-bool RunStore::delete_run(int64_t run) {
-  db_.query("DELETE FROM runs WHERE id = ?1", run_label(run) + ": deleting").bind(1, run).run();
-  return db_.changes() == 1;
-}
-
 // [metrics] ----------------------------------------------------------------------------------------------
 
 namespace {
@@ -316,24 +309,6 @@ void RunStore::log_metrics(int64_t run, std::span<const MetricRow> rows) {
       q.bind(9, gpu_ms_to_json(m.gpu_ms));
     q.run();
   }
-  tx.commit();
-}
-
-void RunStore::set_val_loss(int64_t run, int64_t step, double val_loss) {
-  const std::string doing = run_label(run) + ": step " + std::to_string(step) + ": setting val_loss";
-  Transaction tx(db_, doing);
-  check_run_exists(run, doing);
-  if (step < 0) throw Error(path().string() + ": " + doing + ": the step is negative");
-  db_.query(
-         "INSERT INTO metrics (run_id, step, rev, time, val_loss) "
-         "VALUES (?1, ?2, (SELECT IFNULL(MAX(rev), 0) + 1 FROM metrics WHERE run_id = ?1), ?3, ?4) "
-         "ON CONFLICT (run_id, step) DO UPDATE SET rev = excluded.rev, val_loss = excluded.val_loss",
-         doing)
-      .bind(1, run)
-      .bind(2, step)
-      .bind(3, unix_now())
-      .bind(4, val_loss)
-      .run();
   tx.commit();
 }
 
@@ -393,9 +368,7 @@ int64_t RunStore::add_event(int64_t run, std::string_view kind, std::optional<in
                      "RETURNING id",
                      doing);
   q.bind(1, run).bind(2, unix_now()).bind(3, kind).bind(4, step).bind(5, message);
-  q.step();
-  const int64_t id = q.int64(0);
-  q.run();
+  const int64_t id = returned_int64(q);
   tx.commit();
   return id;
 }
@@ -444,14 +417,6 @@ void RunStore::add_checkpoint(int64_t run, int64_t step, const std::filesystem::
   tx.commit();
 }
 
-bool RunStore::remove_checkpoint(int64_t run, int64_t step) {
-  db_.query("DELETE FROM checkpoints WHERE run_id = ?1 AND step = ?2", run_label(run) + ": removing a checkpoint")
-      .bind(1, run)
-      .bind(2, step)
-      .run();
-  return db_.changes() == 1;
-}
-
 std::vector<Checkpoint> RunStore::checkpoints(int64_t run) const {
   auto q = db_.query("SELECT step, path, created_at FROM checkpoints WHERE run_id = ?1 ORDER BY step",
                      run_label(run) + ": reading checkpoints");
@@ -477,9 +442,7 @@ int64_t RunStore::add_export(int64_t run, const std::filesystem::path& file, Exp
   auto q = db_.query("INSERT INTO exports (run_id, path, format, created_at) VALUES (?1, ?2, ?3, ?4) RETURNING id",
                      doing);
   q.bind(1, run).bind(2, file.string()).bind(3, export_format_name(format)).bind(4, unix_now());
-  q.step();
-  const int64_t id = q.int64(0);
-  q.run();
+  const int64_t id = returned_int64(q);
   tx.commit();
   return id;
 }
@@ -525,19 +488,9 @@ int64_t RunStore::create_chat(const NewChat& chat) {
                      doing);
   q.bind(1, chat.run_id).bind(3, unix_now()).bind(4, chat.title);
   if (chat.adapter_path) q.bind(2, chat.adapter_path->string());
-  q.step();
-  const int64_t id = q.int64(0);
-  q.run();
+  const int64_t id = returned_int64(q);
   tx.commit();
   return id;
-}
-
-void RunStore::set_chat_title(int64_t chat, std::string_view title) {
-  db_.query("UPDATE chats SET title = ?2 WHERE id = ?1", chat_label(chat) + ": setting the title")
-      .bind(1, chat)
-      .bind(2, title)
-      .run();
-  if (db_.changes() != 1) throw Error(path().string() + ": " + chat_label(chat) + ": no such chat");
 }
 
 int64_t RunStore::add_chat_message(int64_t chat, const ChatMessage& message) {
@@ -550,19 +503,9 @@ int64_t RunStore::add_chat_message(int64_t chat, const ChatMessage& message) {
       "VALUES (?1, (SELECT IFNULL(MAX(idx), -1) + 1 FROM chat_messages WHERE chat_id = ?1), ?2, ?3) RETURNING idx",
       doing);
   q.bind(1, chat).bind(2, message.role).bind(3, message.content);
-  q.step();
-  const int64_t idx = q.int64(0);
-  q.run();
+  const int64_t idx = returned_int64(q);
   tx.commit();
   return idx;
-}
-
-int64_t RunStore::truncate_chat(int64_t chat, int64_t keep) {
-  db_.query("DELETE FROM chat_messages WHERE chat_id = ?1 AND idx >= ?2", chat_label(chat) + ": truncating")
-      .bind(1, chat)
-      .bind(2, keep)
-      .run();
-  return db_.changes();
 }
 
 std::vector<ChatMessage> RunStore::chat_messages(int64_t chat) const {
@@ -582,18 +525,6 @@ std::vector<ChatInfo> RunStore::list_chats() const {
   return out;
 }
 
-std::optional<ChatInfo> RunStore::find_chat(int64_t chat) const {
-  auto q = db_.query("SELECT id, run_id, adapter_path, created_at, title FROM chats WHERE id = ?1",
-                     chat_label(chat) + ": reading");
-  if (!q.bind(1, chat).step()) return std::nullopt;
-  return read_chat(q);
-}
-
-bool RunStore::delete_chat(int64_t chat) {
-  db_.query("DELETE FROM chats WHERE id = ?1", chat_label(chat) + ": deleting").bind(1, chat).run();
-  return db_.changes() == 1;
-}
-
 // [settings] ---------------------------------------------------------------------------------------------
 
 std::optional<std::string> RunStore::setting(std::string_view key) const {
@@ -608,11 +539,6 @@ void RunStore::set_setting(std::string_view key, std::string_view value) {
       .bind(1, key)
       .bind(2, value)
       .run();
-}
-
-bool RunStore::erase_setting(std::string_view key) {
-  db_.query("DELETE FROM settings WHERE key = ?1", "erasing setting \"" + std::string(key) + "\"").bind(1, key).run();
-  return db_.changes() == 1;
 }
 
 }  // namespace ls::store

@@ -45,7 +45,7 @@ struct NewRun {
   std::filesystem::path model_path;  // the base model folder
   std::filesystem::path data_path;   // the training data
   std::string config_json;           // the resolved run config
-  std::filesystem::path out_dir;     // adapters, checkpoints; may be set later (set_out_dir)
+  std::filesystem::path out_dir;     // adapters, checkpoints
 };
 
 struct RunInfo {
@@ -145,7 +145,7 @@ class RunStore {
   const std::filesystem::path& path() const { return db_.path(); }
 
   // [runs]
-  // A new run in status created; returns its id (ids are never reused, even after delete_run).
+  // A new run in status created; returns its id (ids are never reused).
   int64_t create_run(const NewRun& run);
   // Status changes; each throws ls::Error naming the run when there is no such run.
   //   running:                    started_at set the first time; writer_pid = this process; heartbeat
@@ -153,7 +153,6 @@ class RunStore {
   //   paused, created:            the status only.
   //   finished, failed, stopped:  finished_at = now; error as given (empty: NULL).
   void set_status(int64_t run, RunStatus status, std::string_view error = {});
-  void set_out_dir(int64_t run, const std::filesystem::path& out_dir);
   // Refreshes heartbeat_at of a running or paused run. Returns false (and writes nothing) when the run is
   // no longer running or paused, e.g. another process marked it stale: its writer should stop.
   bool update_heartbeat(int64_t run, double now = unix_now());
@@ -163,9 +162,6 @@ class RunStore {
   std::vector<RunInfo> list_runs() const;  // newest first
   std::optional<RunInfo> find_run(int64_t run) const;
   RunInfo run(int64_t run) const;  // throws ls::Error naming the run when absent
-  // Deletes the run with its metrics, checkpoints and exports (rows only, not files); its chats stay,
-  // detached. False when there was no such run.
-  bool delete_run(int64_t run);
 
   // [metrics]
   // Writes a step (insert, or replace the same step). A row without val_loss keeps the val_loss already
@@ -173,13 +169,10 @@ class RunStore {
   void log_metrics(int64_t run, const MetricRow& row);
   // The same for many steps in one transaction: readers see all of them or none.
   void log_metrics(int64_t run, std::span<const MetricRow> rows);
-  // Sets val_loss of a step logged before; a step not logged yet gets a row with time = now and the other
-  // values absent (NaN).
-  void set_val_loss(int64_t run, int64_t step, double val_loss);
   // Rows with step > after_step, by step: for polling new steps (after_step = last step seen; -1: all).
   std::vector<MetricRow> metrics(int64_t run, int64_t after_step = -1) const;
-  // Rows written or rewritten after `after_rev`, by rev: for polling that must also see a val_loss set
-  // later for a step already read. Keep the largest rev seen and pass it next time (0: all).
+  // Rows written or rewritten after `after_rev`, by rev: for polling that must also see a step rewritten
+  // after it was read. Keep the largest rev seen and pass it next time (0: all).
   std::vector<MetricRow> metrics_changed(int64_t run, int64_t after_rev) const;
 
   // Deletes the run's metrics of steps after `step`. Returns how many it deleted.
@@ -199,7 +192,6 @@ class RunStore {
   // [checkpoints]
   // Records a checkpoint (a second one for the same step replaces the first).
   void add_checkpoint(int64_t run, int64_t step, const std::filesystem::path& path);
-  bool remove_checkpoint(int64_t run, int64_t step);        // false when absent
   std::vector<Checkpoint> checkpoints(int64_t run) const;   // by step
   std::optional<Checkpoint> latest_checkpoint(int64_t run) const;  // the largest step
 
@@ -209,20 +201,14 @@ class RunStore {
 
   // [chats]
   int64_t create_chat(const NewChat& chat);  // returns its id
-  void set_chat_title(int64_t chat, std::string_view title);
   // Appends a message; returns its index (0 for the first).
   int64_t add_chat_message(int64_t chat, const ChatMessage& message);
-  // Drops messages from index `keep` on (e.g. to regenerate the last answer). Returns how many it dropped.
-  int64_t truncate_chat(int64_t chat, int64_t keep);
   std::vector<ChatMessage> chat_messages(int64_t chat) const;  // by index
   std::vector<ChatInfo> list_chats() const;                    // newest first
-  std::optional<ChatInfo> find_chat(int64_t chat) const;
-  bool delete_chat(int64_t chat);  // with its messages; false when absent
 
   // [settings] Values are text (JSON where structured).
   std::optional<std::string> setting(std::string_view key) const;
   void set_setting(std::string_view key, std::string_view value);
-  bool erase_setting(std::string_view key);  // false when absent
 
  private:
   RunInfo read_run(const Query& q) const;

@@ -149,7 +149,7 @@ double mean_loss(StepProgram& s, std::span<const Example> rows, uint32_t B, uint
 }  // namespace
 
 TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<bool(const StepReport&)>& on_step,
-                  std::atomic<bool>* checkpoint_now, const std::function<void(const std::string&)>& on_warning,
+                  RunControl* control, const std::function<void(const std::string&)>& on_warning,
                   const std::function<void(const RunStart&)>& on_start) {
   TrainConfig c = c_in;
   validate(c);
@@ -308,8 +308,14 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
       if (s == first_step) result.first_loss = r.loss;
       result.last_loss = r.loss;
       result.steps = s;
-      const bool go_on = on_step(r);
-      const bool asked = checkpoint_now && checkpoint_now->exchange(false);
+      bool go_on = on_step(r);
+      if (control) {
+        control->hold_while_paused({.held = [&] { runs.set_status(run_id, store::RunStatus::paused); },
+                                    .keep_alive = [&] { runs.update_heartbeat(run_id); },
+                                    .released = [&] { runs.set_status(run_id, store::RunStatus::running); }});
+        go_on = go_on && !control->stop_requested();
+      }
+      const bool asked = control && control->take_checkpoint_request();
       if ((c.save_every && s % c.save_every == 0 && !last) || (asked && go_on)) checkpoint(s);
       if (!go_on) {
         checkpoint(s);

@@ -3,7 +3,6 @@
 // replays recorded programs (zero the gradients; forward+backward per micro-batch; global grad norm,
 // clip and AdamW) with the batch and the step's hyper-parameters written into host-visible tensors
 // (docs/design.md "Record once, replay many"). Progress goes to a callback and to the SQLite run store.
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -15,6 +14,7 @@
 #include "store/run_store.h"
 #include "tensor/quant.h"
 #include "train/dataset.h"
+#include "train/run_control.h"
 #include "train/schedule.h"
 #include "vk/device.h"
 
@@ -80,13 +80,15 @@ void validate(const TrainConfig& config);
 std::string config_json(const TrainConfig& config);
 
 // Trains. on_step is called after every optimizer step; returning false stops after writing a checkpoint.
-// When *checkpoint_now is set after a step (another thread sets it), a checkpoint is written and it is
-// cleared. on_warning, if set, gets each of the data set's warnings (skipped lines "skipped <file>:<line>:
+// control, if given, steers the run from another thread (train/run_control.h): after on_step, a paused
+// run holds, marked paused in the run store with its heartbeat fresh, and is marked running again when
+// resumed; a stop request stops it as on_step's false does; a checkpoint request writes a checkpoint.
+// on_warning, if set, gets each of the data set's warnings (skipped lines "skipped <file>:<line>:
 // problem" with skip_bad_lines, examples cut to the sequence length) and the chat template's, before the
 // first step. Before loading the weights it plans the run's memory and throws ls::Error saying what to change
 // when the plan does not fit the device (train/plan_fit.h); on_start, if set, gets the run's start.
 TrainResult train(vk::Device& device, const TrainConfig& config, const std::function<bool(const StepReport&)>& on_step,
-                  std::atomic<bool>* checkpoint_now = nullptr,
+                  RunControl* control = nullptr,
                   const std::function<void(const std::string&)>& on_warning = {},
                   const std::function<void(const RunStart&)>& on_start = {});
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "error.h"
+#include "vk/push_block.h"
 
 namespace ls::vk {
 
@@ -186,6 +187,11 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
   const DeviceReport& rep = device_.report();
   if (uses.size() > kMaxBindings) throw Error(std::string("dispatch ") + info.name + ": too many bindings");
   if (push_size > kMaxPushBytes) throw Error(std::string("dispatch ") + info.name + ": push constants too large");
+  // The op's Params struct must be the kernel's push-constant block, byte for byte in size.
+  if (const uint32_t block = push_block(kernel).size; push_size != block)
+    throw Error(std::string("dispatch ") + info.name + ": the op's Params struct is " + std::to_string(push_size) +
+                " bytes, the kernel's push-constant block " + std::to_string(block) +
+                " (they must match: see the GLSL block the struct mirrors)");
   if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;  // nothing to do (an empty tensor)
   if (groups.x > 65535 || groups.y > 65535 || groups.z > 65535)
     throw Error(std::string("dispatch ") + info.name + ": " + std::to_string(groups.x) + "x" + std::to_string(groups.y) +

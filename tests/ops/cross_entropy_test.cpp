@@ -12,6 +12,7 @@
 #include <ostream>
 #include <string>
 
+#include "ops/argmax.h"
 #include "ops/cross_entropy.h"
 #include "support/testing.h"
 

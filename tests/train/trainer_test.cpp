@@ -14,7 +14,10 @@
 //   killed writer left (temporary files, partial checkpoint folders) is removed when a run starts;
 // - divergence: a learning rate of 1e30 makes a later step's loss or gradients NaN or infinite; the run
 //   stops at that step with a message naming it, the weights never see the non-finite update (the adapter
-//   saved is finite and equals the one a run stopped one step earlier saves), and the run is marked failed.
+//   saved is finite and equals the one a run stopped one step earlier saves), and the run is marked failed;
+// - steering through a RunControl: a run paused after step 2 holds there, shows as paused in its run store
+//   with its heartbeat refreshed, and when resumed is running again and finishes all its steps; a stop asked
+//   while paused ends the run after that step, stopped, with a checkpoint of that step.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,11 +26,14 @@
 #include <fstream>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "error.h"
 #include "support/testing.h"
 #include "store/run_store.h"
 #include "train/checkpoint.h"
+#include "train/run_control.h"
 #include "train/trainer.h"
 
 namespace ls {
@@ -359,6 +365,68 @@ TEST_F(TrainerLoop, LeftoversOfAKilledWriterAreRemoved) {
   EXPECT_FALSE(fs::exists(c.out / ("metrics.csv.tmp." + dead)));
   EXPECT_TRUE(fs::exists(c.out / ("notes.tmp." + live))) << "a live process's file stays";
   EXPECT_TRUE(fs::exists(c.out / "adapter" / "adapter_model.safetensors"));
+}
+
+// Pauses the run after step 2 and, on another thread, waits until the run store shows it paused, watches its
+// heartbeat move on while it holds, then calls `then` (resume or stop). Returns what that thread saw.
+struct PauseSeen {
+  store::RunStatus status = store::RunStatus::created;
+  double heartbeat_before = 0, heartbeat_after = 0;
+  std::vector<bool> told;  // RunControl's on_paused calls, in order
+  train::TrainResult result;
+};
+PauseSeen pause_after_step_2(vk::Device& dev, const train::TrainConfig& c, void (train::RunControl::*then)()) {
+  PauseSeen seen;
+  train::RunControl control([&](bool paused) { seen.told.push_back(paused); });
+  control.interval = std::chrono::milliseconds(20);
+  std::thread steer;
+  seen.result = train::train(dev, c, [&](const train::StepReport& r) {
+    if (r.step != 2) return true;
+    control.pause();
+    steer = std::thread([&, id = r.run_id] {
+      store::RunStore runs(c.store);
+      for (int i = 0; i < 1000 && runs.run(id).status != store::RunStatus::paused; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      seen.status = runs.run(id).status;
+      seen.heartbeat_before = runs.run(id).heartbeat_at.value_or(0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      seen.heartbeat_after = runs.run(id).heartbeat_at.value_or(0);
+      (control.*then)();
+    });
+    return true;
+  }, &control);
+  steer.join();
+  return seen;
+}
+
+TEST_F(TrainerLoop, PausedRunHoldsMarkedPausedUntilResumed) {
+  auto c = config_;
+  c.out = dir_ / "paused";
+  const PauseSeen seen = pause_after_step_2(dev(), c, &train::RunControl::resume);
+  EXPECT_EQ(seen.status, store::RunStatus::paused);
+  EXPECT_GT(seen.heartbeat_after, seen.heartbeat_before) << "no heartbeat while paused";
+  EXPECT_EQ(seen.told, (std::vector<bool>{true, false}));
+  EXPECT_EQ(seen.result.steps, 6u);
+  EXPECT_FALSE(seen.result.stopped);
+  store::RunStore runs(c.store);
+  EXPECT_EQ(runs.run(seen.result.run_id).status, store::RunStatus::finished);
+  EXPECT_EQ(runs.metrics(seen.result.run_id).size(), 6u);
+}
+
+TEST_F(TrainerLoop, StopWhilePausedStopsAfterThatStepWithACheckpoint) {
+  auto c = config_;
+  c.out = dir_ / "paused_then_stopped";
+  const PauseSeen seen = pause_after_step_2(dev(), c, &train::RunControl::stop);
+  EXPECT_EQ(seen.status, store::RunStatus::paused);
+  EXPECT_EQ(seen.told, (std::vector<bool>{true, false}));
+  EXPECT_EQ(seen.result.steps, 2u);
+  EXPECT_TRUE(seen.result.stopped);
+  store::RunStore runs(c.store);
+  EXPECT_EQ(runs.run(seen.result.run_id).status, store::RunStatus::stopped);
+  const auto latest = runs.latest_checkpoint(seen.result.run_id);
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 2);
+  EXPECT_TRUE(fs::exists(train::checkpoint_dir(c.out, 2)));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The chart widget on the CPU only (no window, no Vulkan): smoothing, ticks and CSV against hand-computed
+// The chart widget on the CPU only (no window, no Vulkan): smoothing and ticks against hand-computed
 // values; the PNG export decoded back; draw_chart in a headless ImGui context (a font atlas, no
 // backend) fed with mouse input the way the GLFW backend feeds it (ImGui 1.86: io.MousePos,
 // io.MouseDown, io.MouseWheel, io.KeyShift).
@@ -23,7 +23,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // -----------------------------------------------------------------------------------------------
-// ema_smooth, nice_ticks, chart_csv
+// ema_smooth, nice_ticks
 
 TEST(ChartMath, EmaSmoothIsTensorBoardsDebiasedAverage) {
   // w = 0.5: last = 0.5, 1.25, 2.125; debias 1 - 0.5^n = 0.5, 0.75, 0.875.
@@ -113,23 +113,6 @@ TEST(ChartMath, TickLabels) {
   EXPECT_EQ(format_chart_value(0.00125), "0.00125");
   EXPECT_EQ(format_chart_value(1200), "1200");
   EXPECT_EQ(format_chart_value(kNaN), "nan");
-}
-
-TEST(ChartMath, CsvJoinsSeriesOnStepWithEmptyCells) {
-  std::vector<ChartSeries> series{
-      {.name = "train loss", .x = {1, 2, 3}, .y = {0.5, 0.25, 0.125}},
-      {.name = "val, loss", .x = {2, 4}, .y = {7, kNaN}},
-      {.name = "empty"},
-  };
-  EXPECT_EQ(chart_csv(series),
-            "step,train loss,\"val, loss\",empty\n"
-            "1,0.5,,\n"
-            "2,0.25,7,\n"
-            "3,0.125,,\n"
-            "4,,nan,\n");
-  EXPECT_EQ(chart_csv({}), "step\n");
-  std::vector<ChartSeries> big{{.name = "lr", .x = {123456789012}, .y = {3e-4}}};
-  EXPECT_EQ(chart_csv(big), "step,lr\n123456789012,0.0003\n");
 }
 
 TEST(ChartMath, DecimationKeepsEachColumnsExtremesAndGaps) {

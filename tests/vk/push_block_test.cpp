@@ -1,0 +1,87 @@
+// The push-constant blocks read from the kernels' SPIR-V (vk/push_block.h): every built kernel's block is
+// read (scalars, vectors, arrays, structs), its offsets ascend and it fits the shared layout; the C++
+// Params structs visible from a header have the offsets and size of their GLSL block (offsetof, sizeof);
+// a dispatch whose Params struct is not the kernel's block size is refused, naming the kernel and both sizes.
+// That refusal is what checks the structs kept inside their op's .cpp file (GemmParams 88 bytes for every
+// gemm/matvec variant, FlashParams 40, DequantParams 12, QuantMatvecParams 28, ...): every op test that
+// dispatches a kernel checks its struct's size; their member offsets are checked here once a header holds them.
+#include "vk/push_block.h"
+
+#include <cstddef>
+
+#include "error.h"
+#include "ops/attention_group_sum.h"
+#include "ops/norms_params.h"
+#include "support/testing.h"
+#include "vk/pipelines.h"
+
+namespace ls {
+namespace {
+
+TEST(PushBlock, EveryBuiltKernelsBlockIsRead) {
+  size_t with_block = 0;
+  for (uint32_t k = 0; k < uint32_t(vk::Kernel::count_); ++k) {
+    const auto kernel = vk::Kernel(k);
+    if (!vk::kernel_built(kernel)) continue;
+    SCOPED_TRACE(vk::kernel_info(kernel).name);
+    const vk::PushBlock& b = vk::push_block(kernel);
+    EXPECT_LE(b.size, vk::kMaxPushBytes);
+    for (size_t i = 1; i < b.offsets.size(); ++i) EXPECT_GT(b.offsets[i], b.offsets[i - 1]);
+    if (!b.offsets.empty()) {
+      EXPECT_GT(b.size, b.offsets.back());
+    }
+    with_block += b.size > 0;
+  }
+  EXPECT_GT(with_block, 20u);
+}
+
+TEST(PushBlock, NotSpirvIsNamed) {
+  const uint32_t words[] = {1, 2, 3, 4, 5};
+  EXPECT_THROW(vk::push_block(words, "junk"), Error);
+}
+
+// offsetof of each member of P, in declaration order, against the kernel's block.
+template <class P>
+void expect_mirrors(vk::Kernel kernel, const std::vector<uint32_t>& cpp_offsets) {
+  SCOPED_TRACE(vk::kernel_info(kernel).name);
+  const vk::PushBlock& b = vk::push_block(kernel);
+  EXPECT_EQ(b.offsets, cpp_offsets);
+  EXPECT_EQ(b.size, sizeof(P));
+}
+
+TEST(PushBlock, HeaderParamsMirrorTheirBlocks) {
+  using ops::detail::GroupSumParams;
+  expect_mirrors<GroupSumParams>(
+      vk::Kernel::attention_group_sum,
+      {offsetof(GroupSumParams, total), offsetof(GroupSumParams, T), offsetof(GroupSumParams, KV),
+       offsetof(GroupSumParams, D), offsetof(GroupSumParams, G), offsetof(GroupSumParams, slices)});
+  using ops::detail::NormBackwardParams;
+  using ops::detail::NormParams;
+  const std::vector<uint32_t> norm{offsetof(NormParams, rows), offsetof(NormParams, cols), offsetof(NormParams, eps)};
+  const std::vector<uint32_t> norm_backward{offsetof(NormBackwardParams, rows), offsetof(NormBackwardParams, cols)};
+  for (vk::Kernel k : {vk::Kernel::rms_norm_f32_f32, vk::Kernel::rms_norm_f16_bf16, vk::Kernel::layer_norm_f32_f32,
+                       vk::Kernel::layer_norm_f16_f16})
+    expect_mirrors<NormParams>(k, norm);
+  for (vk::Kernel k : {vk::Kernel::rms_norm_backward_f32_f32, vk::Kernel::rms_norm_backward_dw,
+                       vk::Kernel::layer_norm_backward_f32_bf16, vk::Kernel::layer_norm_backward_dw_db})
+    expect_mirrors<NormBackwardParams>(k, norm_backward);
+}
+
+class PushBlockDispatch : public test::GpuTest {};
+
+TEST_F(PushBlockDispatch, ParamsOfAnotherSizeAreRefused) {
+  vk::Recorder rec(dev());
+  const uint32_t too_small = 1;
+  try {
+    rec.dispatch(vk::Kernel::attention_group_sum, {}, too_small, {1, 1, 1});
+    FAIL() << "a 4-byte Params for a 24-byte block was recorded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("attention_group_sum"), std::string::npos) << what;
+    EXPECT_NE(what.find("is 4 bytes"), std::string::npos) << what;
+    EXPECT_NE(what.find("block 24"), std::string::npos) << what;
+  }
+}
+
+}  // namespace
+}  // namespace ls
