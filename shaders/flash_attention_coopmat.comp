@@ -101,6 +101,12 @@ layout(push_constant) uniform Params {
     }                                                                                \
   }
 
+// The column a lane visits at step c of its 16 (two lanes a row, `half_` picking the half): rotated by the
+// row `lr`, so that at each step the subgroup's 32 lanes read 32 different banks of the f32 scratch (row
+// stride LSC = 32 floats). In plain order the 16 lanes of one half read one bank: 16-way conflicts on every
+// score read. The sums over c do not depend on the order but for rounding.
+#define ROTATED_COL(c) (half_ * 16u + (((c) + lr) & 15u))
+
 void sync_subgroup() {
   subgroupMemoryBarrierShared();
   subgroupBarrier();
@@ -168,18 +174,19 @@ void main() {
     coopMatStoreNV(s[0], sc_s, s0, LSC, false);
     coopMatStoreNV(s[1], sc_s, s0 + 16u, LSC, false);
     sync_subgroup();
+    // Each score read once into registers, in the lane's rotated column order (ROTATED_COL).
+    float sv[16];
     float mx = kMasked;
     [[unroll]] for (uint c = 0u; c < 16u; ++c) {
-      const uint j = k0 + half_ * 16u + c;
-      if (j <= past + t && j < p.S) mx = max(mx, p.scale * sc_s[s0 + lr * LSC + half_ * 16u + c]);
+      const uint col = ROTATED_COL(c), j = k0 + col;
+      sv[c] = j <= past + t && j < p.S ? p.scale * sc_s[s0 + lr * LSC + col] : kMasked;
+      mx = max(mx, sv[c]);
     }
     if (mx > kMasked) {
       const float m_new = max(m, mx);
       float sum = 0.0;
-      [[unroll]] for (uint c = 0u; c < 16u; ++c) {
-        const uint j = k0 + half_ * 16u + c;
-        if (j <= past + t && j < p.S) sum += exp(p.scale * sc_s[s0 + lr * LSC + half_ * 16u + c] - m_new);
-      }
+      [[unroll]] for (uint c = 0u; c < 16u; ++c)
+        if (sv[c] > kMasked) sum += exp(sv[c] - m_new);
       l = l * exp(m - m_new) + sum;
       m = m_new;
     }
@@ -203,7 +210,7 @@ void main() {
     coopMatStoreNV(s[1], sc_s, s0 + 16u, LSC, false);
     sync_subgroup();
     [[unroll]] for (uint c = 0u; c < 16u; ++c) {
-      const uint col = half_ * 16u + c, j = k0 + col;
+      const uint col = ROTATED_COL(c), j = k0 + col;
       const float pr = j <= past + t && j < p.S ? exp(p.scale * sc_s[s0 + lr * LSC + col] - row_lse) : 0.0;
       p_s[p0 + lr * LP + col] = float16_t(pr);
     }
@@ -271,7 +278,7 @@ void main() {
     coopMatStoreNV(dp[1], dp_s, s0 + 16u, LSC, false);
     sync_subgroup();
     [[unroll]] for (uint c = 0u; c < 16u; ++c) {
-      const uint col = half_ * 16u + c, j = k0 + col;
+      const uint col = ROTATED_COL(c), j = k0 + col;
       const float pr = j <= past + t && j < p.S ? exp(p.scale * sc_s[s0 + lr * LSC + col] - row_lse) : 0.0;
       ds_s[p0 + lr * LP + col] = float16_t(pr * (dp_s[s0 + lr * LSC + col] - dl));
     }
@@ -338,7 +345,7 @@ void main() {
     coopMatStoreNV(dp[1], dp_s, s0 + 16u, LSC, false);
     sync_subgroup();
     [[unroll]] for (uint c = 0u; c < 16u; ++c) {
-      const uint col = half_ * 16u + c, t = t0 + col;
+      const uint col = ROTATED_COL(c), t = t0 + col;
       const bool seen = t < p.T && j < p.S && j <= past + t;
       const float pr = seen ? exp(p.scale * sc_s[s0 + lr * LSC + col] - lse_s[col]) : 0.0;
       pt_s[p0 + lr * LP + col] = float16_t(pr);

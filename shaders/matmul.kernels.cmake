@@ -68,6 +68,8 @@ endforeach()
 # subgroup per long index when its operand is contiguous along k, else an invocation per long index.
 ls_kernel(gemm_skinny_rows matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32 ROWS_ALONG_K)
 ls_kernel(gemm_skinny_cols matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32)
+# A short reduction (K <= 64, f32): LoRA's K = rank products.
+ls_kernel(gemm_short_k matmul_short_k.comp A_T=f32 B_T=f32 C_T=f32)
 # Tensor cores through VK_NV_cooperative_matrix2 (workgroup-scope matrices, tiles loaded and stored by
 # the driver; needs glslang >= 14, so ls_kernel_cm2): f16 × f16 operands (ops/matmul.cpp converts an f32 A
 # first), f32 or f16 out, B contiguous along k (gemm_cm2_<tile>) or along n (gemm_cm2_<tile>n, B_ALONG_N).

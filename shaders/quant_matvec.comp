@@ -3,10 +3,13 @@
 // y [M <= 4, N] = x [M, K] · Wᵀ (+ bias) (+ y) with W a quantized weight [N, K] read in its packed form
 // (ops/quant.h: quant_matvec_forward): decoding reads 4 or 8 bits a weight instead of 16. K a multiple of
 // 8, so that every 8 consecutive values of a row share one block and one (nf4) or two (q8) words. One
-// subgroup per output column n, each lane 8 values a step; subgroupAdd sums the lanes. A_T: activations,
-// W_T: the bias (the dtype a quantized layer's bias is kept in), C_T: output.
+// subgroup per output column n, each lane 16 bytes of codes a step (32 nf4 or 16 q8 values, one block) when
+// K allows, else 8 values; subgroupAdd sums the lanes. A_T: activations, W_T: the bias (the dtype a
+// quantized layer's bias is kept in), C_T: output. (With one word a lane, the H100 decoded the 7B shape's
+// nf4 weights at ~0.6 TB/s.)
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common/types.glsl"
 
 layout(local_size_x = 256) in;
@@ -38,7 +41,27 @@ void main() {
   if (n >= p.N) return;  // uniform over the subgroup
   float acc[kMaxRows];
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = 0.0;
-  for (uint k = gl_SubgroupInvocationID * 8u; k < p.K; k += gl_SubgroupSize * 8u) {
+  const uint VALS = kQuantValuesPer16B;
+  const uint wide_end = p.K % VALS == 0u ? p.K : 0u;  // rows start on a 16-byte boundary of the codes
+  for (uint k = gl_SubgroupInvocationID * VALS; k < wide_end; k += gl_SubgroupSize * VALS) {
+    const uint e = n * p.K + k;
+    float w[VALS];
+    code_values16B(qcodes4[e / VALS], w);
+    const float s = block_scale(e >> 6, p.offset);
+    for (uint m = 0u; m < p.M; ++m) {
+      const uint at = (m * p.a_sm + k) / 4u;
+      float d = 0.0;
+      [[unroll]] for (uint j = 0u; j < VALS / 4u; ++j) {
+        const vec4 x = vec4(a4[at + j]);
+        d = fma(x.x, w[4u * j], d);
+        d = fma(x.y, w[4u * j + 1u], d);
+        d = fma(x.z, w[4u * j + 2u], d);
+        d = fma(x.w, w[4u * j + 3u], d);
+      }
+      acc[m] = fma(d, s, acc[m]);
+    }
+  }
+  for (uint k = wide_end + gl_SubgroupInvocationID * 8u; k < p.K; k += gl_SubgroupSize * 8u) {
     const uint e = n * p.K + k;
     float w[8];
     code_values8(e / 8u * kQuantWordsPer8, w);

@@ -29,9 +29,10 @@ struct GemmParams {  // = `Params` in shaders/matmul.comp
 static_assert(sizeof(GemmParams) <= 128);
 constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4, kLoraByRank = 8;
 constexpr uint32_t kTile = 64;
-// Products with a side of at most this many outputs go to shaders/matmul_skinny.comp; kSkinnySwap is its
-// flag for "the long side is N".
-constexpr uint32_t kSkinnyMax = 16, kSkinnySwap = 256;
+// Products with a side of at most this many outputs go to shaders/matmul_skinny.comp (its kMaxShort).
+constexpr uint32_t kSkinnyMax = 16;
+// Products with K at most this go to shaders/matmul_short_k.comp (its K a specialization constant).
+constexpr uint32_t kShortKMax = 64;
 constexpr uint32_t kSkinnyRowsMinSubgroup = 8;  // shaders/matmul_skinny.comp's ROWS_ALONG_K sums subgroups of >= 8
 
 // Operand layouts: element (i, k) of A sits at i*a_sm + k*a_sk, (j, k) of B at j*b_sn + k*b_sk,
@@ -271,11 +272,11 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     const bool swap = N > kSkinnyMax;
     const uint32_t L = swap ? N : M;
     const bool rows_along_k = (swap ? g.b_sk : g.a_sk) == 1;
-    GemmParams sp = params;
-    sp.flags |= swap ? kSkinnySwap : 0;
+    // The short side and the orientation are the kernel's specialization constants (ids 1 and 2).
+    const vk::Spec spec{.local_x = 256, .constants = {swap ? M : N, swap ? 1u : 0u}};
     if (rows_along_k && L <= 65535 && rec.device().report().subgroup_size >= kSkinnyRowsMinSubgroup) {
       // a workgroup per long index
-      rec.dispatch(vk::Kernel::gemm_skinny_rows, uses, sp, {L, 1, 1}, {.local_x = 256});
+      rec.dispatch(vk::Kernel::gemm_skinny_rows, uses, params, {L, 1, 1}, spec);
       return;
     }
     // An invocation per long index walking 8 to 16 of k, K split over up to 1024 workgroups: each walk is
@@ -286,15 +287,23 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
            uint64_t(2 * splits) * M * N * 4 <= rec.device().report().max_storage_range)
       splits *= 2;
     if (splits == 1) {
-      rec.dispatch(vk::Kernel::gemm_skinny_cols, uses, sp, {groups, 1, 1}, {.local_x = 256});
+      rec.dispatch(vk::Kernel::gemm_skinny_cols, uses, params, {groups, 1, 1}, spec);
       return;
     }
     Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
     GemmParams first = slice_params(splits, K / splits);
-    first.flags = swap ? kSkinnySwap : 0;
     rec.dispatch(vk::Kernel::gemm_skinny_cols, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
-                 {groups, 1, splits}, {.local_x = 256});
+                 {groups, 1, splits}, spec);
     reduce_slices(partial, splits);
+    return;
+  }
+  if (all_f32 && g.batch == 1 && (flags & kLora) == 0 && K <= kShortKMax && uint64_t(M) * N >= 4096 &&
+      uint64_t(M) * N < (uint64_t(1) << 32)) {
+    // A short reduction (LoRA's K = rank products): an invocation per output element.
+    const uint64_t groups = ceil_div(uint64_t(M) * N, 256);
+    rec.dispatch(vk::Kernel::gemm_short_k, uses, params,
+                 {uint32_t(std::min<uint64_t>(groups, 65535)), uint32_t(ceil_div(groups, 65535)), 1},
+                 {.local_x = 256, .constants = {K}});
     return;
   }
   if (cm2_fits(rec.device(), g, a.dtype(), b.dtype(), c.dtype())) {

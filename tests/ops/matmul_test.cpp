@@ -101,6 +101,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // row along K, and (backward_x, W read down its columns) an invocation per row with K split.
                       Case{300, 8, 896, DType::f32, DType::f32, DType::f32}, Case{16, 520, 384, DType::f32, DType::f32, DType::f32},
                       Case{9, 130, 77, DType::f32, DType::f32, DType::f32},
+                      // other short sides (the kernel's specialization constant) and K not a multiple of 4
+                      Case{200, 3, 130, DType::f32, DType::f32, DType::f32}, Case{5, 150, 66, DType::f32, DType::f32, DType::f32},
+                      // A short reduction, f32 (shaders/matmul_short_k.comp: LoRA's K = rank products)
+                      Case{300, 520, 8, DType::f32, DType::f32, DType::f32}, Case{70, 90, 64, DType::f32, DType::f32, DType::f32},
                       // f16 × f16, M and N multiples of 128 with at least 128 tiles of 128×128: on tensor cores the
                       // big tile, which stores straight to C (the forward; its backward_x has too few tiles for it).
                       Case{1024, 2048, 96, DType::f16, DType::f16, DType::f16},
