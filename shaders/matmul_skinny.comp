@@ -8,8 +8,8 @@
 // outputs empty there. out(l, s) = Σ_k L(l, k)·S(s, k) over a long operand L and a short one S (≤ 16
 // rows), f32 throughout. kSwap: L is B and S is A, so C(m, n) = out(n, m); otherwise L is A.
 // Two layouts of L, chosen by the host (ops/matmul.cpp) by which of L's strides is 1:
-//   ROWS_ALONG_K: L's rows are contiguous along k. A workgroup per long index l: its 256 invocations
-//                 step through k, then subgroup sums and a sum over the subgroups.
+//   ROWS_ALONG_K: L's rows are contiguous along k. A workgroup per kRows long indices: its 256
+//                 invocations step through k, then subgroup sums and a sum over the subgroups.
 //   otherwise:    L is contiguous along l. One invocation per long index: it walks its slice of k; the
 //                 host splits k over workgroups (gl_WorkGroupID.z, as in gemm_bases) and adds the
 //                 slices in a second pass (shaders/matmul_splitk_reduce.comp).
@@ -27,9 +27,13 @@ layout(constant_id = 1) const uint kShort = 16u;  // S: 1 .. kMaxShort
 layout(constant_id = 2) const uint kSwap = 0u;    // 1: L is B and S is A, so C(m, n) = out(n, m)
 const uint kMaxShort = 16u;
 #if defined(ROWS_ALONG_K)
-// [subgroup][s], subgroups of at least 8 (ops/matmul.cpp): 2 KiB.
+// Long indices a workgroup, 1 to kMaxRows: each S value loaded serves them all. With one, every workgroup
+// read all of S from L2 (7B: 114 KB each, 58 MB a product).
+layout(constant_id = 3) const uint kRows = 1u;
+const uint kMaxRows = 4u;
+// [subgroup][row][s], subgroups of at least 8 (ops/matmul.cpp): 8 KiB.
 const uint kMaxSubgroups = 256u / 8u;
-shared float partial[kMaxSubgroups * kMaxShort];
+shared float partial[kMaxSubgroups * kMaxRows * kMaxShort];
 #endif
 
 float long_at(uint i) { return kSwap != 0u ? b[i] : a[i]; }
@@ -44,29 +48,39 @@ void main() {
   gemm_bases(gl_WorkGroupID.z, a_base, b_base, c_base);
   const uint l_base = swap ? b_base : a_base, s_base = swap ? a_base : b_base;
 
-  float acc[kMaxShort];
-  [[unroll]] for (uint s = 0u; s < kMaxShort; ++s) acc[s] = 0.0;
-
 #if defined(ROWS_ALONG_K)
-  // A workgroup per long index: its invocations split k, then a subgroup sum and a sum over subgroups.
-  const uint l = gl_WorkGroupID.x;
+  // A workgroup per kRows long indices: its invocations split k, then subgroup sums and a sum over subgroups.
+  // A row past L reads the last one again and stores nothing.
+  float acc[kMaxRows][kMaxShort];
+  [[unroll]] for (uint r = 0u; r < kMaxRows; ++r)
+    [[unroll]] for (uint s = 0u; s < kMaxShort; ++s) acc[r][s] = 0.0;
+  const uint l0 = gl_WorkGroupID.x * kRows;
   for (uint k = gl_LocalInvocationID.x; k < p.K; k += 256u) {
-    const float v = long_at(l_base + l * l_sl + k * l_sk);
-    [[unroll]] for (uint s = 0u; s < kShort; ++s) acc[s] = fma(v, short_at(s_base + s * s_ss + k * s_sk), acc[s]);
+    float sv[kMaxShort];
+    [[unroll]] for (uint s = 0u; s < kShort; ++s) sv[s] = short_at(s_base + s * s_ss + k * s_sk);
+    [[unroll]] for (uint r = 0u; r < kRows; ++r) {
+      const float v = long_at(l_base + min(l0 + r, L - 1u) * l_sl + k * l_sk);
+      [[unroll]] for (uint s = 0u; s < kShort; ++s) acc[r][s] = fma(v, sv[s], acc[r][s]);
+    }
   }
-  [[unroll]] for (uint s = 0u; s < kShort; ++s) {
-    const float sum = subgroupAdd(acc[s]);
-    if (gl_SubgroupInvocationID == 0u) partial[gl_SubgroupID * kMaxShort + s] = sum;
-  }
+  [[unroll]] for (uint r = 0u; r < kRows; ++r)
+    [[unroll]] for (uint s = 0u; s < kShort; ++s) {
+      const float sum = subgroupAdd(acc[r][s]);
+      if (gl_SubgroupInvocationID == 0u) partial[(gl_SubgroupID * kMaxRows + r) * kMaxShort + s] = sum;
+    }
   barrier();
-  if (gl_LocalInvocationID.x < kShort) {
-    const uint s = gl_LocalInvocationID.x;
+  if (gl_LocalInvocationID.x < kRows * kShort) {
+    const uint r = gl_LocalInvocationID.x / kShort, s = gl_LocalInvocationID.x % kShort, l = l0 + r;
     float sum = 0.0;
-    for (uint g = 0u; g < gl_NumSubgroups; ++g) sum += partial[g * kMaxShort + s];
-    if (swap) gemm_store(s, l, sum, c_base);
-    else gemm_store(l, s, sum, c_base);
+    for (uint g = 0u; g < gl_NumSubgroups; ++g) sum += partial[(g * kMaxRows + r) * kMaxShort + s];
+    if (l < L) {
+      if (swap) gemm_store(s, l, sum, c_base);
+      else gemm_store(l, s, sum, c_base);
+    }
   }
 #else
+  float acc[kMaxShort];
+  [[unroll]] for (uint s = 0u; s < kMaxShort; ++s) acc[s] = 0.0;
   const uint l = gl_GlobalInvocationID.x;
   if (l >= L) return;
   uint k = 0u;

@@ -273,12 +273,15 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     const uint32_t L = swap ? N : M;
     const bool rows_along_k = (swap ? g.b_sk : g.a_sk) == 1;
     // The short side and the orientation are the kernel's specialization constants (ids 1 and 2).
-    const vk::Spec spec{.local_x = 256, .constants = {swap ? M : N, swap ? 1u : 0u}};
-    if (rows_along_k && L <= 65535 && rec.device().report().subgroup_size >= kSkinnyRowsMinSubgroup) {
-      // a workgroup per long index
-      rec.dispatch(vk::Kernel::gemm_skinny_rows, uses, params, {L, 1, 1}, spec);
+    const uint32_t S = swap ? M : N, orientation = swap ? 1u : 0u;
+    if (rows_along_k && L <= 65535 * 4 && rec.device().report().subgroup_size >= kSkinnyRowsMinSubgroup) {
+      // A workgroup per `rows` long indices (id 3), 1 to 4, keeping at least 256 workgroups.
+      const uint32_t rows = std::clamp(L / 256, 1u, 4u);
+      rec.dispatch(vk::Kernel::gemm_skinny_rows, uses, params, {ceil_div(L, rows), 1, 1},
+                   {.local_x = 256, .constants = {S, orientation, rows}});
       return;
     }
+    const vk::Spec spec{.local_x = 256, .constants = {S, orientation}};
     // An invocation per long index walking 8 to 16 of k, K split over up to 1024 workgroups: each walk is
     // a chain of dependent loads, so short walks and many of them (measured on the H100, session 5).
     const uint32_t groups = ceil_div(L, 256);

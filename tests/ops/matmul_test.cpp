@@ -103,6 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{9, 130, 77, DType::f32, DType::f32, DType::f32},
                       // other short sides (the kernel's specialization constant) and K not a multiple of 4
                       Case{200, 3, 130, DType::f32, DType::f32, DType::f32}, Case{5, 150, 66, DType::f32, DType::f32, DType::f32},
+                      // several long indices a workgroup (2 from 512, 4 from 1024), the last group partly past L
+                      Case{1027, 8, 96, DType::f32, DType::f32, DType::f32}, Case{5, 601, 64, DType::f32, DType::f32, DType::f32},
                       // A short reduction, f32 (shaders/matmul_short_k.comp: LoRA's K = rank products)
                       Case{300, 520, 8, DType::f32, DType::f32, DType::f32}, Case{70, 90, 64, DType::f32, DType::f32, DType::f32},
                       // f16 × f16, M and N multiples of 128 with at least 128 tiles of 128×128: on tensor cores the
