@@ -1,8 +1,9 @@
 # Gated MLPs' elementwise part: y = silu(gate) * up (SwiGLU) or gelu_tanh(gate) * up (Gemma's GeGLU), and
-# their backwards. T: storage type of every tensor (compute in f32).
-foreach(t f32 f16 bf16)
-  ls_kernel(silu_mul_${t} silu_mul.comp T=${t})
-  ls_kernel(silu_mul_backward_${t} silu_mul_backward.comp T=${t})
-  ls_kernel(gelu_tanh_mul_${t} gelu_tanh_mul.comp T=${t})
-  ls_kernel(gelu_tanh_mul_backward_${t} gelu_tanh_mul_backward.comp T=${t})
+# their backwards. Named <kernel>_<inputs>_<outputs>: T, the storage type of the inputs (compute in f32); the
+# outputs of the same type, or f16 from f32 inputs (O_F16: the operands of tensor-core products).
+foreach(k silu_mul silu_mul_backward gelu_tanh_mul gelu_tanh_mul_backward)
+  foreach(t f32 f16 bf16)
+    ls_kernel(${k}_${t}_${t} ${k}.comp T=${t})
+  endforeach()
+  ls_kernel(${k}_f32_f16 ${k}.comp T=f32 O_F16)
 endforeach()

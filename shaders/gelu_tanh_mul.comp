@@ -4,11 +4,12 @@
 //   gelu_tanh(g) = 0.5 * g * (1 + tanh(sqrt(2/pi) * (g + 0.044715 * g^3))).
 // One thread per element, grid-stride over n.
 #include "common/types.glsl"
+#include "common/activation_out.glsl"
 layout(local_size_x_id = 0) in;
 
 layout(binding = 0) readonly buffer Gate { STORE(T) gate[]; };
 layout(binding = 1) readonly buffer Up { STORE(T) up[]; };
-layout(binding = 2) writeonly buffer Y { STORE(T) y[]; };
+layout(binding = 2) writeonly buffer Y { STORE_OUT y[]; };
 layout(push_constant) uniform Params { uint n; } p;
 
 const float kBeta = 0.7978845608028654;  // sqrt(2/pi)
@@ -26,6 +27,6 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
     float g = TO_F32(T, gate[i]);
     float t = tanh_safe(kBeta * (g + kKappa * g * g * g));
-    y[i] = FROM_F32(T, 0.5 * g * (1.0 + t) * TO_F32(T, up[i]));
+    y[i] = OUT(0.5 * g * (1.0 + t) * TO_F32(T, up[i]));
   }
 }

@@ -2,11 +2,12 @@
 #extension GL_GOOGLE_include_directive : require
 // y = silu(gate) * up, silu(g) = g * sigmoid(g). One thread per element, grid-stride over n.
 #include "common/types.glsl"
+#include "common/activation_out.glsl"
 layout(local_size_x_id = 0) in;
 
 layout(binding = 0) readonly buffer Gate { STORE(T) gate[]; };
 layout(binding = 1) readonly buffer Up { STORE(T) up[]; };
-layout(binding = 2) writeonly buffer Y { STORE(T) y[]; };
+layout(binding = 2) writeonly buffer Y { STORE_OUT y[]; };
 layout(push_constant) uniform Params { uint n; } p;
 
 // exp() only ever sees -|g|, so nothing overflows for any finite g (no inf/inf, no 0 * inf).
@@ -19,6 +20,6 @@ void main() {
   uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
     float g = TO_F32(T, gate[i]);
-    y[i] = FROM_F32(T, g * sigmoid(g) * TO_F32(T, up[i]));
+    y[i] = OUT(g * sigmoid(g) * TO_F32(T, up[i]));
   }
 }

@@ -5,13 +5,14 @@
 // One thread per element, grid-stride over n. Each thread reads its inputs before writing, so dgate
 // may alias gate and dup may alias up.
 #include "common/types.glsl"
+#include "common/activation_out.glsl"
 layout(local_size_x_id = 0) in;
 
 layout(binding = 0) readonly buffer DY { STORE(T) dy[]; };
 layout(binding = 1) readonly buffer Gate { STORE(T) gate[]; };
 layout(binding = 2) readonly buffer Up { STORE(T) up[]; };
-layout(binding = 3) writeonly buffer DGate { STORE(T) dgate[]; };
-layout(binding = 4) writeonly buffer DUp { STORE(T) dup[]; };
+layout(binding = 3) writeonly buffer DGate { STORE_OUT dgate[]; };
+layout(binding = 4) writeonly buffer DUp { STORE_OUT dup[]; };
 layout(push_constant) uniform Params { uint n; } p;
 
 // exp() only ever sees -|g|, so nothing overflows for any finite g (no inf/inf, no 0 * inf).
@@ -25,7 +26,7 @@ void main() {
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
     float g = TO_F32(T, gate[i]), u = TO_F32(T, up[i]), d = TO_F32(T, dy[i]);
     float s = sigmoid(g);
-    dgate[i] = FROM_F32(T, d * u * s * (1.0 + g * (1.0 - s)));
-    dup[i] = FROM_F32(T, d * g * s);
+    dgate[i] = OUT(d * u * s * (1.0 + g * (1.0 - s)));
+    dup[i] = OUT(d * g * s);
   }
 }

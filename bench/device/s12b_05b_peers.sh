@@ -1,17 +1,20 @@
 #!/bin/bash
 # Session 12, device call 2 (named nvidia-h100-x1): the 0.5B rows of issue 21's table beside both PyTorch+PEFT
-# peers in one call (B1 and B8 × T512, prefill 512), after the changes of s12a.
+# peers in one call (B1 and B8 × T512, prefill 512), after the changes of s12a and the f16 MLP operands; the
+# GPU tests first (memory_plan_test: the plan against the allocator with the f16 operands); 0.5B nf4 decode
+# beside session 11's binary.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s12b_05b_peers.sh
 cd "$(dirname "$0")/../.."
 source .gpu/env.sh
 export LS_TEST_NO_VALIDATION=1
 R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
+W=/tmp/w; mkdir -p $W/old
 tar xJf .gpu/carry/bins.tar.xz -C $W
+xz -dc .gpu/carry/old/lorastudio-bench.xz > $W/old/lorastudio-bench && chmod +x $W/old/lorastudio-bench
 B=$W/bin
 T=$PWD/.gpu/carry/tok
 [ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-for t in attention_test matmul_test; do
+for t in matmul_test activations_test memory_plan_test quant_op_test quantized_model_test training_test; do
   timeout 100 $B/$t > $R/$t.txt 2>&1; echo "$t rc=$? at ${SECONDS}s"; grep -E "FAILED|PASSED" $R/$t.txt | head -6
 done
 cd .gpu/carry/peers
@@ -22,6 +25,12 @@ for b in 1 8; do
 done
 timeout 60 $B/lorastudio-bench inference --model /tmp/q05 > $R/inference05.txt 2>&1
 echo "inference 0.5B rc=$? at ${SECONDS}s"; grep -E "prefill|decode" $R/inference05.txt | head -2
+# The packed matvec (nf4 decode) beside session 11's binary: the 0.5B shape's columns are 448 bytes of codes.
+for v in old new; do
+  X=$B/lorastudio-bench; [ $v = old ] && X=$W/old/lorastudio-bench
+  timeout 60 $X inference --model /tmp/q05 --quantize nf4 > $R/inference05_nf4_$v.txt 2>&1
+  echo "inference 0.5B nf4 $v rc=$? at ${SECONDS}s"; grep -E "decode" $R/inference05_nf4_$v.txt | head -1
+done
 for c in none reduce-overhead; do
   for b in 1 8; do
     left=$((570 - SECONDS)); [ $left -gt 45 ] || { echo "skip peer $c B$b: ${left}s left"; continue; }

@@ -1,5 +1,6 @@
 #include "model/layer_acts.h"
 
+#include <algorithm>
 #include <string>
 
 #include "vk/memory.h"
@@ -24,7 +25,7 @@ enum class Keep : uint8_t {
   transient,  // dead once the next op has read it: one for all layers
 };
 
-enum class Dt : uint8_t { f32, act };
+enum class Dt : uint8_t { f32, act, f16 };
 
 struct ActRow {
   Tensor LayerActs::*field;
@@ -38,7 +39,7 @@ struct ActRow {
 
 // The plan table. x_out is the next layer's x_in (or, in inference, x_in itself); lora_t and the KV
 // cache are placed apart (plan_layer_acts, the caller).
-std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T) {
+std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T, F16Operands f16 = {}) {
   using A = LayerActs;
   const uint32_t M = B * T, C = s.hidden, H = s.heads, KV = s.kv_heads, D = s.head_dim, I = s.intermediate;
   std::vector<ActRow> rows = {
@@ -57,7 +58,7 @@ std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T) {
       {&A::h2,    "normed",        {M, C},        Dt::act, Keep::backward,  shares(&A::h1),   shares(&A::h1)},
       {&A::gate,  "gate",          {M, I},        Dt::act, Keep::backward,  kOwn,             kOwn},
       {&A::up,    "up",            {M, I},        Dt::act, Keep::backward,  kOwn,             kOwn},
-      {&A::gated, "silu*up",       {M, I},        Dt::act, Keep::backward,  shares(&A::gate), kOwn},
+      {&A::gated, "silu*up",       {M, I},        f16.gated ? Dt::f16 : Dt::act, Keep::backward, shares(&A::gate), kOwn},
       {&A::down,  "down_proj out", {M, C},        Dt::f32, Keep::transient, shares(&A::o),    kNone},
   };
   if (s.qk_norm)  // the norms' inputs and statistics, which their backward reads
@@ -73,6 +74,13 @@ std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T) {
 // Whether a layer has a tensor of its own in a training set, or shares the one set for all layers.
 bool own_per_layer(Keep keep, ActsPlan plan) {
   return plan != ActsPlan::inference && (keep == Keep::input || (keep == Keep::backward && plan == ActsPlan::training));
+}
+
+DType dtype_of(Dt t, DType act) { return t == Dt::act ? act : t == Dt::f16 ? DType::f16 : DType::f32; }
+
+// A gradient's dtype: f32, but d gate and d up in f16 with f16.mlp_grads.
+DType grad_dtype(const ActRow& r, F16Operands f16) {
+  return f16.mlp_grads && (r.field == &LayerActs::gate || r.field == &LayerActs::up) ? DType::f16 : DType::f32;
 }
 
 uint64_t bytes_of(const Shape& shape, DType dtype) {
@@ -92,11 +100,22 @@ void fill(LayerActs& set, const std::vector<ActRow>& rows, Home ActRow::*home, c
 
 }  // namespace
 
+F16Operands f16_operands(bool products_in_f16, const LayerSpec& spec, std::span<const LoraTarget> adapted) {
+  if (!products_in_f16) return {};
+  auto is_adapted = [&](LoraTarget t) {
+    const auto f = spec.fused_rows(t);
+    return std::find_if(adapted.begin(), adapted.end(), [&](LoraTarget a) { return a == t || (f && a == f->fused); }) !=
+           adapted.end();
+  };
+  return {.gated = !is_adapted(LoraTarget::down_proj),
+          .mlp_grads = !is_adapted(LoraTarget::gate_proj) && !is_adapted(LoraTarget::up_proj)};
+}
+
 std::vector<LayerActs> plan_layer_acts(vk::Device& dev, const ModelSpec& spec, const LoraAdapter* adapter,
-                                       uint32_t B, uint32_t T, DType act, ActsPlan plan) {
+                                       uint32_t B, uint32_t T, DType act, ActsPlan plan, F16Operands f16) {
   const size_t L = spec.layers.size();
-  const std::vector<ActRow> rows = act_table(spec.layers.at(0), B, T);  // every layer has the same shapes
-  auto make = [&](const ActRow& r) { return Tensor::empty(dev, r.shape, r.dtype == Dt::act ? act : DType::f32, r.name); };
+  const std::vector<ActRow> rows = act_table(spec.layers.at(0), B, T, f16);  // every layer has the same shapes
+  auto make = [&](const ActRow& r) { return Tensor::empty(dev, r.shape, dtype_of(r.dtype, act), r.name); };
   std::vector<LayerActs> acts(L);
   LayerActs shared;  // the tensors that are one for all layers
   // Layer i's tensor t: its own, or `one`, the same for every layer.
@@ -124,11 +143,11 @@ std::vector<LayerActs> plan_layer_acts(vk::Device& dev, const ModelSpec& spec, c
 }
 
 ActsBytes layer_acts_bytes(const ModelSpec& spec, std::span<const LoraTarget> adapted, uint32_t rank, uint32_t B,
-                           uint32_t T, DType act, ActsPlan plan) {
+                           uint32_t T, DType act, ActsPlan plan, F16Operands f16) {
   ActsBytes b{.layers = spec.layers.size()};
-  const std::vector<ActRow> rows = act_table(spec.layers.at(0), B, T);
+  const std::vector<ActRow> rows = act_table(spec.layers.at(0), B, T, f16);
   for (const ActRow& r : rows) {
-    const uint64_t bytes = bytes_of(r.shape, r.dtype == Dt::act ? act : DType::f32);
+    const uint64_t bytes = bytes_of(r.shape, dtype_of(r.dtype, act));
     if (plan == ActsPlan::inference)
       b.shared += r.inference.kind == Home::own ? bytes : 0;
     else
@@ -140,17 +159,18 @@ ActsBytes layer_acts_bytes(const ModelSpec& spec, std::span<const LoraTarget> ad
   return b;
 }
 
-uint64_t layer_grads_bytes(const LayerSpec& spec, uint32_t B, uint32_t T) {
+uint64_t layer_grads_bytes(const LayerSpec& spec, uint32_t B, uint32_t T, F16Operands f16) {
   uint64_t bytes = 0;
   for (const ActRow& r : act_table(spec, B, T))
-    if (r.grad.kind == Home::own) bytes += bytes_of(r.shape, DType::f32);
+    if (r.grad.kind == Home::own) bytes += bytes_of(r.shape, grad_dtype(r, f16));
   return bytes;
 }
 
-LayerActs plan_layer_grads(vk::Device& dev, const LayerSpec& spec, uint32_t B, uint32_t T) {
+LayerActs plan_layer_grads(vk::Device& dev, const LayerSpec& spec, uint32_t B, uint32_t T, F16Operands f16) {
   LayerActs d;
-  fill(d, act_table(spec, B, T), &ActRow::grad,
-       [&](const ActRow& r) { return Tensor::empty(dev, r.shape, DType::f32, ("d " + std::string(r.name)).c_str()); });
+  fill(d, act_table(spec, B, T), &ActRow::grad, [&](const ActRow& r) {
+    return Tensor::empty(dev, r.shape, grad_dtype(r, f16), ("d " + std::string(r.name)).c_str());
+  });
   return d;
 }
 

@@ -54,15 +54,27 @@ enum class ActsPlan : uint8_t {
   recompute,
 };
 
+// Operands that only tensor-core products read, kept in f16 where those products would round them to f16
+// anyway, which saves the conversion before each (ops/matmul.cpp cm2_a_as_f16): gated when down_proj has no
+// adapter, the gradients of gate and up when neither has one (an adapter's own products read them in f32).
+// Training only; the default keeps every such tensor in its table dtype.
+struct F16Operands {
+  bool gated = false;
+  bool mlp_grads = false;
+};
+// Which ones, for products that round their operands to f16 (`products_in_f16`: VK_NV_cooperative_matrix2
+// with f16 or quantized weights) and an adapter on `adapted` in every layer.
+F16Operands f16_operands(bool products_in_f16, const LayerSpec& spec, std::span<const LoraTarget> adapted);
+
 // One LayerActs per layer (shared tensors appear in several), x_in to x_out and lora_t included; lora_t
 // where `adapter` (may be null) adapts a projection. k_cache and v_cache are the caller's to set. The last
 // layer's x_out is the stream leaving the layers.
 std::vector<LayerActs> plan_layer_acts(vk::Device& device, const ModelSpec& spec, const LoraAdapter* adapter,
-                                       uint32_t B, uint32_t T, DType act, ActsPlan plan);
+                                       uint32_t B, uint32_t T, DType act, ActsPlan plan, F16Operands f16 = {});
 
-// The gradients layer_backward writes, f32, one set for all layers; d.h2 shares d.h1 and d.x_in shares
+// The gradients layer_backward writes, f32 (d gate and d up f16 with f16.mlp_grads), one set for all layers; d.h2 shares d.h1 and d.x_in shares
 // d.x_mid (each holds a norm's part of the residual's gradient until it is added in).
-LayerActs plan_layer_grads(vk::Device& device, const LayerSpec& spec, uint32_t B, uint32_t T);
+LayerActs plan_layer_grads(vk::Device& device, const LayerSpec& spec, uint32_t B, uint32_t T, F16Operands f16 = {});
 
 // The device bytes plan_layer_acts allocates, read off the same plan table without a device (each tensor
 // rounded as the allocator rounds it: vk::Memory::footprint), for memory plans (train/memory_plan.h).
@@ -75,8 +87,8 @@ struct ActsBytes {
   uint64_t total() const { return per_layer * layers + shared; }
 };
 ActsBytes layer_acts_bytes(const ModelSpec& spec, std::span<const LoraTarget> adapted, uint32_t rank, uint32_t B,
-                           uint32_t T, DType act, ActsPlan plan);
+                           uint32_t T, DType act, ActsPlan plan, F16Operands f16 = {});
 // The device bytes plan_layer_grads allocates.
-uint64_t layer_grads_bytes(const LayerSpec& spec, uint32_t B, uint32_t T);
+uint64_t layer_grads_bytes(const LayerSpec& spec, uint32_t B, uint32_t T, F16Operands f16 = {});
 
 }  // namespace ls::model

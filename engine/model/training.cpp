@@ -130,8 +130,12 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
 
   // The layers' activations (model/layer_acts.h): with recomputation only every layer's input is kept.
   const ModelSpec spec = model_spec(c);
+  // The MLP's operands that only tensor-core products read stay in f16 (model/layer_acts.h F16Operands).
+  const LinearWeights& down = w.layers.at(0).down;
+  const bool products_in_f16 = dev.coopmat2() && (down.q.defined() || down.w.dtype() == DType::f16);
+  const F16Operands f16 = f16_operands(products_in_f16, spec.layers.at(0), adapter.targets);
   const std::vector<LayerActs> acts = plan_layer_acts(
-      dev, spec, &adapter, B, T, DType::f32, options.recompute ? ActsPlan::recompute : ActsPlan::training);
+      dev, spec, &adapter, B, T, DType::f32, options.recompute ? ActsPlan::recompute : ActsPlan::training, f16);
   const LayerRun run{.positions = batch.positions,
                      .inv_freq = rope_uses_long_factors(c, T) ? w.inv_freq_long : w.inv_freq,
                      .adapter = &adapter,
@@ -143,7 +147,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   for (uint32_t i = 0; i < c.num_layers; ++i) layer_forward(rec, spec.layers[i], w.layers[i], acts[i], run, i);
   const Tensor& x = acts.back().x_out;
   // The backward's activation gradients, one set for all layers.
-  const LayerActs d = plan_layer_grads(dev, spec.layers[0], B, T);
+  const LayerActs d = plan_layer_grads(dev, spec.layers[0], B, T, f16);
 
   // Head and loss, over chunks of rows so that [K, V] f32 logits never exist at once (Qwen's 151,936
   // columns are 0.6 MB a row): per chunk, logits -> lse and row losses -> dlogits in place -> d(normed).

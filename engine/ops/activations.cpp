@@ -21,14 +21,22 @@ void require_like(const Tensor& t, const Tensor& like, const char* op, const cha
   require(t.dtype() == like.dtype(), op,
           std::string("dtypes differ: ") + name + " " + t.describe() + ", " + like_name + " " + like.describe());
 }
+
+// An output has the inputs' shape and their dtype, or f16 from f32 inputs (an operand of tensor-core products).
+void require_output(const Tensor& t, const Tensor& gate, const char* op, const char* name) {
+  require_shape(t, gate.shape(), op, name);
+  require(t.dtype() == gate.dtype() || (gate.dtype() == DType::f32 && t.dtype() == DType::f16), op,
+          std::string(name) + " is " + t.describe() + " for inputs " + gate.describe() +
+              ": expected their dtype, or f16 from f32");
+}
 }  // namespace
 
 void silu_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gate, const Tensor& up) {
   const char* op = "silu_mul_forward";
   require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
   require_like(up, gate, op, "up", "gate");
-  require_like(y, gate, op, "y", "gate");
-  rec.dispatch(variant(vk::family::silu_mul, {gate.dtype()}, op), {in(gate), in(up), out(y)},
+  require_output(y, gate, op, "y");
+  rec.dispatch(variant(vk::family::silu_mul, {gate.dtype(), y.dtype()}, op), {in(gate), in(up), out(y)},
                SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
 }
 
@@ -38,9 +46,9 @@ void silu_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup
   require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
   require_like(up, gate, op, "up", "gate");
   require_like(dy, gate, op, "dy", "gate");
-  require_like(dgate, gate, op, "dgate", "gate");
-  require_like(dup, gate, op, "dup", "gate");
-  rec.dispatch(variant(vk::family::silu_mul_backward, {gate.dtype()}, op), {in(dy), in(gate), in(up), out(dgate), out(dup)},
+  require_output(dgate, gate, op, "dgate");
+  require_like(dup, dgate, op, "dup", "dgate");
+  rec.dispatch(variant(vk::family::silu_mul_backward, {gate.dtype(), dgate.dtype()}, op), {in(dy), in(gate), in(up), out(dgate), out(dup)},
                SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
 }
 
@@ -48,8 +56,8 @@ void gelu_tanh_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gat
   const char* op = "gelu_tanh_mul_forward";
   require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
   require_like(up, gate, op, "up", "gate");
-  require_like(y, gate, op, "y", "gate");
-  rec.dispatch(variant(vk::family::gelu_tanh_mul, {gate.dtype()}, op), {in(gate), in(up), out(y)},
+  require_output(y, gate, op, "y");
+  rec.dispatch(variant(vk::family::gelu_tanh_mul, {gate.dtype(), y.dtype()}, op), {in(gate), in(up), out(y)},
                SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
 }
 
@@ -59,9 +67,9 @@ void gelu_tanh_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor
   require_dtype(gate, {DType::f32, DType::f16, DType::bf16}, op, "gate");
   require_like(up, gate, op, "up", "gate");
   require_like(dy, gate, op, "dy", "gate");
-  require_like(dgate, gate, op, "dgate", "gate");
-  require_like(dup, gate, op, "dup", "gate");
-  rec.dispatch(variant(vk::family::gelu_tanh_mul_backward, {gate.dtype()}, op),
+  require_output(dgate, gate, op, "dgate");
+  require_like(dup, dgate, op, "dup", "dgate");
+  rec.dispatch(variant(vk::family::gelu_tanh_mul_backward, {gate.dtype(), dgate.dtype()}, op),
                {in(dy), in(gate), in(up), out(dgate), out(dup)}, SiluMulParams{.n = uint32_t(gate.numel())},
                groups_for(gate.numel()), {.local_x = kThreads});
 }

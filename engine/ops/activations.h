@@ -1,7 +1,9 @@
 #pragma once
 // Gated MLPs' elementwise part: SwiGLU (the MLP of Qwen2/Llama: down(silu(gate(x)) * up(x))) and GeGLU
 // with the tanh GELU (Gemma: down(gelu_tanh(gate(x)) * up(x))). gate, up, y: any shape, all the same, one
-// dtype: f32, f16 or bf16 (computed in f32).
+// dtype: f32, f16 or bf16 (computed in f32); or f32 inputs and f16 outputs, rounded to nearest even as
+// ops/convert rounds (the operands of tensor-core products: model/layer_acts.h F16Operands). Aliasing
+// needs one dtype.
 //   y = silu(gate) * up,  silu(g) = g * sigmoid(g) = g / (1 + exp(-g))
 //   y = gelu_tanh(gate) * up,  gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g³)))  (transformers'
 //   gelu_pytorch_tanh, torch's gelu(approximate="tanh"))

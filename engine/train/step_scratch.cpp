@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "model/layer_acts.h"
 #include "ops/attention_flash.h"
 #include "vk/memory.h"
 #include "vk/recorder.h"
@@ -25,6 +26,7 @@ struct Product {
   bool lora_own = false;     // A, B and C f32 and no epilogue: the adapter's own products (the skinny kernel's)
   bool long_rows = false;    // the skinny kernel's long operand is contiguous along K (then it never splits K)
   const model::ModuleSpec* weight = nullptr;  // B is this projection's stored weight
+  bool a_f16 = false;        // A is already f16 (model/layer_acts.h F16Operands): nothing to convert
 };
 
 // Scratch slots, grown as vk::Recorder::scratch grows them: a larger request allocates a new buffer and
@@ -45,7 +47,7 @@ class Slots {
 class StepWalk {
  public:
   StepWalk(const model::ModelSpec& spec, const PlanDevice& device, const StepScratchOptions& o)
-      : spec_(spec), dev_(device), o_(o), M_(o.B * o.T) {}
+      : spec_(spec), dev_(device), o_(o), M_(o.B * o.T), f16_(model::f16_operands(products_in_f16(), spec.layers.at(0), o.targets)) {}
 
   StepScratch run() {
     const size_t L = spec_.layers.size();
@@ -78,7 +80,7 @@ class StepWalk {
     uint64_t s = 1;
     if (p.lora_own && std::min(p.M, p.N) <= kSkinnyMax && p.K >= 32) {
       const uint32_t L = p.N > kSkinnyMax ? p.N : p.M;
-      if (p.long_rows && L <= 65535 && dev_.subgroup_size >= 8) return 0;  // the rows kernel (subgroups of >= 8)
+      if (p.long_rows && L <= 65535 * 4 && dev_.subgroup_size >= 8) return 0;  // the rows kernel (subgroups of >= 8)
       const uint64_t groups = ceil_div(L, 256);
       while (s < 512 && groups * s < 1024 && p.K % (2 * s) == 0 && p.K / (2 * s) >= 8 && 2 * s * MN4 <= dev_.max_binding)
         s *= 2;
@@ -96,8 +98,13 @@ class StepWalk {
     // ops/matmul.cpp cm2_a_as_f16: the workgroup-scope GEMM reads f16; training's f32 A is converted first.
     const bool f16_weight = p.weight && (o_.quantize != QuantType::none || o_.weight_dtype == DType::f16 ||
                                          (dev_.coopmat && o_.weight_dtype == DType::bf16));
-    if (dev_.coopmat2 && f16_weight) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
+    if (dev_.coopmat2 && f16_weight && !p.a_f16) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
     slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
+  }
+  // model/training.cpp: whether the products round their operands to f16 (F16Operands).
+  bool products_in_f16() const {
+    return dev_.coopmat2 && (o_.quantize != QuantType::none || o_.weight_dtype == DType::f16 ||
+                             (dev_.coopmat && o_.weight_dtype == DType::bf16));
   }
 
   void dropout_input(uint32_t in) {
@@ -111,7 +118,7 @@ class StepWalk {
       dropout_input(m.in);
       product({.M = M_, .N = o_.rank, .K = m.in, .lora_own = true, .long_rows = true});
     }
-    product({.M = M_, .N = m.out, .K = m.in, .weight = &m});
+    product({.M = M_, .N = m.out, .K = m.in, .weight = &m, .a_f16 = t == LoraTarget::down_proj && f16_.gated});
   }
 
   // model/layer.cpp project_backward() and ops/matmul.cpp lora_backward().
@@ -119,7 +126,8 @@ class StepWalk {
     const model::ModuleSpec m = s.product(t);
     const uint32_t r = o_.rank;
     if (!adapted(s, t)) {
-      if (dx) product({.M = M_, .N = m.in, .K = m.out, .weight = &m});
+      const bool mlp_grad = t == LoraTarget::gate_proj || t == LoraTarget::up_proj;
+      if (dx) product({.M = M_, .N = m.in, .K = m.out, .weight = &m, .a_f16 = mlp_grad && f16_.mlp_grads});
       return;
     }
     product({.M = m.out, .N = r, .K = M_, .lora_own = true});                   // dB += dyᵀ·t
@@ -215,6 +223,7 @@ class StepWalk {
   const PlanDevice& dev_;
   const StepScratchOptions& o_;
   const uint32_t M_;
+  const model::F16Operands f16_;
   model::ModuleSpec lm_head_{};
   Slots slots_, dequantized_;
   uint64_t attention_rows_ = 0;

@@ -151,12 +151,13 @@ TEST_F(SiluMulTest, BadInputsThrow) {
     }
   };
   expect_error([&](vk::Recorder& r) { ops::silu_mul_forward(r, a, a, b); }, "silu_mul_forward");
-  expect_error([&](vk::Recorder& r) { ops::silu_mul_forward(r, h, a, a); }, "silu_mul_forward");
+  expect_error([&](vk::Recorder& r) { ops::silu_mul_forward(r, a, h, h); }, "silu_mul_forward");  // f16 in, f32 out
   expect_error([&](vk::Recorder& r) { ops::silu_mul_forward(r, ints, ints, ints); }, "silu_mul_forward");
   expect_error([&](vk::Recorder& r) { ops::silu_mul_backward(r, a, Tensor(), a, a, a); }, "silu_mul_backward");
   expect_error([&](vk::Recorder& r) { ops::silu_mul_backward(r, a, a, b, a, a); }, "silu_mul_backward");
+  expect_error([&](vk::Recorder& r) { ops::silu_mul_backward(r, h, a, a, a, a); }, "silu_mul_backward");  // dgate f16, dup f32
   expect_error([&](vk::Recorder& r) { ops::gelu_tanh_mul_forward(r, a, a, b); }, "gelu_tanh_mul_forward");
-  expect_error([&](vk::Recorder& r) { ops::gelu_tanh_mul_forward(r, h, a, a); }, "gelu_tanh_mul_forward");
+  expect_error([&](vk::Recorder& r) { ops::gelu_tanh_mul_forward(r, a, h, h); }, "gelu_tanh_mul_forward");
   expect_error([&](vk::Recorder& r) { ops::gelu_tanh_mul_backward(r, a, a, b, a, a); }, "gelu_tanh_mul_backward");
 }
 
@@ -240,6 +241,41 @@ TEST_F(GeluTanhMulTest, LargeGatesGiveNoNaN) {
 // The reference: gelu_tanh at known points (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))) by Python's math in
 // double, the formula of torch.nn.functional.gelu(x, approximate="tanh")), and
 // its backward the gradient of L = sum(dy * y(gate, up)) by central differences in double.
+// f32 inputs, f16 outputs (the operands of tensor-core products, model/layer_acts.h F16Operands): every output
+// is the f32-output kernel's value rounded to nearest even (ls::f32_to_f16, as ops/convert rounds), bit for bit.
+class ActivationF16OutputTest : public test::GpuTest {};
+
+TEST_F(ActivationF16OutputTest, OutputsAreTheF32ResultsRounded) {
+  const Shape shape{3, 257};
+  const size_t n = 3 * 257;
+  const auto g0 = gate_values(n, 41), u0 = test::random_values(n, 42), dy0 = test::random_values(n, 43);
+  const Tensor gate = test::tensor_from(dev(), shape, DType::f32, g0), up = test::tensor_from(dev(), shape, DType::f32, u0);
+  const Tensor dy = test::tensor_from(dev(), shape, DType::f32, dy0);
+  using Forward = void (*)(vk::Recorder&, const Tensor&, const Tensor&, const Tensor&);
+  using Backward = void (*)(vk::Recorder&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&);
+  const std::tuple<const char*, Forward, Backward> kinds[] = {
+      {"silu_mul", ops::silu_mul_forward, ops::silu_mul_backward},
+      {"gelu_tanh_mul", ops::gelu_tanh_mul_forward, ops::gelu_tanh_mul_backward}};
+  for (const auto& [name, forward, backward] : kinds) {
+    auto y32 = test::poisoned(dev(), shape, DType::f32), y16 = test::poisoned(dev(), shape, DType::f16);
+    auto dg32 = test::poisoned(dev(), shape, DType::f32), dg16 = test::poisoned(dev(), shape, DType::f16);
+    auto du32 = test::poisoned(dev(), shape, DType::f32), du16 = test::poisoned(dev(), shape, DType::f16);
+    test::run(dev(), [&](vk::Recorder& rec) {
+      forward(rec, y32.t, gate, up);
+      forward(rec, y16.t, gate, up);
+      backward(rec, dg32.t, du32.t, dy, gate, up);
+      backward(rec, dg16.t, du16.t, dy, gate, up);
+    });
+    const std::pair<const test::Poisoned*, const test::Poisoned*> pairs[] = {{&y32, &y16}, {&dg32, &dg16}, {&du32, &du16}};
+    for (const auto& [wide, narrow] : pairs) {
+      const std::vector<float> want = download(wide->t), got = download(narrow->t);
+      for (size_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[i], f16_to_f32(f32_to_f16(want[i]))) << name << " @" << i << " from " << want[i];
+      narrow->expect_guards_intact(name);
+    }
+  }
+}
+
 TEST(GeluTanhMulReference, KnownValuesAndFiniteDifferences) {
   const std::vector<double> x{-3, -1, -0.5, 0.5, 1, 2, 3}, one(7, 1.0);
   const std::vector<double> want{-0.0036373920817729943, -0.15880800939172324, -0.15428599017485606,
