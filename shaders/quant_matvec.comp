@@ -3,13 +3,10 @@
 // y [M <= 4, N] = x [M, K] · Wᵀ (+ bias) (+ y) with W a quantized weight [N, K] read in its packed form
 // (ops/quant.h: quant_matvec_forward): decoding reads 4 or 8 bits a weight instead of 16. K a multiple of
 // 8, so that every 8 consecutive values of a row share one block and one (nf4) or two (q8) words. One
-// subgroup per kCols output columns, each lane 16 bytes of codes a column a step (32 nf4 or 16 q8 values, one block) when
-// K allows, else 8 values; subgroupAdd sums the lanes. A_T: activations, W_T: the bias (the dtype a
-// quantized layer's bias is kept in), C_T: output. (With one word a lane, the H100 decoded the 7B shape's
-// nf4 weights at ~0.6 TB/s.)
+// subgroup per output column n, each lane 8 values a step; subgroupAdd sums the lanes. A_T: activations,
+// W_T: the bias (the dtype a quantized layer's bias is kept in), C_T: output.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_EXT_control_flow_attributes : require
 #include "common/types.glsl"
 
 layout(local_size_x = 256) in;
@@ -34,63 +31,39 @@ layout(binding = 2) readonly buffer BufBias { STORE(W_T) bias[]; };
 #include "common/quant.glsl"
 
 const uint kMaxRows = 4u;
-// Columns a subgroup computes: at 7B a column of nf4 codes is only 1.8 KB, and with one column a subgroup
-// the kernel's fixed costs (quant_init's barrier, the sums) held it at ~0.55 TB/s (H100, session 12). Their
-// loads are independent; a column past N reads the last one again and stores nothing.
-const uint kCols = 4u;
-
-// acc[col][m] += row m of x · column n's 8 or VALS values from k (s: their block's scale).
-#define ADD_ROWS(col, w, count, k, s)                                    \
-  for (uint m = 0u; m < p.M; ++m) {                                    \
-    const uint at = (m * p.a_sm + (k)) / 4u;                           \
-    float d = 0.0;                                                     \
-    [[unroll]] for (uint j = 0u; j < (count) / 4u; ++j) {              \
-      const vec4 x = vec4(a4[at + j]);                                 \
-      d = fma(x.x, w[4u * j], d);                                      \
-      d = fma(x.y, w[4u * j + 1u], d);                                 \
-      d = fma(x.z, w[4u * j + 2u], d);                                 \
-      d = fma(x.w, w[4u * j + 3u], d);                                 \
-    }                                                                  \
-    acc[col][m] = fma(d, s, acc[col][m]);                                  \
-  }
 
 void main() {
   quant_init();
-  const uint n0 = ((gl_WorkGroupID.y * 65535u + gl_WorkGroupID.x) * gl_NumSubgroups + gl_SubgroupID) * kCols;
-  if (n0 >= p.N) return;  // uniform over the subgroup
-  float acc[kCols][kMaxRows];
-  [[unroll]] for (uint col = 0u; col < kCols; ++col)
-    [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) acc[col][m] = 0.0;
-  const uint VALS = kQuantValuesPer16B;
-  const uint wide_end = p.K % VALS == 0u ? p.K : 0u;  // rows start on a 16-byte boundary of the codes
-  for (uint k = gl_SubgroupInvocationID * VALS; k < wide_end; k += gl_SubgroupSize * VALS) {
-    [[unroll]] for (uint col = 0u; col < kCols; ++col) {
-      const uint e = min(n0 + col, p.N - 1u) * p.K + k;
-      float w[VALS];
-      code_values16B(qcodes4[e / VALS], w);
-      const float s = block_scale(e >> 6, p.offset);
-      ADD_ROWS(col, w, VALS, k, s)
-    }
-  }
-  for (uint k = wide_end + gl_SubgroupInvocationID * 8u; k < p.K; k += gl_SubgroupSize * 8u) {
-    [[unroll]] for (uint col = 0u; col < kCols; ++col) {
-      const uint e = min(n0 + col, p.N - 1u) * p.K + k;
-      float w[8];
-      code_values8(e / 8u * kQuantWordsPer8, w);
-      const float s = block_scale(e >> 6, p.offset);
-      ADD_ROWS(col, w, 8u, k, s)
-    }
-  }
-  [[unroll]] for (uint col = 0u; col < kCols; ++col) {
-    const uint n = n0 + col;
+  const uint n = (gl_WorkGroupID.y * 65535u + gl_WorkGroupID.x) * gl_NumSubgroups + gl_SubgroupID;
+  if (n >= p.N) return;  // uniform over the subgroup
+  float acc[kMaxRows];
+  for (uint m = 0u; m < kMaxRows; ++m) acc[m] = 0.0;
+  for (uint k = gl_SubgroupInvocationID * 8u; k < p.K; k += gl_SubgroupSize * 8u) {
+    const uint e = n * p.K + k;
+    float w[8];
+    code_values8(e / 8u * kQuantWordsPer8, w);
+    const float s = block_scale(e >> 6, p.offset);
     for (uint m = 0u; m < p.M; ++m) {
-      float v = subgroupAdd(acc[col][m]);
-      if (subgroupElect() && n < p.N) {
-        if ((p.flags & 1u) != 0u) v += TO_F32(W_T, bias[n]);
-        const uint ci = m * p.c_sm + n;
-        if ((p.flags & 2u) != 0u) v += TO_F32(C_T, c[ci]);
-        c[ci] = FROM_F32(C_T, v);
-      }
+      const uint at = (m * p.a_sm + k) / 4u;
+      const vec4 x0 = vec4(a4[at]), x1 = vec4(a4[at + 1u]);
+      float d = x0.x * w[0];
+      d = fma(x0.y, w[1], d);
+      d = fma(x0.z, w[2], d);
+      d = fma(x0.w, w[3], d);
+      d = fma(x1.x, w[4], d);
+      d = fma(x1.y, w[5], d);
+      d = fma(x1.z, w[6], d);
+      d = fma(x1.w, w[7], d);
+      acc[m] = fma(d, s, acc[m]);
+    }
+  }
+  for (uint m = 0u; m < p.M; ++m) {
+    float v = subgroupAdd(acc[m]);
+    if (subgroupElect()) {
+      if ((p.flags & 1u) != 0u) v += TO_F32(W_T, bias[n]);
+      const uint ci = m * p.c_sm + n;
+      if ((p.flags & 2u) != 0u) v += TO_F32(C_T, c[ci]);
+      c[ci] = FROM_F32(C_T, v);
     }
   }
 }

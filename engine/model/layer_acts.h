@@ -5,7 +5,8 @@
 //
 // Sizes: B rows of a batch (1 in inference), T tokens a row, M = B·T, C hidden, H / KV query / key-value
 // heads, D head dim, I intermediate, S KV-cache capacity, r LoRA rank. `act` is the dtype of the
-// activations that enter matmuls: f32, or f16 (tensor cores) in inference; training is f32 throughout.
+// activations that enter matmuls: f32, or f16 (tensor cores) in inference; training is f32 but for the
+// F16Operands below.
 #include <array>
 #include <cstdint>
 #include <span>

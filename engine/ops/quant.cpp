@@ -15,8 +15,6 @@ struct DequantParams {  // = `Params` in shaders/dequant.comp
   uint32_t first, n;
   float offset;
 };
-constexpr uint32_t kQuantMatvecCols = 4;  // = kCols in shaders/quant_matvec.comp
-
 struct QuantMatvecParams {  // = `Params` in shaders/quant_matvec.comp
   uint32_t M, N, K;
   uint32_t a_sm, c_sm;
@@ -147,9 +145,8 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
   require(!bias.defined() || bias.numel() == N, op, "bias is " + bias.describe());
   const vk::Kernel kernel = variant(matvec_family(q.type), {x.dtype(), wt, y.dtype()}, op);
   const Tensor& b = bias.defined() ? bias : q.absmax;  // a placeholder binding when there is no bias
-  // A subgroup per kQuantMatvecCols columns (shaders/quant_matvec.comp's kCols).
   const uint32_t per_group = std::max(1u, kThreads / std::max(1u, rec.device().report().subgroup_size));
-  const uint32_t groups = ceil_div(N, per_group * kQuantMatvecCols);
+  const uint32_t groups = ceil_div(N, per_group);
   rec.dispatch(kernel, {in(x), accumulate ? inout(y) : out(y), in(b), in(q.codes), in(q.absmax), in(q.scales), in(q.map)},
                QuantMatvecParams{.M = M, .N = N, .K = K, .a_sm = K, .c_sm = N,
                                  .flags = (bias.defined() ? kBias : 0) | (accumulate ? kAccumulate : 0),

@@ -6,7 +6,6 @@
 // 16 values live in shared memory, since a constant array indexed by a loaded code is put in per-thread
 // local memory by NVIDIA's compiler (seen on the H100: dequantizing ran at ~0.7 TB/s, decoding at ~0.13).
 layout(binding = QB_CODES) readonly buffer QCodes { uint qcodes[]; };  // bytes, four to a word
-layout(binding = QB_CODES) readonly buffer QCodes4 { uvec4 qcodes4[]; };  // the same, 16 bytes at a time
 #if defined(Q_NF4)
 layout(binding = QB_ABSMAX) readonly buffer QAbsmax { uint qabsmax[]; };  // a block's 8-bit absmax code
 layout(binding = QB_SCALES) readonly buffer QScales { float qscales[]; };  // one per 256 blocks
@@ -18,17 +17,14 @@ const float kNf4Values[16] = float[16](-1.0, -0.6961928009986877, -0.52507305145
                                        0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
                                        0.7229568362236023, 1.0);
 shared float kNf4[16];
-shared float qmap_s[256];  // the dynamic map too: its lookup waited on the absmax code's load, then went to memory
 void quant_init() {
   if (gl_LocalInvocationIndex < 16u) kNf4[gl_LocalInvocationIndex] = kNf4Values[gl_LocalInvocationIndex];
-  for (uint i = gl_LocalInvocationIndex; i < 256u; i += gl_WorkGroupSize.x * gl_WorkGroupSize.y * gl_WorkGroupSize.z)
-    qmap_s[i] = qmap[i];
   barrier();
 }
 
 float block_scale(uint b, float offset) {
   uint code = (qabsmax[b >> 2] >> (8u * (b & 3u))) & 0xffu;
-  precise float scaled = qmap_s[code] * qscales[b >> 8];  // two roundings, never fused, as on the host
+  precise float scaled = qmap[code] * qscales[b >> 8];  // two roundings, never fused, as on the host
   precise float s = scaled + offset;
   return s;
 }
@@ -47,16 +43,6 @@ void code_values8(uint w, out float v[8]) {
   }
 }
 const uint kQuantWordsPer8 = 1u;  // words of codes that hold 8 values
-// The 32 values of the 16 bytes q (elements 32i .. 32i+31 for q = qcodes4[i]).
-const uint kQuantValuesPer16B = 32u;
-void code_values16B(uvec4 q, out float v[32]) {
-  [[unroll]] for (uint w = 0u; w < 4u; ++w)
-    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-      uint byte = (q[w] >> (8u * j)) & 0xffu;
-      v[8u * w + 2u * j] = kNf4[byte >> 4];
-      v[8u * w + 2u * j + 1u] = kNf4[byte & 15u];
-    }
-}
 #elif defined(Q_Q8)
 layout(binding = QB_ABSMAX) readonly buffer QAbsmax { float qabsmax[]; };  // a block's scale, absmax / 127
 layout(binding = QB_SCALES) readonly buffer QScales { float qscales[]; };
@@ -75,11 +61,6 @@ void code_values8(uint w, out float v[8]) {  // w: the first of two words
   }
 }
 const uint kQuantWordsPer8 = 2u;
-const uint kQuantValuesPer16B = 16u;
-void code_values16B(uvec4 q, out float v[16]) {
-  [[unroll]] for (uint w = 0u; w < 4u; ++w)
-    [[unroll]] for (uint j = 0u; j < 4u; ++j) v[4u * w + j] = float(int(q[w] << (24u - 8u * j)) >> 24);
-}
 #else
 #error "define Q_NF4 or Q_Q8"
 #endif
