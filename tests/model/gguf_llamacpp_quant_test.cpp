@@ -12,9 +12,12 @@
 //     same algorithm); our file quantizes the f32 weights instead, and is as close to them as llama.cpp's
 //     file, tensor by tensor (sum of squared errors, 1% slack for blocks where the rounding to f16 tips
 //     the search the other way);
-//   - llama.cpp loads our file: its logits within 5% (of the largest logit) of llama.cpp's run of the f16
-//     file and no further from them than 1.25x the distance of llama.cpp's own Q4_K_M; greedy decoding
-//     gives the tokens llama.cpp's own Q4_K_M gives.
+//   - llama.cpp loads our file; its logits at 24 positions against llama.cpp's run of the f16 file (rms of the
+//     difference over rms of the logits) no further than 1.15x those of llama.cpp's own Q4_K_M (measured
+//     0.98x-1.05x); on the two models made here with small weights, below 0.2 (measured 0.136, 0.103) and the
+//     first 8 of 16 greedy tokens the f16 file's (measured 16 and 11). The fixtures' random weights are
+//     chaotic: there llama.cpp's own Q4_K_M, like ours, leaves the f16 file's greedy tokens within 3.
+// The adapter is small (normal 0.02) for the same reason.
 // Measured values are printed as "[measured]".
 #include <gtest/gtest.h>
 
@@ -114,16 +117,23 @@ fs::path make_random_model(const TempDir& dir, const std::string& name, nlohmann
   return out;
 }
 
-fs::path model_for(const TempDir& dir, const std::string& param) {
+// The model a test parameter names; `calm`: made here with small weights (make_random_model), where the
+// quantized logits and greedy tokens are asserted close to the f16 file's.
+struct TestModel {
+  fs::path dir;
+  bool calm = false;
+};
+
+TestModel model_for(const TempDir& dir, const std::string& param) {
   if (param == "llama_256")
-    return make_random_model(dir, param, nlohmann::json::parse(R"({"architectures": ["LlamaForCausalLM"],
+    return {make_random_model(dir, param, nlohmann::json::parse(R"({"architectures": ["LlamaForCausalLM"],
         "vocab_size": 620, "intermediate_size": 512, "num_hidden_layers": 8, "rope_theta": 10000.0,
-        "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2})"), "llama_tiny");
+        "tie_word_embeddings": false, "bos_token_id": 1, "eos_token_id": 2})"), "llama_tiny"), true};
   if (param == "qwen2_256")
-    return make_random_model(dir, param, nlohmann::json::parse(R"({"architectures": ["Qwen2ForCausalLM"],
+    return {make_random_model(dir, param, nlohmann::json::parse(R"({"architectures": ["Qwen2ForCausalLM"],
         "vocab_size": 618, "intermediate_size": 320, "num_hidden_layers": 3, "rope_theta": 1000000.0,
-        "tie_word_embeddings": true, "bos_token_id": null, "eos_token_id": 617})"), "qwen2_tiny");
-  return fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / param;
+        "tie_word_embeddings": true, "bos_token_id": null, "eos_token_id": 617})"), "qwen2_tiny"), true};
+  return {fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / param};
 }
 
 double sum_sq(std::span<const float> a, std::span<const float> b) {
@@ -134,7 +144,8 @@ double sum_sq(std::span<const float> a, std::span<const float> b) {
 
 TEST_P(GgufLlamaCppQuant, Q4KM) {
   TempDir dir;
-  const fs::path model_dir = model_for(dir, GetParam());
+  const TestModel test_model = model_for(dir, GetParam());
+  const fs::path& model_dir = test_model.dir;
   write_random_adapter(model_dir, dir / "adapter", 17, /*stddev=*/0.02f);
   merge_adapter(model_dir, dir / "adapter", dir / "merged");
   export_merged_gguf(model_dir, dir / "adapter", dir / "merged-f16.gguf", GgufFileType::f16);
@@ -222,8 +233,7 @@ TEST_P(GgufLlamaCppQuant, Q4KM) {
               "/ rms of the logits: ours %.4f, llama.cpp's own Q4_K_M %.4f (ours against llama.cpp's %.4f)\n",
               GetParam(), lf.size(), rel_o, rel_t, rel_ot);
   EXPECT_LE(rel_o, 1.15 * rel_t);
-  const bool calm = std::string(GetParam()).ends_with("_256");  // small weights: not chaotic, see model_for
-  if (calm) {
+  if (test_model.calm) {
     EXPECT_LT(rel_o, 0.2);
   }
 
@@ -238,7 +248,7 @@ TEST_P(GgufLlamaCppQuant, Q4KM) {
   const size_t theirs_same = same_prefix(model_theirs.greedy(prompt, 16));
   std::printf("  [measured] %s Q4_K_M greedy decoding: the first %zu of 16 tokens are the f16 file's (llama.cpp's own "
               "Q4_K_M: %zu)\n", GetParam(), ours_same, theirs_same);
-  if (calm) {
+  if (test_model.calm) {
     EXPECT_GE(ours_same, 8u);
   }
 }
