@@ -39,7 +39,8 @@ void add_export_options(CLI::App& cmd, ExportArgs& a) {
                  "llama.cpp --lora or Ollama ADAPTER over the same base) and a Modelfile for `ollama create NAME -f "
                  "DIR/Modelfile`; Qwen2, Llama and Mistral models with byte-level BPE tokenizers")
       ->type_name("DIR");
-  cmd.add_option("--gguf-type", a.gguf_type, "--gguf: the merged model's weights: f16, bf16 or q8_0")
+  cmd.add_option("--gguf-type", a.gguf_type,
+                 "--gguf: the merged model's weights: f16, bf16, q8_0 or q4_k_m (llama.cpp's Q4_K_M mix)")
       ->capture_default_str();
   cmd.add_option("--model", a.model, "the base: a Hugging Face model folder (config.json, *.safetensors)");
   cmd.add_option("--adapter", a.adapter, "PEFT LoRA adapter folder (adapter_config.json, adapter_model.safetensors)");
@@ -151,7 +152,7 @@ int export_gguf(const ExportArgs& a) {
     throw Error("export --gguf DIR needs --model DIR (the base) and --adapter DIR (the PEFT adapter)");
   model::GgufFileType type;
   if (!model::parse_gguf_file_type(a.gguf_type, type))
-    throw Error("--gguf-type: \"" + a.gguf_type + "\" is not one of f16, bf16, q8_0");
+    throw Error("--gguf-type: \"" + a.gguf_type + "\" is not one of f16, bf16, q8_0, q4_k_m");
   std::optional<store::RunStore> runs;
   int64_t run = -1;
   if (!a.run.empty()) {

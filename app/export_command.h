@@ -7,7 +7,7 @@
 //   export --trl DIR (--run RUN | --config FILE) [--init-adapter DIR] [--copy-data]
 //     a PyTorch script and config that train with the run's hyperparameters under TRL + PEFT, on one or
 //     many GPUs (app/trl_export.h). FILE is a run folder's config.json or a --batch TOML file.
-//   export --gguf DIR --model DIR --adapter DIR [--gguf-type f16|bf16|q8_0] [--run RUN]
+//   export --gguf DIR --model DIR --adapter DIR [--gguf-type f16|bf16|q8_0|q4_k_m] [--run RUN]
 //     for llama.cpp and Ollama (model/gguf_export.h): DIR/model-<type>.gguf, the model with the adapter merged
 //     in; DIR/adapter.gguf, the adapter as a GGUF LoRA (llama.cpp --lora, Ollama ADAPTER, over a GGUF of
 //     the same base); DIR/Modelfile, "FROM ./model-<type>.gguf", so that `ollama create NAME -f

@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "error.h"
 #include "model/config.h"
 #include "model/gguf_names.h"
+#include "model/gguf_quants.h"
 #include "model/gguf_vocab.h"
 #include "model/lora.h"
 #include "model/merge.h"
@@ -28,26 +31,25 @@ constexpr size_t kSlabBytes = 4 << 20;  // bytes handed to the writer at a time
 
 float element(const TensorInfo& t, size_t i) { return load_as_f32(t.bytes.data(), t.dtype, i); }
 
-// ggml's file types (llama.h's llama_ftype) and tensor types.
-uint32_t llama_ftype(GgufFileType t) {
-  switch (t) {
-    case GgufFileType::f16: return 1;
-    case GgufFileType::bf16: return 32;
-    case GgufFileType::q8_0: return 7;
-  }
-  return 0;
+// Runs job(first, end) over [0, n) in contiguous pieces on up to one thread per core.
+void parallel_rows(uint64_t n, const std::function<void(uint64_t, uint64_t)>& job) {
+  const uint64_t threads = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, std::max<uint64_t>(n, 1));
+  const uint64_t per = (n + threads - 1) / threads;
+  std::vector<std::jthread> pool;
+  for (uint64_t first = per; first < n; first += per) pool.emplace_back(job, first, std::min(n, first + per));
+  job(0, std::min(n, per));
 }
 
-// Streams a [rows, cols] float tensor (rows reordered by `heads`, see gguf_names.h) as `type`.
+// Streams a [rows, cols] float tensor (rows reordered by `heads`, see gguf_names.h) as `type`; a
+// quantized type's rows are quantized on all cores.
 void stream_rows(const TensorInfo& t, uint64_t rows, uint64_t cols, uint32_t heads, gguf::TensorType type,
                  const gguf::ByteSink& sink) {
   const uint64_t row_bytes = gguf::tensor_bytes(type, std::vector<uint64_t>{cols}, t.name);
   const uint64_t slab_rows = std::clamp<uint64_t>(kSlabBytes / std::max<uint64_t>(row_bytes, 1), 1, rows);
   std::vector<std::byte> out(slab_rows * row_bytes);
-  std::vector<float> row(cols);
-  for (uint64_t r0 = 0; r0 < rows; r0 += slab_rows) {
-    const uint64_t n = std::min(slab_rows, rows - r0);
-    for (uint64_t r = 0; r < n; ++r) {
+  auto convert = [&](uint64_t r0, uint64_t first, uint64_t end) {
+    std::vector<float> row(cols);
+    for (uint64_t r = first; r < end; ++r) {
       const uint64_t src = gguf_source_row(r0 + r, rows, heads);
       for (uint64_t c = 0; c < cols; ++c) row[c] = element(t, src * cols + c);
       std::byte* dst = out.data() + r * row_bytes;
@@ -60,21 +62,17 @@ void stream_rows(const TensorInfo& t, uint64_t rows, uint64_t cols, uint32_t hea
             std::memcpy(dst + 2 * c, &h, 2);
           }
           break;
-        case gguf::TensorType::q8_0: quantize_row_q8_0(row.data(), cols, dst); break;
-        default: throw Error("GGUF export: tensor type " + std::string(gguf::type_traits(type).name) + " not written");
+        default: quantize_row(type, row.data(), cols, dst);
       }
     }
+  };
+  const bool quantized = gguf::type_traits(type).block > 1;
+  for (uint64_t r0 = 0; r0 < rows; r0 += slab_rows) {
+    const uint64_t n = std::min(slab_rows, rows - r0);
+    if (quantized) parallel_rows(n, [&](uint64_t first, uint64_t end) { convert(r0, first, end); });
+    else convert(r0, 0, n);
     sink(std::span(out).first(n * row_bytes));
   }
-}
-
-gguf::TensorType matrix_type(GgufFileType type, uint64_t cols) {
-  switch (type) {
-    case GgufFileType::f16: return gguf::TensorType::f16;
-    case GgufFileType::bf16: return gguf::TensorType::bf16;
-    case GgufFileType::q8_0: return cols % 32 == 0 ? gguf::TensorType::q8_0 : gguf::TensorType::f16;
-  }
-  return gguf::TensorType::f16;
 }
 
 // Llama 3 rope: llama.cpp divides each rotation frequency by rope_freqs[i] (convert_hf_to_gguf.py's
@@ -144,7 +142,7 @@ void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_di
     w.set(arch + ".attention.key_length", c.head_dim);
     w.set(arch + ".attention.value_length", c.head_dim);
   }
-  w.set("general.file_type", llama_ftype(type));
+  w.set("general.file_type", gguf_llama_ftype(type));
   // convert_hf_to_gguf's Qwen2Model (and Qwen3Model, derived from it) writes neither.
   if (c.arch != Architecture::Qwen2 && c.arch != Architecture::Qwen3) {
     w.set(arch + ".vocab_size", c.vocab_size);
@@ -155,41 +153,15 @@ void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_di
 
 }  // namespace
 
-const char* gguf_file_type_name(GgufFileType type) {
-  switch (type) {
-    case GgufFileType::f16: return "f16";
-    case GgufFileType::bf16: return "bf16";
-    case GgufFileType::q8_0: return "q8_0";
-  }
-  return "?";
-}
-
-bool parse_gguf_file_type(const std::string& text, GgufFileType& type) {
-  for (GgufFileType t : {GgufFileType::f16, GgufFileType::bf16, GgufFileType::q8_0})
-    if (text == gguf_file_type_name(t)) {
-      type = t;
-      return true;
-    }
-  return false;
-}
-
-void quantize_row_q8_0(const float* x, size_t n, std::byte* out) {
-  for (size_t b = 0; b < n / 32; ++b, x += 32, out += 34) {
-    float amax = 0;
-    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
-    const float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
-    const uint16_t dh = f32_to_f16(d);
-    std::memcpy(out, &dh, 2);
-    for (int j = 0; j < 32; ++j) out[2 + j] = std::byte(uint8_t(int8_t(std::roundf(x[j] * id))));
-  }
-}
-
 void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
                        const gguf::Progress& progress) {
   const ModelConfig c = load_config(model_dir);
   check_expressible(c, model_dir / "config.json");
   const SafeTensors st = SafeTensors::open(model_dir);
 
+  const std::string arch = gguf_architecture(c.arch);
+  const bool type_70b = c.num_layers == 80 && (arch == "qwen2" || (arch == "llama" && c.num_kv_heads != c.num_heads));
+  const GgufMixModel mix{.layers = c.num_layers, .tied_embeddings = c.tie_word_embeddings, .type_70b = type_70b};
   gguf::Writer w;
   set_hparams(w, c, model_dir, type);
   add_gguf_vocab(w, model_dir, c.vocab_size);
@@ -204,7 +176,7 @@ void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileT
     const bool matrix = t.shape.size() == 2;
     const uint64_t rows = matrix ? t.shape[0] : 1, cols = matrix ? t.shape[1] : t.shape[0];
     const uint32_t heads = gguf_permuted_heads(c, t.name);
-    const gguf::TensorType tt = matrix ? matrix_type(type, cols) : gguf::TensorType::f32;
+    const gguf::TensorType tt = matrix ? gguf_matrix_type(type, *name, cols, mix) : gguf::TensorType::f32;
     std::vector<uint64_t> ne = matrix ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{cols};
     if (!matrix && heads) {  // a q/k bias: its elements are the rows to permute
       w.add_tensor({*name, tt, ne, [&t, cols, heads](const gguf::ByteSink& sink) {

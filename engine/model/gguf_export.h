@@ -9,8 +9,9 @@
 //   rope.dimension_count; linear rope scaling: rope.scaling.type/factor; Llama 3 rope: a rope_freqs tensor),
 //   the tokenizer (model/gguf_vocab.h) and chat template. Tensors named as llama.cpp names them
 //   (model/gguf_names.h), q/k rows permuted for "llama". Norms, biases and rope_freqs are f32; matrices are
-//   f16, bf16 or q8_0 (blocks of 32: d = max|x| / 127 stored as f16, q = round(x / d), as ggml's
-//   quantize_row_q8_0_ref; a matrix whose rows are not whole blocks stays f16, as llama.cpp falls back).
+//   f16, bf16, q8_0 or llama.cpp's Q4_K_M mix (model/gguf_mix.h says which type each gets, as llama.cpp's
+//   llama_model_quantize chooses, fallbacks for rows that are not whole blocks included), quantized from
+//   the f32 values as ggml's reference quantizers do (model/gguf_quants.h) on all cores.
 // export_merged_gguf: the adapter merged into the model (model/merge.h, into a temporary folder beside
 //   `out` that is removed afterwards), then exported as above.
 // export_adapter_gguf: a PEFT adapter folder as a GGUF LoRA that llama.cpp's --lora and Ollama's ADAPTER
@@ -24,15 +25,10 @@
 #include <filesystem>
 #include <string>
 
+#include "model/gguf_mix.h"
 #include "model/gguf_writer.h"
 
 namespace ls::model {
-
-enum class GgufFileType { f16, bf16, q8_0 };
-
-// "f16", "bf16", "q8_0"; parse_gguf_file_type returns false for anything else.
-const char* gguf_file_type_name(GgufFileType type);
-bool parse_gguf_file_type(const std::string& text, GgufFileType& type);
 
 void export_model_gguf(const std::filesystem::path& model_dir, const std::filesystem::path& out, GgufFileType type,
                        const gguf::Progress& progress = {});
@@ -40,9 +36,5 @@ void export_merged_gguf(const std::filesystem::path& model_dir, const std::files
                         const std::filesystem::path& out, GgufFileType type, const gguf::Progress& progress = {});
 void export_adapter_gguf(const std::filesystem::path& model_dir, const std::filesystem::path& adapter_dir,
                          const std::filesystem::path& out, const gguf::Progress& progress = {});
-
-// q8_0 blocks of `n` floats (n a multiple of 32) into `out` (n / 32 · 34 bytes), as ggml's
-// quantize_row_q8_0_ref.
-void quantize_row_q8_0(const float* x, size_t n, std::byte* out);
 
 }  // namespace ls::model

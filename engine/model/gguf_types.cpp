@@ -12,7 +12,8 @@ struct Known {
 // ggml.c's type_traits for the types above.
 constexpr Known kKnown[] = {
     {TensorType::f32, {"f32", 1, 4}},          {TensorType::f16, {"f16", 1, 2}},
-    {TensorType::q4_0, {"q4_0", 32, 18}},      {TensorType::q8_0, {"q8_0", 32, 34}},
+    {TensorType::q4_0, {"q4_0", 32, 18}},      {TensorType::q5_0, {"q5_0", 32, 22}},
+    {TensorType::q8_0, {"q8_0", 32, 34}},
     {TensorType::q4_k, {"q4_K", 256, 144}},    {TensorType::q5_k, {"q5_K", 256, 176}},
     {TensorType::q6_k, {"q6_K", 256, 210}},    {TensorType::bf16, {"bf16", 1, 2}},
 };

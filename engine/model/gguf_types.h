@@ -29,7 +29,9 @@ using Value = std::variant<uint8_t, int8_t, uint16_t, int16_t, uint32_t, int32_t
                            std::vector<double>>;
 
 // The ggml tensor types we write or read back (ggml.h's enum ggml_type values).
-enum class TensorType : uint32_t { f32 = 0, f16 = 1, q4_0 = 2, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30 };
+enum class TensorType : uint32_t {
+  f32 = 0, f16 = 1, q4_0 = 2, q5_0 = 6, q8_0 = 8, q4_k = 12, q5_k = 13, q6_k = 14, bf16 = 30
+};
 
 struct TypeTraits {
   const char* name;     // as ggml_type_name: "f32", "q8_0", "q4_K"

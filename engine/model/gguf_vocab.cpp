@@ -1,6 +1,8 @@
 #include "model/gguf_vocab.h"
 
+#include <cctype>
 #include <map>
+#include <unordered_map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -54,6 +56,28 @@ std::optional<std::string> token_text(const json& entry) {
   return std::nullopt;
 }
 
+// Llama 2 and Mistral v0.1's tokenizer.json, as transformers converts a SentencePiece BPE model: byte
+// fallback, no pre-tokenizer, and the normalizer that puts "▁" before the text and for every space
+// (llama.cpp's SPM tokenizer does the same to each piece of text between special tokens: transformers'
+// "legacy" behaviour).
+bool is_sentencepiece_bpe(const json& tok) {
+  const json& model = tok["model"];
+  const json norm = tok.value("normalizer", json());
+  if (!model.value("byte_fallback", false) || !tok.value("pre_tokenizer", json()).is_null() || !norm.is_object() ||
+      norm.value("type", "") != "Sequence" || !norm.contains("normalizers") || norm["normalizers"].size() != 2)
+    return false;
+  const json& prepend = norm["normalizers"][0];
+  const json& replace = norm["normalizers"][1];
+  return prepend.value("type", "") == "Prepend" && prepend.value("prepend", "") == "\xe2\x96\x81" &&
+         replace.value("type", "") == "Replace" && replace.value("content", "") == "\xe2\x96\x81" &&
+         replace.contains("pattern") && replace["pattern"].value("String", "") == " ";
+}
+
+bool is_byte_token(const std::string& t) {
+  return t.size() == 6 && t.starts_with("<0x") && t.back() == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
+         std::isxdigit(static_cast<unsigned char>(t[4]));
+}
+
 }  // namespace
 
 void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_size) {
@@ -68,29 +92,37 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
   const json& model = tok.contains("model") ? tok["model"] : json();
   if (!model.is_object() || model.value("type", "") != "BPE" || !model.contains("vocab") || !model["vocab"].is_object())
     fail("GGUF export supports BPE tokenizers only (model.type \"BPE\" with a vocab)");
-  if (model.value("byte_fallback", false) || split_regex(tok.value("pre_tokenizer", json())).empty())
-    fail("a SentencePiece-style tokenizer (Llama 2, Mistral v0.1) or a pre-tokenizer other than byte-level BPE: "
-         "GGUF export writes byte-level BPE tokenizers only for now");
-  const std::string regex = split_regex(tok["pre_tokenizer"]);
-  const bool ignore_merges = model.value("ignore_merges", false);
+  const bool spm = is_sentencepiece_bpe(tok);
   const char* pre = nullptr;
-  for (const KnownPre& k : kKnownPres)
-    if (regex == k.regex && ignore_merges == k.ignore_merges) pre = k.name;
-  if (!pre)
-    fail("llama.cpp knows no pre-tokenizer with the split regex \"" + regex + "\" and ignore_merges " +
-         (ignore_merges ? "true" : "false") + ": it would tokenize differently, so no GGUF is written");
+  if (!spm) {
+    const std::string regex = split_regex(tok.value("pre_tokenizer", json()));
+    if (model.value("byte_fallback", false) || regex.empty())
+      fail("GGUF export writes byte-level BPE tokenizers (Qwen, Llama 3) and SentencePiece BPE ones in transformers' "
+           "legacy form (Llama 2, Mistral v0.1: byte_fallback, no pre_tokenizer, a Prepend(\"\xe2\x96\x81\") + "
+           "Replace(\" \", \"\xe2\x96\x81\") normalizer); this tokenizer is neither, and llama.cpp would tokenize "
+           "it differently");
+    const bool ignore_merges = model.value("ignore_merges", false);
+    for (const KnownPre& k : kKnownPres)
+      if (regex == k.regex && ignore_merges == k.ignore_merges) pre = k.name;
+    if (!pre)
+      fail("llama.cpp knows no pre-tokenizer with the split regex \"" + regex + "\" and ignore_merges " +
+           (ignore_merges ? "true" : "false") + ": it would tokenize differently, so no GGUF is written");
+  }
 
-  // Tokens by id: the vocab, then the added tokens (which may replace vocab entries).
+  // Tokens by id: the vocab, then the added tokens (which may replace vocab entries). Types as llama.cpp's
+  // llama_token_type: 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte.
+  const std::string unk = model.value("unk_token", json()).is_string() ? model["unk_token"].get<std::string>() : "";
   std::vector<std::string> tokens(vocab_size);
   std::vector<int32_t> types(vocab_size, 0);
   auto put = [&](int64_t id, std::string text, int32_t type) {
     if (id < 0 || id >= int64_t(vocab_size))
       fail("token \"" + text + "\" has id " + std::to_string(id) + ", outside config.json's vocab_size " +
            std::to_string(vocab_size));
+    if (spm && text == unk) type = 2;
     tokens[size_t(id)] = std::move(text);
     types[size_t(id)] = type;
   };
-  for (const auto& [text, id] : model["vocab"].items()) put(id.get<int64_t>(), text, 1);
+  for (const auto& [text, id] : model["vocab"].items()) put(id.get<int64_t>(), text, spm && is_byte_token(text) ? 6 : 1);
   const json added = tok.value("added_tokens", json::array());
   for (const json& a : added) {
     const std::string text = a.value("content", "");
@@ -103,27 +135,50 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
       types[i] = 5;
     }
 
-  std::vector<std::string> merges;
+  std::vector<std::pair<std::string, std::string>> merges;
   for (const json& m : model.value("merges", json::array())) {
-    if (m.is_string()) {
-      merges.push_back(m.get<std::string>());
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      std::string joined;
-      for (int part = 0; part < 2; ++part) {
-        if (part) joined += ' ';
-        for (char c : m[part].get<std::string>()) joined += c == ' ' ? "\xc4\xa0" : std::string(1, c);  // U+0120
-      }
-      merges.push_back(std::move(joined));
-    } else {
+    const std::string joined = m.is_string() ? m.get<std::string>() : "";
+    const size_t space = joined.find(' ');
+    if (m.is_string() && space != std::string::npos && joined.find(' ', space + 1) == std::string::npos)
+      merges.emplace_back(joined.substr(0, space), joined.substr(space + 1));
+    else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string())
+      merges.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+    else
       fail("model.merges holds an entry that is neither \"a b\" nor [\"a\", \"b\"]");
-    }
   }
 
-  w.set("tokenizer.ggml.model", std::string("gpt2"));
-  w.set("tokenizer.ggml.pre", std::string(pre));
-  w.set("tokenizer.ggml.tokens", std::move(tokens));
-  w.set("tokenizer.ggml.token_type", std::move(types));
-  w.set("tokenizer.ggml.merges", std::move(merges));
+  w.set("tokenizer.ggml.model", std::string(spm ? "llama" : "gpt2"));
+  w.set("tokenizer.ggml.pre", std::string(spm ? "default" : pre));
+  if (spm) {
+    // llama.cpp's SPM merges the neighbours whose joined text is the token of highest score; transformers'
+    // BPE the pair of lowest merge rank. A token's score is minus the first rank that makes it, so both
+    // merge in the same order (the converter lists the merges of each SentencePiece piece together, in the
+    // order of the pieces' scores). Tokens no merge makes (bytes, single characters, specials) score 0, as
+    // SentencePiece gives them; the padding -10000, as convert_hf_to_gguf.py does.
+    std::unordered_map<std::string, size_t> rank;
+    for (size_t r = 0; r < merges.size(); ++r) rank.try_emplace(merges[r].first + merges[r].second, r);
+    std::vector<float> scores(vocab_size, 0.f);
+    for (uint32_t i = 0; i < vocab_size; ++i) {
+      const auto it = rank.find(tokens[i]);
+      if (types[i] == 5) scores[i] = -10000.f;
+      else if (types[i] == 1 && it != rank.end()) scores[i] = -float(it->second);
+    }
+    w.set("tokenizer.ggml.tokens", std::move(tokens));
+    w.set("tokenizer.ggml.scores", std::move(scores));
+    w.set("tokenizer.ggml.token_type", std::move(types));
+  } else {
+    std::vector<std::string> merge_lines;  // "a b", a space inside a part written as U+0120
+    for (const auto& [a, b] : merges) {
+      std::string line;
+      for (char c : a) line += c == ' ' ? "\xc4\xa0" : std::string(1, c);
+      line += ' ';
+      for (char c : b) line += c == ' ' ? "\xc4\xa0" : std::string(1, c);
+      merge_lines.push_back(std::move(line));
+    }
+    w.set("tokenizer.ggml.tokens", std::move(tokens));
+    w.set("tokenizer.ggml.token_type", std::move(types));
+    w.set("tokenizer.ggml.merges", std::move(merge_lines));
+  }
 
   // Special tokens: tokenizer_config.json's text looked up among the added tokens, else config.json's id.
   const fs::path model_config = model_dir / "config.json";
@@ -142,7 +197,11 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
     if (!id && from_config.is_number_integer()) id = from_config.get<int32_t>();
     if (id && *id >= 0) w.set("tokenizer.ggml." + std::string(gguf_name) + "_token_id", uint32_t(*id));
   }
-  // add_bos/add_eos: a TemplateProcessing post-processor's first/last special token, then tokenizer_config.
+  // add_bos/add_eos: a TemplateProcessing post-processor's first/last special token, then tokenizer_config;
+  // false where neither says, as transformers and our tokenizer then add nothing (llama.cpp would otherwise
+  // add BOS for "llama-bpe" and "llama", unlike the tokenization the model was tuned on).
+  w.set("tokenizer.ggml.add_bos_token", false);
+  w.set("tokenizer.ggml.add_eos_token", false);
   const json post = tok.value("post_processor", json());
   if (post.is_object()) {
     const json processors = post.value("type", "") == "Sequence" ? post.value("processors", json::array())

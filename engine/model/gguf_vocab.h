@@ -7,11 +7,16 @@
 //   tokenizer.ggml.token_type (1 normal, 3 control: special added tokens and <|...|>, 4 user-defined:
 //   other added tokens, 5 unused: the padding), tokenizer.ggml.merges ("a b"; a space inside a part
 //   written as U+0120), tokenizer.ggml.{bos,eos,unknown,padding}_token_id (tokenizer_config.json's tokens,
-//   else config.json's *_token_id), tokenizer.ggml.add_{bos,eos}_token (only where tokenizer_config.json
-//   or a TemplateProcessing post-processor says), tokenizer.chat_template (tokenizer_config.json's, else
+//   else config.json's *_token_id), tokenizer.ggml.add_{bos,eos}_token (what tokenizer_config.json or a
+//   TemplateProcessing post-processor says, false where neither says: what transformers adds), tokenizer.chat_template (tokenizer_config.json's, else
 //   chat_template.jinja).
-// SentencePiece-style tokenizers (Llama 2, Mistral v0.1: "llama" in GGUF, with scores) are not written yet:
-// ls::Error says so, as it does for a pre-tokenizer llama.cpp does not know.
+// SentencePiece BPE tokenizers as transformers converts them in its legacy form (Llama 2, Mistral v0.1:
+// byte_fallback, no pre-tokenizer, a Prepend("▁") + Replace(" ", "▁") normalizer) are written as
+// convert_hf_to_gguf.py's _set_vocab_sentencepiece writes them: tokenizer.ggml.model "llama", pre "default",
+// tokens, tokenizer.ggml.scores (minus the first merge rank that makes each token: llama.cpp's SPM then merges
+// in the order transformers' BPE does), token types with 2 unknown and 6 byte (<0xXX>), the same special ids
+// and add_bos/add_eos. Another tokenizer (a Metaspace pre-tokenizer, Unigram, WordPiece) or a pre-tokenizer
+// llama.cpp does not know gives ls::Error rather than a file that tokenizes differently.
 #include <cstdint>
 #include <filesystem>
 

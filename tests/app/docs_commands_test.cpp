@@ -4,8 +4,10 @@
 //  - ```sh blocks: each command (lines joined at a trailing backslash, comments dropped) that starts with
 //    `lorastudio` runs through /bin/sh with the built binary first on PATH, stdin empty, no display. It
 //    must exit 0, or with the code its comment names (`# exit code 1`).
-//  - Other commands (huggingface-cli, python3, accelerate, llama.cpp, the build scripts) are not run: the
-//    test prints each with the reason. `<!-- docs-test: skip REASON -->` before a block skips its commands.
+//  - `llama-completion` (llama.cpp on the CPU) runs too where scripts/fetch_llamacpp.sh built it into
+//    .cache/llamacpp/lib, and must exit 0.
+//  - Other commands (huggingface-cli, python3, accelerate, llama-cli, ollama, the build scripts) are not run:
+//    the test prints each with the reason. `<!-- docs-test: skip REASON -->` before a block skips its commands.
 //  - A block whose info string says file=NAME (```jsonl file=train.jsonl) is written to NAME when reached.
 //  - A ```text block right after a block of commands is the last command's output: each of its lines must
 //    be a line of what the command printed (stdout and stderr).
@@ -42,6 +44,8 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kSource = LS_SOURCE_DIR;
+// llama.cpp's llama-completion, built beside its CPU backends by scripts/fetch_llamacpp.sh.
+const fs::path kLlamaCompletion = kSource / ".cache/llamacpp/lib/llama-completion";
 
 // [SECTION] Markdown: fenced blocks and the commands in them
 
@@ -108,8 +112,11 @@ std::string skip_reason(const std::string& program) {
       {"python3", "needs Python with PyTorch, transformers and PEFT (or llama.cpp's scripts)"},
       {"python", "needs Python with PyTorch, transformers and PEFT (or llama.cpp's scripts)"},
       {"accelerate", "needs accelerate, PyTorch and GPUs"},
-      {"llama-cli", "needs llama.cpp"},
+      {"llama-cli", "needs llama.cpp (an interactive chat)"},
+      {"llama-completion", "needs llama.cpp (scripts/fetch_llamacpp.sh builds it into .cache/llamacpp/lib)"},
       {"llama-server", "needs llama.cpp"},
+      {"ollama", "needs Ollama"},
+      {"lms", "needs LM Studio"},
       {"scripts/run.sh", "builds the project (this test runs inside a build)"},
       {"scripts/test.sh", "builds and tests the project (this test runs inside a build)"},
       {"cmake", "builds the project (this test runs inside a build)"},
@@ -143,7 +150,8 @@ std::vector<Command> parse_commands(const std::vector<std::string>& block, int f
       std::smatch m;
       if (std::regex_search(comment, m, std::regex("exit code (\\d+)"))) c.expect_code = std::stoi(m[1]);
       const std::string program = program_of(text);
-      c.skip = !skip.empty() ? skip : program == "lorastudio" ? "" : skip_reason(program);
+      const bool runnable = program == "lorastudio" || (program == "llama-completion" && fs::exists(kLlamaCompletion));
+      c.skip = !skip.empty() ? skip : runnable ? "" : skip_reason(program);
       out.push_back(c);
     }
     text.clear();
@@ -227,6 +235,7 @@ class Scenario {
     for (const char* dir : {"tests", "assets"}) fs::create_directory_symlink(kSource / dir, root_ / "repo" / dir);
     const char* binary = std::getenv("LS_APP_BINARY") ? std::getenv("LS_APP_BINARY") : LS_APP_BINARY;
     fs::create_symlink(fs::absolute(binary), root_ / "bin" / "lorastudio");
+    if (fs::exists(kLlamaCompletion)) fs::create_symlink(kLlamaCompletion, root_ / "bin" / "llama-completion");
   }
   ~Scenario() { fs::remove_all(root_); }
 

@@ -3,7 +3,8 @@
 // every tensor of the table (model/architecture.h), for the model tests of families that have no golden
 // fixture yet. Values as make_fixtures.py's randomize() draws them (a large init range, so outputs differ
 // clearly between positions): norms 1 ± 0.2, biases ± 0.2, weights ± 1.5·√(3/in) (uniform with the
-// variance of randomize's normal 1.5/√in), each tensor from its own seed. No tokenizer: the tests feed ids.
+// variance of randomize's normal 1.5/√in; `matrix_scale` replaces the 1.5), each tensor from its own seed. No
+// tokenizer: the tests feed ids.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,8 @@
 
 namespace ls::test {
 
-inline void write_random_model(const std::filesystem::path& dir, const nlohmann::json& config, uint32_t seed) {
+inline void write_random_model(const std::filesystem::path& dir, const nlohmann::json& config, uint32_t seed,
+                               float matrix_scale = 1.5f) {
   std::filesystem::create_directories(dir);
   {
     std::ofstream f(dir / "config.json");
@@ -32,7 +34,7 @@ inline void write_random_model(const std::filesystem::path& dir, const nlohmann:
   for (const model::ExpectedTensor& e : table) {
     const bool norm = e.role == model::TensorRole::layer_norm || e.role == model::TensorRole::final_norm;
     const bool bias = e.role == model::TensorRole::bias;
-    const float scale = norm || bias ? 0.2f : 1.5f * std::sqrt(3.0f / float(e.shape.back()));
+    const float scale = norm || bias ? 0.2f : matrix_scale * std::sqrt(3.0f / float(e.shape.back()));
     std::vector<float> v = random_values(e.numel(), seed++, scale);
     if (norm)
       for (float& x : v) x += 1.0f;
