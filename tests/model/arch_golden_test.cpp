@@ -3,6 +3,12 @@
 //   qwen3_tiny  q/k norms, head_dim 24 != hidden 80 / 4 heads, tied
 //   phi3_tiny   fused qkv_proj / gate_up_proj, longrope (original context 32: the prompt (16 tokens) stays
 //               below it, its greedy tokens cross it, long_ids (45 tokens) is past it in one forward)
+//   gemma3_tiny RMSNorm x·(1 + w), four norms a layer, q/k norms, GELU-tanh MLP, embedding ·√64,
+//               query_pre_attn_scalar 20, layers sliding (window 8 < the prompt's 22 tokens, RoPE base 1e4) /
+//               full (1e6, linear factor 2) / sliding, final logit softcap 8, tied
+// Gemma 3 also as a Gemma3ForConditionalGeneration folder: the same weights under the language model's names
+// of transformers 5 and of older versions, a vision tensor beside them, the text config nested: the same
+// logits as the plain folder's, to the bit.
 // Phi-3's greedy steps past the original context: transformers 5.17's Phi3ForCausalLM drops the KV cache there
 // ("enforce re-compute cache") but still feeds only the newest token, so each such step attends to itself
 // alone (measured: its logits equal a lone-token forward at that position to 1.4e-6, and differ from a
@@ -19,11 +25,15 @@
 #include <cstring>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "infer/generator.h"
+#include "model/merge.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
 #include "model/training.h"
 #include "support/reference_model.h"
+#include "model/model_files.h"
 #include "support/testing.h"
 #include "train/optimizer_update.h"
 
@@ -187,7 +197,70 @@ TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
   EXPECT_EQ(checked, st.tensors().size() - 2);  // every gradient PEFT saved (all but logits and loss)
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ArchGolden, ::testing::Values("qwen3_tiny", "phi3_tiny"),
+// export --merge of PEFT's adapter (model/merge.h): the merged folder, loaded as a plain model, gives PEFT's
+// adapted logits.
+TEST_P(ArchGolden, MergedAdapterGivesPeftLogits) {
+  test::TempDir tmp;
+  model::merge_adapter(dir_, dir_ / "adapter", tmp / "merged");
+  const auto merged = model::Model::load(dev(), tmp / "merged");
+  const auto want = values<float>(model::SafeTensors::open(dir_ / "expected_adapter.safetensors"), "logits");
+  infer::Generator g(dev(), merged, nullptr, {.context = 128});
+  const auto got = g.logits_of_every_position(ids_);
+  test::expect_close(got, want, 1e-4, "merged model logits", {uint32_t(ids_.size()), merged.config.vocab_size});
+  report("merged model logits vs PEFT's adapted", got, want);
+}
+
+// gemma3_tiny rewritten as a Gemma3ForConditionalGeneration folder (keys under `prefix`, config.json's text
+// config nested, a vision tower tensor that must be ignored): the prefill logits are the plain folder's, bit
+// for bit, and transformers'.
+void expect_multimodal_layout_loads(vk::Device& dev, const std::string& prefix) {
+  const fs::path src = fixture("gemma3_tiny");
+  test::TempDir tmp;
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    fs::copy_file(src / f, tmp / f);
+  nlohmann::json text = nlohmann::json::parse(test::read_text(src / "config.json"));
+  text.erase("architectures");
+  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                                 {"model_type", "gemma3"},
+                                 {"text_config", text},
+                                 {"vision_config", {{"model_type", "siglip_vision_model"}, {"hidden_size", 8}}},
+                                 {"eos_token_id", text["eos_token_id"]},
+                                 {"image_token_index", 5}};
+  test::write_text(tmp / "config.json", config.dump(2));
+  const auto st = model::SafeTensors::open(src / "model.safetensors");
+  std::vector<model::TensorToWrite> tensors;
+  std::vector<std::string> names;
+  for (const model::TensorInfo& t : st.tensors()) {
+    ASSERT_TRUE(t.name.starts_with("model."));
+    tensors.push_back({.name = prefix + t.name.substr(6), .dtype = t.dtype, .shape = t.shape, .bytes = t.bytes});
+  }
+  const std::vector<float> vision(12, 0.5f);
+  tensors.push_back({.name = (prefix.starts_with("model.") ? "model.vision_tower.patch.weight" : "vision_tower.patch.weight"),
+                     .dtype = DType::f32, .shape = {3, 4}, .bytes = std::as_bytes(std::span(vision))});
+  model::write_safetensors(tmp / "model.safetensors", tensors, {{"format", "pt"}});
+
+  const auto m = model::Model::load(dev, tmp.path());
+  EXPECT_TRUE(m.config.multimodal);
+  EXPECT_EQ(m.config.weight_prefix, prefix);
+  EXPECT_EQ(m.config.architecture_name, "Gemma3ForConditionalGeneration");
+  const auto plain = model::Model::load(dev, src);
+  const auto expected = model::SafeTensors::open(src / "expected.safetensors");
+  const auto ids = values<int32_t>(expected, "ids");
+  infer::Generator g(dev, m, nullptr, {.context = 128, .max_chunk = 16});
+  infer::Generator g_plain(dev, plain, nullptr, {.context = 128, .max_chunk = 16});
+  const auto got = g.logits_of_every_position(ids);
+  EXPECT_EQ(got, g_plain.logits_of_every_position(ids)) << prefix;
+  test::expect_close(got, values<float>(expected, "logits"), 1e-4, "multimodal layout logits");
+}
+
+class Gemma3Golden : public test::GpuTest {};
+
+TEST_F(Gemma3Golden, ConditionalGenerationFolderLoadsItsLanguageModel) {
+  expect_multimodal_layout_loads(dev(), "model.language_model.");  // transformers 5
+  expect_multimodal_layout_loads(dev(), "language_model.model.");  // older checkpoints
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ArchGolden, ::testing::Values("qwen3_tiny", "phi3_tiny", "gemma3_tiny"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace
