@@ -74,7 +74,8 @@ struct ModelConfig {
 // Reads `config_json`, or `config_json`/config.json when it is a folder. Throws ls::Error naming the file
 // and the key on a missing required size (hidden_size, num_hidden_layers, num_attention_heads,
 // intermediate_size, vocab_size; architectures or model_type), a value of the wrong type or range, an
-// unsupported architecture (the message lists the supported ones), an activation other than SiLU, a
+// unsupported architecture (the message lists the supported ones), an activation other than SiLU (Gemma 3:
+// gelu_pytorch_tanh), Gemma 3's attn_logit_softcapping, bidirectional attention or scaled sliding-layer RoPE, a
 // quantized model, inconsistent sizes (hidden_size % heads without "head_dim", heads % kv_heads, odd
 // head_dim) or an unsupported rope_scaling type, longrope factor lists of the wrong length or without an
 // original_max_position_embeddings, and a partial_rotary_factor other than 1 (Phi-4-mini). Qwen3 without

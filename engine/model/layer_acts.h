@@ -51,7 +51,7 @@ enum class ActsPlan : uint8_t {
   // in o, and the residual stream updated in place (x_in = x_mid = x_out). No lse.
   inference,
   // What the backward reads, one set per layer, each layer's output the next one's input; the rest
-  // (o, down) one set for all layers.
+  // (o, down; with sandwich norms, whose backward reads those two, out_normed) one set for all layers.
   training,
   // Training that keeps only each layer's input; the rest is one set for all layers, refilled by running
   // a layer's forward again just before its backward (same inputs, same dropout masks, same results).
