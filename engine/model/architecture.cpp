@@ -19,13 +19,14 @@ uint64_t ExpectedTensor::numel() const {
   return n;
 }
 
-std::vector<ExpectedTensor> expected_tensors(const ModelSpec& s) {
+std::vector<ExpectedTensor> expected_tensors(const ModelSpec& s, const std::string& prefix,
+                                             const std::string& lm_head_name) {
   const uint64_t V = s.vocab, C = s.hidden;
   std::vector<ExpectedTensor> t;
-  t.push_back({.name = "model.embed_tokens.weight", .shape = {V, C}, .role = TensorRole::embed});
+  t.push_back({.name = prefix + "embed_tokens.weight", .shape = {V, C}, .role = TensorRole::embed});
   for (uint32_t i = 0; i < s.layers.size(); ++i) {
     for (const ModuleSpec& m : s.layers[i].modules) {
-      const std::string name = "model.layers." + std::to_string(i) + "." + m.name;
+      const std::string name = prefix + "layers." + std::to_string(i) + "." + m.name;
       if (m.norm) {
         t.push_back({.name = name + ".weight", .shape = {m.out}, .role = TensorRole::layer_norm, .layer = i,
                      .norm = *m.norm});
@@ -37,12 +38,14 @@ std::vector<ExpectedTensor> expected_tensors(const ModelSpec& s) {
         t.push_back({.name = name + ".bias", .shape = {m.out}, .role = TensorRole::bias, .layer = i, .target = *m.target});
     }
   }
-  t.push_back({.name = "model.norm.weight", .shape = {C}, .role = TensorRole::final_norm});
-  if (!s.tied) t.push_back({.name = "lm_head.weight", .shape = {V, C}, .role = TensorRole::lm_head});
+  t.push_back({.name = prefix + "norm.weight", .shape = {C}, .role = TensorRole::final_norm});
+  if (!s.tied) t.push_back({.name = lm_head_name, .shape = {V, C}, .role = TensorRole::lm_head});
   return t;
 }
 
-std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) { return expected_tensors(model_spec(c)); }
+std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c) {
+  return expected_tensors(model_spec(c), c.weight_prefix, c.lm_head_name);
+}
 
 void check_weights(const ModelConfig& c, const SafeTensors& st) {
   std::vector<std::string> problems;
@@ -61,9 +64,11 @@ void check_weights(const ModelConfig& c, const SafeTensors& st) {
   const std::vector<uint64_t> lm_head_shape = {c.vocab_size, c.hidden_size};
   for (const TensorInfo& t : st.tensors()) {
     if (expected_names.contains(t.name) || t.name.ends_with(".rotary_emb.inv_freq")) continue;
-    if (c.tie_word_embeddings && t.name == "lm_head.weight") {
+    // A multimodal folder's other towers (vision, projector) are not ours to read.
+    if (c.multimodal && !t.name.starts_with(c.weight_prefix) && t.name != c.lm_head_name) continue;
+    if (c.tie_word_embeddings && t.name == c.lm_head_name) {
       if (t.shape != lm_head_shape)
-        problems.push_back("lm_head.weight (tied, ignored) has shape " + shape_string(t.shape) + ", expected " +
+        problems.push_back(c.lm_head_name + " (tied, ignored) has shape " + shape_string(t.shape) + ", expected " +
                            shape_string(lm_head_shape));
       continue;
     }

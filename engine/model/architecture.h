@@ -48,13 +48,18 @@ struct ExpectedTensor {
 //     mlp.down_proj.weight [C, I]                            (.bias [C] if mlp_bias)
 //   model.norm.weight                                        [C]
 //   lm_head.weight                                           [V, C] unless tie_word_embeddings
-std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec);
+// Gemma 3: also post_attention_layernorm (on the attention's output), pre_feedforward_layernorm and
+// post_feedforward_layernorm [C] after the MLP, and q_norm, k_norm [D]. `prefix` replaces "model." and
+// lm_head_name "lm_head.weight" (a Gemma3ForConditionalGeneration folder's: ModelConfig::weight_prefix).
+std::vector<ExpectedTensor> expected_tensors(const ModelSpec& spec, const std::string& prefix = "model.",
+                                             const std::string& lm_head_name = "lm_head.weight");
 std::vector<ExpectedTensor> expected_tensors(const ModelConfig& c);
 
 // Every expected tensor must be present with exactly its shape (dtype F32, F16 or BF16: SafeTensors reads
 // no other), and every tensor present must be expected, except harmless extras: "*.rotary_emb.inv_freq"
 // (old checkpoints saved the buffer) and, when tied, "lm_head.weight" of shape [V, C] (some tied
-// checkpoints carry a copy; it is ignored). Throws one ls::Error naming the model path and listing up to
+// checkpoints carry a copy; it is ignored), and in a multimodal folder every tensor outside the language
+// model (ModelConfig::weight_prefix). Throws one ls::Error naming the model path and listing up to
 // 10 problems (missing, wrong shape, unexpected), with a count of the rest.
 void check_weights(const ModelConfig& c, const SafeTensors& st);
 

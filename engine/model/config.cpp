@@ -23,6 +23,7 @@ constexpr ArchInfo kArchitectures[] = {
     {Architecture::Qwen2, "Qwen2ForCausalLM", "qwen2"},
     {Architecture::Qwen3, "Qwen3ForCausalLM", "qwen3"},
     {Architecture::Phi3, "Phi3ForCausalLM", "phi3"},
+    {Architecture::Gemma3, "Gemma3ForCausalLM", "gemma3_text"},
     {Architecture::Llama, "LlamaForCausalLM", "llama"},
     {Architecture::Mistral, "MistralForCausalLM", "mistral"},
 };
@@ -206,15 +207,96 @@ void longrope_of(RopeScaling& r, const json& s, const std::string& key, const Ke
     r.attention_factor = factor <= 1 ? 1.0f : float(std::sqrt(1 + std::log(factor) / std::log(original)));
 }
 
+// Gemma 3's RoPE: the full layers' (rope_theta, rope_scaling) and the sliding layers' base. transformers 5
+// writes {"rope_parameters": {"full_attention": {...}, "sliding_attention": {...}}}; older configs rope_theta,
+// rope_scaling (the full layers') and rope_local_base_freq. The sliding layers' RoPE must be the default one.
+void gemma3_rope(ModelConfig& c, const Keys& k, const std::string& where) {
+  c.rope_theta = k.positive_float("rope_theta", 1e6);
+  c.rope_local_theta = k.positive_float("rope_local_base_freq", 10000);
+  const json* p = k.get("rope_parameters");
+  if (p && p->is_object() && (p->contains("full_attention") || p->contains("sliding_attention"))) {
+    if (const json* full = Keys(*p, where).get("full_attention")) {
+      const std::string key = "rope_parameters.full_attention";
+      c.rope_theta = Keys(*full, where + ": \"" + key + "\"").positive_float("rope_theta", c.rope_theta);
+      c.rope_scaling = rope_scaling_of(*full, key, where, true);
+    }
+    if (const json* local = Keys(*p, where).get("sliding_attention")) {
+      const std::string key = "rope_parameters.sliding_attention";
+      c.rope_local_theta = Keys(*local, where + ": \"" + key + "\"").positive_float("rope_theta", c.rope_local_theta);
+      if (rope_scaling_of(*local, key, where, true).type != RopeScaling::Type::None)
+        throw Error(where + ": \"" + key + "\" is scaled; Gemma 3's sliding layers take the default RoPE only");
+    }
+  } else if (p && p->is_object()) {  // one RoPE for the full layers
+    c.rope_theta = Keys(*p, where + ": \"rope_parameters\"").positive_float("rope_theta", c.rope_theta);
+    c.rope_scaling = rope_scaling_of(*p, "rope_parameters", where, true);
+  } else {
+    if (p) k.fail("rope_parameters", "must be an object, got " + p->dump());
+    if (const json* s = k.get("rope_scaling")) c.rope_scaling = rope_scaling_of(*s, "rope_scaling", where, false);
+  }
+  if (c.rope_scaling.type == RopeScaling::Type::LongRope)
+    throw Error(where + ": longrope is not supported for Gemma 3");
+}
+
+// Gemma 3's sliding layers: "layer_types", else every layer but each sliding_window_pattern-th (transformers'
+// Gemma3TextConfig: layer i slides when (i + 1) % pattern != 0).
+std::vector<bool> gemma3_sliding_layers(const ModelConfig& c, const Keys& k) {
+  std::vector<bool> sliding(c.num_layers);
+  if (const json* types = k.get("layer_types")) {
+    if (!types->is_array() || types->size() != c.num_layers)
+      k.fail("layer_types", "must list num_hidden_layers (" + std::to_string(c.num_layers) + ") layer types, got " +
+                                types->dump());
+    for (size_t i = 0; i < types->size(); ++i) {
+      const json& t = (*types)[i];
+      if (t != "sliding_attention" && t != "full_attention")
+        k.fail("layer_types", "holds " + t.dump() + "; only \"sliding_attention\" and \"full_attention\" are known");
+      sliding[i] = t == "sliding_attention";
+    }
+    return sliding;
+  }
+  const uint32_t pattern = k.has("sliding_window_pattern") ? k.positive_u32("sliding_window_pattern")
+                                                            : k.positive_u32("_sliding_window_pattern", 6);
+  for (uint32_t i = 0; i < c.num_layers; ++i) sliding[i] = (i + 1) % pattern != 0;
+  return sliding;
+}
+
+// A Gemma3ForConditionalGeneration config: its "text_config" with what the top level says for the whole model
+// (token ids, dtype, tying) where the text config does not say it.
+json gemma3_text_config(const json& j, const std::string& where) {
+  const auto it = j.find("text_config");
+  if (it == j.end() || !it->is_object())
+    throw Error(where + ": Gemma3ForConditionalGeneration needs a \"text_config\" object");
+  json t = *it;
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "torch_dtype", "dtype", "tie_word_embeddings",
+                          "quantization_config"})
+    if (!t.contains(key) && j.contains(key)) t[key] = j[key];
+  t["architectures"] = json::array({"Gemma3ForCausalLM"});
+  t["model_type"] = "gemma3_text";
+  return t;
+}
+
 }  // namespace
 
 const char* supported_architectures() {
-  return "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, LlamaForCausalLM, MistralForCausalLM";
+  return "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, "
+         "LlamaForCausalLM, MistralForCausalLM";
 }
 
 ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_errors) {
   const std::string where = source_for_errors.string();
   if (!j.is_object()) throw Error(where + ": not a JSON object");
+  {
+    const json* a = j.contains("architectures") ? &j["architectures"] : nullptr;
+    const bool multimodal = a && a->is_array() && !a->empty() ? (*a)[0] == "Gemma3ForConditionalGeneration"
+                                                               : j.value("model_type", json()) == "gemma3";
+    if (multimodal) {
+      ModelConfig c = parse_config(gemma3_text_config(j, where), source_for_errors);
+      c.architecture_name = "Gemma3ForConditionalGeneration";
+      c.model_type = "gemma3";
+      c.multimodal = true;
+      c.weight_prefix = "model.language_model.";  // transformers 5's; resolve_weight_names reads the files'
+      return c;
+    }
+  }
   const Keys k(j, where);
   ModelConfig c;
 
@@ -224,28 +306,42 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   c.model_type = k.string("model_type");
   const bool qwen2 = c.arch == Architecture::Qwen2, llama = c.arch == Architecture::Llama,
              mistral = c.arch == Architecture::Mistral, qwen3 = c.arch == Architecture::Qwen3,
-             phi3 = c.arch == Architecture::Phi3;
+             phi3 = c.arch == Architecture::Phi3, gemma3 = c.arch == Architecture::Gemma3;
 
   if (k.has("quantization_config"))
     throw Error(where + ": quantized models are not supported (\"quantization_config\" is present)");
-  if (std::string act = k.string("hidden_act"); !act.empty() && act != "silu" && act != "swish")
+  if (gemma3) {  // Gemma3TextConfig's hidden_activation; transformers reads it, not hidden_act
+    if (std::string act = k.string("hidden_activation"); !act.empty() && act != "gelu_pytorch_tanh")
+      k.fail("hidden_activation", "is \"" + act + "\"; only \"gelu_pytorch_tanh\" is supported");
+  } else if (std::string act = k.string("hidden_act"); !act.empty() && act != "silu" && act != "swish") {
     k.fail("hidden_act", "is \"" + act + "\"; only \"silu\" is supported");
+  }
 
-  c.hidden_size = k.positive_u32("hidden_size");
-  c.num_layers = k.positive_u32("num_hidden_layers");
-  c.num_heads = k.positive_u32("num_attention_heads");
-  c.intermediate_size = k.positive_u32("intermediate_size");
-  c.vocab_size = k.positive_u32("vocab_size");
+  if (gemma3) {  // Gemma3TextConfig's defaults (the multimodal checkpoints' text_config leaves most out)
+    c.hidden_size = k.positive_u32("hidden_size", 2304);
+    c.num_layers = k.positive_u32("num_hidden_layers", 26);
+    c.num_heads = k.positive_u32("num_attention_heads", 8);
+    c.intermediate_size = k.positive_u32("intermediate_size", 9216);
+    c.vocab_size = k.positive_u32("vocab_size", 262208);
+  } else {
+    c.hidden_size = k.positive_u32("hidden_size");
+    c.num_layers = k.positive_u32("num_hidden_layers");
+    c.num_heads = k.positive_u32("num_attention_heads");
+    c.intermediate_size = k.positive_u32("intermediate_size");
+    c.vocab_size = k.positive_u32("vocab_size");
+  }
   // transformers' defaults when the key is absent: Qwen2Config and Qwen3Config 32, MistralConfig 8,
-  // LlamaConfig the query heads. An explicit null means the query heads for all of them.
+  // Gemma3TextConfig 4, LlamaConfig the query heads. An explicit null means the query heads for all of them.
   if (!j.contains("num_key_value_heads"))
-    c.num_kv_heads = qwen2 || qwen3 ? 32 : mistral ? 8 : c.num_heads;
+    c.num_kv_heads = qwen2 || qwen3 ? 32 : mistral ? 8 : gemma3 ? 4 : c.num_heads;
   else
     c.num_kv_heads = k.positive_u32("num_key_value_heads", c.num_heads);
   if (k.has("head_dim")) {
     c.head_dim = k.positive_u32("head_dim");
-  } else if (qwen3 && !j.contains("head_dim")) {
-    c.head_dim = 128;  // Qwen3Config's default; Qwen3Attention reads it whatever hidden_size / heads is
+  } else if ((qwen3 || gemma3) && !j.contains("head_dim")) {
+    // Qwen3Config's default (128) and Gemma3TextConfig's (256); their attention reads it whatever
+    // hidden_size / heads is.
+    c.head_dim = qwen3 ? 128 : 256;
   } else {
     if (c.hidden_size % c.num_heads != 0)
       throw Error(where + ": hidden_size " + std::to_string(c.hidden_size) +
@@ -262,16 +358,19 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   c.max_position_embeddings = k.positive_u32("max_position_embeddings", qwen2 || qwen3 ? 32768
                                                                         : mistral                ? 4096 * 32
                                                                         : phi3                   ? 4096
+                                                                        : gemma3                 ? 131072
                                                                                                  : 2048);
   c.rms_norm_eps = k.positive_float("rms_norm_eps", phi3 ? 1e-5 : 1e-6);
   // Phi-4-mini rotates only part of each head (partial_rotary_factor 0.75): no RoPE kernel of ours does.
   if (const json* prf = k.get("partial_rotary_factor"); prf && !(prf->is_number() && prf->get<double>() == 1.0))
     k.fail("partial_rotary_factor", "is " + prf->dump() + "; only 1 (RoPE over the whole head) is supported");
-  c.tie_word_embeddings = k.boolean("tie_word_embeddings", false);
+  c.tie_word_embeddings = k.boolean("tie_word_embeddings", gemma3);  // Gemma3TextConfig ties by default
 
   // RoPE: transformers 5 writes {"rope_parameters": {"rope_type", "rope_theta", ...}}; earlier versions
   // "rope_theta" and "rope_scaling" at the top level.
-  if (const json* p = k.get("rope_parameters"); p && p->is_object()) {
+  if (gemma3) {
+    gemma3_rope(c, k, where);
+  } else if (const json* p = k.get("rope_parameters"); p && p->is_object()) {
     c.rope_theta =
         Keys(*p, where + ": \"rope_parameters\"").positive_float("rope_theta", k.positive_float("rope_theta", 10000));
     c.rope_scaling = rope_scaling_of(*p, "rope_parameters", where, true);
@@ -292,8 +391,19 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   } else if (llama) {
     c.qkv_bias = c.o_bias = k.boolean("attention_bias", false);
     c.mlp_bias = k.boolean("mlp_bias", false);
-  } else if (qwen3) {
-    c.qkv_bias = c.o_bias = k.boolean("attention_bias", false);  // Qwen3Attention: q, k, v and o alike
+  } else if (qwen3 || gemma3) {
+    c.qkv_bias = c.o_bias = k.boolean("attention_bias", false);  // Qwen3/Gemma3Attention: q, k, v and o alike
+  }
+
+  if (gemma3) {
+    c.sliding_window = k.positive_u32("sliding_window", 4096);
+    c.sliding_layers = gemma3_sliding_layers(c, k);
+    c.query_pre_attn_scalar = k.positive_float("query_pre_attn_scalar", 256);
+    c.final_logit_softcapping = k.has("final_logit_softcapping") ? k.positive_float("final_logit_softcapping", 1) : 0;
+    if (k.has("attn_logit_softcapping"))  // Gemma 2's; Gemma 3 configs set it null
+      k.fail("attn_logit_softcapping", "is set; attention logit softcapping is not supported");
+    if (k.boolean("use_bidirectional_attention", false))
+      k.fail("use_bidirectional_attention", "is true; only causal attention is supported");
   }
 
   // Sliding window: absent means transformers' default 4096 (Phi3Config's: none), null means none.
@@ -308,12 +418,14 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
   const bool llama_like = llama || mistral;  // LlamaConfig and MistralConfig default bos 1, eos 2
   if (!j.contains("bos_token_id")) {
     if (llama_like || phi3) c.bos_token_id = 1;
+    if (gemma3) c.bos_token_id = 2;  // Gemma3TextConfig's
   } else if (const json* bos = k.get("bos_token_id")) {
     c.bos_token_id = k.token_id("bos_token_id", *bos);
   }
   if (!j.contains("eos_token_id")) {
     if (llama_like) c.eos_token_ids = {2};
     if (phi3) c.eos_token_ids = {32000};  // Phi3Config's
+    if (gemma3) c.eos_token_ids = {1};     // Gemma3TextConfig's
   } else if (const json* eos = k.get("eos_token_id")) {
     if (eos->is_array()) {
       for (const json& id : *eos) c.eos_token_ids.push_back(k.token_id("eos_token_id", id));
@@ -345,6 +457,10 @@ ModelConfig load_config(const std::filesystem::path& config_json) {
 // targets baseline x86-64, which has none.)
 bool rope_uses_long_factors(const ModelConfig& c, uint64_t end) {
   return c.rope_scaling.type == RopeScaling::Type::LongRope && end > c.rope_scaling.original_max_position_embeddings;
+}
+
+std::vector<float> rope_inv_freq_local(const ModelConfig& c) {
+  return c.rope_local_theta > 0 ? ops::rope_inv_freq(c.head_dim, c.rope_local_theta) : std::vector<float>{};
 }
 
 std::vector<float> rope_inv_freq(const ModelConfig& c, bool long_factors) {

@@ -1,8 +1,10 @@
 #pragma once
 // A Hugging Face config.json for the decoder-only models we run: Qwen2ForCausalLM, Qwen3ForCausalLM,
-// Phi3ForCausalLM, LlamaForCausalLM, MistralForCausalLM. Keys missing from the file take the defaults of
-// transformers' Qwen2Config, Qwen3Config, Phi3Config, LlamaConfig and MistralConfig, except the sizes (below),
-// which must be given.
+// Phi3ForCausalLM, Gemma3ForCausalLM, LlamaForCausalLM, MistralForCausalLM, and the language model of a
+// Gemma3ForConditionalGeneration folder (its "text_config"; the vision tower is ignored). Keys missing from
+// the file take the defaults of transformers' Qwen2Config, Qwen3Config, Phi3Config, Gemma3TextConfig,
+// LlamaConfig and MistralConfig, except the sizes (below), which must be given (Gemma 3: they too default
+// to Gemma3TextConfig's, as the multimodal checkpoints' sparse text_config relies on).
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json_fwd.hpp>
@@ -12,7 +14,7 @@
 
 namespace ls::model {
 
-enum class Architecture { Qwen2, Llama, Mistral, Qwen3, Phi3 };
+enum class Architecture { Qwen2, Llama, Mistral, Qwen3, Phi3, Gemma3 };
 
 // HF rope_scaling (or, as transformers 5 writes it, rope_parameters): "llama3" (Llama 3.1/3.2), "linear",
 // "longrope" (Phi-3; older configs say "su"), or none ("default" or absent). Any other type is refused.
@@ -45,6 +47,24 @@ struct ModelConfig {
   // Qwen2 / Qwen3 (only when "use_sliding_window" is true, and then only on layers >= "max_window_layers").
   std::optional<uint32_t> sliding_window;
   uint32_t max_window_layers = 0;  // Qwen2 / Qwen3 with a window: "max_window_layers" (default 28); else 0
+  // Gemma 3: which layers attend within sliding_window ("layer_types": "sliding_attention" / "full_attention";
+  // older configs: every layer but each sliding_window_pattern-th, default 6). Empty for the other families.
+  std::vector<bool> sliding_layers;
+  // Gemma 3: the sliding layers' RoPE, default (unscaled) with this base (transformers 5's
+  // rope_parameters.sliding_attention.rope_theta, older configs' rope_local_base_freq; default 10000). The
+  // full layers' RoPE is rope_theta with rope_scaling. 0 for the other families.
+  float rope_local_theta = 0;
+  // Gemma 3: attention scores scaled by query_pre_attn_scalar^-0.5 instead of head_dim^-0.5 (0: the latter).
+  float query_pre_attn_scalar = 0;
+  // Gemma 3: logits = c·tanh(logits / c) ("final_logit_softcapping"; 0: none).
+  float final_logit_softcapping = 0;
+  // Where the language model's tensors are: "model." (…embed_tokens.weight, …layers.N., …norm.weight) and
+  // lm_head_name "lm_head.weight"; Gemma3ForConditionalGeneration: "model.language_model." (transformers 5)
+  // or "language_model.model." with "language_model.lm_head.weight" (older checkpoints), told apart by the
+  // files (resolve_weight_names), the other tensors of the folder (vision tower, projector) being ignored.
+  std::string weight_prefix = "model.";
+  std::string lm_head_name = "lm_head.weight";
+  bool multimodal = false;  // a Gemma3ForConditionalGeneration folder: only its language model is read
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;  // "eos_token_id" may be an int or a list
   std::string torch_dtype;             // "torch_dtype" (or transformers 5's "dtype") as written, "" if absent
@@ -54,7 +74,8 @@ struct ModelConfig {
 // Reads `config_json`, or `config_json`/config.json when it is a folder. Throws ls::Error naming the file
 // and the key on a missing required size (hidden_size, num_hidden_layers, num_attention_heads,
 // intermediate_size, vocab_size; architectures or model_type), a value of the wrong type or range, an
-// unsupported architecture (the message lists the supported ones), an activation other than SiLU, a
+// unsupported architecture (the message lists the supported ones), an activation other than SiLU (Gemma 3:
+// gelu_pytorch_tanh), Gemma 3's attn_logit_softcapping, bidirectional attention or scaled sliding-layer RoPE, a
 // quantized model, inconsistent sizes (hidden_size % heads without "head_dim", heads % kv_heads, odd
 // head_dim) or an unsupported rope_scaling type, longrope factor lists of the wrong length or without an
 // original_max_position_embeddings, and a partial_rotary_factor other than 1 (Phi-4-mini). Qwen3 without
@@ -66,8 +87,19 @@ ModelConfig parse_config(const nlohmann::json& j, const std::filesystem::path& s
 // update: the largest position + 1 > original_max_position_embeddings). False for every other RoPE.
 bool rope_uses_long_factors(const ModelConfig& c, uint64_t end);
 
+// A multimodal folder (ModelConfig::multimodal): weight_prefix and lm_head_name from the names its files hold
+// (`has(name)`), "model.language_model." unless "language_model.model.embed_tokens.weight" is there. Nothing
+// for the other configs.
+template <class Has>
+void resolve_weight_names(ModelConfig& c, const Has& has) {
+  if (!c.multimodal) return;
+  const bool old_layout = !has("model.language_model.embed_tokens.weight") && has("language_model.model.embed_tokens.weight");
+  c.weight_prefix = old_layout ? "language_model.model." : "model.language_model.";
+  c.lm_head_name = old_layout ? "language_model.lm_head.weight" : "lm_head.weight";
+}
+
 // The names of the supported architectures, for messages: "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM,
-// LlamaForCausalLM, MistralForCausalLM".
+// Gemma3ForCausalLM, Gemma3ForConditionalGeneration, LlamaForCausalLM, MistralForCausalLM".
 const char* supported_architectures();
 
 // HF's rotary inverse frequencies, [D/2] f32, as transformers computes them on the CPU:
@@ -83,5 +115,7 @@ const char* supported_architectures();
 //   longrope: 1 / (ext_factors * base ** (arange(0, D, 2) / D)), ext_factors the short or the long factors
 //     (`long_factors`), as _compute_longrope_parameters does in f32.
 std::vector<float> rope_inv_freq(const ModelConfig& c, bool long_factors = false);
+// Gemma 3's sliding layers: ops::rope_inv_freq(D, rope_local_theta), unscaled. Empty for the other families.
+std::vector<float> rope_inv_freq_local(const ModelConfig& c);
 
 }  // namespace ls::model

@@ -39,6 +39,7 @@ void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* ad
   if (in.long_rope && !w.inv_freq_long.defined()) throw Error("record_forward: the model has no long RoPE factors");
   const LayerRun run{.positions = in.positions,
                      .inv_freq = in.long_rope ? w.inv_freq_long : w.inv_freq,
+                     .inv_freq_local = w.inv_freq_local,
                      .step = in.step,
                      .adapter = adapter};
   embed_tokens(rec, spec, acts[0].x_in, w.embed, in.ids);
@@ -53,6 +54,7 @@ void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* ad
   if (all_rows) {
     norm_forward(rec, spec.final_norm, h, rstd, x, w.final_norm);
     ops::matmul_forward(rec, logits, h, w.lm_head, Tensor());
+    logit_softcap(rec, spec, logits);
   } else {
     if (logits.rows() != 1) throw Error("record_forward: logits must be [T, V] or [1, V], got " + logits.describe());
     Tensor x_last = Tensor::empty(dev, {1, C}, DType::f32, "last row");
@@ -61,6 +63,7 @@ void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* ad
     Tensor rstd_last = Tensor::empty(dev, {1}, DType::f32, "rstd");
     norm_forward(rec, spec.final_norm, h_last, rstd_last, x_last, w.final_norm);
     ops::matmul_forward(rec, logits, h_last, w.lm_head, Tensor());
+    logit_softcap(rec, spec, logits);
   }
 }
 

@@ -6,7 +6,8 @@
 // The layers are model/layer.h's layer_forward over one set of activations reused at once
 // (ActsPlan::inference), each layer's k and v written into its KV cache at step[kPastSlot] and attention
 // reading the cache up to each token; then logits = norm(x) · w_final · lm_headᵀ, in f32, for every row
-// or only for the row step[kLastRowSlot] (the last real token of a padded chunk).
+// or only for the row step[kLastRowSlot] (the last real token of a padded chunk); Gemma 3 caps them
+// (c·tanh(logits / c), ModelSpec::logit_softcap).
 // Activations entering matmuls are `act` (f32, or f16 for tensor cores); the residual stream, norms'
 // statistics, attention's softmax and the logits are f32.
 #include <vector>

@@ -106,6 +106,13 @@ void check_family(const ModelConfig& c, const fs::path& config_path) {
     throw Error(config_path.string() + ": GGUF export of Phi3ForCausalLM is not supported yet (llama.cpp's phi3 needs "
                                        "the longrope factors as tensors, which we do not write); export --merge "
                                        "gives a folder that llama.cpp's convert_hf_to_gguf.py converts");
+  // llama.cpp's gemma3 stores the norms as 1 + w, takes a sliding-window pattern and query_pre_attn_scalar
+  // among its keys, and Gemma's tokenizer is SentencePiece, which our GGUF vocabulary writer does not write.
+  if (c.arch == Architecture::Gemma3)
+    throw Error(config_path.string() + ": GGUF export of " + c.architecture_name + " is not supported yet "
+                "(llama.cpp's gemma3 needs its norms as 1 + w, its sliding-window layout and a SentencePiece "
+                "vocabulary, which we do not write); export --merge gives a folder that llama.cpp's "
+                "convert_hf_to_gguf.py converts");
 }
 
 void check_expressible(const ModelConfig& c, const fs::path& config_path) {

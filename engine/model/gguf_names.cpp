@@ -20,6 +20,7 @@ const char* gguf_architecture(Architecture arch) {
     case Architecture::Qwen2: return "qwen2";
     case Architecture::Qwen3: return "qwen3";
     case Architecture::Phi3: return "phi3";  // (no Phi-3 GGUF is written: gguf_export.cpp refuses it)
+    case Architecture::Gemma3: return "gemma3";  // (nor a Gemma 3 one)
     case Architecture::Llama:
     case Architecture::Mistral: return "llama";
   }

@@ -89,41 +89,50 @@ void mlp_activation_forward(vk::Recorder& rec, MlpActivation f, const Tensor& ga
                             const Tensor& up) {
   switch (f) {
     case MlpActivation::silu: return ops::silu_mul_forward(rec, gated, gate, up);
+    case MlpActivation::gelu_tanh: return ops::gelu_tanh_mul_forward(rec, gated, gate, up);
   }
 }
 void mlp_activation_backward(vk::Recorder& rec, MlpActivation f, const Tensor& d_gate, const Tensor& d_up,
                              const Tensor& d_gated, const Tensor& gate, const Tensor& up) {
   switch (f) {
     case MlpActivation::silu: return ops::silu_mul_backward(rec, d_gate, d_up, d_gated, gate, up);
+    case MlpActivation::gelu_tanh: return ops::gelu_tanh_mul_backward(rec, d_gate, d_up, d_gated, gate, up);
   }
 }
 
 }  // namespace
 
 void embed_tokens(vk::Recorder& rec, const ModelSpec& spec, const Tensor& x, const Tensor& embed, const Tensor& ids) {
-  if (spec.embedding_scale != 1)
-    throw Error("embed_tokens: a scaled embedding (" + std::to_string(spec.embedding_scale) + ") is not supported");
   vk::Recorder::Label label(rec, kGroupEmbedding);
   ops::embedding_forward(rec, x, embed, ids);
+  if (spec.embedding_scale != 1) ops::scale_forward(rec, x, x, spec.embedding_scale);
+}
+
+void logit_softcap(vk::Recorder& rec, const ModelSpec& spec, const Tensor& logits) {
+  if (spec.logit_softcap > 0) ops::softcap_forward(rec, logits, logits, spec.logit_softcap);
 }
 
 void norm_forward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& y, const Tensor& rstd, const Tensor& x,
                   const Tensor& w) {
   switch (norm.style) {
-    case NormStyle::times_weight: return ops::rms_norm_forward(rec, y, rstd, x, w, norm.eps);
+    case NormStyle::times_weight:
+    case NormStyle::one_plus_weight:  // w holds 1 + w (model/weights.h)
+      return ops::rms_norm_forward(rec, y, rstd, x, w, norm.eps);
   }
 }
 
 void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, const Tensor& dy, const Tensor& x,
                    const Tensor& w, const Tensor& rstd) {
   switch (norm.style) {
-    case NormStyle::times_weight: return ops::rms_norm_backward(rec, dx, Tensor(), dy, x, w, rstd);
+    case NormStyle::times_weight:
+    case NormStyle::one_plus_weight: return ops::rms_norm_backward(rec, dx, Tensor(), dy, x, w, rstd);
   }
 }
 
 void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w, const LayerActs& a,
                    const LayerRun& run, uint32_t layer) {
   const uint32_t M = uint32_t(a.x_in.rows()), H = s.heads, KV = s.kv_heads, D = s.head_dim;
+  const Tensor& inv_freq = s.local_rope ? run.inv_freq_local : run.inv_freq;
   std::optional<vk::Recorder::Label> group;
   group.emplace(rec, kGroupNorms);
   norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);                        // (M, C)
@@ -139,8 +148,8 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
   }
   project(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.v.reshape({M, KV * D}), a.h1);  // (M, KV·D)
-  ops::rope_forward(rec, a.q, a.q, run.positions, run.inv_freq);                          // (B, T, H, D)
-  ops::rope_forward(rec, a.k, a.k, run.positions, run.inv_freq);                          // (B, T, KV, D)
+  ops::rope_forward(rec, a.q, a.q, run.positions, inv_freq);                              // (B, T, H, D)
+  ops::rope_forward(rec, a.k, a.k, run.positions, inv_freq);                              // (B, T, KV, D)
   if (a.k_cache.defined()) {
     // Inference: k and v join the cache at step[kPastSlot]; q attends over the cache up to itself.
     const uint32_t S = a.k_cache.dim(1);
@@ -154,7 +163,12 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale, s.window.value_or(0));
   }
   project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.o, a.attn.reshape({M, H * D}));  // (M, C)
-  ops::add_forward(rec, a.x_mid, a.x_in, a.o);
+  if (s.sandwich_norms) {
+    norm_forward(rec, s.norm, a.out_normed, a.rstd_o, a.o, w.attention_out_norm);         // (M, C)
+    ops::add_forward(rec, a.x_mid, a.x_in, a.out_normed);
+  } else {
+    ops::add_forward(rec, a.x_mid, a.x_in, a.o);
+  }
   group.emplace(rec, kGroupNorms);
   norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);              // (M, C)
   group.emplace(rec, kGroupMlp);
@@ -162,17 +176,28 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                   // (M, I)
   mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);                       // (M, I)
   project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);          // (M, C)
-  if (a.x_out.defined()) ops::add_forward(rec, a.x_out, a.x_mid, a.down);
+  if (s.sandwich_norms) {  // (its statistics also when recomputing: the backward reads them)
+    norm_forward(rec, s.norm, a.out_normed, a.rstd_down, a.down, w.mlp_out_norm);         // (M, C)
+    if (a.x_out.defined()) ops::add_forward(rec, a.x_out, a.x_mid, a.out_normed);
+  } else if (a.x_out.defined()) {
+    ops::add_forward(rec, a.x_out, a.x_mid, a.down);
+  }
 }
 
 // layer_forward read bottom-up; dres is d x_out on entry.
 void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w, const LayerActs& a,
                     const LayerActs& d, const LayerRun& run, uint32_t layer, const Tensor& dres, bool input_grad) {
   const uint32_t M = uint32_t(a.x_in.rows()), H = s.heads, KV = s.kv_heads, D = s.head_dim;
+  const Tensor& inv_freq = s.local_rope ? run.inv_freq_local : run.inv_freq;
   std::optional<vk::Recorder::Label> group;
   group.emplace(rec, kGroupMlp);
-  // x_out = x_mid + down(act(gate(h2)) · up(h2))
-  project_backward(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, dres, false);  // (M, I)
+  // x_out = x_mid + down(act(gate(h2)) · up(h2))  (sandwich norms: x_mid + norm(down(...)))
+  Tensor d_down = dres;
+  if (s.sandwich_norms) {
+    norm_backward(rec, s.norm, d.down, dres, a.down, w.mlp_out_norm, a.rstd_down);
+    d_down = d.down;
+  }
+  project_backward(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, d_down, false);  // (M, I)
   mlp_activation_backward(rec, s.activation, d.gate, d.up, d.gated, a.gate, a.up);                   // (M, I)
   project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
   project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d.h2, d.up, true);
@@ -181,12 +206,18 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   ops::add_forward(rec, dres, dres, d.x_mid);  // dres = d x_mid
   group.emplace(rec, kGroupAttention);
   // x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
+  // (sandwich norms: x_mid = x_in + norm(o(...)))
+  Tensor d_o = dres;
+  if (s.sandwich_norms) {
+    norm_backward(rec, s.norm, d.o, dres, a.o, w.attention_out_norm, a.rstd_o);
+    d_o = d.o;
+  }
   const Tensor attn = a.attn.reshape({M, H * D});
-  project_backward(rec, s, run, layer, LoraTarget::o_proj, w.o, a, attn, d.attn.reshape({M, H * D}), dres, false);
+  project_backward(rec, s, run, layer, LoraTarget::o_proj, w.o, a, attn, d.attn.reshape({M, H * D}), d_o, false);
   ops::attention_backward(rec, d.q, d.k, d.v, d.attn, a.q, a.k, a.v, a.attn, a.lse, s.attention_scale,
                           s.window.value_or(0));
-  ops::rope_backward(rec, d.q, d.q, run.positions, run.inv_freq);
-  ops::rope_backward(rec, d.k, d.k, run.positions, run.inv_freq);
+  ops::rope_backward(rec, d.q, d.q, run.positions, inv_freq);
+  ops::rope_backward(rec, d.k, d.k, run.positions, inv_freq);
   Tensor dq = d.q, dk = d.k;  // the gradients of q_proj(h1), k_proj(h1)
   if (s.qk_norm) {
     norm_backward(rec, s.norm, d.q_proj.reshape({M * H, D}), d.q.reshape({M * H, D}), a.q_proj.reshape({M * H, D}),

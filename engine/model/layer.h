@@ -17,6 +17,8 @@
 // each projection with the adapter's term where it adapts it: + scale·(x̃·Aᵀ)·Bᵀ. Phi-3's fused qkv_proj and
 // gate_up_proj are computed as their parts (q, k, v; gate, up), each with its rows of the weight and of the
 // adapter's B (model/layer_spec.h); its longrope picks LayerRun::inv_freq (short or long factors).
+// Gemma 3 (sandwich norms): x_mid = x_in + norm_ao(attn·Woᵀ), x_out = x_mid + norm_mo(down), the MLP
+// (gelu_tanh(h2·Wgᵀ) · (h2·Wuᵀ))·Wdᵀ; its sliding layers take LayerRun::inv_freq_local.
 //
 // Sizes as in model/layer_acts.h: M = B·T tokens, C hidden, H / KV heads of D, I intermediate.
 #include <cstdint>
@@ -44,6 +46,7 @@ inline constexpr const char* kGroupLoss = "loss";
 struct LayerRun {
   Tensor positions;                       // (M) i32 the position of each token, for RoPE
   Tensor inv_freq;                        // (D/2) f32 RoPE inverse frequencies
+  Tensor inv_freq_local;                  // (D/2) f32 those of LayerSpec::local_rope layers (Gemma 3)
   Tensor step;                            // inference: [kStepSlots] i32 (step[kPastSlot]: the cache's fill)
   const LoraAdapter* adapter = nullptr;   // null: no adapter
   const LoraAdapter* grads = nullptr;     // training: LoRA gradients (accumulated), shaped like adapter
@@ -57,6 +60,8 @@ void embed_tokens(vk::Recorder& rec, const ModelSpec& spec, const Tensor& x, con
 // y = norm(x)·w as `norm` says (rstd: (rows) f32, kept for the backward).
 void norm_forward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& y, const Tensor& rstd, const Tensor& x,
                   const Tensor& w);
+// logits = c·tanh(logits / c) in place when spec.logit_softcap = c > 0 (Gemma 3); nothing otherwise.
+void logit_softcap(vk::Recorder& rec, const ModelSpec& spec, const Tensor& logits);
 // dx = the norm's gradient (frozen weight). f32; dx aliases neither dy nor x.
 void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, const Tensor& dy, const Tensor& x,
                    const Tensor& w, const Tensor& rstd);

@@ -61,6 +61,19 @@ std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T, F16Ope
       {&A::gated, "silu*up",       {M, I},        f16.gated ? Dt::f16 : Dt::act, Keep::backward, shares(&A::gate), kOwn},
       {&A::down,  "down_proj out", {M, C},        Dt::f32, Keep::transient, shares(&A::o),    kNone},
   };
+  if (s.sandwich_norms) {
+    // The norms on o and down read their inputs in the backward, which keeps them; their outputs live only
+    // until the residual add. Their gradients: d o, and d down in the same memory.
+    auto row = [&](Tensor A::*f) -> ActRow& { return *std::find_if(rows.begin(), rows.end(), [&](const ActRow& r) { return r.field == f; }); };
+    row(&A::o).keep = row(&A::down).keep = Keep::backward;
+    row(&A::o).grad = kOwn;
+    row(&A::down).grad = shares(&A::o);
+    rows.insert(rows.end(), {
+      {&A::rstd_o,     "rstd o",     {M},    Dt::f32, Keep::backward,  shares(&A::rstd1), kNone},
+      {&A::out_normed, "out normed", {M, C}, Dt::f32, Keep::transient, kOwn,              kNone},
+      {&A::rstd_down,  "rstd down",  {M},    Dt::f32, Keep::backward,  shares(&A::rstd1), kNone},
+    });
+  }
   if (s.qk_norm)  // the norms' inputs and statistics, which their backward reads
     rows.insert(rows.begin() + 3, {
       {&A::q_proj, "q proj",       {B, T, H, D},  Dt::act, Keep::backward,  kOwn,             kOwn},

@@ -32,12 +32,16 @@ struct LayerActs {
   Tensor attn;              // (B, T, H, D) act   attention's output
   Tensor lse;               // (B, H, T) f32      its softmax log-sum-exp, for the backward (training)
   Tensor o;                 // (M, C) f32         o_proj(attn)
+  Tensor rstd_o;            // (M) f32            1/rms of o (sandwich norms only)
+  Tensor out_normed;        // (M, C) f32         norm(o), then norm(down), before each residual add (sandwich
+                            //                    norms only)
   Tensor x_mid;             // (M, C) f32         x_in + o
   Tensor rstd2;             // (M) f32            1/rms of x_mid
   Tensor h2;                // (M, C) act         post_attention_layernorm(x_mid)
   Tensor gate, up;          // (M, I) act         gate_proj(h2), up_proj(h2)
-  Tensor gated;             // (M, I) act         silu(gate)·up
+  Tensor gated;             // (M, I) act         act(gate)·up
   Tensor down;              // (M, C) f32         down_proj(gated)
+  Tensor rstd_down;         // (M) f32            1/rms of down (sandwich norms only)
   Tensor x_out;             // (M, C) f32         x_mid + down; undefined: not written (a recompute)
   std::array<Tensor, kLoraTargetCount> lora_t;  // (M, r) f32  x̃·Aᵀ of each adapted projection
 };
@@ -48,7 +52,7 @@ enum class ActsPlan : uint8_t {
   // in o, and the residual stream updated in place (x_in = x_mid = x_out). No lse.
   inference,
   // What the backward reads, one set per layer, each layer's output the next one's input; the rest
-  // (o, down) one set for all layers.
+  // (o, down; with sandwich norms, whose backward reads those two, out_normed) one set for all layers.
   training,
   // Training that keeps only each layer's input; the rest is one set for all layers, refilled by running
   // a layer's forward again just before its backward (same inputs, same dropout masks, same results).

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "error.h"
+#include "tensor/dtype.h"
 
 namespace ls::model {
 
@@ -18,6 +19,7 @@ struct Family {
   MlpActivation activation;
   bool qk_norm = false;  // self_attn.q_norm / k_norm: RMSNorm [D] per head of q and k, before RoPE
   bool fused = false;    // self_attn.qkv_proj and mlp.gate_up_proj instead of their parts (Phi-3)
+  bool sandwich = false;  // norms on the attention's and the MLP's outputs too (Gemma 3)
 };
 constexpr Family kFamilies[] = {
     {.arch = Architecture::Qwen2, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu},
@@ -27,6 +29,8 @@ constexpr Family kFamilies[] = {
      .qk_norm = true},
     {.arch = Architecture::Phi3, .norm_style = NormStyle::times_weight, .activation = MlpActivation::silu,
      .fused = true},
+    {.arch = Architecture::Gemma3, .norm_style = NormStyle::one_plus_weight, .activation = MlpActivation::gelu_tanh,
+     .qk_norm = true, .sandwich = true},
 };
 
 const Family& family_of(const ModelConfig& c) {
@@ -75,7 +79,9 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
   const Family& f = family_of(c);
   const uint32_t C = c.hidden_size, I = c.intermediate_size, D = c.head_dim, Q = c.num_heads * D,
                  KV = c.num_kv_heads * D;
-  const bool windowed = c.sliding_window && layer >= c.max_window_layers;
+  // Gemma 3: the layers layer_types marks sliding; the others: every layer from max_window_layers on.
+  const bool windowed = c.sliding_window && (c.sliding_layers.empty() ? layer >= c.max_window_layers
+                                                                       : bool(c.sliding_layers.at(layer)));
   const float af = c.rope_scaling.attention_factor;  // longrope's cos/sin factor (1 for every other RoPE)
   LayerSpec s{
       .hidden = C,
@@ -85,8 +91,12 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
       .head_dim = D,
       .norm = {.style = f.norm_style, .eps = c.rms_norm_eps},
       .activation = f.activation,
-      .attention_scale = 1.0f / std::sqrt(float(D)) * (af * af),
+      // (query_pre_attn_scalar ** -0.5 is a Python float, rounded to f32 where it multiplies the scores)
+      .attention_scale = c.query_pre_attn_scalar > 0 ? float(std::pow(double(c.query_pre_attn_scalar), -0.5))
+                                                     : 1.0f / std::sqrt(float(D)) * (af * af),
       .qk_norm = f.qk_norm,
+      .sandwich_norms = f.sandwich,
+      .local_rope = windowed && c.rope_local_theta > 0,
       .window = windowed ? c.sliding_window : std::nullopt,
       .modules =
           {
@@ -121,15 +131,34 @@ LayerSpec layer_spec(const ModelConfig& c, uint32_t layer) {
     s.modules.insert(after_o, {{.name = "self_attn.q_norm", .norm = LayerNorm::q, .out = D},
                                {.name = "self_attn.k_norm", .norm = LayerNorm::k, .out = D}});
   }
+  if (f.sandwich) {  // Gemma3DecoderLayer: its "post_attention_layernorm" is on the attention's output, and
+                     // "pre_feedforward_layernorm" the norm entering the MLP (LayerNorm::post_attention)
+    for (ModuleSpec& m : s.modules)
+      if (m.norm == LayerNorm::post_attention) m = {.name = "post_attention_layernorm", .norm = LayerNorm::attention_out, .out = C};
+    s.modules.push_back({.name = "pre_feedforward_layernorm", .norm = LayerNorm::post_attention, .out = C});
+    s.modules.push_back({.name = "post_feedforward_layernorm", .norm = LayerNorm::mlp_out, .out = C});
+  }
   return s;
 }
 
+// √C as transformers multiplies the embedding by it: a Python float made a tensor of the weights' dtype.
+float embedding_scale_of(const ModelConfig& c) {
+  const float scale = float(std::sqrt(double(c.hidden_size)));
+  if (c.torch_dtype == "bfloat16") return bf16_to_f32(f32_to_bf16(scale));
+  if (c.torch_dtype == "float16") return f16_to_f32(f32_to_f16(scale));
+  return scale;
+}
+
 ModelSpec model_spec(const ModelConfig& c) {
+  const bool gemma = c.arch == Architecture::Gemma3;
   ModelSpec s{.vocab = c.vocab_size,
               .hidden = c.hidden_size,
               .tied = c.tie_word_embeddings,
+              .embedding_scale = gemma ? embedding_scale_of(c) : 1.0f,
+              .logit_softcap = c.final_logit_softcapping,
               .final_norm = {.style = family_of(c).norm_style, .eps = c.rms_norm_eps},
-              .inv_freq = rope_inv_freq(c)};
+              .inv_freq = rope_inv_freq(c),
+              .inv_freq_local = rope_inv_freq_local(c)};
   if (c.rope_scaling.type == RopeScaling::Type::LongRope) s.inv_freq_long = rope_inv_freq(c, true);
   for (uint32_t i = 0; i < c.num_layers; ++i) s.layers.push_back(layer_spec(c, i));
   return s;

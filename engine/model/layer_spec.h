@@ -5,9 +5,9 @@
 // upload, the demo model's writer and the UI's parameter count; the recorded layer (model/layer.h) for
 // inference and for training. A new family is a row of kFamilies (layer_spec.cpp) plus the code for
 // what is truly new in it: Qwen3 added the q/k norms (LayerSpec::qk_norm), Phi-3 the fused projections
-// (ModuleSpec::parts) and longrope (config.h). Gemma 3 would add NormStyle x̂·(1 + w), the sandwich norms,
-// MlpActivation gelu_tanh (ops::gelu_tanh_mul_forward/backward exist), query_pre_attn_scalar, per-layer RoPE
-// and a window the attention kernels apply, the scaled embedding and the logit softcap.
+// (ModuleSpec::parts) and longrope (config.h), Gemma 3 NormStyle::one_plus_weight, the sandwich norms
+// (LayerSpec::sandwich_norms), MlpActivation::gelu_tanh, query_pre_attn_scalar (attention_scale), the
+// sliding layers' own RoPE (LayerSpec::local_rope), the scaled embedding and the logit softcap (ModelSpec).
 //
 // Sizes: V vocab, C hidden, I intermediate, H / KV query / key-value heads, D head dim.
 #include <cstdint>
@@ -21,18 +21,24 @@ namespace ls::model {
 
 // How an RMSNorm applies its weight to x̂ = x / rms(x).
 enum class NormStyle : uint8_t {
-  times_weight,  // y = x̂·w (Qwen2, Llama, Mistral). Gemma's x̂·(1 + w) would be a second value.
+  times_weight,     // y = x̂·w (Qwen2, Llama, Mistral, Qwen3, Phi-3)
+  // y = x̂·(1 + w) (Gemma3RMSNorm, in f32). The weights' upload stores 1 + w in f32 (model/weights.cpp), the
+  // very (1.0 + w.float()) transformers computes, so the layer runs the times_weight kernels on it.
+  one_plus_weight,
 };
 
 // The MLP: down(act(gate(h)) · up(h)).
 enum class MlpActivation : uint8_t {
-  silu,  // SwiGLU (Qwen2, Llama, Mistral). Gemma's GELU-tanh would be a second value.
+  silu,       // SwiGLU (Qwen2, Llama, Mistral, Qwen3, Phi-3)
+  gelu_tanh,  // GeGLU with the tanh GELU (Gemma 3: gelu_pytorch_tanh)
 };
 
-// The norms of a layer: input and post_attention ([C]); q and k ([D], Qwen3: one RMSNorm over each head's D
-// values of q and of k, after the projection and before RoPE). Gemma 3 would add pre_feedforward and
-// post_feedforward ([C]).
-enum class LayerNorm : uint8_t { input, post_attention, q, k };
+// The norms of a layer: input and post_attention ([C]); q and k ([D], Qwen3, Gemma 3: one RMSNorm over each
+// head's D values of q and of k, after the projection and before RoPE); with sandwich norms (Gemma 3)
+// attention_out and mlp_out ([C]), on the attention's and the MLP's outputs before their residual adds.
+// post_attention is the norm entering the MLP, whatever the checkpoint calls it: Gemma 3's
+// "pre_feedforward_layernorm" (its "post_attention_layernorm" is attention_out).
+enum class LayerNorm : uint8_t { input, post_attention, q, k, attention_out, mlp_out };
 
 struct RmsNorm {
   NormStyle style = NormStyle::times_weight;
@@ -70,8 +76,12 @@ struct LayerSpec {
   RmsNorm norm;                                      // every norm of the layer
   MlpActivation activation = MlpActivation::silu;
   float attention_scale = 1;                         // softmax(q·kᵀ · scale): 1/√D (longrope: times its
-                                                     // attention factor², which scales q and k alike)
+                                                     // attention factor², which scales q and k alike;
+                                                     // Gemma 3: query_pre_attn_scalar^-0.5)
   bool qk_norm = false;                              // q and k normed per head (LayerNorm::q, LayerNorm::k)
+  bool sandwich_norms = false;                       // attention_out and mlp_out norms (Gemma 3)
+  bool local_rope = false;                           // RoPE with ModelSpec::inv_freq_local (Gemma 3's sliding
+                                                     // layers), else with inv_freq
   // Sliding-window attention (Mistral, Phi-3; Qwen2 and Qwen3 with use_sliding_window, on layers >=
   // max_window_layers): a token sees the last `window` positions, itself included (ops/attention.h: the row
   // kernels apply it where the context is longer than the window).
@@ -89,10 +99,14 @@ struct LayerSpec {
 struct ModelSpec {
   uint32_t vocab = 0, hidden = 0;  // V, C
   bool tied = false;               // lm_head is the embedding
-  float embedding_scale = 1;       // x = embed[ids] · scale: 1 for every family today (Gemma: √C)
+  // x = embed[ids] · scale: 1, Gemma 3 √C rounded to the config's dtype as transformers rounds it
+  // (Gemma3TextScaledWordEmbedding: embed_scale.to(weight.dtype)): bf16 √640 = 25.25, not 25.298.
+  float embedding_scale = 1;
+  float logit_softcap = 0;         // logits = c·tanh(logits / c) (Gemma 3's final_logit_softcapping); 0: none
   RmsNorm final_norm;
   std::vector<float> inv_freq;     // [D/2] f32 RoPE inverse frequencies, rope_scaling applied (rope_inv_freq)
   std::vector<float> inv_freq_long;  // longrope: those of the long factors (rope_uses_long_factors); else empty
+  std::vector<float> inv_freq_local;  // Gemma 3: the sliding layers' (rope_inv_freq_local); else empty
   std::vector<LayerSpec> layers;   // one per layer (layers may differ: attention window)
 };
 

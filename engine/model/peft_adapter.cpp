@@ -130,7 +130,7 @@ void save_peft_adapter(const LoraAdapter& a, const ModelConfig& c, const std::fi
       const LoraPair& p = a.at(layer, t);
       for (bool b_matrix : {false, true}) {
         const Tensor& m = b_matrix ? p.b : p.a;
-        names.push_back(peft_key(layer, t, b_matrix));
+        names.push_back(peft_key(layer, t, b_matrix, c.weight_prefix));
         values.push_back(download(m));
         shapes.push_back(m.shape());
       }
@@ -171,8 +171,8 @@ void save_peft_adapter(const LoraAdapter& a, const ModelConfig& c, const std::fi
   fsync_folder(dir.parent_path());
 }
 
-std::string peft_key(size_t layer, LoraTarget target, bool b_matrix) {
-  return "base_model.model.model.layers." + std::to_string(layer) + (is_attention(target) ? ".self_attn." : ".mlp.") +
+std::string peft_key(size_t layer, LoraTarget target, bool b_matrix, const std::string& weight_prefix) {
+  return "base_model.model." + weight_prefix + "layers." + std::to_string(layer) + (is_attention(target) ? ".self_attn." : ".mlp.") +
          std::string(target_name(target)) + (b_matrix ? ".lora_B.weight" : ".lora_A.weight");
 }
 
@@ -236,7 +236,7 @@ LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& c, const st
   a.layers.resize(c.num_layers);
   for (size_t layer = 0; layer < c.num_layers; ++layer) {
     for (LoraTarget t : a.targets) {
-      const std::string ka = peft_key(layer, t, false), kb = peft_key(layer, t, true);
+      const std::string ka = peft_key(layer, t, false, c.weight_prefix), kb = peft_key(layer, t, true, c.weight_prefix);
       const TensorInfo *ta = st.find(ka), *tb = st.find(kb);
       if (!ta && !tb) continue;  // layers_to_transform may leave layers out
       if (!ta || !tb) throw Error(weights_path.string() + ": \"" + (ta ? kb : ka) + "\" is missing (its pair is present)");

@@ -43,7 +43,9 @@ std::string peft_config_json(const LoraAdapter& adapter, const ModelConfig& conf
                              const std::string& base_model_name_or_path);
 
 // The safetensors key of one LoRA matrix, as PEFT names it.
-std::string peft_key(size_t layer, LoraTarget target, bool b_matrix);
+// weight_prefix: the model's (ModelConfig::weight_prefix): a Gemma3ForConditionalGeneration folder's adapter
+// keys are base_model.model.model.language_model.layers.{i}... as PEFT names its modules there.
+std::string peft_key(size_t layer, LoraTarget target, bool b_matrix, const std::string& weight_prefix = "model.");
 
 // [out, in] of a target's base weight.
 std::pair<uint32_t, uint32_t> target_shape(const ModelConfig& c, LoraTarget target);

@@ -138,6 +138,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       dev, spec, &adapter, B, T, DType::f32, options.recompute ? ActsPlan::recompute : ActsPlan::training, f16);
   const LayerRun run{.positions = batch.positions,
                      .inv_freq = rope_uses_long_factors(c, T) ? w.inv_freq_long : w.inv_freq,
+                     .inv_freq_local = w.inv_freq_local,
                      .adapter = &adapter,
                      .grads = &grads,
                      .dropout = options.dropout,
@@ -181,8 +182,10 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       const Tensor rl = row_loss.reshape({K, 1}).slice_rows(r0, r0 + n).reshape({n});
       const Tensor ls = lse.reshape({K, 1}).slice_rows(r0, r0 + n).reshape({n});
       ops::matmul_forward(rec, lg, h_rows.slice_rows(r0, r0 + n), w.lm_head, Tensor());
+      logit_softcap(rec, spec, lg);  // Gemma 3: capped in place; the backward's softcap undoes it
       ops::cross_entropy_rows(rec, rl, ls, lg, tg);
-      ops::cross_entropy_backward(rec, lg, lg, tg, ls, count, loss_scale * grad_scale);  // dlogits in place
+      ops::cross_entropy_backward(rec, lg, lg, tg, ls, count, loss_scale * grad_scale,  // dlogits in place
+                                  spec.logit_softcap);
       ops::matmul_backward_x(rec, dh_rows.slice_rows(r0, r0 + n), lg, w.lm_head);  // d hf
     }
     ops::cross_entropy_reduce(rec, loss, row_loss, t_rows, V);

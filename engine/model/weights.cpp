@@ -86,6 +86,8 @@ const Tensor& weight_of(const ModelWeights& w, const ExpectedTensor& e) {
       case LayerNorm::post_attention: return l.post_attention_norm;
       case LayerNorm::q: return l.q_norm;
       case LayerNorm::k: return l.k_norm;
+      case LayerNorm::attention_out: return l.attention_out_norm;
+      case LayerNorm::mlp_out: return l.mlp_out_norm;
     }
     throw Error("weight_of: " + e.name + ": no such norm");
   };
@@ -124,12 +126,20 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
                                                 uint32_t(e.shape[1]), w.quant_map);
       return;
     }
+    const bool norm = e.role == TensorRole::layer_norm || e.role == TensorRole::final_norm;
+    if (norm && spec.final_norm.style == NormStyle::one_plus_weight) {  // Gemma3RMSNorm's (1.0 + w.float())
+      std::vector<float> v = values_of(info);
+      for (float& x : v) x = 1.0f + x;
+      weight_of(w, e) = Tensor::empty(device, shape_of(info), DType::f32, "norm weight (1 + w)");
+      upload(weight_of(w, e), v);
+      return;
+    }
     const DType dtype = quant != QuantType::none && e.role == TensorRole::bias
                             ? ops::dequantized_dtype(device)
                             : stored_dtype(device, e, info.dtype, spec.tied);
     weight_of(w, e) = upload_tensor(device, info, dtype);
   };
-  for (const ExpectedTensor& e : expected_tensors(spec)) {
+  for (const ExpectedTensor& e : expected_tensors(spec, c.weight_prefix, c.lm_head_name)) {
     const TensorInfo& info = files.at(e.name);
     if (e.role == TensorRole::weight || e.role == TensorRole::bias) {
       const ModuleSpec& m = spec.layers.at(e.layer).projection(e.target);
@@ -152,16 +162,22 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
     w.inv_freq_long = Tensor::empty(device, {uint32_t(spec.inv_freq_long.size())}, DType::f32, "rope inv_freq long");
     upload(w.inv_freq_long, spec.inv_freq_long);
   }
+  if (!spec.inv_freq_local.empty()) {
+    w.inv_freq_local = Tensor::empty(device, {uint32_t(spec.inv_freq_local.size())}, DType::f32, "rope inv_freq local");
+    upload(w.inv_freq_local, spec.inv_freq_local);
+  }
   return w;
 }
 
 uint64_t ModelWeights::device_bytes() const {
   auto bytes = [](const Tensor& t) { return t.defined() ? t.bytes() : 0; };
   auto linear = [&](const LinearWeights& l) { return bytes(l.w) + bytes(l.b) + l.q.bytes(); };
-  uint64_t total = bytes(embed) + bytes(final_norm) + bytes(inv_freq) + bytes(inv_freq_long) + bytes(quant_map);
+  uint64_t total =
+      bytes(embed) + bytes(final_norm) + bytes(inv_freq) + bytes(inv_freq_long) + bytes(inv_freq_local) + bytes(quant_map);
   if (lm_head.defined() && lm_head.range().alloc != embed.range().alloc) total += bytes(lm_head);
   for (const LayerWeights& l : layers)
-    total += bytes(l.input_norm) + bytes(l.post_attention_norm) + bytes(l.q_norm) + bytes(l.k_norm) + linear(l.q) +
+    total += bytes(l.input_norm) + bytes(l.post_attention_norm) + bytes(l.q_norm) + bytes(l.k_norm) +
+             bytes(l.attention_out_norm) + bytes(l.mlp_out_norm) + linear(l.q) +
              linear(l.k) + linear(l.v) + linear(l.o) + linear(l.gate) + linear(l.up) + linear(l.down);
   return total;
 }
@@ -172,6 +188,7 @@ Model Model::load(vk::Device& device, const std::filesystem::path& dir, QuantTyp
   m.dir = dir;
   m.config = load_config(dir / "config.json");
   SafeTensors files = SafeTensors::open(dir);
+  resolve_weight_names(m.config, [&](const std::string& name) { return files.find(name) != nullptr; });
   m.weights = upload_weights(device, m.config, files, quant);
   return m;
 }

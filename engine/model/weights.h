@@ -1,5 +1,5 @@
 #pragma once
-// A Qwen2/Qwen3/Llama/Mistral model's weights on the device, kept in the dtype they were loaded in (bf16, f16
+// A Qwen2/Qwen3/Phi-3/Gemma 3/Llama/Mistral model's weights on the device, kept in the dtype they were loaded in (bf16, f16
 // or f32), except bf16 product weights, which tensor-core devices keep as f16 (docs/design.md
 // "Precision"): the matmul kernels read them as they are. With a quantized base (QLoRA, docs/design.md
 // "Quantized bases") the layers' projection weights are kept packed in 4 or 8 bits instead.
@@ -21,9 +21,11 @@ struct LinearWeights {
   ops::QuantWeight q;  // the weight in packed form, with a quantized base
 };
 
+// Norm weights of NormStyle::one_plus_weight (Gemma 3) are kept as 1 + w in f32 (layer_spec.h).
 struct LayerWeights {
-  Tensor input_norm, post_attention_norm;  // [C]
-  Tensor q_norm, k_norm;                   // [D], with LayerSpec::qk_norm (Qwen3); else undefined
+  Tensor input_norm, post_attention_norm;  // [C] (post_attention: the norm entering the MLP)
+  Tensor q_norm, k_norm;                   // [D], with LayerSpec::qk_norm (Qwen3, Gemma 3); else undefined
+  Tensor attention_out_norm, mlp_out_norm; // [C], with LayerSpec::sandwich_norms (Gemma 3); else undefined
   LinearWeights q, k, v, o, gate, up, down;
 };
 
@@ -34,6 +36,7 @@ struct ModelWeights {
   Tensor lm_head;                  // [V, C]; the embedding itself when tied
   Tensor inv_freq;                 // [D/2] f32 RoPE inverse frequencies (rope scaling applied)
   Tensor inv_freq_long;            // longrope: [D/2] f32 of the long factors (model::rope_uses_long_factors)
+  Tensor inv_freq_local;           // Gemma 3: [D/2] f32 of the sliding layers (LayerSpec::local_rope)
   QuantType quant = QuantType::none;  // how the projection weights are kept
   Tensor quant_map;                // nf4: the absmax map the quantized weights share
   uint64_t device_bytes() const;   // the weights' device memory (a tied table counted once)
@@ -64,7 +67,8 @@ struct Model {
   std::filesystem::path dir;
   ModelConfig config;
   ModelWeights weights;
-  // dir holds config.json and model.safetensors (or a sharded index). quant: see upload_weights.
+  // dir holds config.json and model.safetensors (or a sharded index). quant: see upload_weights. A multimodal
+  // folder's tensor names are resolved from its files (config.h: resolve_weight_names).
   static Model load(vk::Device& device, const std::filesystem::path& dir, QuantType quant = QuantType::none);
 };
 

@@ -19,6 +19,7 @@ struct CrossEntropyBackwardParams {  // = Params in shaders/cross_entropy_backwa
   uint32_t rows;
   uint32_t cols;
   float dloss_scale;
+  float softcap;  // 0: none
 };
 static_assert(sizeof(CrossEntropyBackwardParams) <= 128);
 
@@ -77,8 +78,9 @@ void cross_entropy_forward(vk::Recorder& rec, const Tensor& loss, const Tensor& 
 }
 
 void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
-                            const Tensor& lse, const Tensor& loss, float dloss_scale) {
+                            const Tensor& lse, const Tensor& loss, float dloss_scale, float softcap) {
   const char* op = "cross_entropy_backward";
+  require(softcap >= 0 && std::isfinite(softcap), op, "softcap must be 0 (none) or positive");
   require_dtype(logits, {DType::f32, DType::f16, DType::bf16}, op, "logits");
   require_matrix(logits, op, "logits");
   uint64_t n = logits.rows();
@@ -90,7 +92,8 @@ void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tens
   require_dtype(loss, {DType::f32}, op, "loss");
   require_shape(loss, {2}, op, "loss");
   rec.dispatch(variant(vk::family::cross_entropy_backward, {logits.dtype(), dlogits.dtype()}, op), {in(logits), in(targets), in(lse), in(loss), out(dlogits)},
-               CrossEntropyBackwardParams{.rows = uint32_t(n), .cols = logits.cols(), .dloss_scale = dloss_scale},
+               CrossEntropyBackwardParams{.rows = uint32_t(n), .cols = logits.cols(), .dloss_scale = dloss_scale,
+                                          .softcap = softcap},
                grid_stride_rows(n), {.local_x = row_threads_for(logits.cols())});
 }
 
@@ -121,7 +124,8 @@ void cross_entropy_forward(std::span<F> loss, std::span<F> row_loss, std::span<F
 
 template <class F>
 void cross_entropy_backward(std::span<F> dlogits, std::span<const F> logits, std::span<const int32_t> targets,
-                            std::span<const F> lse, std::span<const F> loss, uint32_t vocab, double dloss_scale) {
+                            std::span<const F> lse, std::span<const F> loss, uint32_t vocab, double dloss_scale,
+                            double softcap) {
   double count = double(loss[1]);
   double row_scale = count > 0 ? dloss_scale / count : 0.0;
   for (size_t r = 0; r < targets.size(); ++r) {
@@ -130,6 +134,7 @@ void cross_entropy_backward(std::span<F> dlogits, std::span<const F> logits, std
       double g = 0;
       if (counted(targets[r], vocab))
         g = row_scale * (std::exp(double(logits[i]) - double(lse[r])) - (size_t(targets[r]) == c ? 1.0 : 0.0));
+      if (softcap > 0) g *= 1.0 - (double(logits[i]) / softcap) * (double(logits[i]) / softcap);
       dlogits[i] = F(g);
     }
   }
@@ -140,9 +145,11 @@ template void cross_entropy_forward<float>(std::span<float>, std::span<float>, s
 template void cross_entropy_forward<double>(std::span<double>, std::span<double>, std::span<double>,
                                             std::span<const double>, std::span<const int32_t>, uint32_t);
 template void cross_entropy_backward<float>(std::span<float>, std::span<const float>, std::span<const int32_t>,
-                                            std::span<const float>, std::span<const float>, uint32_t, double);
+                                            std::span<const float>, std::span<const float>, uint32_t, double,
+                                            double);
 template void cross_entropy_backward<double>(std::span<double>, std::span<const double>, std::span<const int32_t>,
-                                             std::span<const double>, std::span<const double>, uint32_t, double);
+                                             std::span<const double>, std::span<const double>, uint32_t, double,
+                                             double);
 }  // namespace ref
 
 }  // namespace ls::ops

@@ -30,8 +30,10 @@ void cross_entropy_reduce(vk::Recorder& rec, const Tensor& loss, const Tensor& r
 // dlogits [N, V] = dloss_scale * (softmax(logits) - onehot(target)) / count for counted rows, 0 for
 // ignored rows (and everywhere when count = 0). count is read on the device from loss[1]. dlogits is
 // f32 or the dtype of logits, and may alias logits (same dtype) to save the second [N, V] buffer.
+// softcap c > 0: `logits` are capped, l = c·tanh(z / c) (ops::softcap_forward in place of the raw z), and
+// dlogits is the gradient of the raw z: the above times 1 - (l / c)² (no second buffer for z needed).
 void cross_entropy_backward(vk::Recorder& rec, const Tensor& dlogits, const Tensor& logits, const Tensor& targets,
-                            const Tensor& lse, const Tensor& loss, float dloss_scale = 1.0f);
+                            const Tensor& lse, const Tensor& loss, float dloss_scale = 1.0f, float softcap = 0.0f);
 
 // CPU references (accumulate in double); F is float or double. logits [N, V] row-major; targets past
 // [0, V) are ignored as in the kernels. loss has 2 elements {mean, count}.
@@ -41,7 +43,8 @@ void cross_entropy_forward(std::span<F> loss, std::span<F> row_loss, std::span<F
                            std::span<const int32_t> targets, uint32_t vocab);
 template <class F>
 void cross_entropy_backward(std::span<F> dlogits, std::span<const F> logits, std::span<const int32_t> targets,
-                            std::span<const F> lse, std::span<const F> loss, uint32_t vocab, double dloss_scale = 1.0);
+                            std::span<const F> lse, std::span<const F> loss, uint32_t vocab, double dloss_scale = 1.0,
+                            double softcap = 0.0);
 }  // namespace ref
 
 }  // namespace ls::ops

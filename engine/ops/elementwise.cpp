@@ -1,5 +1,8 @@
 #include "ops/elementwise.h"
 
+#include <cmath>
+#include <string>
+
 #include "ops/common.h"
 
 namespace ls::ops {
@@ -35,12 +38,25 @@ void scale_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float s)
                groups_for(x.numel()), {.local_x = kThreads});
 }
 
+void softcap_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float c) {
+  const char* op = "softcap_forward";
+  require_dtype(x, {DType::f32, DType::f16, DType::bf16}, op, "x");
+  require_shape(y, x.shape(), op, "y");
+  require(y.dtype() == x.dtype(), op, "dtypes differ: y " + y.describe() + ", x " + x.describe());
+  require(c > 0 && std::isfinite(c), op, "the cap must be a positive number, got " + std::to_string(c));
+  rec.dispatch(variant(vk::family::softcap, {x.dtype()}, op), {in(x), out(y)},
+               ElementwiseParams{.n = uint32_t(x.numel()), .s = c}, groups_for(x.numel()), {.local_x = kThreads});
+}
+
 namespace ref {
 void add_forward(std::span<float> y, std::span<const float> a, std::span<const float> b) {
   for (size_t i = 0; i < y.size(); ++i) y[i] = a[i] + b[i];
 }
 void scale_forward(std::span<float> y, std::span<const float> x, float s) {
   for (size_t i = 0; i < y.size(); ++i) y[i] = s * x[i];
+}
+void softcap_forward(std::span<float> y, std::span<const float> x, float c) {
+  for (size_t i = 0; i < y.size(); ++i) y[i] = float(double(c) * std::tanh(double(x[i]) / double(c)));
 }
 }  // namespace ref
 

@@ -12,10 +12,14 @@ namespace ls::ops {
 void add_forward(vk::Recorder& rec, const Tensor& y, const Tensor& a, const Tensor& b);
 // y = s * x. y may alias x. Its backward is scale_forward(dx, dy, s).
 void scale_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float s);
+// y = c·tanh(x / c), c > 0 (Gemma 3's final logit softcapping, transformers' order: divide, tanh, multiply).
+// y may alias x. Its backward, dx = dy·(1 - (y / c)²), is fused into ops::cross_entropy_backward's softcap.
+void softcap_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, float c);
 
 namespace ref {
 void add_forward(std::span<float> y, std::span<const float> a, std::span<const float> b);
 void scale_forward(std::span<float> y, std::span<const float> x, float s);
+void softcap_forward(std::span<float> y, std::span<const float> x, float c);  // tanh in double
 }  // namespace ref
 
 }  // namespace ls::ops

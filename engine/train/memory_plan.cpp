@@ -96,11 +96,16 @@ StepBytes step_bytes(const model::ModelSpec& spec, const PlanOptions& o, uint32_
 void add_weights(MemoryPlan& p, const model::ModelSpec& spec, const PlanOptions& o) {
   uint64_t projections = 0, embed = 0, head = 0, rest = fp(spec.inv_freq.size() * 4);
   if (!spec.inv_freq_long.empty()) rest += fp(spec.inv_freq_long.size() * 4);  // longrope's second table
+  if (!spec.inv_freq_local.empty()) rest += fp(spec.inv_freq_local.size() * 4);  // Gemma 3's sliding layers'
   if (o.quantize == QuantType::nf4) rest += fp(dynamic_map_8bit().size() * 4);  // the absmax map, shared
   for (const model::ExpectedTensor& e : model::expected_tensors(spec)) {
     // A quantized layer's biases are kept in its products' dtype (ops::dequantized_dtype).
+    // Gemma 3's norms are kept as 1 + w in f32 (model/weights.h).
     const bool quantized_layer = o.quantize != QuantType::none;
+    const bool offset_norm = spec.final_norm.style == model::NormStyle::one_plus_weight &&
+                             (e.role == model::TensorRole::layer_norm || e.role == model::TensorRole::final_norm);
     const uint32_t size = quantized_layer && e.role == model::TensorRole::bias ? (o.device.coopmat ? 2u : 4u)
+                          : offset_norm                                        ? 4u
                                                                                : uint32_t(dtype_size(o.weight_dtype(e)));
     // A fused projection is kept as its parts (model/weights.cpp upload_weights): each its own tensor.
     std::vector<uint64_t> pieces = {e.numel()};

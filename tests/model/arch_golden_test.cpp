@@ -3,6 +3,13 @@
 //   qwen3_tiny  q/k norms, head_dim 24 != hidden 80 / 4 heads, tied
 //   phi3_tiny   fused qkv_proj / gate_up_proj, longrope (original context 32: the prompt (16 tokens) stays
 //               below it, its greedy tokens cross it, long_ids (45 tokens) is past it in one forward)
+//   gemma3_tiny RMSNorm x·(1 + w), four norms a layer, q/k norms, GELU-tanh MLP, embedding ·√64,
+//               query_pre_attn_scalar 20, layers sliding (window 8 < the prompt's 22 tokens, RoPE base 1e4) /
+//               full (1e6, linear factor 2) / sliding, final logit softcap 8, tied
+// Gemma 3 also as a Gemma3ForConditionalGeneration folder: the same weights under the language model's names
+// of transformers 5 and of older versions, a vision tensor beside them, the text config nested: the same
+// logits as the plain folder's, to the bit, with and without PEFT's adapter (its keys renamed as PEFT names
+// that model's modules), and the adapter saved and merged into that folder.
 // Phi-3's greedy steps past the original context: transformers 5.17's Phi3ForCausalLM drops the KV cache there
 // ("enforce re-compute cache") but still feeds only the newest token, so each such step attends to itself
 // alone (measured: its logits equal a lone-token forward at that position to 1.4e-6, and differ from a
@@ -19,11 +26,15 @@
 #include <cstring>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "infer/generator.h"
+#include "model/merge.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
 #include "model/training.h"
 #include "support/reference_model.h"
+#include "model/model_files.h"
 #include "support/testing.h"
 #include "train/optimizer_update.h"
 
@@ -187,7 +198,98 @@ TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
   EXPECT_EQ(checked, st.tensors().size() - 2);  // every gradient PEFT saved (all but logits and loss)
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, ArchGolden, ::testing::Values("qwen3_tiny", "phi3_tiny"),
+// export --merge of PEFT's adapter (model/merge.h): the merged folder, loaded as a plain model, gives PEFT's
+// adapted logits.
+TEST_P(ArchGolden, MergedAdapterGivesPeftLogits) {
+  test::TempDir tmp;
+  model::merge_adapter(dir_, dir_ / "adapter", tmp / "merged");
+  const auto merged = model::Model::load(dev(), tmp / "merged");
+  const auto want = values<float>(model::SafeTensors::open(dir_ / "expected_adapter.safetensors"), "logits");
+  infer::Generator g(dev(), merged, nullptr, {.context = 128});
+  const auto got = g.logits_of_every_position(ids_);
+  test::expect_close(got, want, 1e-4, "merged model logits", {uint32_t(ids_.size()), merged.config.vocab_size});
+  report("merged model logits vs PEFT's adapted", got, want);
+}
+
+// gemma3_tiny rewritten as a Gemma3ForConditionalGeneration folder (keys under `prefix`, config.json's text
+// config nested, a vision tower tensor that must be ignored): the prefill logits are the plain folder's, bit
+// for bit, and transformers'. PEFT's adapter with its keys where PEFT puts them for such a model
+// (base_model.model.<prefix>layers...) gives the plain folder's adapted logits; saved again, its keys keep
+// that prefix; merged into the folder (export --merge), the vision tensor is kept and the logits are PEFT's.
+void expect_multimodal_layout_loads(vk::Device& dev, const std::string& prefix) {
+  const fs::path src = fixture("gemma3_tiny");
+  test::TempDir tmp;
+  const fs::path dir = tmp / "model", adapter_dir = tmp / "adapter";
+  fs::create_directories(dir);
+  fs::create_directories(adapter_dir);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    fs::copy_file(src / f, dir / f);
+  nlohmann::json text = nlohmann::json::parse(test::read_text(src / "config.json"));
+  text.erase("architectures");
+  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}},
+                                 {"model_type", "gemma3"},
+                                 {"text_config", text},
+                                 {"vision_config", {{"model_type", "siglip_vision_model"}, {"hidden_size", 8}}},
+                                 {"eos_token_id", text["eos_token_id"]},
+                                 {"image_token_index", 5}};
+  test::write_text(dir / "config.json", config.dump(2));
+  // The same tensors under new names: `from` replaced by `to` at the front of every key.
+  auto renamed = [](const model::SafeTensors& st, const std::string& from, const std::string& to) {
+    std::vector<model::TensorToWrite> out;
+    for (const model::TensorInfo& t : st.tensors()) {
+      EXPECT_TRUE(t.name.starts_with(from)) << t.name;
+      out.push_back({.name = to + t.name.substr(from.size()), .dtype = t.dtype, .shape = t.shape, .bytes = t.bytes});
+    }
+    return out;
+  };
+  const auto st = model::SafeTensors::open(src / "model.safetensors");
+  std::vector<model::TensorToWrite> tensors = renamed(st, "model.", prefix);
+  const std::vector<float> vision(12, 0.5f);
+  const std::string vision_name = prefix.starts_with("model.") ? "model.vision_tower.patch.weight" : "vision_tower.patch.weight";
+  tensors.push_back({.name = vision_name, .dtype = DType::f32, .shape = {3, 4}, .bytes = std::as_bytes(std::span(vision))});
+  model::write_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
+  const auto peft = model::SafeTensors::open(src / "adapter/adapter_model.safetensors");
+  model::write_safetensors(adapter_dir / "adapter_model.safetensors",
+                           renamed(peft, "base_model.model.model.", "base_model.model." + prefix), {{"format", "pt"}});
+  fs::copy_file(src / "adapter/adapter_config.json", adapter_dir / "adapter_config.json");
+
+  const auto m = model::Model::load(dev, dir);
+  EXPECT_TRUE(m.config.multimodal);
+  EXPECT_EQ(m.config.weight_prefix, prefix);
+  EXPECT_EQ(m.config.architecture_name, "Gemma3ForConditionalGeneration");
+  const auto plain = model::Model::load(dev, src);
+  const auto expected = model::SafeTensors::open(src / "expected.safetensors");
+  const auto ids = values<int32_t>(expected, "ids");
+  infer::Generator g(dev, m, nullptr, {.context = 128, .max_chunk = 16});
+  infer::Generator g_plain(dev, plain, nullptr, {.context = 128, .max_chunk = 16});
+  const auto got = g.logits_of_every_position(ids);
+  EXPECT_EQ(got, g_plain.logits_of_every_position(ids)) << prefix;
+  test::expect_close(got, values<float>(expected, "logits"), 1e-4, "multimodal layout logits");
+
+  const auto adapter = model::load_peft_adapter(dev, m.config, adapter_dir);
+  const auto plain_adapter = model::load_peft_adapter(dev, plain.config, src / "adapter");
+  infer::Generator ga(dev, m, &adapter, {.context = 128});
+  infer::Generator ga_plain(dev, plain, &plain_adapter, {.context = 128});
+  EXPECT_EQ(ga.logits_of_every_position(ids), ga_plain.logits_of_every_position(ids)) << prefix << " adapted";
+  model::save_peft_adapter(adapter, m.config, tmp / "saved", "");
+  const auto saved = model::SafeTensors::open(tmp / "saved/adapter_model.safetensors");
+  EXPECT_NE(saved.find("base_model.model." + prefix + "layers.0.self_attn.q_proj.lora_A.weight"), nullptr);
+  model::merge_adapter(dir, tmp / "saved", tmp / "merged");
+  EXPECT_NE(model::SafeTensors::open(tmp / "merged").find(vision_name), nullptr);
+  const auto merged = model::Model::load(dev, tmp / "merged");
+  infer::Generator gm(dev, merged, nullptr, {.context = 128});
+  const auto want = values<float>(model::SafeTensors::open(src / "expected_adapter.safetensors"), "logits");
+  test::expect_close(gm.logits_of_every_position(ids), want, 1e-4, "merged multimodal folder vs PEFT");
+}
+
+class Gemma3Golden : public test::GpuTest {};
+
+TEST_F(Gemma3Golden, ConditionalGenerationFolderLoadsItsLanguageModel) {
+  expect_multimodal_layout_loads(dev(), "model.language_model.");  // transformers 5
+  expect_multimodal_layout_loads(dev(), "language_model.model.");  // older checkpoints
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, ArchGolden, ::testing::Values("qwen3_tiny", "phi3_tiny", "gemma3_tiny"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The recorded forward (model/layer.h through infer::Generator) of each family against a CPU forward in
 // double written from transformers' modeling code (support/reference_model.h), on tiny models with random
-// weights and irregular sizes (support/tiny_model.h): Qwen3, Phi-3, and a Mistral whose sliding window (5) is
-// shorter than the sequences; and on
+// weights and irregular sizes (support/tiny_model.h): Qwen3, Phi-3, a Mistral whose sliding window (5) is
+// shorter than the sequences, and a Gemma 3 (window 5 on its sliding layers); and on
 // the golden fixtures themselves, where the reference must also match transformers (which checks the
 // reference). Tolerances as in tests/infer/generator_golden_test.cpp: f32, every logit within 1e-4
 // relative (test::expect_close), through one prefill, through chunked prefill and token by token.
@@ -66,11 +66,29 @@ json mistral_window_config() {
     "max_position_embeddings": 256, "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": false})");
 }
 
+// Gemma 3: head_dim 20 with hidden 72 and 4 heads (H·D = 80 != C), GQA 4/2, three layers sliding / full /
+// sliding with a window of 5 and their own RoPE base, linear scaling 3 on the full one, query_pre_attn_scalar
+// 30, final logit softcap 5, tied.
+json gemma3_config() {
+  return json::parse(R"({
+    "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "vocab_size": 301, "hidden_size": 72,
+    "intermediate_size": 100, "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "head_dim": 20, "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 30,
+    "final_logit_softcapping": 5.0, "sliding_window": 5, "hidden_activation": "gelu_pytorch_tanh",
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+    "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 3.0, "rope_theta": 100000.0},
+                        "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+    "tie_word_embeddings": true, "torch_dtype": "float32"})");
+}
+
 struct Family {
   const char* name;
   json (*config)();
 };
-const Family kGenerated[] = {{"qwen3", qwen3_config}, {"phi3", phi3_config}, {"mistral_window", mistral_window_config}};
+const Family kGenerated[] = {{"qwen3", qwen3_config},
+                             {"phi3", phi3_config},
+                             {"mistral_window", mistral_window_config},
+                             {"gemma3", gemma3_config}};
 
 void report(const char* what, std::span<const float> a, std::span<const float> e) {
   auto s = test::compare(a, e);
@@ -216,6 +234,18 @@ TEST(Phi3Gguf, ExportsAreRefused) {
   EXPECT_FALSE(fs::exists(dir / "m.gguf"));
 }
 
+// No Gemma 3 GGUF yet either (llama.cpp's gemma3 wants 1 + w norms and a SentencePiece vocabulary).
+TEST(Gemma3Gguf, ExportsAreRefused) {
+  test::TempDir dir;
+  test::write_random_model(dir.path(), gemma3_config(), 7);
+  EXPECT_TRUE(
+      test::throws_error([&] { model::export_model_gguf(dir.path(), dir / "m.gguf", model::GgufFileType::f16); },
+                         {(dir / "config.json").string(), "GGUF export of Gemma3ForCausalLM is not supported"}));
+  EXPECT_TRUE(test::throws_error([&] { model::export_adapter_gguf(dir.path(), dir / "adapter", dir / "a.gguf"); },
+                                 {"Gemma3ForCausalLM"}));
+  EXPECT_FALSE(fs::exists(dir / "m.gguf"));
+}
+
 INSTANTIATE_TEST_SUITE_P(Families, GeneratedModel, ::testing::ValuesIn(kGenerated),
                          [](const auto& p) { return std::string(p.param.name); });
 
@@ -240,7 +270,7 @@ TEST_P(ReferenceOnGolden, MatchesTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ReferenceOnGolden,
-                         ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "phi3_tiny"));
+                         ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "phi3_tiny", "gemma3_tiny"));
 
 }  // namespace
 }  // namespace ls

@@ -416,7 +416,8 @@ TEST(Config, Refusals) {
   const std::vector<std::pair<json, std::vector<std::string_view>>> cases = {
       {with(kQwen25, "architectures", {"GPT2LMHeadModel"}),
        {"architecture \"GPT2LMHeadModel\" is not supported",
-        "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, LlamaForCausalLM, MistralForCausalLM"}},
+        "Qwen2ForCausalLM, Qwen3ForCausalLM, Phi3ForCausalLM, Gemma3ForCausalLM, Gemma3ForConditionalGeneration, "
+        "LlamaForCausalLM, MistralForCausalLM"}},
       {with(kQwen25, "architectures", "Qwen2ForCausalLM"), {"\"architectures\" must be a list"}},
       {with(with(minimal("LlamaForCausalLM"), "architectures", nullptr), "model_type", "gpt2"),
        {"architecture \"gpt2\" is not supported"}},
@@ -463,6 +464,93 @@ TEST(Config, Refusals) {
       for (std::string_view p : all) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
     }
   }
+}
+
+// Gemma 3 configs in the layouts the hub's checkpoints use (written from memory of google/gemma-3-1b-it and
+// gemma-3-4b-it, which were saved by transformers 4.50: what matters is the keys' layout, not the exact file).
+const json kGemma3_1B = json::parse(R"({
+  "architectures": ["Gemma3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": null, "bos_token_id": 2, "cache_implementation": "hybrid", "eos_token_id": [1, 106],
+  "final_logit_softcapping": null, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 1152,
+  "initializer_range": 0.02, "intermediate_size": 6912, "max_position_embeddings": 32768,
+  "model_type": "gemma3_text", "num_attention_heads": 4, "num_hidden_layers": 26, "num_key_value_heads": 1,
+  "pad_token_id": 0, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000,
+  "rope_scaling": null, "rope_theta": 1000000, "sliding_window": 512, "sliding_window_pattern": 6,
+  "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0", "use_cache": true, "vocab_size": 262144})");
+const json kGemma3_4B = json::parse(R"({
+  "architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999, "eoi_token_index": 256000,
+  "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02, "mm_tokens_per_image": 256,
+  "model_type": "gemma3", "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+  "model_type": "gemma3_text", "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+  "sliding_window": 1024}, "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
+  "vision_config": {"hidden_size": 1152, "image_size": 896, "model_type": "siglip_vision_model",
+  "num_hidden_layers": 27, "patch_size": 14}})");
+
+TEST(Config, Gemma3_1B) {
+  const ModelConfig c = parse(kGemma3_1B);
+  EXPECT_EQ(c.arch, Architecture::Gemma3);
+  EXPECT_EQ(c.architecture_name, "Gemma3ForCausalLM");
+  EXPECT_FALSE(c.multimodal);
+  EXPECT_EQ(c.weight_prefix, "model.");
+  EXPECT_EQ(c.head_dim, 256u);
+  EXPECT_EQ(c.num_kv_heads, 1u);
+  EXPECT_TRUE(c.tie_word_embeddings);  // absent: Gemma3TextConfig's True
+  EXPECT_EQ(c.sliding_window, 512u);
+  ASSERT_EQ(c.sliding_layers.size(), 26u);
+  for (uint32_t i = 0; i < 26; ++i) EXPECT_EQ(c.sliding_layers[i], (i + 1) % 6 != 0) << i;
+  EXPECT_EQ(c.rope_theta, 1e6f);
+  EXPECT_EQ(c.rope_local_theta, 1e4f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::None);
+  EXPECT_EQ(c.query_pre_attn_scalar, 256.0f);
+  EXPECT_EQ(c.final_logit_softcapping, 0.0f);
+  EXPECT_EQ(c.bos_token_id, 2);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{1, 106}));
+  json gelu = kGemma3_1B;
+  gelu["hidden_activation"] = "gelu";
+  EXPECT_TRUE(throws_error([&] { parse(gelu); }, {"config.json", "hidden_activation", "gelu_pytorch_tanh"}));
+  json capped = kGemma3_1B;
+  capped["attn_logit_softcapping"] = 50.0;
+  EXPECT_TRUE(throws_error([&] { parse(capped); }, {"attn_logit_softcapping"}));
+  json bidirectional = kGemma3_1B;
+  bidirectional["use_bidirectional_attention"] = true;
+  EXPECT_TRUE(throws_error([&] { parse(bidirectional); }, {"use_bidirectional_attention"}));
+  json scaled_local = kGemma3_1B;
+  scaled_local["rope_parameters"] = {{"sliding_attention", {{"rope_type", "linear"}, {"factor", 2.0}}}};
+  EXPECT_TRUE(throws_error([&] { parse(scaled_local); }, {"sliding_attention", "default RoPE"}));
+}
+
+// The text_config of a multimodal folder, sparse, with Gemma3TextConfig's defaults for the rest and the top
+// level's eos and dtype.
+TEST(Config, Gemma3_4B_ConditionalGeneration) {
+  const ModelConfig c = parse(kGemma3_4B);
+  EXPECT_EQ(c.arch, Architecture::Gemma3);
+  EXPECT_EQ(c.architecture_name, "Gemma3ForConditionalGeneration");
+  EXPECT_TRUE(c.multimodal);
+  EXPECT_EQ(c.weight_prefix, "model.language_model.");
+  EXPECT_EQ(c.hidden_size, 2560u);
+  EXPECT_EQ(c.num_layers, 34u);
+  EXPECT_EQ(c.num_heads, 8u);
+  EXPECT_EQ(c.num_kv_heads, 4u);
+  EXPECT_EQ(c.head_dim, 256u);
+  EXPECT_EQ(c.vocab_size, 262208u);
+  EXPECT_EQ(c.query_pre_attn_scalar, 256.0f);
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::Linear);
+  EXPECT_EQ(c.rope_scaling.factor, 8.0f);
+  EXPECT_EQ(c.sliding_window, 1024u);
+  EXPECT_EQ(c.eos_token_ids, (std::vector<int32_t>{1, 106}));
+  EXPECT_EQ(c.torch_dtype, "bfloat16");
+  // Which names the files use.
+  ModelConfig old = c;
+  resolve_weight_names(old, [](const std::string& n) { return n == "language_model.model.embed_tokens.weight"; });
+  EXPECT_EQ(old.weight_prefix, "language_model.model.");
+  EXPECT_EQ(old.lm_head_name, "language_model.lm_head.weight");
+  ModelConfig v5 = c;
+  resolve_weight_names(v5, [](const std::string& n) { return n == "model.language_model.embed_tokens.weight"; });
+  EXPECT_EQ(v5.weight_prefix, "model.language_model.");
+  EXPECT_EQ(v5.lm_head_name, "lm_head.weight");
+  json no_text = kGemma3_4B;
+  no_text.erase("text_config");
+  EXPECT_TRUE(throws_error([&] { parse(no_text); }, {"config.json", "text_config"}));
 }
 
 TEST(Config, LoadsFilesAndFolders) {

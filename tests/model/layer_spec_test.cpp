@@ -150,8 +150,72 @@ TEST(LayerSpec, AttentionWindowOnTheLayersTheConfigSays) {
   for (const LayerSpec& l : spec_of(q).layers) EXPECT_FALSE(l.window);
 }
 
+// Gemma 3 (transformers 5's config layout, as gemma3_tiny's): four norms a layer in Gemma3DecoderLayer's
+// names, x·(1 + w) norms, GELU-tanh, q/k norms, the window and the local RoPE on the sliding layers,
+// query_pre_attn_scalar, √C embedding scale and the logit softcap.
+TEST(LayerSpec, Gemma3SandwichNormsSlidingLayersAndScales) {
+  json g = config("Gemma3ForCausalLM");
+  g["head_dim"] = 16;
+  g["query_pre_attn_scalar"] = 20;
+  g["final_logit_softcapping"] = 8.0;
+  g["sliding_window"] = 8;
+  g["layer_types"] = {"sliding_attention", "full_attention", "sliding_attention"};
+  g["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e6}}},
+                          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+  const ModelSpec s = spec_of(g);
+  const LayerSpec& l = s.layers[0];
+  EXPECT_EQ(l.norm.style, NormStyle::one_plus_weight);
+  EXPECT_EQ(s.final_norm.style, NormStyle::one_plus_weight);
+  EXPECT_EQ(l.activation, MlpActivation::gelu_tanh);
+  EXPECT_TRUE(l.qk_norm && l.sandwich_norms);
+  std::vector<std::string> names;
+  for (const ModuleSpec& m : l.modules) names.push_back(m.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+                                             "self_attn.v_proj", "self_attn.o_proj", "self_attn.q_norm",
+                                             "self_attn.k_norm", "post_attention_layernorm", "mlp.gate_proj",
+                                             "mlp.up_proj", "mlp.down_proj", "pre_feedforward_layernorm",
+                                             "post_feedforward_layernorm"}));
+  EXPECT_EQ(l.modules[7].norm, LayerNorm::attention_out);  // Gemma's post_attention_layernorm: on o
+  EXPECT_EQ(l.modules[11].norm, LayerNorm::post_attention);  // the norm entering the MLP
+  EXPECT_EQ(l.modules[12].norm, LayerNorm::mlp_out);
+  EXPECT_EQ(l.projection(LoraTarget::q_proj).out, 6u * 16);
+  EXPECT_FLOAT_EQ(l.attention_scale, float(1 / std::sqrt(20.0)));
+  EXPECT_EQ(s.layers[0].window, 8u);
+  EXPECT_FALSE(s.layers[1].window);
+  EXPECT_EQ(s.layers[2].window, 8u);
+  EXPECT_TRUE(s.layers[0].local_rope && !s.layers[1].local_rope && s.layers[2].local_rope);
+  ASSERT_EQ(s.inv_freq.size(), 8u);
+  ASSERT_EQ(s.inv_freq_local.size(), 8u);
+  for (uint32_t i = 0; i < 8; ++i) {
+    EXPECT_NEAR(s.inv_freq[i], 0.5 / std::pow(1e6, i / 8.0), 1e-6 * s.inv_freq[i]) << i;  // linear factor 2
+    EXPECT_NEAR(s.inv_freq_local[i], 1 / std::pow(1e4, i / 8.0), 1e-6 * s.inv_freq_local[i]) << i;
+  }
+  EXPECT_EQ(s.logit_softcap, 8.0f);
+  EXPECT_FLOAT_EQ(s.embedding_scale, float(std::sqrt(48.0)));
+  EXPECT_TRUE(s.tied);  // Gemma3TextConfig's default
+  // transformers multiplies by √C rounded to the weights' dtype: bf16 √640 = 25.25.
+  g["hidden_size"] = 640;
+  g["torch_dtype"] = "bfloat16";
+  EXPECT_EQ(spec_of(g).embedding_scale, 25.25f);
+  // Older configs: sliding_window_pattern (layer i full when (i + 1) % pattern == 0), rope_local_base_freq,
+  // rope_scaling for the full layers.
+  json old = config("Gemma3ForCausalLM");
+  old["sliding_window_pattern"] = 3;
+  old["rope_local_base_freq"] = 5000.0;
+  old["rope_theta"] = 1e5;
+  old["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 4.0}};
+  const ModelSpec o = spec_of(old);
+  EXPECT_TRUE(o.layers[0].window && o.layers[1].window && !o.layers[2].window);
+  EXPECT_EQ(o.layers[0].window, 4096u);  // Gemma3TextConfig's default
+  EXPECT_FLOAT_EQ(o.layers[0].attention_scale, 1 / 16.0f);  // query_pre_attn_scalar's default 256
+  // head_dim: Gemma3TextConfig's 256, not hidden / heads
+  EXPECT_NEAR(o.inv_freq[1], 0.25 / std::pow(1e5, 2.0 / 256), 1e-6 * o.inv_freq[1]);
+  EXPECT_NEAR(o.inv_freq_local[1], 1 / std::pow(5000.0, 2.0 / 256), 1e-6 * o.inv_freq_local[1]);
+  EXPECT_EQ(o.logit_softcap, 0.0f);
+}
+
 TEST(TensorTable, EveryRowFillsItsOwnWeight) {
-  for (const char* arch : {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM"})
+  for (const char* arch : {"Qwen2ForCausalLM", "LlamaForCausalLM", "Qwen3ForCausalLM", "Gemma3ForCausalLM"})
     for (bool tied : {false, true}) {
       json j = config(arch);
       j["tie_word_embeddings"] = tied;
@@ -167,7 +231,11 @@ TEST(TensorTable, EveryRowFillsItsOwnWeight) {
       // the final norm, lm_head unless tied
       // (Qwen3 with attention_bias: q, k, v, o biases, and its q and k norms)
       const std::string a = arch;
-      const size_t per_layer = a == "LlamaForCausalLM" ? 2 + 7 + 7 : a == "Qwen3ForCausalLM" ? 4 + 7 + 4 : 2 + 7 + 3;
+      // (Gemma 3 with attention_bias: the same, and its two more norms; it has no mlp_bias)
+      const size_t per_layer = a == "LlamaForCausalLM"   ? 2 + 7 + 7
+                               : a == "Qwen3ForCausalLM" ? 4 + 7 + 4
+                               : a == "Gemma3ForCausalLM" ? 6 + 7 + 4
+                                                          : 2 + 7 + 3;
       EXPECT_EQ(table.size(), 2 + 3 * per_layer + (tied ? 0 : 1)) << arch;
     }
 }

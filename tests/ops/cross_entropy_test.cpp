@@ -14,6 +14,7 @@
 
 #include "ops/argmax.h"
 #include "ops/cross_entropy.h"
+#include "ops/elementwise.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -186,6 +187,62 @@ TEST_F(CrossEntropy, BackwardInPlace) {
     Reference want = reference(logits0, targets0, vocab, 0.5);
     test::expect_close(download(logits), test::rounded(narrow(want.dlogits), dtype), store_tol(dtype),
                        std::string("cross_entropy_backward in place ") + dtype_name(dtype), {rows, vocab});
+  }
+}
+
+// Gemma 3's final logit softcapping: logits capped in place (ops::softcap_forward), the loss on them, and the
+// backward's softcap giving the raw logits' gradient in place. Against the references of the same steps.
+TEST_F(CrossEntropy, SoftcappedBackwardInPlace) {
+  const uint32_t rows = 7, vocab = 301;
+  const float cap = 8.0f;
+  auto targets0 = make_targets(rows, vocab, 98);
+  auto raw0 = test::random_values(size_t(rows) * vocab, 99, 20.0f);  // well into tanh's flat part
+  auto logits = test::tensor_from(dev(), {rows, vocab}, DType::f32, raw0);
+  auto targets = test::tensor_from_ints(dev(), {rows}, targets0);
+  auto loss = Tensor::empty(dev(), {2}, DType::f32);
+  auto row_loss = Tensor::empty(dev(), {rows}, DType::f32);
+  auto lse = Tensor::empty(dev(), {rows}, DType::f32);
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::softcap_forward(rec, logits, logits, cap);
+    ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, targets);
+    ops::cross_entropy_backward(rec, logits, logits, targets, lse, loss, 0.5f, cap);
+  });
+  std::vector<float> capped0(raw0.size());
+  ops::ref::softcap_forward(capped0, raw0, cap);
+  Reference want = reference(capped0, targets0, vocab, 0.5);
+  std::vector<double> d(raw0.size());
+  ops::ref::cross_entropy_backward<double>(d, widen(capped0), targets0, want.lse, want.loss, vocab, 0.5, cap);
+  test::expect_close(download(logits), narrow(d), 1e-5, "softcapped cross_entropy_backward in place", {rows, vocab});
+  EXPECT_NEAR(download(loss)[0], want.loss[0], 1e-5 * std::fabs(want.loss[0]));
+}
+
+// The reference's softcap: d loss(c·tanh(z / c)) / dz by central differences in z.
+TEST(CrossEntropyReference, SoftcappedBackwardMatchesFiniteDifferences) {
+  const uint32_t rows = 3, vocab = 5;
+  const double cap = 4.0;
+  std::vector<int32_t> targets{1, 4, -100};
+  auto raw = widen(test::random_values(size_t(rows) * vocab, 100, 9.0f));
+  auto capped_of = [&](const std::vector<double>& z) {
+    std::vector<double> l(z.size());
+    for (size_t i = 0; i < z.size(); ++i) l[i] = cap * std::tanh(z[i] / cap);
+    return l;
+  };
+  auto loss_of = [&](const std::vector<double>& z) {
+    std::vector<double> loss(2), row_loss(rows), lse(rows);
+    ops::ref::cross_entropy_forward<double>(loss, row_loss, lse, capped_of(z), targets, vocab);
+    return loss[0];
+  };
+  const std::vector<double> capped = capped_of(raw);
+  std::vector<double> loss(2), row_loss(rows), lse(rows), dz(raw.size());
+  ops::ref::cross_entropy_forward<double>(loss, row_loss, lse, capped, targets, vocab);
+  ops::ref::cross_entropy_backward<double>(dz, capped, targets, lse, loss, vocab, 1.0, cap);
+  const double h = 1e-6;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    auto zp = raw, zm = raw;
+    zp[i] += h;
+    zm[i] -= h;
+    const double fd = (loss_of(zp) - loss_of(zm)) / (2 * h);
+    EXPECT_NEAR(dz[i], fd, 1e-7 * (1 + std::fabs(fd))) << "element " << i;
   }
 }
 

@@ -12,8 +12,14 @@
 //   embedding when tied).
 // longrope's factors: one forward over T tokens uses the long ones when T > original_max_position_embeddings
 // (transformers), for every position.
+// Gemma 3 (Gemma3ForCausalLM): x = embed[ids]·√C (ModelSpec::embedding_scale, rounded as transformers rounds it);
+// every rms(x)·w is rms(x)·(1 + w); scores scaled by query_pre_attn_scalar^-0.5; sliding layers (layer_types)
+// use the window and their own RoPE table (rope_local_base_freq); x += rms(attn·Woᵀ)·(1 + w_post_attention);
+// h2 = rms(x)·(1 + w_pre_feedforward); x += rms((gelu_tanh(h2·Wgᵀ) ⊙ h2·Wuᵀ)·Wdᵀ)·(1 + w_post_feedforward);
+// logits = c·tanh(logits / c) with c = final_logit_softcapping.
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <span>
 #include <string>
 #include <vector>
@@ -39,14 +45,15 @@ class ReferenceModel {
     for (size_t t = 0; t < T; ++t)
       for (size_t i = 0; i < C; ++i) x[t * C + i] = embed[size_t(ids[t]) * C + i] * spec_.embedding_scale;
     for (size_t l = 0; l < spec_.layers.size(); ++l) layer(l, x, T);
-    const std::vector<double> h = rms(x, values("model.norm.weight"), spec_.final_norm.eps);
+    const std::vector<double> h = rms(x, norm_weight("model.norm.weight"), spec_.final_norm.eps);
     const std::vector<double> head = spec_.tied ? embed : values("lm_head.weight");
     std::vector<float> out(T * V);
     for (size_t t = 0; t < T; ++t)
       for (size_t v = 0; v < V; ++v) {
         double s = 0;
         for (size_t i = 0; i < C; ++i) s += h[t * C + i] * head[v * C + i];
-        out[t * V + v] = float(s);
+        const double cap = config_.final_logit_softcapping;
+        out[t * V + v] = float(cap > 0 ? cap * std::tanh(s / cap) : s);
       }
     return out;
   }
@@ -59,6 +66,14 @@ class ReferenceModel {
     return v;
   }
   bool has(const std::string& name) const { return st_.find(name) != nullptr; }
+  bool gemma() const { return config_.arch == model::Architecture::Gemma3; }
+  // A norm's weight as it multiplies: w, or Gemma's 1 + w.
+  std::vector<double> norm_weight(const std::string& name) const {
+    std::vector<double> w = values(name);
+    if (gemma())
+      for (double& v : w) v += 1.0;
+    return w;
+  }
 
   // Rows of width w.size(): x / sqrt(mean(x²) + eps) · w.
   static std::vector<double> rms(const std::vector<double>& x, const std::vector<double>& w, double eps) {
@@ -89,11 +104,11 @@ class ReferenceModel {
   }
 
   // rotate_half RoPE on [T, heads, D] at positions 0..T-1.
-  void rope(std::vector<double>& q, size_t T, size_t heads, size_t D) const {
+  void rope(std::vector<double>& q, size_t T, size_t heads, size_t D, bool local) const {
     for (size_t t = 0; t < T; ++t)
       for (size_t h = 0; h < heads; ++h)
         for (size_t j = 0; j < D / 2; ++j) {
-          const std::vector<float>& inv_freq = long_ ? spec_.inv_freq_long : spec_.inv_freq;
+          const std::vector<float>& inv_freq = local ? spec_.inv_freq_local : long_ ? spec_.inv_freq_long : spec_.inv_freq;
           const double af = config_.rope_scaling.attention_factor;
           const double a = double(t) * double(inv_freq[j]), c = std::cos(a) * af, s = std::sin(a) * af;
           double& x1 = q[(t * heads + h) * D + j];
@@ -109,7 +124,7 @@ class ReferenceModel {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     const size_t C = s.hidden, H = s.heads, KV = s.kv_heads, D = s.head_dim;
     const double eps = s.norm.eps;
-    const std::vector<double> h1 = rms(x, values(p + "input_layernorm.weight"), eps);
+    const std::vector<double> h1 = rms(x, norm_weight(p + "input_layernorm.weight"), eps);
     std::vector<double> q, k, v;
     if (has(p + "self_attn.qkv_proj.weight")) {  // Phi-3: [q; k; v] by rows, so by columns of the output
       const std::vector<double> qkv = linear(p + "self_attn.qkv_proj", h1, T);
@@ -125,11 +140,13 @@ class ReferenceModel {
       v = linear(p + "self_attn.v_proj", h1, T);
     }
     if (s.qk_norm) {
-      q = rms(q, values(p + "self_attn.q_norm.weight"), eps);
-      k = rms(k, values(p + "self_attn.k_norm.weight"), eps);
+      q = rms(q, norm_weight(p + "self_attn.q_norm.weight"), eps);
+      k = rms(k, norm_weight(p + "self_attn.k_norm.weight"), eps);
     }
-    rope(q, T, H, D);
-    rope(k, T, KV, D);
+    const bool local = gemma() && config_.sliding_layers.at(l);  // Gemma 3's sliding layers' RoPE
+    rope(q, T, H, D, local);
+    rope(k, T, KV, D, local);
+    const double scale = gemma() ? std::pow(double(config_.query_pre_attn_scalar), -0.5) : 1 / std::sqrt(double(D));
     std::vector<double> attn(T * H * D, 0.0);
     for (size_t h = 0; h < H; ++h) {
       const size_t g = h / (H / KV);
@@ -140,7 +157,7 @@ class ReferenceModel {
           if (s.window && i - j >= *s.window) continue;
           double d = 0;
           for (size_t e = 0; e < D; ++e) d += q[(i * H + h) * D + e] * k[(j * KV + g) * D + e];
-          score[j] = d / std::sqrt(double(D));
+          score[j] = d * scale;
           mx = std::max(mx, score[j]);
         }
         double z = 0;
@@ -149,9 +166,11 @@ class ReferenceModel {
           for (size_t e = 0; e < D; ++e) attn[(i * H + h) * D + e] += score[j] / z * v[(j * KV + g) * D + e];
       }
     }
-    const std::vector<double> o = linear(p + "self_attn.o_proj", attn, T);
+    std::vector<double> o = linear(p + "self_attn.o_proj", attn, T);
+    if (gemma()) o = rms(o, norm_weight(p + "post_attention_layernorm.weight"), eps);
     for (size_t i = 0; i < T * C; ++i) x[i] += o[i];
-    const std::vector<double> h2 = rms(x, values(p + "post_attention_layernorm.weight"), eps);
+    const std::vector<double> h2 =
+        rms(x, norm_weight(p + (gemma() ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight")), eps);
     std::vector<double> gate, up;
     if (has(p + "mlp.gate_up_proj.weight")) {  // Phi-3: gate, up = gate_up.chunk(2, dim=-1)
       const std::vector<double> gu = linear(p + "mlp.gate_up_proj", h2, T);
@@ -164,8 +183,13 @@ class ReferenceModel {
       gate = linear(p + "mlp.gate_proj", h2, T);
       up = linear(p + "mlp.up_proj", h2, T);
     }
-    for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0 + std::exp(-gate[i])) * up[i];
-    const std::vector<double> down = linear(p + "mlp.down_proj", gate, T);
+    for (size_t i = 0; i < gate.size(); ++i) {
+      const double g = gate[i];  // SiLU, or Gemma's gelu_pytorch_tanh
+      gate[i] = (gemma() ? 0.5 * g * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (g + 0.044715 * g * g * g)))
+                         : g / (1.0 + std::exp(-g))) * up[i];
+    }
+    std::vector<double> down = linear(p + "mlp.down_proj", gate, T);
+    if (gemma()) down = rms(down, norm_weight(p + "post_feedforward_layernorm.weight"), eps);
     for (size_t i = 0; i < T * C; ++i) x[i] += down[i];
   }
 

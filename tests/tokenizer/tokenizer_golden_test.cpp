@@ -1,7 +1,10 @@
-// Every string of tests/fixtures/tokenizer_strings.json through the real Qwen3, Llama 3 and Llama 2
+// Every string of tests/fixtures/tokenizer_strings.json through the real Qwen3, Llama 3, Llama 2 and Gemma 3
 // tokenizers (scripts/fetch_tokenizers.sh) against tests/fixtures/tokenizer_ids.json, written by HF
 // `tokenizers` (make_tokenizer_fixtures.py): ids without and with special tokens, decode with and
 // without skip_special_tokens, and the decode of every id prefix of a few multi-byte strings. Exact.
+// Gemma 3's ids are not in that file yet (HF `tokenizers` was not at hand): until they are, they come from
+// tests/fixtures/tokenizer_ids_interim.json, written by @lenml/tokenizers (make_tokenizer_fixtures_node.mjs
+// --only gemma3), a port of transformers.js, which is the weaker reference.
 #include <gtest/gtest.h>
 
 #include "tokenizer_fixtures.h"
@@ -11,26 +14,28 @@ namespace {
 
 using nlohmann::json;
 
-const json& ids_fixture() {
-  static const json j = test::read_json(test::source_dir() / "tests/fixtures/tokenizer_ids.json");
-  return j;
+// HF's ids where tokenizer_ids.json has the tokenizer, else the interim file's.
+const json& ids_fixture(const std::string& name) {
+  static const json hf = test::read_json(test::source_dir() / "tests/fixtures/tokenizer_ids.json");
+  static const json interim = test::read_json(test::source_dir() / "tests/fixtures/tokenizer_ids_interim.json");
+  return hf["tokenizers"].contains(name) ? hf : interim;
 }
 
 class TokenizerGolden : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TokenizerGolden, FixtureMatchesStringsFile) {
   json strings = test::read_json(test::source_dir() / "tests/fixtures/tokenizer_strings.json");
-  EXPECT_EQ(ids_fixture()["strings"], strings["strings"])
+  EXPECT_EQ(ids_fixture(GetParam())["strings"], strings["strings"])
       << "tokenizer_ids.json is stale: run tests/fixtures/make_tokenizer_fixtures.py";
-  EXPECT_EQ(ids_fixture()["prefix_decode"], strings["prefix_decode"]);
-  std::cout << "fixture generator: " << ids_fixture()["generator"].get<std::string>() << "\n";
+  EXPECT_EQ(ids_fixture(GetParam())["prefix_decode"], strings["prefix_decode"]);
+  std::cout << "fixture generator: " << ids_fixture(GetParam())["generator"].get<std::string>() << "\n";
 }
 
 TEST_P(TokenizerGolden, EncodeAndDecodeMatchHf) {
   const tok::Tokenizer* t = test::real_tokenizer(GetParam());
   ASSERT_NE(t, nullptr);
-  const json& strings = ids_fixture()["strings"];
-  const json& cases = ids_fixture()["tokenizers"][GetParam()]["cases"];
+  const json& strings = ids_fixture(GetParam())["strings"];
+  const json& cases = ids_fixture(GetParam())["tokenizers"][GetParam()]["cases"];
   ASSERT_EQ(cases.size(), strings.size());
   int failures = 0;
   for (size_t i = 0; i < strings.size(); ++i) {
@@ -59,19 +64,31 @@ TEST_P(TokenizerGolden, EncodeAndDecodeMatchHf) {
 TEST_P(TokenizerGolden, DecodeOfEveryPrefixMatchesHf) {
   const tok::Tokenizer* t = test::real_tokenizer(GetParam());
   ASSERT_NE(t, nullptr);
-  for (const json& p : ids_fixture()["tokenizers"][GetParam()]["prefix_decodes"]) {
+  // The port's ByteFallback decoder writes one U+FFFD for a whole incomplete UTF-8 sequence where HF's writes
+  // one per byte token (llama2's HF decodes above show HF's), so from the interim file a prefix ending inside
+  // a byte-fallback character is not evidence: those are left out, and counted.
+  const bool interim = ids_fixture(GetParam())["generator"].get<std::string>().starts_with("node");
+  size_t checked = 0, left_out = 0;
+  for (const json& p : ids_fixture(GetParam())["tokenizers"][GetParam()]["prefix_decodes"]) {
     std::string s = p["string"].get<std::string>();
     auto ids = t->encode(s);
     ASSERT_EQ(ids.size(), p["decodes"].size()) << test::escaped(s);
     for (size_t k = 0; k < ids.size(); ++k) {
       std::span<const int32_t> prefix(ids.data(), k + 1);
-      EXPECT_EQ(test::escaped(t->decode(prefix)), test::escaped(p["decodes"][k].get<std::string>()))
-          << test::escaped(s) << " first " << k + 1 << " ids";
+      const std::string want = p["decodes"][k].get<std::string>();
+      if (interim && want.find("\xEF\xBF\xBD") != std::string::npos) {
+        ++left_out;
+        continue;
+      }
+      ++checked;
+      EXPECT_EQ(test::escaped(t->decode(prefix)), test::escaped(want)) << test::escaped(s) << " first " << k + 1 << " ids";
     }
   }
+  std::cout << checked << " prefix decodes checked" << (interim ? ", " + std::to_string(left_out) + " with U+FFFD left out" : "")
+            << "\n";
 }
 
-INSTANTIATE_TEST_SUITE_P(Real, TokenizerGolden, ::testing::Values("qwen3", "llama3", "llama2"),
+INSTANTIATE_TEST_SUITE_P(Real, TokenizerGolden, ::testing::Values("qwen3", "llama3", "llama2", "gemma3"),
                          [](const auto& p) { return p.param; });
 
 }  // namespace

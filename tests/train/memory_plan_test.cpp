@@ -11,7 +11,9 @@
 //   makes train() fail that way before it loads the weights;
 // - sizes as LORASTUDIO_DEVICE_MEMORY_BUDGET takes them; the KV cache's bytes as allocated;
 // - the same run on random-weight Qwen3 (q/k norms: their inputs and statistics kept), Phi-3 (fused
-//   qkv_proj and gate_up_proj, their parts' products) and windowed Mistral models with qwen2_tiny's tokenizer.
+//   qkv_proj and gate_up_proj, their parts' products), windowed Mistral and Gemma 3 (the sandwich norms' inputs
+//   and statistics kept, norms as 1 + w in f32, the sliding layers' RoPE table, a window of 16 on two of its
+//   three layers) models with qwen2_tiny's tokenizer.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -127,8 +129,9 @@ TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakEveryTarget) {
   }
 }
 
-// Qwen3 (LoRA on q, v, down), Phi-3 (on qkv_proj, gate_up_proj, down) and a Mistral whose sliding window (16)
-// is shorter than the rows (the row-by-row attention backward), with and without --grad-checkpoint.
+// Qwen3 (LoRA on q, v, down), Phi-3 (on qkv_proj, gate_up_proj, down), a Mistral whose sliding window (16)
+// is shorter than the rows (the row-by-row attention backward) and a Gemma 3 (its sandwich norms), with and
+// without --grad-checkpoint.
 TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakQwen3AndPhi3) {
   const fs::path qwen2 = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny";
   const nlohmann::json qwen3 = nlohmann::json::parse(R"({
@@ -145,7 +148,14 @@ TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakQwen3AndPhi3) {
       "architectures": ["MistralForCausalLM"], "vocab_size": 618, "hidden_size": 64, "intermediate_size": 120,
       "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "sliding_window": 16,
       "eos_token_id": 617, "bos_token_id": null})");
-  const std::pair<const char*, nlohmann::json> models[] = {{"qwen3", qwen3}, {"phi3", phi3}, {"mistral", mistral}};
+  nlohmann::json gemma3 = nlohmann::json::parse(R"({
+      "architectures": ["Gemma3ForCausalLM"], "vocab_size": 618, "hidden_size": 64, "intermediate_size": 88,
+      "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+      "query_pre_attn_scalar": 20, "sliding_window": 16, "sliding_window_pattern": 2, "final_logit_softcapping": 8.0,
+      "rope_scaling": {"rope_type": "linear", "factor": 2.0}, "eos_token_id": 617, "bos_token_id": null,
+      "max_position_embeddings": 256})");
+  const std::pair<const char*, nlohmann::json> models[] = {
+      {"qwen3", qwen3}, {"phi3", phi3}, {"mistral", mistral}, {"gemma3", gemma3}};
   for (const auto& [name, json] : models) {
     const fs::path model = dir_ / name;
     test::write_random_model(model, json, 5000);
