@@ -60,6 +60,7 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
   g->add_flag(h::kPack.flag, c.data_options.pack, h::kPack.text);
   g->add_flag(h::kGradCheckpoint.flag, c.grad_checkpoint, h::kGradCheckpoint.text);
   g->add_flag(h::kSkipBadLines.flag, c.data_options.skip_bad_lines, h::kSkipBadLines.text);
+  g->add_option(h::kOnNonFinite.flag, a.on_non_finite, h::kOnNonFinite.text)->capture_default_str();
   g->add_option(h::kResume.flag, c.resume, h::kResume.text);
   g->add_option(h::kStore.flag, a.store, h::kStore.text);
   g->add_flag("--quiet", a.quiet, "no progress output");
@@ -85,6 +86,9 @@ train::TrainConfig resolve_batch_args(const BatchArgs& a) {
   const auto quant = parse_quant(a.quantize);
   if (!quant) throw Error("--quantize: \"" + a.quantize + "\" is not nf4, q8 or none");
   c.quantize = *quant;
+  const auto policy = train::parse_non_finite_policy(a.on_non_finite);
+  if (!policy) throw Error("--on-nonfinite: \"" + a.on_non_finite + "\" is not stop or skip");
+  c.on_non_finite = *policy;
   c.data_options.validation_fraction = a.val_fraction;
   c.data_options.seed = c.seed;
   c.store = a.store;
@@ -124,6 +128,11 @@ train::TrainResult train_with_progress(vk::Device& device, const train::TrainCon
   std::signal(SIGINT, on_sigint);
   const bool tty = isatty(STDERR_FILENO);
   auto result = train::train(device, c, [&](const train::StepReport& r) {
+    if (r.skipped) {  // said even when quiet, on a line of its own: the run's weights skipped this step
+      std::fprintf(stderr, "%slorastudio: warning: step %u/%u skipped (--on-nonfinite skip): %s; its update was not "
+                   "applied\n", tty && !quiet ? "\n" : "", r.step, r.total, r.skip_reason.c_str());
+      return !g_interrupted;
+    }
     if (!quiet) {
       const double eta = r.step ? r.elapsed_s / r.step * (r.total - r.step) : 0;
       char line[256];
@@ -146,8 +155,10 @@ train::TrainResult train_with_progress(vk::Device& device, const train::TrainCon
       std::fprintf(stderr, "run %lld: %u steps of %u x %u tokens; %s\n", static_cast<long long>(s.run_id), s.total_steps,
                    s.batch, s.seq_len, s.memory.c_str());
   });
-  std::fprintf(stderr, "%s%s after %u steps: loss %.4f -> %.4f; adapter in %s (run %lld)\n", tty ? "\n" : "",
-               result.stopped ? "stopped" : "done", result.steps, result.first_loss, result.last_loss,
+  const std::string skipped =
+      result.skipped_steps ? " (" + std::to_string(result.skipped_steps) + " skipped: loss or gradient not finite)" : "";
+  std::fprintf(stderr, "%s%s after %u steps%s: loss %.4f -> %.4f; adapter in %s (run %lld)\n", tty ? "\n" : "",
+               result.stopped ? "stopped" : "done", result.steps, skipped.c_str(), result.first_loss, result.last_loss,
                result.adapter_dir.string().c_str(), static_cast<long long>(result.run_id));
   return result;
 }

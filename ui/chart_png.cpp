@@ -72,7 +72,7 @@ float segment_distance(float px, float py, ImVec2 a, ImVec2 b) {
 class RasterCanvas final : public ChartCanvas {
  public:
   RasterCanvas(int width, int height, const Font& font)
-      : w_(width), h_(height), font_(font), pixels_(size_t(width) * size_t(height) * 4), mask_(size_t(width) * size_t(height)) {
+      : w_(width), font_(font), pixels_(size_t(width) * size_t(height) * 4), mask_(size_t(width) * size_t(height)) {
     clips_.push_back({0, 0, width, height});
   }
 
@@ -199,7 +199,7 @@ class RasterCanvas final : public ChartCanvas {
     p[3] = uint8_t(std::lround(float(p[3]) + (255.0f - float(p[3])) * a));
   }
 
-  int w_, h_;
+  int w_;  // pixels a row (the height is in clips_.front())
   const Font& font_;
   std::vector<uint8_t> pixels_;
   std::vector<float> mask_;

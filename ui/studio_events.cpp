@@ -38,6 +38,10 @@ void Studio::apply(Event& event) {
             train_.run_id = r.run_id;
             train_.step = r.step;
             train_.total = r.total;
+            if (r.skipped) {  // no metrics: the chart joins the steps around it, as the run store does
+              status_ = "Step " + std::to_string(r.step) + " skipped: " + r.skip_reason + "; its update was not applied.";
+              return;
+            }
             train_.loss = r.loss;
             train_.lr = r.lr;
             train_.grad_norm = r.grad_norm;

@@ -309,6 +309,10 @@ MergeReport merge_adapter(const fs::path& model_dir, const fs::path& adapter_dir
       fs::rename(tmp, out_dir, ec);
       if (ec) throw Error(where + ": cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
     }
+  } catch (const Error& e) {  // a full disk, say: the partial folder goes, the old one stays
+    fs::remove_all(tmp, ec);
+    throw Error(std::string(e.what()) + "; the merged model was not written" +
+                (replace ? " and " + where + " is as it was before" : ""));
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

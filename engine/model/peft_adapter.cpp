@@ -144,14 +144,13 @@ void save_peft_adapter(const LoraAdapter& a, const ModelConfig& c, const std::fi
                        .bytes = std::as_bytes(std::span<const float>(values[i]))});
   const std::map<std::string, std::string> metadata = {{"format", "pt"}};  // as PEFT's safe_save_file
 
+  // Both files go into a sibling folder first, so that a full disk (or any failure) on the way leaves `dir`
+  // as it was: then the folder is renamed into place, or, for an existing `dir`, each file is (its other
+  // files stay).
   std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) fail("exists and is not a folder");
-    write_safetensors(dir / "adapter_model.safetensors", tensors, metadata);
-    write_file_atomically(dir / "adapter_config.json", config_text);
-    return;
-  }
-  if (dir.has_parent_path()) {
+  const bool existed = fs::exists(dir, ec);
+  if (existed && !fs::is_directory(dir, ec)) fail("exists and is not a folder");
+  if (!existed && dir.has_parent_path()) {
     fs::create_directories(dir.parent_path(), ec);
     if (ec) fail("cannot create the parent folder (" + ec.message() + ")");
   }
@@ -162,11 +161,21 @@ void save_peft_adapter(const LoraAdapter& a, const ModelConfig& c, const std::fi
   try {
     write_safetensors(tmp / "adapter_model.safetensors", tensors, metadata);
     write_file_atomically(tmp / "adapter_config.json", config_text);
-    fs::rename(tmp, dir, ec);
-    if (ec) fail("cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
-  } catch (...) {
+    if (existed) {
+      for (const char* name : {"adapter_model.safetensors", "adapter_config.json"}) {
+        fs::rename(tmp / name, dir / name, ec);
+        if (ec) fail("cannot rename " + (tmp / name).string() + " into place (" + ec.message() + ")");
+      }
+      fs::remove_all(tmp, ec);
+      fsync_folder(dir);
+    } else {
+      fs::rename(tmp, dir, ec);
+      if (ec) fail("cannot rename " + tmp.string() + " into place (" + ec.message() + ")");
+    }
+  } catch (const Error& e) {
     fs::remove_all(tmp, ec);
-    throw;
+    throw Error(std::string(e.what()) + "; the adapter was not saved" +
+                (existed ? " and " + dir.string() + " is as it was before" : ""));
   }
   fsync_folder(dir.parent_path());
 }

@@ -74,6 +74,7 @@ struct RunEvent {
   std::string message;          // for people
 };
 inline constexpr const char* kEventResumed = "resumed";
+inline constexpr const char* kEventSkipped = "skipped";  // a step whose update was dropped (--on-nonfinite skip)
 
 // GPU time of one op group in one step.
 struct GpuTime {

@@ -58,6 +58,13 @@ TrainConfig config_from_json(std::string_view text, const std::string& source, T
       if (!kind) throw Error(source + ": \"schedule\": \"" + name + "\" is not constant, linear or cosine");
       c.schedule.kind = *kind;
     }
+    key = "on_nonfinite";
+    if (j.contains(key)) {
+      const auto name = j.at(key).get<std::string>();
+      const auto policy = parse_non_finite_policy(name);
+      if (!policy) throw Error(source + ": \"on_nonfinite\": \"" + name + "\" is not stop or skip");
+      c.on_non_finite = *policy;
+    }
     key = "quantize";
     if (j.contains(key)) {
       const auto name = j.at(key).get<std::string>();

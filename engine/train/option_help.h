@@ -37,6 +37,7 @@ inline constexpr OptionHelp kTrainOnPrompt{"--train-on-prompt", "also train on p
 inline constexpr OptionHelp kGradCheckpoint{"--grad-checkpoint", "recompute each layer's activations in the backward: one layer's activations in GPU memory instead of all (long sequences, big batches), for about one more forward pass of time"};
 inline constexpr OptionHelp kPack{"--pack", "pack short examples into full rows"};
 inline constexpr OptionHelp kSkipBadLines{"--skip-bad-lines", "report and skip malformed JSONL lines"};
+inline constexpr OptionHelp kOnNonFinite{"--on-nonfinite", "a step whose loss or gradient is NaN or infinite: stop (save the adapter as of the step before and fail the run) or skip (drop that step's update, count it, go on; stops after 20 skipped in a row)"};
 inline constexpr OptionHelp kResume{"--resume", "continue from a checkpoint-N folder of a run with the same options"};
 inline constexpr OptionHelp kStore{"--store", "run store (SQLite) path (default: ~/.local/share/lorastudio/runs.sqlite)"};
 inline constexpr OptionHelp kPlan{"--plan", "print how much GPU memory the run needs, by category, against the device's memory (and what to change when it does not fit), then exit without training; with --data the run's own batches, else the most --seq-len allows"};

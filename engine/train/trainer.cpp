@@ -25,11 +25,22 @@
 #include "train/run_shape.h"
 #include "train/run_entry.h"
 #include "util/atomic_file.h"
+#include "vk/device_lost.h"
 
 namespace ls::train {
 
 namespace fs = std::filesystem;
 using model::LoraAdapter;
+
+std::optional<NonFinitePolicy> parse_non_finite_policy(std::string_view name) {
+  if (name == "stop") return NonFinitePolicy::stop;
+  if (name == "skip") return NonFinitePolicy::skip;
+  return std::nullopt;
+}
+
+const char* non_finite_policy_name(NonFinitePolicy policy) {
+  return policy == NonFinitePolicy::skip ? "skip" : "stop";
+}
 
 void validate(const TrainConfig& c) {
   auto fail = [](const std::string& what) { throw Error("training options: " + what); };
@@ -61,7 +72,8 @@ std::string config_json(const TrainConfig& c) {
       {"max_grad_norm", c.optimizer.max_grad_norm}, {"grad_checkpoint", c.grad_checkpoint}, {"train_on_prompt", d.train_on_prompt}, {"pack", d.pack},
       {"skip_bad_lines", d.skip_bad_lines},
       {"shuffle", d.shuffle}, {"data_seed", d.seed}, {"seed", c.seed}, {"val_every", c.val_every},
-      {"save_every", c.save_every}, {"resume", c.resume.string()}};
+      {"save_every", c.save_every}, {"resume", c.resume.string()},
+      {"on_nonfinite", non_finite_policy_name(c.on_non_finite)}};
   return j.dump(2);
 }
 
@@ -241,87 +253,122 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
     const auto t_start = std::chrono::steady_clock::now();
     Batch batch;
     bool data_left = true;
-    for (uint32_t s = first_step; s <= total && data_left; ++s) {
-      const auto t0 = std::chrono::steady_clock::now();
-      zero.run();
-      std::vector<store::GpuTime> gpu_ms;
-      if (c.profile) gpu_ms = empty_groups(), add_timings(gpu_ms, zero, "optimizer");
-      double loss_sum = 0;
-      uint32_t micro = 0, tokens = 0;
-      for (; micro < c.grad_accum; ++micro) {
-        if (!batcher.next(batch)) {
-          if (c.steps == 0) break;
-          batcher.restore({.seed = batcher.state().seed, .shuffle = batcher.state().shuffle, .rows = batcher.state().rows});
-          if (!batcher.next(batch)) break;
+    uint32_t consecutive_skips = 0;  // --on-nonfinite skip
+    bool logged_any = false;         // a step's metrics were stored (result.first_loss is set)
+    uint32_t at_step = first_step;  // the step under way, for a lost device's message
+    try {
+      for (uint32_t s = first_step; s <= total && data_left; ++s) {
+        at_step = s;
+        const auto t0 = std::chrono::steady_clock::now();
+        zero.run();
+        std::vector<store::GpuTime> gpu_ms;
+        if (c.profile) gpu_ms = empty_groups(), add_timings(gpu_ms, zero, "optimizer");
+        double loss_sum = 0;
+        uint32_t micro = 0, tokens = 0;
+        for (; micro < c.grad_accum; ++micro) {
+          if (!batcher.next(batch)) {
+            if (c.steps == 0) break;
+            batcher.restore({.seed = batcher.state().seed, .shuffle = batcher.state().shuffle, .rows = batcher.state().rows});
+            if (!batcher.next(batch)) break;
+          }
+          // Dropout masks: a function of the run's seed and the micro-batch's number, so a resumed run
+          // draws the masks the uninterrupted one drew.
+          const uint32_t seed_word = uint32_t(c.seed) ^ uint32_t(c.seed >> 32);
+          loss_sum += step.run(batch, {seed_word, (s - 1) * c.grad_accum + micro});
+          if (c.profile) add_timings(gpu_ms, step.program, "other");
+          tokens += batch.trained_tokens;
         }
-        // Dropout masks: a function of the run's seed and the micro-batch's number, so a resumed run
-        // draws the masks the uninterrupted one drew.
-        const uint32_t seed_word = uint32_t(c.seed) ^ uint32_t(c.seed >> 32);
-        loss_sum += step.run(batch, {seed_word, (s - 1) * c.grad_accum + micro});
-        if (c.profile) add_timings(gpu_ms, step.program, "other");
-        tokens += batch.trained_tokens;
+        if (micro == 0) {
+          data_left = false;
+          break;
+        }
+        // A NaN or infinite loss or gradient never reaches the weights: the host skips the update for a
+        // non-finite loss, the device skips it for a non-finite gradient norm (ops::clip_scale). By default
+        // the run stops there, its adapter (the weights of the step before) saved; with --on-nonfinite skip
+        // the step is recorded as skipped and the run goes on, unless it skips kMaxConsecutiveSkips in a row.
+        auto stop_non_finite = [&](const std::string& what) {
+          save_adapter();
+          std::ostringstream msg;
+          msg << "step " << s << ": " << what << "; its update was not applied. The adapter as of step " << s - 1
+              << " is saved in " << result.adapter_dir.string() << ". Training diverged: lower --lr (now "
+              << c.schedule.lr << ") or keep --max-grad-norm on (now " << c.optimizer.max_grad_norm
+              << "), then train again or --resume from a checkpoint";
+          if (consecutive_skips > 0)
+            msg << " (" << consecutive_skips + 1 << " steps in a row were not finite; --on-nonfinite skip stops at "
+                << kMaxConsecutiveSkips << ")";
+          throw Error(msg.str());
+        };
+        std::string non_finite;
+        const float lr = lr_at(c.schedule, s - 1);
+        float grad_norm = std::nanf("");
+        if (!std::isfinite(loss_sum)) {
+          non_finite = "the loss is " + std::to_string(loss_sum / micro);
+        } else {
+          const auto h = hyper_values(c.optimizer, lr, s);
+          upload(hyper, std::span<const float>(h));
+          update.run();
+          grad_norm = static_cast<const float*>(norm.mapped())[0];
+          if (!std::isfinite(grad_norm)) non_finite = "the gradients' norm is " + std::to_string(grad_norm);
+        }
+        const bool skipped = !non_finite.empty();
+        if (skipped) {
+          if (c.on_non_finite == NonFinitePolicy::stop || consecutive_skips + 1 >= kMaxConsecutiveSkips)
+            stop_non_finite(non_finite);
+          ++consecutive_skips;
+          ++result.skipped_steps;
+          runs.add_event(run_id, store::kEventSkipped, s, "step " + std::to_string(s) + " skipped: " + non_finite);
+        } else {
+          consecutive_skips = 0;
+          if (c.profile) add_timings(gpu_ms, update, "optimizer");
+        }
+        StepReport r{.run_id = run_id, .step = s, .total = total, .loss = loss_sum / micro, .lr = lr,
+                     .grad_norm = grad_norm, .trained_tokens = tokens, .skipped = skipped, .skip_reason = non_finite,
+                     .gpu_ms = std::move(gpu_ms)};
+        const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        r.tokens_per_s = double(micro) * B * T / dt;
+        r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        const bool last = s == total;
+        if (!skipped) {  // a skipped step has no metrics row: the loss curve goes from the step before to the next
+          if (eval && ((c.val_every && s % c.val_every == 0) || last)) {
+            r.val_loss = mean_loss(*eval, data.validation, B, T, pad);
+            result.last_val_loss = r.val_loss;
+          }
+          runs.log_metrics(run_id, {.step = s, .time = store::unix_now(), .loss = r.loss, .val_loss = r.val_loss,
+                                    .lr = r.lr, .grad_norm = r.grad_norm, .tokens_per_s = r.tokens_per_s, .gpu_ms = r.gpu_ms});
+          if (!logged_any) result.first_loss = r.loss, logged_any = true;
+          result.last_loss = r.loss;
+        }
+        runs.update_heartbeat(run_id);
+        result.steps = s;
+        bool go_on = on_step(r);
+        if (control) {
+          control->hold_while_paused({.held = [&] { runs.set_status(run_id, store::RunStatus::paused); },
+                                      .keep_alive = [&] { runs.update_heartbeat(run_id); },
+                                      .released = [&] { runs.set_status(run_id, store::RunStatus::running); }});
+          go_on = go_on && !control->stop_requested();
+        }
+        const bool asked = control && control->take_checkpoint_request();
+        if ((c.save_every && s % c.save_every == 0 && !last) || (asked && go_on)) checkpoint(s);
+        if (!go_on) {
+          checkpoint(s);
+          result.stopped = true;
+          break;
+        }
       }
-      if (micro == 0) {
-        data_left = false;
-        break;
-      }
-      // A NaN or infinite loss or gradient stops the run before it reaches the weights: the host skips the
-      // update for a non-finite loss, the device skips it for a non-finite gradient norm (ops::clip_scale).
-      // The weights, still those of the step before, are saved as the run's adapter; nothing is lost.
-      auto stop_non_finite = [&](const std::string& what) {
-        save_adapter();
-        std::ostringstream msg;
-        msg << "step " << s << ": " << what << "; its update was not applied. The adapter as of step " << s - 1
-            << " is saved in " << result.adapter_dir.string() << ". Training diverged: lower --lr (now "
-            << c.schedule.lr << ") or keep --max-grad-norm on (now " << c.optimizer.max_grad_norm
-            << "), then train again or --resume from a checkpoint";
-        throw Error(msg.str());
-      };
-      if (!std::isfinite(loss_sum)) stop_non_finite("the loss is " + std::to_string(loss_sum / micro));
-      const float lr = lr_at(c.schedule, s - 1);
-      const auto h = hyper_values(c.optimizer, lr, s);
-      upload(hyper, std::span<const float>(h));
-      update.run();
-      const float grad_norm = static_cast<const float*>(norm.mapped())[0];
-      if (!std::isfinite(grad_norm)) stop_non_finite("the gradients' norm is " + std::to_string(grad_norm));
-      if (c.profile) add_timings(gpu_ms, update, "optimizer");
-      StepReport r;
-      r.gpu_ms = std::move(gpu_ms);
-      r.run_id = run_id;
-      r.step = s;
-      r.total = total;
-      r.loss = loss_sum / micro;
-      r.lr = lr;
-      r.grad_norm = grad_norm;
-      const double dt = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      r.trained_tokens = tokens;
-      r.tokens_per_s = double(micro) * B * T / dt;
-      r.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-      const bool last = s == total;
-      if (eval && ((c.val_every && s % c.val_every == 0) || last)) {
-        r.val_loss = mean_loss(*eval, data.validation, B, T, pad);
-        result.last_val_loss = r.val_loss;
-      }
-      runs.log_metrics(run_id, {.step = s, .time = store::unix_now(), .loss = r.loss, .val_loss = r.val_loss, .lr = r.lr,
-                                .grad_norm = r.grad_norm, .tokens_per_s = r.tokens_per_s, .gpu_ms = r.gpu_ms});
-      runs.update_heartbeat(run_id);
-      if (s == first_step) result.first_loss = r.loss;
-      result.last_loss = r.loss;
-      result.steps = s;
-      bool go_on = on_step(r);
-      if (control) {
-        control->hold_while_paused({.held = [&] { runs.set_status(run_id, store::RunStatus::paused); },
-                                    .keep_alive = [&] { runs.update_heartbeat(run_id); },
-                                    .released = [&] { runs.set_status(run_id, store::RunStatus::running); }});
-        go_on = go_on && !control->stop_requested();
-      }
-      const bool asked = control && control->take_checkpoint_request();
-      if ((c.save_every && s % c.save_every == 0 && !last) || (asked && go_on)) checkpoint(s);
-      if (!go_on) {
-        checkpoint(s);
-        result.stopped = true;
-        break;
-      }
+    } catch (const vk::DeviceLost& e) {
+      // The device's memory went with it: the step's weights cannot be read back, so the latest checkpoint
+      // (written by --save-every, or the one this run resumed from) is what there is to go on from.
+      const auto saved = runs.checkpoints(run_id);
+      std::string where = !saved.empty() ? saved.back().path.string() : c.resume.string();
+      std::ostringstream msg;
+      msg << "step " << at_step << " of " << total << ": " << e.what() << ". Its memory, with the weights of the steps "
+          << "since the latest checkpoint, is gone; ";
+      if (where.empty())
+        msg << "no checkpoint was written (--save-every N writes one every N steps): train again";
+      else
+        msg << "the latest checkpoint is " << where << ": continue with --resume " << where;
+      msg << " once the GPU works again (a driver reset, a reboot, or lower clocks or power)";
+      throw Error(msg.str());
     }
     save_adapter();
     runs.set_status(run_id, result.stopped ? store::RunStatus::stopped : store::RunStatus::finished);

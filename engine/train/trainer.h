@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/lora.h"
@@ -19,6 +20,18 @@
 #include "vk/device.h"
 
 namespace ls::train {
+
+// What a step whose loss or gradient norm is NaN or infinite does (--on-nonfinite). Either way its update
+// never reaches the weights or the AdamW moments.
+enum class NonFinitePolicy {
+  stop,  // save the adapter (the previous step's weights) and fail the run with a message naming the step
+  skip,  // drop the step's update, record a "skipped" event in the run store, and go on with the next batch
+};
+std::optional<NonFinitePolicy> parse_non_finite_policy(std::string_view name);  // "stop" or "skip"
+const char* non_finite_policy_name(NonFinitePolicy policy);
+// A run with --on-nonfinite skip that skips this many steps in a row stops as --on-nonfinite stop does:
+// its weights are no longer going anywhere.
+inline constexpr uint32_t kMaxConsecutiveSkips = 20;
 
 struct TrainConfig {
   std::filesystem::path model;       // Hugging Face model folder
@@ -43,6 +56,7 @@ struct TrainConfig {
   uint64_t seed = 0;                 // LoRA initialisation (data order uses data_options.seed)
   std::filesystem::path resume;      // a checkpoint-N folder of an earlier run with the same options
   bool profile = false;              // GPU time per op group every step (timestamps around each dispatch)
+  NonFinitePolicy on_non_finite = NonFinitePolicy::stop;
 };
 
 struct StepReport {
@@ -51,6 +65,10 @@ struct StepReport {
   double loss = 0, lr = 0, grad_norm = 0, tokens_per_s = 0, elapsed_s = 0;
   std::optional<double> val_loss;
   uint32_t trained_tokens = 0;
+  // With --on-nonfinite skip, a step whose loss or gradient norm was not finite: its update was dropped,
+  // loss or grad_norm is the NaN or infinity seen, skip_reason says which, and no metrics row was stored.
+  bool skipped = false;
+  std::string skip_reason;
   // With TrainConfig::profile: GPU milliseconds of the step per op group (embedding, norms, attention,
   // mlp, lora, loss, optimizer), summed over its micro-batches, in that order.
   std::vector<store::GpuTime> gpu_ms;
@@ -72,6 +90,7 @@ struct TrainResult {
   std::filesystem::path adapter_dir;
   int64_t run_id = 0;
   bool stopped = false;              // the callback asked to stop (a checkpoint was written)
+  uint32_t skipped_steps = 0;        // steps whose update was dropped (--on-nonfinite skip)
 };
 
 // Throws ls::Error naming the option for values out of range.

@@ -3,13 +3,39 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "error.h"
 
 namespace ls {
+
+namespace {
+// Bytes left before the simulated full disk (simulate_full_disk_after); -1: no simulation.
+std::atomic<int64_t> g_simulated_space{-1};
+
+// ::write, except that it fails with ENOSPC past the simulated disk's end.
+ssize_t write_some(int fd, const char* p, size_t n) {
+  int64_t left = g_simulated_space.load();
+  if (left < 0) return ::write(fd, p, n);
+  if (left == 0) {
+    errno = ENOSPC;
+    return -1;
+  }
+  const size_t fits = std::min(n, size_t(left));
+  const ssize_t done = ::write(fd, p, fits);
+  if (done > 0) g_simulated_space.fetch_sub(done);
+  return done;
+}
+}  // namespace
+
+void simulate_full_disk_after(std::optional<uint64_t> bytes) {
+  g_simulated_space = bytes ? int64_t(std::min<uint64_t>(*bytes, uint64_t(std::numeric_limits<int64_t>::max()))) : -1;
+}
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view data) {
   AtomicFileWriter file(path);
@@ -37,7 +63,10 @@ void AtomicFileWriter::fail(const char* step) {
     ::unlink(tmp_.c_str());
     fd_ = -1;
   }
-  throw Error(path_.string() + ": cannot write (" + step + ": " + std::strerror(err) + ")");
+  std::string message = path_.string() + ": cannot write (" + step + ": " + std::strerror(err) + ")";
+  if (err == ENOSPC || err == EDQUOT || err == EFBIG)
+    message += "; the disk is full (or the file is too large for it): free some space and try again";
+  throw Error(message);
 }
 
 void AtomicFileWriter::write(std::string_view bytes) {
@@ -45,7 +74,7 @@ void AtomicFileWriter::write(std::string_view bytes) {
   const char* p = bytes.data();
   size_t left = bytes.size();
   while (left > 0) {
-    ssize_t n = ::write(fd_, p, left);
+    ssize_t n = write_some(fd_, p, left);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) fail("write");
     p += n;

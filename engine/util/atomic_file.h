@@ -1,5 +1,7 @@
 #pragma once
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string_view>
 
 namespace ls {
@@ -12,6 +14,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view d
 // file beside `path` ("<path>.tmp.<pid>"); commit() fsyncs it, renames it into place and fsyncs the
 // directory. Destroyed without commit() (an error on the way), it removes the temporary file and leaves
 // `path` as it was. Every failure throws ls::Error naming `path`. Neither copied nor moved.
+// A write that fails for want of space (ENOSPC, EDQUOT, EFBIG) says so in its message.
 class AtomicFileWriter {
  public:
   explicit AtomicFileWriter(const std::filesystem::path& path);
@@ -28,5 +31,10 @@ class AtomicFileWriter {
   std::filesystem::path path_, tmp_;
   int fd_ = -1;
 };
+
+// Test hook for the disk-full tests (docs/reliability.md "A full disk"): once `bytes` more bytes have gone
+// through AtomicFileWriter (and so write_file_atomically) in this process, every write fails with ENOSPC, as
+// on a full disk, the last one after writing what still fitted. std::nullopt (the default) turns it off.
+void simulate_full_disk_after(std::optional<uint64_t> bytes);
 
 }  // namespace ls

@@ -1,16 +1,29 @@
 #include "vk/device.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 
 #include "error.h"
 #include "kernels.h"
+#include "vk/device_lost.h"
 
 namespace ls::vk {
 
 namespace {
+
+// Submissions left before the simulated device loss (simulate_device_loss_after); -1: none simulated.
+std::atomic<int64_t> g_submits_before_loss{-1};
+
+// Whether this submission meets the simulated lost device (and, once lost, every one after it).
+bool simulated_loss_now() {
+  int64_t left = g_submits_before_loss.load();
+  while (left > 0 && !g_submits_before_loss.compare_exchange_weak(left, left - 1)) {
+  }
+  return left == 0;
+}
 
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
@@ -337,6 +350,10 @@ void Device::return_fence(VkFence fence) {
   free_fences_.push_back(fence);
 }
 
+void simulate_device_loss_after(std::optional<uint64_t> submits) {
+  g_submits_before_loss = submits ? int64_t(std::min<uint64_t>(*submits, uint64_t(INT64_MAX))) : -1;
+}
+
 void Device::submit_and_wait(VkCommandBuffer cb) {
   VkSubmitInfo info{.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cb};
   VkFence fence = take_fence();
@@ -348,6 +365,7 @@ void Device::submit_and_wait(VkCommandBuffer cb) {
       // that stopped drawing cannot stall the engine).
       if (claimed_) claim_released_.wait_until(lock, claimed_at_ + kClaimTimeout, [&] { return !claimed_; });
       claimed_ = false;
+      if (simulated_loss_now()) check(VK_ERROR_DEVICE_LOST, "vkQueueSubmit (simulated)");
       check(vkQueueSubmit(queue_, 1, &info, fence), "vkQueueSubmit");
       ++in_flight_;
     }

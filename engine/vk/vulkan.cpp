@@ -1,6 +1,7 @@
 #include "vk/vulkan.h"
 
 #include "error.h"
+#include "vk/device_lost.h"
 
 namespace ls::vk {
 
@@ -28,6 +29,8 @@ const char* result_name(VkResult r) {
 }
 
 void check(VkResult r, const char* what) {
+  if (r == VK_ERROR_DEVICE_LOST)
+    throw DeviceLost(std::string(what) + ": " + result_name(r) + " (" + std::to_string(r) + "): the GPU device was lost");
   if (r != VK_SUCCESS) throw Error(std::string(what) + ": " + result_name(r) + " (" + std::to_string(r) + ")");
 }
 

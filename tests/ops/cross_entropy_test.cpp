@@ -100,7 +100,7 @@ void check_forward_backward(vk::Device& dev, uint32_t rows, uint32_t vocab, DTyp
   EXPECT_EQ(got_loss[1], want.loss[1]) << "count";
   record("max_rel_lse", got_lse, narrow(want.lse));
   record("max_rel_row_loss", got_row_loss, narrow(want.row_loss));
-  record("rel_loss", want.loss[0] ? std::fabs(got_loss[0] - want.loss[0]) / want.loss[0] : std::fabs(got_loss[0]));
+  record("rel_loss", want.loss[0] != 0 ? std::fabs(got_loss[0] - want.loss[0]) / want.loss[0] : std::fabs(got_loss[0]));
 
   auto got_d = download(dlogits.t);
   auto want_d = test::rounded(narrow(want.dlogits), grad_dtype);

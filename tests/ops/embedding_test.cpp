@@ -146,7 +146,9 @@ TEST_F(EmbeddingChunkTest, ForcedChunksMatchReference) {
     auto dy0 = test::random_values(size_t(n) * cols, 10);
     auto dtable = test::tensor_from(dev(), {vocab, cols}, DType::f32, dtable0);
     auto dy = test::tensor_from(dev(), {n, cols}, DType::f32, dy0);
-    test::run(dev(), [&](vk::Recorder& r) { ops::embedding_backward(r, dtable, dy, ids, max_chunk_bytes); });
+    test::run(dev(), [&, max_chunk_bytes = max_chunk_bytes](vk::Recorder& r) {
+      ops::embedding_backward(r, dtable, dy, ids, max_chunk_bytes);
+    });
     auto want_dtable = dtable0;
     ops::ref::embedding_backward(want_dtable, dy0, ids0, cols);
     test::expect_close(download(dtable), want_dtable, 1e-5, "embedding_backward chunked", {vocab, cols});

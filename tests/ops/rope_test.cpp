@@ -46,7 +46,7 @@ TEST_P(RopeTest, ForwardMatchesReference) {
   auto x = test::tensor_from(dev(), shape, dtype, x0);
   auto pos = test::tensor_from_ints(dev(), {tokens}, pos0);
   auto y = test::poisoned(dev(), shape, dtype);
-  test::run(dev(), [&](vk::Recorder& rec) { ops::rope_forward(rec, y.t, x, pos, theta); });
+  test::run(dev(), [&, theta = theta](vk::Recorder& rec) { ops::rope_forward(rec, y.t, x, pos, theta); });
   std::vector<float> want(n);
   ops::ref::rope_forward(want, x0, pos0, d, theta);
   auto got = download(y.t);
@@ -64,7 +64,7 @@ TEST_P(RopeTest, BackwardMatchesReference) {
   auto dy = test::tensor_from(dev(), shape, dtype, dy0);
   auto pos = test::tensor_from_ints(dev(), {tokens}, pos0);
   auto dx = test::poisoned(dev(), shape, dtype);
-  test::run(dev(), [&](vk::Recorder& rec) { ops::rope_backward(rec, dx.t, dy, pos, theta); });
+  test::run(dev(), [&, theta = theta](vk::Recorder& rec) { ops::rope_backward(rec, dx.t, dy, pos, theta); });
   std::vector<float> want(n);
   ops::ref::rope_backward(want, dy0, pos0, d, theta);
   auto got = download(dx.t);

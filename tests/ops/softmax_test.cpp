@@ -139,7 +139,7 @@ TEST_P(SoftmaxCausal, MasksFutureColumns) {
   auto dy = test::tensor_from(dev(), shape, dtype, dy0);
   auto y = test::poisoned(dev(), shape, dtype);
   auto dx = test::poisoned(dev(), shape, dtype);
-  test::run(dev(), [&](vk::Recorder& rec) {
+  test::run(dev(), [&, offset = offset](vk::Recorder& rec) {
     ops::softmax_forward(rec, y.t, x, scale, offset);
     ops::softmax_backward(rec, dx.t, dy, y.t, scale);
   });

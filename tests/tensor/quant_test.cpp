@@ -45,7 +45,8 @@ TEST(Quant, DynamicMapIsBitsandbytes) {
 }
 
 TEST(Quant, Nf4MatchesTheTorchReference) {
-  for (const auto& c : reference().at("cases")) {
+  const nlohmann::json ref = reference();  // (a range-for over reference().at(...) reads a destroyed temporary)
+  for (const auto& c : ref.at("cases")) {
     const std::vector<float> w = weights_of(c);
     const auto& r = c.at("nf4");
     const QuantizedHost q = quantize(QuantType::nf4, w);
@@ -63,7 +64,8 @@ TEST(Quant, Nf4MatchesTheTorchReference) {
 }
 
 TEST(Quant, Q8MatchesTheTorchReference) {
-  for (const auto& c : reference().at("cases")) {
+  const nlohmann::json ref = reference();  // (a range-for over reference().at(...) reads a destroyed temporary)
+  for (const auto& c : ref.at("cases")) {
     const std::vector<float> w = weights_of(c);
     const auto& r = c.at("q8");
     const QuantizedHost q = quantize(QuantType::q8, w);

@@ -468,7 +468,7 @@ TEST_F(TokenizerFiles, MalformedFilesNameTheFileAndTheProblem) {
   j["model"]["vocab"]["far"] = 2000000;
   expect_load_error(j, "model.vocab: ids go up to 2000000 for 257 tokens: too sparse");
   j = byte_level();
-  j["added_tokens"] = {added(2147483000, "<far>")};
+  j["added_tokens"] = json::array({added(2147483000, "<far>")});  // (a bare {x} is x itself under clang)
   expect_load_error(j, "added_tokens[0].id: expected a token id in [0, 16777215]");
   j = byte_level();
   j["model"]["vocab"] = json::array();

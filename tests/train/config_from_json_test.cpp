@@ -40,6 +40,7 @@ TEST(ConfigFromJson, RoundTripsEverySavedOption) {
   c.val_every = 6;
   c.save_every = 8;
   c.resume = "/runs/a/checkpoint-8";
+  c.on_non_finite = NonFinitePolicy::skip;
   const std::string text = config_json(c);
   const TrainConfig back = config_from_json(text, "x");
   EXPECT_EQ(config_json(back), text);
@@ -47,6 +48,7 @@ TEST(ConfigFromJson, RoundTripsEverySavedOption) {
   EXPECT_EQ(back.seed, c.seed);
   EXPECT_TRUE(back.data_options.skip_bad_lines);
   EXPECT_EQ(back.quantize, QuantType::nf4);
+  EXPECT_EQ(back.on_non_finite, NonFinitePolicy::skip);
 }
 
 TEST(ConfigFromJson, AbsentKeysKeepTheBaseAndBadValuesAreNamed) {
@@ -69,6 +71,8 @@ TEST(ConfigFromJson, AbsentKeysKeepTheBaseAndBadValuesAreNamed) {
   EXPECT_NE(message(R"({"targets": ["qq_proj"]})").find("qq_proj"), std::string::npos);
   EXPECT_NE(message(R"({"schedule": "zigzag"})").find("zigzag"), std::string::npos);
   EXPECT_NE(message(R"({"quantize": "int3"})").find("\"quantize\": \"int3\" is not nf4, q8 or none"), std::string::npos);
+  EXPECT_NE(message(R"({"on_nonfinite": "ignore"})").find("\"on_nonfinite\": \"ignore\" is not stop or skip"),
+            std::string::npos);
   EXPECT_NE(message("[1]").find("not a JSON object"), std::string::npos);
 }
 

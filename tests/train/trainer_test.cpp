@@ -15,6 +15,10 @@
 // - divergence: a learning rate of 1e30 makes a later step's loss or gradients NaN or infinite; the run
 //   stops at that step with a message naming it, the weights never see the non-finite update (the adapter
 //   saved is finite and equals the one a run stopped one step earlier saves), and the run is marked failed;
+//   with --on-nonfinite skip the same run finishes: the non-finite steps are reported as skipped, stored as
+//   "skipped" events and not as metrics, leave the adapter as it was, and 20 of them in a row stop the run;
+// - a lost device (VK_ERROR_DEVICE_LOST, simulated: lavapipe cannot lose its device) during step 4 fails the
+//   run with a message naming the step and the latest checkpoint to --resume from, and that resume finishes;
 // - steering through a RunControl: a run paused after step 2 holds there, shows as paused in its run store
 //   with its heartbeat refreshed, and when resumed is running again and finishes all its steps; a stop asked
 //   while paused ends the run after that step, stopped, with a checkpoint of that step.
@@ -35,6 +39,7 @@
 #include "train/checkpoint.h"
 #include "train/run_control.h"
 #include "train/trainer.h"
+#include "vk/device_lost.h"
 
 namespace ls {
 namespace {
@@ -284,6 +289,107 @@ TEST_F(TrainerLoop, NonFiniteLossOrGradientStopsBeforeTheWeights) {
   EXPECT_EQ(it->status, store::RunStatus::failed);
   EXPECT_EQ(it->error, message);
   EXPECT_EQ(runs.metrics(it->id).size(), size_t(last_step));
+}
+
+TEST_F(TrainerLoop, NonFiniteStepsAreSkippedWhenAsked) {
+  auto c = config_;
+  c.schedule.lr = 1e30f;
+  c.schedule.warmup_steps = 0;
+  c.save_every = 0;
+  c.on_non_finite = train::NonFinitePolicy::skip;
+  c.out = dir_ / "skipping";
+  std::vector<train::StepReport> reports;
+  const auto result = train::train(dev(), c, [&](const train::StepReport& r) {
+    reports.push_back(r);
+    return true;
+  });
+  ASSERT_EQ(reports.size(), size_t(c.steps));
+  uint32_t last_applied = 0, skipped = 0;
+  for (const auto& r : reports) {
+    if (!r.skipped) {
+      EXPECT_EQ(skipped, 0u) << "step " << r.step << " applied after a skipped step (at lr 1e30 none should be)";
+      last_applied = r.step;
+      continue;
+    }
+    ++skipped;
+    EXPECT_FALSE(std::isfinite(r.loss) && std::isfinite(r.grad_norm)) << "step " << r.step;
+    EXPECT_TRUE(r.skip_reason.starts_with("the loss is ") || r.skip_reason.starts_with("the gradients' norm is "))
+        << r.skip_reason;
+  }
+  ASSERT_GT(skipped, 0u) << "no step at lr 1e30 went non-finite";
+  ASSERT_GT(last_applied, 0u);
+  EXPECT_EQ(result.skipped_steps, skipped);
+  EXPECT_EQ(result.steps, c.steps);
+
+  // The skipped steps left the weights as the last applied step made them.
+  auto stopped = c;
+  stopped.out = dir_ / "stopped";
+  train::train(dev(), stopped, [&](const train::StepReport& r) { return r.step < last_applied; });
+  EXPECT_EQ(bytes(c.out / "adapter" / "adapter_model.safetensors"),
+            bytes(stopped.out / "adapter" / "adapter_model.safetensors"));
+
+  store::RunStore runs(c.store);
+  const auto listed = runs.list_runs();
+  const auto it = std::find_if(listed.begin(), listed.end(), [&](const auto& r) { return r.out_dir == c.out; });
+  ASSERT_TRUE(it != listed.end());
+  EXPECT_EQ(it->status, store::RunStatus::finished);
+  EXPECT_EQ(runs.metrics(it->id).size(), size_t(last_applied));  // no row for a skipped step
+  std::vector<int64_t> event_steps;
+  for (const auto& e : runs.events(it->id))
+    if (e.kind == store::kEventSkipped) {
+      event_steps.push_back(e.step.value_or(-1));
+      EXPECT_NE(e.message.find("skipped: the "), std::string::npos) << e.message;
+    }
+  ASSERT_EQ(event_steps.size(), size_t(skipped));
+  EXPECT_EQ(event_steps.front(), int64_t(last_applied + 1));
+
+  // A run that does nothing but skip stops as --on-nonfinite stop would, saying why.
+  auto stuck = c;
+  stuck.out = dir_ / "stuck";
+  stuck.steps = train::kMaxConsecutiveSkips + 5;
+  std::string message;
+  try {
+    train::train(dev(), stuck, [](const train::StepReport&) { return true; });
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  const std::string bad = std::to_string(last_applied + train::kMaxConsecutiveSkips);
+  EXPECT_NE(message.find("step " + bad + ": "), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(train::kMaxConsecutiveSkips) + " steps in a row were not finite"),
+            std::string::npos) << message;
+}
+
+TEST_F(TrainerLoop, LostDeviceNamesTheStepAndTheCheckpointToResumeFrom) {
+  struct LoseTheDevice {  // turned off however the test ends
+    void after(uint64_t submits) { vk::simulate_device_loss_after(submits); }
+    ~LoseTheDevice() { vk::simulate_device_loss_after(std::nullopt); }
+  } lose;
+  auto c = config_;
+  c.save_every = 2;
+  c.out = dir_ / "lost";
+  std::string message;
+  try {
+    train::train(dev(), c, [&](const train::StepReport& r) {
+      if (r.step == 3) lose.after(0);  // the first submission of step 4 meets a lost device
+      return true;
+    });
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  vk::simulate_device_loss_after(std::nullopt);
+  const fs::path checkpoint = c.out / "checkpoint-2";
+  EXPECT_NE(message.find("step 4 of 6: "), std::string::npos) << message;
+  EXPECT_NE(message.find("VK_ERROR_DEVICE_LOST"), std::string::npos) << message;
+  EXPECT_NE(message.find("continue with --resume " + checkpoint.string()), std::string::npos) << message;
+  store::RunStore runs(c.store);
+  ASSERT_EQ(runs.list_runs().size(), 1u);
+  EXPECT_EQ(runs.list_runs().front().status, store::RunStatus::failed);
+  EXPECT_EQ(runs.list_runs().front().error, message);
+
+  c.resume = checkpoint;
+  const auto resumed = run(c);
+  ASSERT_EQ(resumed.size(), 4u);
+  EXPECT_EQ(resumed.front().first, 3u);
 }
 
 TEST_F(TrainerLoop, ResumeInItsOwnFolderContinuesTheRunEntry) {

@@ -109,6 +109,8 @@ class Macro : public Object {
   std::string repr() const override { return "<Macro '" + name_ + "'>"; }
   bool callable() const override { return true; }
   Value call(const Arguments& args) override;
+  // Drops the defining scope, which holds the macro in turn: the renderer breaks that cycle when it ends.
+  void release() { scope_.reset(); }
 
  private:
   Renderer& renderer_;
@@ -122,6 +124,11 @@ enum class Flow { normal, break_loop, continue_loop };
 class Renderer {
  public:
   explicit Renderer(const std::string& name) : name_(name) {}
+  ~Renderer() {
+    for (const auto& m : macros_) m->release();
+  }
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
 
   Flow exec_body(const Body& body, const ScopePtr& scope, std::string& out) {
     for (const auto& s : body) {
@@ -136,6 +143,14 @@ class Renderer {
  private:
   const std::string& name_;
   int depth_ = 0;
+  // Every macro made, for ~Renderer: a macro keeps its defining scope (it may be called from outside it, e.g.
+  // through a namespace), and that scope keeps the macro, so each would otherwise outlive the render.
+  std::vector<std::shared_ptr<Macro>> macros_;
+
+  Value make_macro(const Stmt& def, const ScopePtr& scope, const std::string& name) {
+    macros_.push_back(std::make_shared<Macro>(*this, def, scope, name));
+    return Value(macros_.back());
+  }
 
   [[noreturn]] void rethrow(const Failure& f, const Node& at) const {
     throw TemplateError(f.kind, f.message, name_, at.line, at.column);
@@ -180,9 +195,9 @@ class Renderer {
         assign(s.target, s.filter ? filter_chain(*s.filter, scope, v) : v, *scope);
         break;
       }
-      case StmtKind::macro: scope->vars[s.text] = Value(std::make_shared<Macro>(*this, s, scope, s.text)); break;
+      case StmtKind::macro: scope->vars[s.text] = make_macro(s, scope, s.text); break;
       case StmtKind::call_block: {
-        Value caller(std::make_shared<Macro>(*this, s, scope, "caller"));
+        Value caller = make_macro(s, scope, "caller");
         out += py_str(call(*s.expr, scope, &caller));
         break;
       }
