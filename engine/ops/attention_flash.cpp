@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
 
 #include "ops/attention_group_sum.h"
 #include "ops/common.h"
@@ -30,6 +31,30 @@ constexpr FlashTiles kTiles128{.forward_rows = 16, .dq_rows = 16, .dkdv_rows = 8
 // shaders/flash_attention_coopmat.comp: 64 queries (4 subgroups), 32 queries and 32 keys (2 subgroups).
 constexpr FlashTiles kTilesCoopmat{.forward_rows = 64, .dq_rows = 32, .dkdv_rows = 32, .dkdv_threads = 64};
 constexpr uint32_t kCoopmatForwardThreads = 128, kCoopmatDqThreads = 64;
+// shaders/flash_attention_cm2.comp: BR = BC = 64 queries and keys, every kernel; the workgroup size is its
+// specialization constant 0 (LORASTUDIO_FLASH_CM2_THREADS overrides it for measurement). On the H100 (call
+// s13a) 256 invocations beat 128 on every micro case but the 0.5B B8 forward (7B backward 322.8 against
+// 471.8 us), and both beat the GL_NV_cooperative_matrix kernels: 7B forward 72.0 against 97.1 us, 0.5B
+// B1 31.7 against 56.5, 0.5B B8 backward 367.0 against 467.3.
+constexpr uint32_t kCm2Rows = 64;
+
+// LORASTUDIO_FLASH_CM2_TRANSPOSE=1: the kernels that transpose in registers (measurement, session 13).
+bool cm2_transpose_in_registers() {
+  static const bool on = [] {
+    const char* v = std::getenv("LORASTUDIO_FLASH_CM2_TRANSPOSE");
+    return v && std::string_view(v) == "1";
+  }();
+  return on;
+}
+
+uint32_t cm2_threads() {
+  static const uint32_t threads = [] {
+    const char* forced = std::getenv("LORASTUDIO_FLASH_CM2_THREADS");
+    const int n = forced && *forced ? std::atoi(forced) : 0;
+    return n == 128 || n == 256 ? uint32_t(n) : 256u;
+  }();
+  return threads;
+}
 
 bool small_heads(const AttentionDims& d) { return d.D <= 64; }
 
@@ -41,6 +66,26 @@ struct FlashPlan {
 
 FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool tensor_cores = true) {
   const bool small = small_heads(d);
+  if ((tensor_cores || dtype != DType::f32) && attention_flash_coopmat_fit(device, d, dtype) &&
+      flash_cm2_enabled(device.coopmat2())) {
+    using K = vk::Kernel;
+    // [transposed in registers][head dim 128]: forward (f32), forward (f16), dq, dk and dv.
+    static constexpr K kernels[2][2][4] = {
+        {{K::flash_attention_cm2_forward_d64, K::flash_attention_cm2_forward_f16_d64,
+          K::flash_attention_cm2_backward_dq_d64, K::flash_attention_cm2_backward_dkdv_d64},
+         {K::flash_attention_cm2_forward_d128, K::flash_attention_cm2_forward_f16_d128,
+          K::flash_attention_cm2_backward_dq_d128, K::flash_attention_cm2_backward_dkdv_d128}},
+        {{K::flash_attention_cm2_t_forward_d64, K::flash_attention_cm2_t_forward_f16_d64,
+          K::flash_attention_cm2_t_backward_dq_d64, K::flash_attention_cm2_t_backward_dkdv_d64},
+         {K::flash_attention_cm2_t_forward_d128, K::flash_attention_cm2_t_forward_f16_d128,
+          K::flash_attention_cm2_t_backward_dq_d128, K::flash_attention_cm2_t_backward_dkdv_d128}}};
+    const K* row = kernels[cm2_transpose_in_registers()][small ? 0 : 1];
+    const uint32_t threads = cm2_threads();
+    return {{dtype == DType::f16 ? row[1] : row[0], row[2], row[3]},
+            {kCm2Rows, kCm2Rows, kCm2Rows, threads},
+            threads,
+            threads};
+  }
   if ((tensor_cores || dtype != DType::f32) && attention_flash_coopmat_fit(device, d, dtype)) {
     const FlashKernels k = small ? FlashKernels{vk::Kernel::flash_attention_coopmat_forward_d64,
                                                 vk::Kernel::flash_attention_coopmat_backward_dq_d64,
@@ -87,10 +132,11 @@ bool flash_shapes(vk::Device& device, const AttentionDims& d) {
 // (448 workgroups, head dim 128) lost time with 3 (4.93 + 5.18 -> 5.11 + 5.66 ms, plus sums).
 constexpr uint32_t kFlashSplitBelowGroups = 256, kFlashTargetGroups = 1024, kFlashMaxSplits = 4;
 
-uint32_t attention_flash_backward_splits(const AttentionDims& d) {
+uint32_t attention_flash_backward_splits(const AttentionDims& d, bool cm2) {
   static const char* forced = std::getenv("LORASTUDIO_FLASH_SPLITS");  // measurement: a fixed count
-  const uint64_t groups = uint64_t(ceil_div(d.T, kTilesCoopmat.dq_rows)) * d.H * d.B;
-  const uint32_t blocks = ceil_div(d.T, kTilesCoopmat.dkdv_rows);  // blocks of 32 of the other operand
+  const uint32_t rows = cm2 ? kCm2Rows : kTilesCoopmat.dq_rows;
+  const uint64_t groups = uint64_t(ceil_div(d.T, rows)) * d.H * d.B;
+  const uint32_t blocks = ceil_div(d.T, rows);  // blocks of the other operand
   uint32_t splits = groups >= kFlashSplitBelowGroups
                         ? 1
                         : uint32_t(std::min<uint64_t>(ceil_div(kFlashTargetGroups, groups), kFlashMaxSplits));
@@ -100,6 +146,14 @@ uint32_t attention_flash_backward_splits(const AttentionDims& d) {
 
 bool attention_flash_fit(vk::Device& device, const AttentionDims& d, DType dtype) {
   return (dtype == DType::f32 || attention_flash_coopmat_fit(device, d, dtype)) && flash_shapes(device, d);
+}
+
+bool flash_cm2_enabled(bool device_coopmat2) {
+  static const bool off = [] {
+    const char* v = std::getenv("LORASTUDIO_FLASH_CM2");  // measurement: 0 keeps the coopmat kernels
+    return v && std::string_view(v) == "0";
+  }();
+  return device_coopmat2 && !off && vk::kernel_built(vk::Kernel::flash_attention_cm2_backward_dkdv_d128);
 }
 
 // Sequences of fewer than 16 queries stay on the f32 shader cores: a 16-row matrix would be mostly
@@ -124,8 +178,8 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
                               const Tensor& lse, const AttentionDims& d, float scale) {
   vk::Device& dev = rec.device();
   const FlashPlan plan = plan_for(dev, d, DType::f32);
-  const bool tensor_cores = plan.tiles.dq_rows == kTilesCoopmat.dq_rows && attention_flash_coopmat_fit(dev, d, DType::f32);
-  const uint32_t splits = tensor_cores ? attention_flash_backward_splits(d) : 1;
+  const bool tensor_cores = attention_flash_coopmat_fit(dev, d, DType::f32);
+  const uint32_t splits = tensor_cores ? attention_flash_backward_splits(d, flash_cm2_enabled(dev.coopmat2())) : 1;
   // kScratchAttention: delta [B, H, T], then (split) dq's partials [splits·B, H, T, D].
   const uint64_t delta_floats = flash_delta_floats(d);
   const uint64_t dq_floats = splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * d.D : 0;

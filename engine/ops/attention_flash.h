@@ -1,7 +1,8 @@
 #pragma once
 // Attention (ops/attention.h) through flash kernels: tiles of queries and keys in shared memory, no
-// score matrix in global memory. On tensor cores (shaders/flash_attention_coopmat.comp) the products are
-// f16 x f16 -> f32 matrix products; elsewhere (shaders/flash_attention.comp) all math is f32 on the
+// score matrix in global memory. On tensor cores (shaders/flash_attention_cm2.comp where the device offers
+// VK_NV_cooperative_matrix2, else shaders/flash_attention_coopmat.comp) the products are f16 x f16 -> f32
+// matrix products; elsewhere (shaders/flash_attention.comp) all math is f32 on the
 // shader cores. ops/attention.cpp takes, in order: the tensor-core flash kernels, the products path
 // (ops/attention_products.h), the f32 flash kernels, and the row kernels (shaders/attention.comp,
 // attention_backward.comp: a workgroup per query or key row) for what none of them fits.
@@ -25,8 +26,11 @@ void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& l
 void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                               const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                               const Tensor& lse, const AttentionDims& d, float scale);
+// Whether the tensor-core flash kernels are the cooperative-matrix-2 ones (shaders/flash_attention_cm2.comp),
+// on a device that offers the extension: built, and not turned off by LORASTUDIO_FLASH_CM2=0.
+bool flash_cm2_enabled(bool device_coopmat2);
 // How many ways the tensor-core backward splits its loops (1: not split); LORASTUDIO_FLASH_SPLITS forces it.
-uint32_t attention_flash_backward_splits(const AttentionDims& d);
+uint32_t attention_flash_backward_splits(const AttentionDims& d, bool cm2);
 // delta's floats at the start of slot kScratchAttention (B·H·T rounded up to 64, so dq's partials after it
 // start aligned), and the bytes of each per-head gradient (slots kScratchAttention + 1 and + 2).
 uint64_t flash_delta_floats(const AttentionDims& d);

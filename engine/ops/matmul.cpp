@@ -127,10 +127,15 @@ Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
 // Split-K for a product of `tiles` output tiles that fill under half of an H100's SMs: slices of K (each a
 // multiple of the kernel's BK, at least 256 long, the last one possibly shorter) until about one wave of
 // workgroups, at most 16. Returns the number of slices and sets kc, the slices' length.
+// LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning.
 uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding, uint32_t& kc) {
+  static const uint64_t below = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_SPLIT_BELOW");
+    return v && *v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : kCm2HalfGpu;
+  }();
   kc = K;
-  if (tiles >= kCm2HalfGpu || K < 512) return 1;
-  uint64_t want = std::min<uint64_t>({16, (2 * kCm2HalfGpu + tiles - 1) / tiles, K / 256});
+  if (tiles >= below || K < 512) return 1;
+  uint64_t want = std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
   while (want > 1 && want * M * N * 4 > max_binding) --want;
   if (want <= 1) return 1;
   kc = ceil_div(ceil_div(K, uint32_t(want)), kCm2K) * kCm2K;

@@ -168,7 +168,8 @@ class StepWalk {
     switch (attention_path(s)) {
       case Attention::flash: {  // ops/attention_flash.cpp: delta and dq's partials, per-head dk and dv
         const ops::AttentionDims d{.B = o_.B, .T = o_.T, .S = o_.T, .H = s.heads, .KV = s.kv_heads, .D = s.head_dim};
-        const uint32_t splits = dev_.coopmat ? ops::detail::attention_flash_backward_splits(d) : 1;
+        const uint32_t splits =
+            dev_.coopmat ? ops::detail::attention_flash_backward_splits(d, ops::detail::flash_cm2_enabled(dev_.coopmat2)) : 1;
         const uint64_t dq_partials = splits > 1 ? uint64_t(splits) * o_.B * s.heads * o_.T * s.head_dim : 0;
         slots_.request(Rec::kScratchAttention, (ops::detail::flash_delta_floats(d) + dq_partials) * 4);
         if (s.heads != s.kv_heads || splits > 1) {

@@ -114,6 +114,8 @@ const AttentionDims kCases[] = {
     {.B = 2, .T = 70, .S = 70, .H = 3, .KV = 3, .D = 40},     // plain MHA, odd head dim, 2 query chunks
     {.B = 1, .T = 70, .S = 70, .H = 4, .KV = 2, .D = 128},    // Qwen2.5-7B head dim: the 128 flash kernels
     {.B = 2, .T = 20, .S = 45, .H = 4, .KV = 1, .D = 96},     // 128 kernels, padded dims, past = 25
+    {.B = 1, .T = 300, .S = 300, .H = 4, .KV = 2, .D = 64},   // tensor cores: the backward split in 2
+    {.B = 1, .T = 200, .S = 200, .H = 2, .KV = 1, .D = 128},  // the same with the 128 kernels, a partial block
     {.B = 33000, .T = 1, .S = 2, .H = 1, .KV = 1, .D = 4},    // > 32768 rows: workgroups fold into y
 };
 
