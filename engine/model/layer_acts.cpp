@@ -113,6 +113,10 @@ void fill(LayerActs& set, const std::vector<ActRow>& rows, Home ActRow::*home, c
 
 }  // namespace
 
+bool products_in_f16(bool coopmat2, bool coopmat, bool quantized, DType weight) {
+  return coopmat2 && (quantized || weight == DType::f16 || (coopmat && weight == DType::bf16));
+}
+
 F16Operands f16_operands(bool products_in_f16, const LayerSpec& spec, std::span<const LoraTarget> adapted) {
   if (!products_in_f16) return {};
   auto is_adapted = [&](LoraTarget t) {

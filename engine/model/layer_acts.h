@@ -67,8 +67,14 @@ struct F16Operands {
   bool gated = false;
   bool mlp_grads = false;
 };
-// Which ones, for products that round their operands to f16 (`products_in_f16`: VK_NV_cooperative_matrix2
-// with f16 or quantized weights) and an adapter on `adapted` in every layer.
+// Whether the projections' products round their operands to f16: on VK_NV_cooperative_matrix2 the
+// workgroup-scope GEMM (ops/matmul.cpp cm2_fits) takes them when their weights are quantized (dequantized
+// to f16) or f16, as bf16 weights are on tensor cores (model/weights.cpp stored_dtype). `weight`: the
+// projections' dtype in the file or as stored, either. The one rule of model/training.cpp (the step),
+// train/memory_plan.cpp and train/step_scratch.cpp (its plan).
+bool products_in_f16(bool coopmat2, bool coopmat, bool quantized, DType weight);
+// Which ones, for products that round their operands to f16 (products_in_f16) and an adapter on `adapted`
+// in every layer.
 F16Operands f16_operands(bool products_in_f16, const LayerSpec& spec, std::span<const LoraTarget> adapted);
 
 // One LayerActs per layer (shared tensors appear in several), x_in to x_out and lora_t included; lora_t

@@ -72,10 +72,10 @@ StepBytes step_bytes(const model::ModelSpec& spec, const PlanOptions& o, uint32_
   const uint32_t B = o.shape.batch, T = o.shape.seq_len, M = B * T, V = spec.vocab;
   const uint32_t K = loss_rows && loss_rows < M ? loss_rows : M;
   StepBytes s;
-  // model/training.cpp: the MLP operands kept in f16 where the products round to f16 (as step_scratch.cpp).
-  const bool products_in_f16 = o.device.coopmat2 && (o.quantize != QuantType::none || weight_dtype == DType::f16 ||
-                                                     (o.device.coopmat && weight_dtype == DType::bf16));
-  const model::F16Operands f16 = model::f16_operands(products_in_f16, spec.layers.at(0), o.targets);
+  // model/training.cpp: the MLP operands kept in f16 where the products round to f16.
+  const bool in_f16 =
+      model::products_in_f16(o.device.coopmat2, o.device.coopmat, o.quantize != QuantType::none, weight_dtype);
+  const model::F16Operands f16 = model::f16_operands(in_f16, spec.layers.at(0), o.targets);
   s.kept = model::layer_acts_bytes(spec, o.targets, o.rank, B, T, DType::f32,
                                    o.grad_checkpoint ? model::ActsPlan::recompute : model::ActsPlan::training, f16);
   s.grads = model::layer_grads_bytes(spec.layers.at(0), B, T, f16);

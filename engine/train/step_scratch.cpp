@@ -47,7 +47,9 @@ class Slots {
 class StepWalk {
  public:
   StepWalk(const model::ModelSpec& spec, const PlanDevice& device, const StepScratchOptions& o)
-      : spec_(spec), dev_(device), o_(o), M_(o.B * o.T), f16_(model::f16_operands(products_in_f16(), spec.layers.at(0), o.targets)) {}
+      : spec_(spec), dev_(device), o_(o), M_(o.B * o.T),
+        in_f16_(model::products_in_f16(device.coopmat2, device.coopmat, o.quantize != QuantType::none, o.weight_dtype)),
+        f16_(model::f16_operands(in_f16_, spec.layers.at(0), o.targets)) {}
 
   StepScratch run() {
     const size_t L = spec_.layers.size();
@@ -96,17 +98,9 @@ class StepWalk {
     if (p.weight && o_.quantize != QuantType::none)  // the weight dequantized for this product
       dequantized_.request(0, uint64_t(p.weight->out) * p.weight->in * (dev_.coopmat ? 2 : 4));
     // ops/matmul.cpp cm2_a_as_f16: the workgroup-scope GEMM reads f16; training's f32 A is converted first.
-    const bool f16_weight = p.weight && (o_.quantize != QuantType::none || o_.weight_dtype == DType::f16 ||
-                                         (dev_.coopmat && o_.weight_dtype == DType::bf16));
-    if (dev_.coopmat2 && f16_weight && !p.a_f16) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
+    if (p.weight && in_f16_ && !p.a_f16) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
     slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
   }
-  // model/training.cpp: whether the products round their operands to f16 (F16Operands).
-  bool products_in_f16() const {
-    return dev_.coopmat2 && (o_.quantize != QuantType::none || o_.weight_dtype == DType::f16 ||
-                             (dev_.coopmat && o_.weight_dtype == DType::bf16));
-  }
-
   void dropout_input(uint32_t in) {
     if (o_.dropout) slots_.request(Rec::kScratchDropout, uint64_t(M_) * in * 4);  // ops/matmul.cpp dropout_scratch
   }
@@ -215,8 +209,7 @@ class StepWalk {
   }
   // The lm_head is never quantized: only its stored dtype decides the tensor-core conversion.
   void head_product(const Product& p) {
-    const bool f16_weight = o_.weight_dtype == DType::f16 || (dev_.coopmat && o_.weight_dtype == DType::bf16);
-    if (dev_.coopmat2 && f16_weight) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
+    if (model::products_in_f16(dev_.coopmat2, dev_.coopmat, false, o_.weight_dtype)) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
     slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
   }
 
@@ -224,6 +217,7 @@ class StepWalk {
   const PlanDevice& dev_;
   const StepScratchOptions& o_;
   const uint32_t M_;
+  const bool in_f16_;  // the projections' products round their operands to f16 (model::products_in_f16)
   const model::F16Operands f16_;
   model::ModuleSpec lm_head_{};
   Slots slots_, dequantized_;
