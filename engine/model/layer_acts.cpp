@@ -1,7 +1,9 @@
 #include "model/layer_acts.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "vk/memory.h"
 
@@ -56,8 +58,8 @@ std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T, F16Ope
       {&A::x_mid, "residual mid",  {M, C},        Dt::f32, Keep::backward,  shares(&A::x_in), kOwn},
       {&A::rstd2, "rstd",          {M},           Dt::f32, Keep::backward,  shares(&A::rstd1), kNone},
       {&A::h2,    "normed",        {M, C},        Dt::act, Keep::backward,  shares(&A::h1),   shares(&A::h1)},
-      {&A::gate,  "gate",          {M, I},        Dt::act, Keep::backward,  kOwn,             kOwn},
-      {&A::up,    "up",            {M, I},        Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::gate,  "gate",          {M, I},        f16.gate_up ? Dt::f16 : Dt::act, Keep::backward, kOwn, kOwn},
+      {&A::up,    "up",            {M, I},        f16.gate_up ? Dt::f16 : Dt::act, Keep::backward, kOwn, kOwn},
       {&A::gated, "silu*up",       {M, I},        f16.gated ? Dt::f16 : Dt::act, Keep::backward, shares(&A::gate), kOwn},
       {&A::down,  "down_proj out", {M, C},        Dt::f32, Keep::transient, shares(&A::o),    kNone},
   };
@@ -91,9 +93,11 @@ bool own_per_layer(Keep keep, ActsPlan plan) {
 
 DType dtype_of(Dt t, DType act) { return t == Dt::act ? act : t == Dt::f16 ? DType::f16 : DType::f32; }
 
-// A gradient's dtype: f32, but d gate and d up in f16 with f16.mlp_grads.
+// A gradient's dtype: f32, but d gate and d up in f16 with f16.mlp_grads, and d gated with f16.gate_up.
 DType grad_dtype(const ActRow& r, F16Operands f16) {
-  return f16.mlp_grads && (r.field == &LayerActs::gate || r.field == &LayerActs::up) ? DType::f16 : DType::f32;
+  const bool f16_grad = (f16.mlp_grads && (r.field == &LayerActs::gate || r.field == &LayerActs::up)) ||
+                        (f16.gate_up && r.field == &LayerActs::gated);
+  return f16_grad ? DType::f16 : DType::f32;
 }
 
 uint64_t bytes_of(const Shape& shape, DType dtype) {
@@ -111,6 +115,12 @@ void fill(LayerActs& set, const std::vector<ActRow>& rows, Home ActRow::*home, c
     if ((r.*home).kind == Home::shares) set.*r.field = set.*(r.*home).other;
 }
 
+// LORASTUDIO_F16_GATE_UP=0 keeps gate and up in the table's dtype (measurement, session 13).
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && std::string_view(v) == "0";
+}
+
 }  // namespace
 
 bool products_in_f16(bool coopmat2, bool coopmat, bool quantized, DType weight) {
@@ -124,8 +134,10 @@ F16Operands f16_operands(bool products_in_f16, const LayerSpec& spec, std::span<
     return std::find_if(adapted.begin(), adapted.end(), [&](LoraTarget a) { return a == t || (f && a == f->fused); }) !=
            adapted.end();
   };
-  return {.gated = !is_adapted(LoraTarget::down_proj),
-          .mlp_grads = !is_adapted(LoraTarget::gate_proj) && !is_adapted(LoraTarget::up_proj)};
+  F16Operands f16{.gated = !is_adapted(LoraTarget::down_proj),
+                  .mlp_grads = !is_adapted(LoraTarget::gate_proj) && !is_adapted(LoraTarget::up_proj)};
+  f16.gate_up = f16.gated && f16.mlp_grads && !env_off("LORASTUDIO_F16_GATE_UP");
+  return f16;
 }
 
 std::vector<LayerActs> plan_layer_acts(vk::Device& dev, const ModelSpec& spec, const LoraAdapter* adapter,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "error.h"
 #include "model/layer.h"
@@ -13,7 +15,7 @@ namespace ls::model {
 
 namespace {
 
-// The head's and the loss's buffers, f32, one set a step: M = B·T rows, K the rows the loss runs over,
+// The head's and the loss's buffers, f32 (the logits f32 or f16: logits_dtype), one set a step: M = B·T rows, K the rows the loss runs over,
 // `chunk` rows of logits at a time.
 struct LossBuffers {
   Tensor rstd, normed;     // (M), (M, C)  the final norm's
@@ -29,14 +31,17 @@ struct LossRow {
   Tensor LossBuffers::*field;
   const char* name;
   Shape shape;
+  DType dtype = DType::f32;
 };
 
 // The table record_train_step allocates from and loss_buffers_bytes sums.
-std::vector<LossRow> loss_table(uint32_t M, uint32_t K, uint32_t C, uint32_t V, uint32_t chunk, bool compact) {
+std::vector<LossRow> loss_table(uint32_t M, uint32_t K, uint32_t C, uint32_t V, uint32_t chunk, bool compact,
+                                DType logits) {
   using L = LossBuffers;
   std::vector<LossRow> rows = {
       {&L::rstd, "rstd", {M}},         {&L::normed, "final normed", {M, C}},   {&L::row_loss, "row loss", {K}},
-      {&L::lse, "lse", {K}},           {&L::dx, "d residual", {M, C}},         {&L::logits, "logits chunk", {chunk, V}},
+      {&L::lse, "lse", {K}},           {&L::dx, "d residual", {M, C}},
+      {&L::logits, "logits chunk", {chunk, V}, logits},
       {&L::count, "counted targets", {2}}, {&L::zeros, "zeros", {M}},
   };
   if (compact) {
@@ -72,14 +77,22 @@ void fill_loss_rows(std::span<const int32_t> targets, std::span<int32_t> rows, s
   for (; k < rows.size(); ++k) rows[k] = std::max(pad, 0), row_targets[k] = -100;
 }
 
-uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding) {
+DType logits_dtype(bool coopmat2, bool coopmat, DType head_weight) {
+  static const bool off = [] {  // LORASTUDIO_F16_LOGITS=0: f32 logits everywhere (measurement, session 13)
+    const char* v = std::getenv("LORASTUDIO_F16_LOGITS");
+    return v && std::string_view(v) == "0";
+  }();
+  return !off && products_in_f16(coopmat2, coopmat, false, head_weight) ? DType::f16 : DType::f32;
+}
+
+uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding, uint32_t logit_bytes) {
   // At most 256 MiB of f32 logits (64 MiB where one binding cannot hold 256), as few chunks as that
   // allows, sized about equally (rather than full chunks and a small remainder that leaves the GPU
   // idle), each a multiple of 16 rows so every chunk's bindings stay aligned, and of 128 where the budget
   // holds that many: the lm_head's products then have no partly filled row tiles (the tensor-core GEMM's
   // are 128 rows; 416-row chunks ran its dx at 88 TFLOP/s on the H100, session 9).
   const uint64_t budget = uint64_t(max_binding >= (uint64_t(256) << 20) ? 256 : 64) << 20;
-  const uint64_t fit = budget / (uint64_t(vocab) * 4);
+  const uint64_t fit = budget / (uint64_t(vocab) * logit_bytes);
   const uint64_t granule = fit >= 128 ? 128 : 16;
   const uint64_t most = std::max<uint64_t>(16, fit / granule * granule);
   const uint64_t chunks = (rows + most - 1) / most;
@@ -87,11 +100,13 @@ uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_bindin
   return uint32_t(std::min<uint64_t>({even, most, rows}));
 }
 
-uint64_t loss_buffers_bytes(uint32_t B, uint32_t T, uint32_t K, uint32_t hidden, uint32_t vocab, uint64_t max_binding) {
+uint64_t loss_buffers_bytes(uint32_t B, uint32_t T, uint32_t K, uint32_t hidden, uint32_t vocab, uint64_t max_binding,
+                            DType logits) {
   const uint32_t M = B * T, rows = K && K < M ? K : M;
+  const uint32_t chunk = logit_rows_per_chunk(rows, vocab, max_binding, uint32_t(dtype_size(logits)));
   uint64_t bytes = 0;
-  for (const LossRow& r : loss_table(M, rows, hidden, vocab, logit_rows_per_chunk(rows, vocab, max_binding), rows < M)) {
-    uint64_t n = 4;
+  for (const LossRow& r : loss_table(M, rows, hidden, vocab, chunk, rows < M, logits)) {
+    uint64_t n = dtype_size(r.dtype);
     for (uint32_t d : r.shape) n *= d;
     bytes += vk::Memory::footprint(n);
   }
@@ -157,10 +172,11 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   // counted targets) comes first, from the targets alone.
   const bool compact = batch.loss_rows.defined();
   const uint32_t K = compact ? uint32_t(batch.loss_rows.numel()) : M;
-  const uint32_t chunk = logit_rows_per_chunk(K, V, dev.report().max_storage_range);
+  const DType logit_dtype = logits_dtype(dev.coopmat2(), dev.coopmat(), w.lm_head.dtype());
+  const uint32_t chunk = logit_rows_per_chunk(K, V, dev.report().max_storage_range, uint32_t(dtype_size(logit_dtype)));
   LossBuffers buf;
-  for (const LossRow& r : loss_table(M, K, C, V, chunk, compact))
-    buf.*r.field = Tensor::empty(dev, r.shape, DType::f32, r.name);
+  for (const LossRow& r : loss_table(M, K, C, V, chunk, compact, logit_dtype))
+    buf.*r.field = Tensor::empty(dev, r.shape, r.dtype, r.name);
   // tmp: d.x_mid, scratch of the layers' backward, free until then. Without compaction the loss reads
   // the normed rows where they are and writes their gradient to tmp.
   const Tensor tmp = d.x_mid;

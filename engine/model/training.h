@@ -59,13 +59,21 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
 
 // Profiling groups: kGroupEmbedding, kGroupNorms, kGroupAttention, kGroupMlp, kGroupLoss (model/layer.h).
 
-// Rows of logits computed at once by the step: ≤ 256 MiB of f32 (64 MiB on devices whose bindings are
-// smaller), as few chunks as that allows sized about equally, a multiple of 16 rows, at most `rows`.
-uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding);
+// The dtype of the step's logits (and of their gradient, in place): f16 where the lm_head's products round
+// their operands to f16 anyway (model::products_in_f16 for a `head_weight` never quantized), so that the
+// dx product reads them as they are and the loss kernels move half the bytes; else f32. (PyTorch's bf16
+// models make bf16 logits; f16 keeps 8x finer steps.)
+DType logits_dtype(bool coopmat2, bool coopmat, DType head_weight);
+
+// Rows of logits computed at once by the step: ≤ 256 MiB of them (64 MiB on devices whose bindings are
+// smaller), `logit_bytes` each, as few chunks as that allows sized about equally, a multiple of 16 rows, at
+// most `rows`.
+uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding, uint32_t logit_bytes = 4);
 
 // The device bytes of the head's and the loss's buffers record_train_step allocates (its table, each tensor
 // rounded as the allocator rounds it) for a [B, T] batch whose loss runs over K rows (0: all B·T).
-uint64_t loss_buffers_bytes(uint32_t B, uint32_t T, uint32_t K, uint32_t hidden, uint32_t vocab, uint64_t max_binding);
+uint64_t loss_buffers_bytes(uint32_t B, uint32_t T, uint32_t K, uint32_t hidden, uint32_t vocab, uint64_t max_binding,
+                            DType logits = DType::f32);
 
 // Zero-initialised gradient tensors shaped like the adapter's.
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter);

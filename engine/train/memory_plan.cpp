@@ -85,9 +85,11 @@ StepBytes step_bytes(const model::ModelSpec& spec, const PlanOptions& o, uint32_
   for (LoraTarget t : o.targets) adapted_products += std::max<size_t>(1, spec.layers.at(0).projection(t).parts.size());
   s.lora_backward = spec.layers.size() * adapted_products * fp(uint64_t(M) * o.rank * 4);
   s.inputs = fp(uint64_t(M) * 4);  // positions; ids, targets and the loss rows are host-visible
-  s.loss = model::loss_buffers_bytes(B, T, K, spec.hidden, V, o.device.max_binding);
+  const DType logits = model::logits_dtype(o.device.coopmat2, o.device.coopmat, weight_dtype);
+  const uint32_t logit_chunk = model::logit_rows_per_chunk(K, V, o.device.max_binding, uint32_t(dtype_size(logits)));
+  s.loss = model::loss_buffers_bytes(B, T, K, spec.hidden, V, o.device.max_binding, logits);
   s.scratch = step_scratch(spec, o.device,
-                           {.B = B, .T = T, .loss_rows = K, .logit_chunk = model::logit_rows_per_chunk(K, V, o.device.max_binding),
+                           {.B = B, .T = T, .loss_rows = K, .logit_chunk = logit_chunk,
                             .rank = o.rank, .targets = o.targets, .dropout = dropout, .weight_dtype = weight_dtype,
                             .quantize = o.quantize});
   return s;

@@ -204,12 +204,14 @@ class StepWalk {
     for (uint32_t r0 = 0; r0 < K; r0 += o_.logit_chunk) {
       const uint32_t n = std::min(o_.logit_chunk, K - r0);
       head_product({.M = n, .N = V, .K = C, .weight = &lm_head_});
-      head_product({.M = n, .N = C, .K = V, .weight = &lm_head_});
+      // dlogits are f16 where the products round to f16 (model::logits_dtype): read as they are.
+      head_product({.M = n, .N = C, .K = V, .weight = &lm_head_, .a_f16 = true});
     }
   }
   // The lm_head is never quantized: only its stored dtype decides the tensor-core conversion.
   void head_product(const Product& p) {
-    if (model::products_in_f16(dev_.coopmat2, dev_.coopmat, false, o_.weight_dtype)) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
+    if (model::products_in_f16(dev_.coopmat2, dev_.coopmat, false, o_.weight_dtype) && !p.a_f16)
+      slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
     slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
   }
 
