@@ -32,17 +32,10 @@ foreach(d 64 128)
   ls_kernel(flash_attention_coopmat_backward_dkdv_d${d} flash_attention_coopmat.comp BACKWARD_DKDV DMAX=${d})
 endforeach()
 # The same through GL_NV_cooperative_matrix2 (workgroup-scope matrices, the softmax in registers; needs
-# glslang >= 14, so ls_kernel_cm2), picked where the device offers it; the _t rows transpose the blocks they
-# need both ways in registers instead of reading them twice (TRANSPOSE_IN_REGS).
-foreach(t "" _t)
-  set(defs "")
-  if(t STREQUAL "_t")
-    set(defs TRANSPOSE_IN_REGS)
-  endif()
-  foreach(d 64 128)
-    ls_kernel_cm2(flash_attention_cm2${t}_forward_d${d} flash_attention_cm2.comp FORWARD DMAX=${d} ${defs})
-    ls_kernel_cm2(flash_attention_cm2${t}_forward_f16_d${d} flash_attention_cm2.comp FORWARD IO_F16 DMAX=${d} ${defs})
-    ls_kernel_cm2(flash_attention_cm2${t}_backward_dq_d${d} flash_attention_cm2.comp BACKWARD_DQ DMAX=${d} ${defs})
-    ls_kernel_cm2(flash_attention_cm2${t}_backward_dkdv_d${d} flash_attention_cm2.comp BACKWARD_DKDV DMAX=${d} ${defs})
-  endforeach()
+# glslang >= 14, so ls_kernel_cm2), picked where the device offers it.
+foreach(d 64 128)
+  ls_kernel_cm2(flash_attention_cm2_forward_d${d} flash_attention_cm2.comp FORWARD DMAX=${d})
+  ls_kernel_cm2(flash_attention_cm2_forward_f16_d${d} flash_attention_cm2.comp FORWARD IO_F16 DMAX=${d})
+  ls_kernel_cm2(flash_attention_cm2_backward_dq_d${d} flash_attention_cm2.comp BACKWARD_DQ DMAX=${d})
+  ls_kernel_cm2(flash_attention_cm2_backward_dkdv_d${d} flash_attention_cm2.comp BACKWARD_DKDV DMAX=${d})
 endforeach()

@@ -60,27 +60,10 @@ layout(push_constant) uniform Params {
   name = setTensorLayoutDimensionNV(name, L, p.D);                                \
   name = setTensorLayoutStrideNV(name, (heads) * p.D, 1)
 
-// Operands from a block of R rows of one head (from r0, layout L at base): BT = its transpose (DMAX × R, the
-// B operand of scores), and, LOAD_BOTH, BN = the block itself (R × DMAX, the B operand of a gradient). With
-// TRANSPOSE_IN_REGS the block is read once and transposed among the workgroup (coopMatTransposeNV); else the
-// driver reads it through a transposed view, and LOAD_BOTH reads it a second time as it is.
-#define F16ACC(R, C) coopmat<float16_t, gl_ScopeWorkgroup, R, C, gl_MatrixUseAccumulator>
-#if defined(TRANSPOSE_IN_REGS)
-#define LOAD_BOTH(BT, BN, buf, base, L, r0, R)                                        \
-  {                                                                                   \
-    IN(R, DMAX) in_;                                                                  \
-    coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));      \
-    const F16ACC(R, DMAX) h_ = F16ACC(R, DMAX)(in_);                                  \
-    coopMatTransposeNV(BT, h_);                                                       \
-    BN = MAT_B(R, DMAX)(h_);                                                          \
-  }
-#define LOAD_T(BT, buf, base, L, r0, R)                                               \
-  {                                                                                   \
-    IN(R, DMAX) in_;                                                                  \
-    coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));      \
-    coopMatTransposeNV(BT, F16ACC(R, DMAX)(in_));                                     \
-  }
-#else
+// Operands from a block of R rows of one head (from r0, layout L at base), read by the driver: BT = its
+// transpose (DMAX × R, the B operand of scores) through a transposed view, and, LOAD_BOTH, BN = the block itself
+// (R × DMAX, the B operand of a gradient), read a second time as it is. (Reading it once and transposing among
+// the workgroup with coopMatTransposeNV was slower on the H100: 7B backward 686 against 349 us, call s13b.)
 #define LOAD_T(BT, buf, base, L, r0, R)                                                       \
   {                                                                                           \
     IN(DMAX, R) in_;                                                                          \
@@ -94,7 +77,6 @@ layout(push_constant) uniform Params {
     coopMatLoadTensorNV(n_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));       \
     BN = MAT_B(R, DMAX)(n_);                                                          \
   }
-#endif
 
 float max_of(const in float a, const in float b) { return max(a, b); }
 float sum_of(const in float a, const in float b) { return a + b; }

@@ -38,15 +38,6 @@ constexpr uint32_t kCoopmatForwardThreads = 128, kCoopmatDqThreads = 64;
 // B1 31.7 against 56.5, 0.5B B8 backward 367.0 against 467.3.
 constexpr uint32_t kCm2Rows = 64;
 
-// LORASTUDIO_FLASH_CM2_TRANSPOSE=1: the kernels that transpose in registers (measurement, session 13).
-bool cm2_transpose_in_registers() {
-  static const bool on = [] {
-    const char* v = std::getenv("LORASTUDIO_FLASH_CM2_TRANSPOSE");
-    return v && std::string_view(v) == "1";
-  }();
-  return on;
-}
-
 uint32_t cm2_threads() {
   static const uint32_t threads = [] {
     const char* forced = std::getenv("LORASTUDIO_FLASH_CM2_THREADS");
@@ -69,17 +60,13 @@ FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool
   if ((tensor_cores || dtype != DType::f32) && attention_flash_coopmat_fit(device, d, dtype) &&
       flash_cm2_enabled(device.coopmat2())) {
     using K = vk::Kernel;
-    // [transposed in registers][head dim 128]: forward (f32), forward (f16), dq, dk and dv.
-    static constexpr K kernels[2][2][4] = {
-        {{K::flash_attention_cm2_forward_d64, K::flash_attention_cm2_forward_f16_d64,
-          K::flash_attention_cm2_backward_dq_d64, K::flash_attention_cm2_backward_dkdv_d64},
-         {K::flash_attention_cm2_forward_d128, K::flash_attention_cm2_forward_f16_d128,
-          K::flash_attention_cm2_backward_dq_d128, K::flash_attention_cm2_backward_dkdv_d128}},
-        {{K::flash_attention_cm2_t_forward_d64, K::flash_attention_cm2_t_forward_f16_d64,
-          K::flash_attention_cm2_t_backward_dq_d64, K::flash_attention_cm2_t_backward_dkdv_d64},
-         {K::flash_attention_cm2_t_forward_d128, K::flash_attention_cm2_t_forward_f16_d128,
-          K::flash_attention_cm2_t_backward_dq_d128, K::flash_attention_cm2_t_backward_dkdv_d128}}};
-    const K* row = kernels[cm2_transpose_in_registers()][small ? 0 : 1];
+    // [head dim 128]: forward (f32), forward (f16), dq, dk and dv.
+    static constexpr K kernels[2][4] = {
+        {K::flash_attention_cm2_forward_d64, K::flash_attention_cm2_forward_f16_d64,
+         K::flash_attention_cm2_backward_dq_d64, K::flash_attention_cm2_backward_dkdv_d64},
+        {K::flash_attention_cm2_forward_d128, K::flash_attention_cm2_forward_f16_d128,
+         K::flash_attention_cm2_backward_dq_d128, K::flash_attention_cm2_backward_dkdv_d128}};
+    const K* row = kernels[small ? 0 : 1];
     const uint32_t threads = cm2_threads();
     return {{dtype == DType::f16 ? row[1] : row[0], row[2], row[3]},
             {kCm2Rows, kCm2Rows, kCm2Rows, threads},
