@@ -76,10 +76,10 @@ void stream_rows(const TensorInfo& t, uint64_t rows, uint64_t cols, uint32_t hea
   }
 }
 
-}  // namespace
-
-void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
-                       const gguf::Progress& progress) {
+// export_model_gguf with general.name `model_name` (the base model's folder's for a merged model, not the temporary
+// folder's).
+void export_named_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
+                             const gguf::Progress& progress, const std::string& model_name) {
   ModelConfig c = load_config(model_dir);
   check_gguf_expressible(c, model_dir / "config.json");
   const SafeTensors st = SafeTensors::open(model_dir);
@@ -89,8 +89,10 @@ void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileT
   const bool type_70b = c.num_layers == 80 && (arch == "qwen2" || (arch == "llama" && c.num_kv_heads != c.num_heads));
   const GgufMixModel mix{.layers = c.num_layers, .tied_embeddings = c.tie_word_embeddings, .type_70b = type_70b};
   gguf::Writer w;
-  set_gguf_hparams(w, c, model_dir, type);
+  set_gguf_hparams(w, c, model_dir, type, model_name);
   add_gguf_vocab(w, model_dir, c.vocab_size);
+  if (const auto* tokens = std::get_if<std::vector<std::string>>(w.find("tokenizer.ggml.tokens")))
+    w.set("general.name", gguf_model_name(model_name, *tokens));
 
   for (const TensorInfo& t : st.tensors()) {
     const std::optional<std::string> name = gguf_tensor_name(c, t.name);
@@ -128,6 +130,13 @@ void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileT
   w.write(out, progress);
 }
 
+}  // namespace
+
+void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
+                       const gguf::Progress& progress) {
+  export_named_model_gguf(model_dir, out, type, progress, gguf_folder_name(model_dir));
+}
+
 void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
                         GgufFileType type, const gguf::Progress& progress) {
   check_gguf_expressible(load_config(model_dir), model_dir / "config.json");  // before the merge's work
@@ -136,7 +145,7 @@ void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, 
   fs::remove_all(tmp, ec);
   try {
     merge_adapter(model_dir, adapter_dir, tmp);
-    export_model_gguf(tmp, out, type, progress);
+    export_named_model_gguf(tmp, out, type, progress, gguf_folder_name(model_dir));
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;

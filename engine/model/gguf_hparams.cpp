@@ -1,6 +1,7 @@
 #include "model/gguf_hparams.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -69,13 +70,29 @@ void check_gguf_expressible(const ModelConfig& c, const fs::path& config_path) {
                 " reads no rope_factors_long/short tensors)");
 }
 
-void set_gguf_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_dir, GgufFileType type) {
+std::string gguf_model_name(std::string name, const std::vector<std::string>& tokens) {
+  std::string lower = name;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  bool complete = true;
+  for (const char* t : {"</s>", "<unk>", "<s>", "<|endoftext|>"})
+    complete = complete && std::find(tokens.begin(), tokens.end(), t) != tokens.end();
+  if (complete) return name;
+  for (const char* needle : {"phi3", "phi-3"})
+    for (size_t at = lower.find(needle); at != std::string::npos; at = lower.find(needle, at + 1)) {
+      name.replace(at, std::string_view(needle).size(), "phi_3");
+      lower.replace(at, std::string_view(needle).size(), "phi_3");
+    }
+  return name;
+}
+
+void set_gguf_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_dir, GgufFileType type,
+                      const std::string& name) {
   const std::string arch = gguf_architecture(c.arch);
   const nlohmann::json raw = read_json_file(model_dir / "config.json");
   const bool gemma = c.arch == Architecture::Gemma3, phi3 = c.arch == Architecture::Phi3;
   w.set("general.architecture", arch);
   w.set("general.type", std::string("model"));
-  w.set("general.name", gguf_folder_name(model_dir));
+  w.set("general.name", name);
   w.set(arch + ".block_count", c.num_layers);
   w.set(arch + ".context_length", c.max_position_embeddings);
   w.set(arch + ".embedding_length", c.hidden_size);

@@ -39,9 +39,9 @@ namespace ls::model {
 // "phi3".
 void check_gguf_expressible(const ModelConfig& c, const std::filesystem::path& config_path);
 
-// The metadata above (the tokenizer's is model/gguf_vocab.h's).
+// The metadata above (the tokenizer's is model/gguf_vocab.h's); general.name is `name`.
 void set_gguf_hparams(gguf::Writer& w, const ModelConfig& c, const std::filesystem::path& model_dir,
-                      GgufFileType type);
+                      GgufFileType type, const std::string& name);
 
 // A tensor's values as written: (v + add) · mul.
 struct GgufValueMap {
@@ -60,5 +60,10 @@ std::vector<GgufExtraTensor> gguf_extra_tensors(const ModelConfig& c);
 
 // The last part of a folder's path ("run-3" of "/x/run-3/"), for general.name.
 std::string gguf_folder_name(const std::filesystem::path& dir);
+
+// general.name for a model whose vocabulary holds `tokens`: `name`, except that llama.cpp (llama-vocab.cpp) gives
+// a model whose name contains "phi3" or "phi-3" Phi-3's token attributes by looking up "</s>", "<unk>", "<s>"
+// and "<|endoftext|>", and fails to load it when one is missing: then the name is written with "phi_3" instead.
+std::string gguf_model_name(std::string name, const std::vector<std::string>& tokens);
 
 }  // namespace ls::model
