@@ -155,7 +155,7 @@ INSTANTIATE_TEST_SUITE_P(RealTokenizers, GgufLlamaCppVocab,
                                                 "Be brief.<|eot_id|>", false, nullptr},
                                            Case{"llama2", "LlamaForCausalLM", 32000, "llama",
                                                 "<s>[INST] Hello there [/INST] Hi!</s><s>[INST] again</s> <unk>x", false, nullptr},
-                                           Case{"gemma3", "Gemma3ForCausalLM", 262144, "llama",
+                                           Case{"gemma3", "Gemma3ForCausalLM", 262208, "llama",
                                                 "<bos><start_of_turn>user\nHello  there<end_of_turn>\n"
                                                 "<start_of_turn>model\n<unused3>x<mask>", false, nullptr}),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.tokenizer); });
