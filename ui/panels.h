@@ -35,6 +35,7 @@ struct ChatPanelState {
 
 struct RunsPanelState {
   std::optional<int64_t> selected;
+  int gguf_type = 0;  // Export GGUF's weights: model::GgufFileType (f16, bf16, q8_0, q4_k_m)
 };
 
 // The panels' widget state between frames (the studio reads some of it: exports, the --ui-script state).

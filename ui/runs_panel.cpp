@@ -64,11 +64,18 @@ void draw_runs_panel(PanelContext& ctx, const char* title, bool* p_open) {
   tooltip("Write the base model with the adapter merged into its weights: a model folder transformers loads "
           "without PEFT (as `lorastudio export --merge`).");
   // Its own line: the export buttons fill a narrow panel's first.
-  if (ImGui::Button("Export GGUF...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_gguf, sel->id});
+  if (ImGui::Button("Export GGUF...") && sel)
+    io.send(cmd::Browse{cmd::BrowseFor::export_gguf, sel->id, model::GgufFileType(s.gguf_type)});
   io.tag("runs.export_gguf");
   tooltip("Write the files llama.cpp, Ollama and LM Studio load: the model with the adapter merged in "
-          "(model-f16.gguf, with its tokenizer and chat template), the adapter as a GGUF LoRA (adapter.gguf) and a "
-          "Modelfile for `ollama create` (as `lorastudio export --gguf`).");
+          "(model-<type>.gguf, with its tokenizer and chat template), the adapter as a GGUF LoRA (adapter.gguf) and "
+          "a Modelfile for `ollama create` (as `lorastudio export --gguf`).");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(ImGui::CalcTextSize("q4_k_m").x + ImGui::GetFrameHeight() * 2);
+  ImGui::Combo("##gguf_type", &s.gguf_type, "f16\0bf16\0q8_0\0q4_k_m\0");
+  io.tag("runs.gguf_type");
+  tooltip("The merged model's weights: f16, bf16, q8_0, or q4_k_m (llama.cpp's Q4_K_M mix, about a third of "
+          "f16's size) (as --gguf-type).");
   ImGui::EndDisabled();
   ImGui::SameLine();
   ImGui::BeginDisabled(!sel || !resumable(runs, *sel, train));

@@ -112,7 +112,8 @@ class Studio {
   void advance_demo();
   void send_chat(const std::string& text);
   // PEFT folder, merged model folder, or GGUF folder for llama.cpp/Ollama (model/gguf_folder.h).
-  void export_adapter(int64_t run, const std::filesystem::path& dir, store::ExportFormat format);
+  void export_adapter(int64_t run, const std::filesystem::path& dir, store::ExportFormat format,
+                      model::GgufFileType gguf_type = model::GgufFileType::f16);
   void export_chart(bool png);
   void fail(std::string title, std::string message);
 

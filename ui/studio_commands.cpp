@@ -276,7 +276,8 @@ void Studio::send_chat(const std::string& text) {
   store_worker_->post([this, text, adapter, run] { store_.add_user_message(text, adapter, run); });
 }
 
-void Studio::export_adapter(int64_t run, const fs::path& dir, store::ExportFormat format) {
+void Studio::export_adapter(int64_t run, const fs::path& dir, store::ExportFormat format,
+                            model::GgufFileType gguf_type) {
   const auto* r = runs_.find(run);
   if (!r) return;
   const fs::path source = r->out_dir / "adapter";
@@ -285,7 +286,7 @@ void Studio::export_adapter(int64_t run, const fs::path& dir, store::ExportForma
   status_ = format == store::ExportFormat::merged ? "Merging the adapter of run " + n + " ..."
             : format == store::ExportFormat::gguf ? "Writing the GGUF files of run " + n + " ..."
                                                   : "Exporting the adapter of run " + n + " ...";
-  loader_->post([this, run, n, source, model_dir, dir, format] {
+  loader_->post([this, run, n, source, model_dir, dir, format, gguf_type] {
     try {
       std::string what;
       switch (format) {
@@ -296,8 +297,8 @@ void Studio::export_adapter(int64_t run, const fs::path& dir, store::ExportForma
                  ").";
           break;
         }
-        case store::ExportFormat::gguf: {  // f16, as `lorastudio export --gguf` writes by default
-          const auto files = model::export_gguf_folder(model_dir, source, dir, model::GgufFileType::f16);
+        case store::ExportFormat::gguf: {  // the type the Runs panel chose (f16 unless changed)
+          const auto files = model::export_gguf_folder(model_dir, source, dir, gguf_type);
           what = "GGUF files of run " + n + " written to " + dir.string() + " (" + files.model.filename().string() +
                  ", adapter.gguf; for Ollama: ollama create NAME -f " + files.modelfile.string() + ").";
           break;

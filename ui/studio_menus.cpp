@@ -93,7 +93,9 @@ void Studio::draw_browser() {
     case cmd::BrowseFor::data: open_data(*chosen); break;
     case cmd::BrowseFor::export_adapter: export_adapter(browsing_.run, *chosen, store::ExportFormat::peft); break;
     case cmd::BrowseFor::export_merged: export_adapter(browsing_.run, *chosen, store::ExportFormat::merged); break;
-    case cmd::BrowseFor::export_gguf: export_adapter(browsing_.run, *chosen, store::ExportFormat::gguf); break;
+    case cmd::BrowseFor::export_gguf:
+      export_adapter(browsing_.run, *chosen, store::ExportFormat::gguf, browsing_.gguf_type);
+      break;
   }
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "infer/chat_session.h"
+#include "model/gguf_mix.h"
 #include "infer/sampler.h"
 #include "model/weights.h"
 #include "store/run_store.h"
@@ -169,7 +170,12 @@ struct ResumeRun { int64_t run; };  // an interrupted run, from its latest check
 struct OverlayRun { std::optional<int64_t> run; };
 struct ExportAdapter { int64_t run; fs::path dir; store::ExportFormat format = store::ExportFormat::peft; };
 enum class BrowseFor { model, data, export_adapter, export_merged, export_gguf };
-struct Browse { BrowseFor purpose; int64_t run = 0; };  // opens the file browser
+// Opens the file browser; export_gguf: the merged model's weights as gguf_type.
+struct Browse {
+  BrowseFor purpose;
+  int64_t run = 0;
+  model::GgufFileType gguf_type = model::GgufFileType::f16;
+};
 struct ExportChart { bool png; };                      // the loss chart of the shown run
 struct Status { std::string text; };
 struct Failure { std::string title, message; };

@@ -6,11 +6,11 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "error.h"
 #include "model/config.h"
+#include "model/gguf_hparams.h"
 #include "model/gguf_names.h"
 #include "model/gguf_quants.h"
 #include "model/gguf_vocab.h"
@@ -20,7 +20,6 @@
 #include "model/safetensors.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor.h"
-#include "util/json_file.h"
 
 namespace ls::model {
 namespace {
@@ -43,7 +42,7 @@ void parallel_rows(uint64_t n, const std::function<void(uint64_t, uint64_t)>& jo
 // Streams a [rows, cols] float tensor (rows reordered by `heads`, see gguf_names.h) as `type`; a
 // quantized type's rows are quantized on all cores.
 void stream_rows(const TensorInfo& t, uint64_t rows, uint64_t cols, uint32_t heads, gguf::TensorType type,
-                 const gguf::ByteSink& sink) {
+                 const gguf::ByteSink& sink, GgufValueMap map = {}) {
   const uint64_t row_bytes = gguf::tensor_bytes(type, std::vector<uint64_t>{cols}, t.name);
   const uint64_t slab_rows = std::clamp<uint64_t>(kSlabBytes / std::max<uint64_t>(row_bytes, 1), 1, rows);
   std::vector<std::byte> out(slab_rows * row_bytes);
@@ -52,6 +51,8 @@ void stream_rows(const TensorInfo& t, uint64_t rows, uint64_t cols, uint32_t hea
     for (uint64_t r = first; r < end; ++r) {
       const uint64_t src = gguf_source_row(r0 + r, rows, heads);
       for (uint64_t c = 0; c < cols; ++c) row[c] = element(t, src * cols + c);
+      if (map.add != 0 || map.mul != 1)
+        for (float& v : row) v = (v + map.add) * map.mul;
       std::byte* dst = out.data() + r * row_bytes;
       switch (type) {
         case gguf::TensorType::f32: std::memcpy(dst, row.data(), cols * 4); break;
@@ -75,106 +76,26 @@ void stream_rows(const TensorInfo& t, uint64_t rows, uint64_t cols, uint32_t hea
   }
 }
 
-// Llama 3 rope: llama.cpp divides each rotation frequency by rope_freqs[i] (convert_hf_to_gguf.py's
-// generate_extra_tensors: 1, factor, or 1 / ((1 - s) / factor + s) between the two wavelengths).
-std::vector<float> llama3_rope_factors(const ModelConfig& c) {
-  const RopeScaling& r = c.rope_scaling;
-  const double old_ctx = r.original_max_position_embeddings;
-  const double low_wavelen = old_ctx / r.low_freq_factor, high_wavelen = old_ctx / r.high_freq_factor;
-  std::vector<float> factors;
-  for (uint32_t i = 0; i < c.head_dim; i += 2) {
-    const float freq = 1.0f / std::pow(c.rope_theta, float(i) / float(c.head_dim));  // torch's f32 steps
-    const double wavelen = 2 * M_PI / double(freq);
-    if (wavelen < high_wavelen) factors.push_back(1);
-    else if (wavelen > low_wavelen) factors.push_back(r.factor);
-    else {
-      const double s = (old_ctx / wavelen - r.low_freq_factor) / (r.high_freq_factor - r.low_freq_factor);
-      factors.push_back(float(1 / ((1 - s) / r.factor + s)));
-    }
-  }
-  return factors;
-}
-
-std::string folder_name(const fs::path& dir) {
-  const fs::path n = dir.lexically_normal();
-  return (n.has_filename() ? n.filename() : n.parent_path().filename()).string();
-}
-
-// A family whose GGUF form we have not checked with llama.cpp: no file rather than one that may load wrongly.
-void check_family(const ModelConfig& c, const fs::path& config_path) {
-  if (c.arch == Architecture::Phi3)
-    throw Error(config_path.string() + ": GGUF export of Phi3ForCausalLM is not supported yet (llama.cpp's phi3 needs "
-                                       "the longrope factors as tensors, which we do not write); export --merge "
-                                       "gives a folder that llama.cpp's convert_hf_to_gguf.py converts");
-  // llama.cpp's gemma3 stores the norms as 1 + w, takes a sliding-window pattern and query_pre_attn_scalar
-  // among its keys, and Gemma's tokenizer is SentencePiece, which our GGUF vocabulary writer does not write.
-  if (c.arch == Architecture::Gemma3)
-    throw Error(config_path.string() + ": GGUF export of " + c.architecture_name + " is not supported yet "
-                "(llama.cpp's gemma3 needs its norms as 1 + w, its sliding-window layout and a SentencePiece "
-                "vocabulary, which we do not write); export --merge gives a folder that llama.cpp's "
-                "convert_hf_to_gguf.py converts");
-}
-
-void check_expressible(const ModelConfig& c, const fs::path& config_path) {
-  check_family(c, config_path);
-  const bool qwen = c.arch == Architecture::Qwen2 || c.arch == Architecture::Qwen3;
-  const std::string family = c.arch == Architecture::Qwen3 ? "Qwen3" : "Qwen2", arch = gguf_architecture(c.arch);
-  if (qwen && c.rope_scaling.type != RopeScaling::Type::None)
-    throw Error(config_path.string() + ": rope scaling on a " + family +
-                " model cannot be written to GGUF (llama.cpp's " + arch + " takes no rope scaling we could set)");
-  if (qwen && c.sliding_window)
-    throw Error(config_path.string() + ": " + family + "'s sliding window (use_sliding_window) has no GGUF key in " +
-                "llama.cpp's " + arch + "; export refused rather than a model that attends differently");
-}
-
-void set_hparams(gguf::Writer& w, const ModelConfig& c, const fs::path& model_dir, GgufFileType type) {
-  const std::string arch = gguf_architecture(c.arch);
-  const nlohmann::json raw = read_json_file(model_dir / "config.json");
-  w.set("general.architecture", arch);
-  w.set("general.type", std::string("model"));
-  w.set("general.name", folder_name(model_dir));
-  w.set(arch + ".block_count", c.num_layers);
-  w.set(arch + ".context_length", c.max_position_embeddings);
-  w.set(arch + ".embedding_length", c.hidden_size);
-  w.set(arch + ".feed_forward_length", c.intermediate_size);
-  w.set(arch + ".attention.head_count", c.num_heads);
-  w.set(arch + ".attention.head_count_kv", c.num_kv_heads);
-  if (c.rope_scaling.type == RopeScaling::Type::Linear) {
-    w.set(arch + ".rope.scaling.type", std::string("linear"));
-    w.set(arch + ".rope.scaling.factor", c.rope_scaling.factor);
-  }
-  w.set(arch + ".rope.freq_base", c.rope_theta);
-  w.set(arch + ".attention.layer_norm_rms_epsilon", c.rms_norm_eps);
-  if (raw.contains("head_dim") && raw["head_dim"].is_number_integer()) {
-    w.set(arch + ".attention.key_length", c.head_dim);
-    w.set(arch + ".attention.value_length", c.head_dim);
-  }
-  w.set("general.file_type", gguf_llama_ftype(type));
-  // convert_hf_to_gguf's Qwen2Model (and Qwen3Model, derived from it) writes neither.
-  if (c.arch != Architecture::Qwen2 && c.arch != Architecture::Qwen3) {
-    w.set(arch + ".vocab_size", c.vocab_size);
-    w.set(arch + ".rope.dimension_count", c.head_dim);
-  }
-  w.set("general.quantization_version", uint32_t(2));
-}
-
-}  // namespace
-
-void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
-                       const gguf::Progress& progress) {
-  const ModelConfig c = load_config(model_dir);
-  check_expressible(c, model_dir / "config.json");
+// export_model_gguf with general.name `model_name` (the base model's folder's for a merged model, not the temporary
+// folder's).
+void export_named_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
+                             const gguf::Progress& progress, const std::string& model_name) {
+  ModelConfig c = load_config(model_dir);
+  check_gguf_expressible(c, model_dir / "config.json");
   const SafeTensors st = SafeTensors::open(model_dir);
+  resolve_weight_names(c, [&](const std::string& name) { return st.find(name) != nullptr; });
 
   const std::string arch = gguf_architecture(c.arch);
   const bool type_70b = c.num_layers == 80 && (arch == "qwen2" || (arch == "llama" && c.num_kv_heads != c.num_heads));
   const GgufMixModel mix{.layers = c.num_layers, .tied_embeddings = c.tie_word_embeddings, .type_70b = type_70b};
   gguf::Writer w;
-  set_hparams(w, c, model_dir, type);
+  set_gguf_hparams(w, c, model_dir, type, model_name);
   add_gguf_vocab(w, model_dir, c.vocab_size);
+  if (const auto* tokens = std::get_if<std::vector<std::string>>(w.find("tokenizer.ggml.tokens")))
+    w.set("general.name", gguf_model_name(model_name, *tokens));
 
   for (const TensorInfo& t : st.tensors()) {
-    const std::optional<std::string> name = gguf_tensor_name(t.name);
+    const std::optional<std::string> name = gguf_tensor_name(c, t.name);
     if (!name) continue;
     if (*name == "output.weight" && c.tie_word_embeddings) continue;  // llama.cpp reuses token_embd
     if (t.shape.empty() || t.shape.size() > 2)
@@ -183,40 +104,48 @@ void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileT
     const bool matrix = t.shape.size() == 2;
     const uint64_t rows = matrix ? t.shape[0] : 1, cols = matrix ? t.shape[1] : t.shape[0];
     const uint32_t heads = gguf_permuted_heads(c, t.name);
+    const GgufValueMap map = gguf_value_map(c, t.name);
     const gguf::TensorType tt = matrix ? gguf_matrix_type(type, *name, cols, mix) : gguf::TensorType::f32;
     std::vector<uint64_t> ne = matrix ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{cols};
     if (!matrix && heads) {  // a q/k bias: its elements are the rows to permute
-      w.add_tensor({*name, tt, ne, [&t, cols, heads](const gguf::ByteSink& sink) {
+      w.add_tensor({*name, tt, ne, [&t, cols, heads, map](const gguf::ByteSink& sink) {
                       std::vector<float> v(cols);
                       for (uint64_t i = 0; i < cols; ++i) v[i] = element(t, gguf_source_row(i, cols, heads));
+                      for (float& x : v) x = (x + map.add) * map.mul;
                       sink(std::as_bytes(std::span<const float>(v)));
                     }});
       continue;
     }
-    w.add_tensor({*name, tt, ne, [&t, rows, cols, heads, tt](const gguf::ByteSink& sink) {
-                    stream_rows(t, rows, cols, heads, tt, sink);
+    w.add_tensor({*name, tt, ne, [&t, rows, cols, heads, tt, map](const gguf::ByteSink& sink) {
+                    stream_rows(t, rows, cols, heads, tt, sink, map);
                   }});
   }
-  if (c.rope_scaling.type == RopeScaling::Type::Llama3) {
-    std::vector<float> factors = llama3_rope_factors(c);
-    const uint64_t n = factors.size();
-    w.add_tensor({"rope_freqs.weight", gguf::TensorType::f32, {n}, [factors](const gguf::ByteSink& sink) {
-                    sink(std::as_bytes(std::span<const float>(factors)));
+  for (GgufExtraTensor& e : gguf_extra_tensors(c)) {
+    const uint64_t n = e.values.size();
+    w.add_tensor({e.name, gguf::TensorType::f32, {n}, [values = std::move(e.values)](const gguf::ByteSink& sink) {
+                    sink(std::as_bytes(std::span<const float>(values)));
                   }});
   }
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
   w.write(out, progress);
 }
 
+}  // namespace
+
+void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
+                       const gguf::Progress& progress) {
+  export_named_model_gguf(model_dir, out, type, progress, gguf_folder_name(model_dir));
+}
+
 void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
                         GgufFileType type, const gguf::Progress& progress) {
-  check_family(load_config(model_dir), model_dir / "config.json");  // before the merge's work
+  check_gguf_expressible(load_config(model_dir), model_dir / "config.json");  // before the merge's work
   fs::path tmp = out.parent_path() / (".merge-" + out.filename().string() + "-" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(tmp, ec);
   try {
     merge_adapter(model_dir, adapter_dir, tmp);
-    export_model_gguf(tmp, out, type, progress);
+    export_named_model_gguf(tmp, out, type, progress, gguf_folder_name(model_dir));
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
@@ -226,8 +155,12 @@ void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, 
 
 void export_adapter_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
                          const gguf::Progress& progress) {
-  const ModelConfig c = load_config(model_dir);
-  check_family(c, model_dir / "config.json");
+  ModelConfig c = load_config(model_dir);
+  check_gguf_expressible(c, model_dir / "config.json");
+  if (c.multimodal) {  // which prefix the language model's tensors (and so the adapter's keys) have
+    const SafeTensors model = SafeTensors::open(model_dir);
+    resolve_weight_names(c, [&](const std::string& name) { return model.find(name) != nullptr; });
+  }
   const LoraAdapter a = read_peft_adapter_config(adapter_dir);
   const fs::path weights = adapter_dir / "adapter_model.safetensors";
   const SafeTensors st = SafeTensors::open(weights);
@@ -235,13 +168,13 @@ void export_adapter_gguf(const fs::path& model_dir, const fs::path& adapter_dir,
   gguf::Writer w;
   w.set("general.architecture", std::string(gguf_architecture(c.arch)));
   w.set("general.type", std::string("adapter"));
-  w.set("general.name", folder_name(adapter_dir));
+  w.set("general.name", gguf_folder_name(adapter_dir));
   w.set("adapter.type", std::string("lora"));
   w.set("adapter.lora.alpha", a.rslora ? a.alpha * std::sqrt(float(a.rank)) : a.alpha);
 
   for (uint32_t layer = 0; layer < c.num_layers; ++layer)
     for (LoraTarget t : a.targets) {
-      const std::string ka = peft_key(layer, t, false), kb = peft_key(layer, t, true);
+      const std::string ka = peft_key(layer, t, false, c.weight_prefix), kb = peft_key(layer, t, true, c.weight_prefix);
       const TensorInfo *ta = st.find(ka), *tb = st.find(kb);
       if (!ta && !tb) continue;  // a layer the adapter leaves alone (layers_to_transform)
       if (!ta || !tb) throw Error(weights.string() + ": \"" + (ta ? kb : ka) + "\" is missing (its pair is present)");

@@ -1,14 +1,11 @@
 #pragma once
 // GGUF export for llama.cpp and Ollama (issue 17), CPU work on memory-mapped files; no device.
 //
-// export_model_gguf: a Hugging Face model folder (ours: Qwen2, Llama, Mistral) as a GGUF model, with the
-//   metadata convert_hf_to_gguf.py writes: general.{architecture, type "model", name, file_type,
-//   quantization_version}, <arch>.{context_length, embedding_length, block_count, feed_forward_length,
-//   attention.head_count, attention.head_count_kv, rope.freq_base, attention.layer_norm_rms_epsilon}
-//   (+ attention.key_length/value_length when config.json sets head_dim; llama: vocab_size and
-//   rope.dimension_count; linear rope scaling: rope.scaling.type/factor; Llama 3 rope: a rope_freqs tensor),
-//   the tokenizer (model/gguf_vocab.h) and chat template. Tensors named as llama.cpp names them
-//   (model/gguf_names.h), q/k rows permuted for "llama". Norms, biases and rope_freqs are f32; matrices are
+// export_model_gguf: a Hugging Face model folder (Qwen2, Qwen3, Llama, Mistral, Phi-3, Gemma 3 and the language
+//   model of a Gemma3ForConditionalGeneration folder) as a GGUF model with the metadata convert_hf_to_gguf.py
+//   writes (model/gguf_hparams.h: per-family keys, Llama 3 rope_freqs, Phi-3's longrope factor tensors, Gemma 3's
+//   1 + w norms), the tokenizer (model/gguf_vocab.h) and chat template. Tensors named as llama.cpp names them
+//   (model/gguf_names.h), q/k rows permuted for "llama". Norms, biases and rope factors are f32; matrices are
 //   f16, bf16, q8_0 or llama.cpp's Q4_K_M mix (model/gguf_mix.h says which type each gets, as llama.cpp's
 //   llama_model_quantize chooses, fallbacks for rows that are not whole blocks included), quantized from
 //   the f32 values as ggml's reference quantizers do (model/gguf_quants.h) on all cores.
@@ -17,11 +14,13 @@
 // export_adapter_gguf: a PEFT adapter folder as a GGUF LoRA that llama.cpp's --lora and Ollama's ADAPTER
 //   load: general.{architecture, type "adapter", name}, adapter.type "lora", adapter.lora.alpha, and for
 //   each adapted projection blk.N.<gguf target>.weight.lora_a (A, ne [in, r]) and .lora_b (B, ne [r, out],
-//   rows permuted as the base's for llama q/k), f32 as convert_lora_to_gguf.py writes by default.
+//   rows permuted as the base's for llama q/k), f32 as convert_lora_to_gguf.py writes by default (Phi-3:
+//   attn_qkv and ffn_up for its fused projections).
 //   llama.cpp scales by alpha / r; for rsLoRA (alpha / sqrt(r)) we write alpha·sqrt(r).
 // Every file is written to a temporary name and renamed when complete (gguf::Writer). Throws ls::Error
-// naming the file and the problem, before writing anything, for what GGUF cannot express: an architecture
-// or rope scaling llama.cpp's qwen2/llama do not have, a tokenizer gguf_vocab.h does not write.
+// naming the file and the problem, before writing anything, for what GGUF cannot express
+// (check_gguf_expressible in model/gguf_hparams.h: rope scaling or a window llama.cpp's architecture does not
+// read), a tokenizer gguf_vocab.h does not write.
 #include <filesystem>
 #include <string>
 

@@ -26,6 +26,13 @@ GgufFolder export_gguf_folder(const fs::path& model_dir, const fs::path& adapter
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw Error(dir.string() + ": exists and is not a folder");
   if (fs::exists(dir, ec) && !fs::is_empty(dir, ec) && !overwrite)
     throw Error(dir.string() + ": exists and is not empty (--force rewrites the files export --gguf writes there)");
+  // The outermost folder this call creates (none when dir exists): removed again when the export stops before
+  // any file is written, so that a refused export leaves the disk as it was.
+  fs::path created;
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    if (p.has_filename()) created = p;
+    if (p == p.parent_path()) break;
+  }
   fs::create_directories(dir, ec);
   if (ec) throw Error(dir.string() + ": cannot create (" + ec.message() + ")");
 
@@ -44,6 +51,11 @@ GgufFolder export_gguf_folder(const fs::path& model_dir, const fs::path& adapter
     try {
       make();
     } catch (const Error& e) {
+      if (done.empty() && !created.empty()) {
+        std::error_code ignored;
+        fs::remove_all(created, ignored);
+        throw;  // nothing was written, and nothing is left
+      }
       std::string kept = file.filename().string();
       for (const fs::path& later : {f.adapter, f.model, f.modelfile})
         if (later != file && std::find(done.begin(), done.end(), later.filename().string()) == done.end())

@@ -18,7 +18,9 @@ struct GgufFolder {
 using GgufFolderProgress = std::function<void(const std::filesystem::path& file, uint64_t done, uint64_t total)>;
 
 // dir must be absent or an empty folder unless overwrite (then the three files are rewritten, others kept);
-// ls::Error naming dir otherwise, before anything is written. Each file is written atomically.
+// ls::Error naming dir otherwise, before anything is written. Each file is written atomically. When the export
+// stops before its first file is written (a model GGUF cannot express), the folders it created are removed
+// again and a folder that was there is left as it was.
 GgufFolder export_gguf_folder(const std::filesystem::path& model_dir, const std::filesystem::path& adapter_dir,
                               const std::filesystem::path& dir, GgufFileType type, bool overwrite = false,
                               const GgufFolderProgress& progress = {});

@@ -33,7 +33,8 @@ TensorType q4_k_m_type(std::string_view name, uint64_t cols, const GgufMixModel&
   const bool output = name == "output.weight" || (m.tied_embeddings && name == "token_embd.weight");
   if (output) return fallback(cols % 256 == 0 ? TensorType::q6_k : TensorType::q8_0, cols);
   const int layer = layer_of(name), n = int(m.layers);
-  const bool attn_v = name.ends_with(".attn_v.weight");
+  // llama.cpp counts a fused attn_qkv (Phi-3) as an attn_v (category_is_attn_v).
+  const bool attn_v = name.ends_with(".attn_v.weight") || name.ends_with(".attn_qkv.weight");
   const bool promoted = attn_v || name.find("ffn_down") != std::string_view::npos;
   if (promoted && layer >= 0 && use_more_bits(layer, n)) return fallback(TensorType::q6_k, cols);
   if (attn_v && m.type_70b && cols % 256 == 0) return TensorType::q5_k;  // 70B rows: 8192, whole blocks

@@ -8,7 +8,7 @@
 //   q4_k_m (LLAMA_FTYPE_MOSTLY_Q4_K_M): q4_K, except
 //     - output.weight, and token_embd.weight when the embeddings are tied (no output.weight): q6_K, or
 //       q8_0 when its rows are not whole blocks of 256;
-//     - attn_v and ffn_down of the layers where use_more_bits(i, n) = i < n/8 || i >= 7n/8 ||
+//     - attn_v (and Phi-3's fused attn_qkv, which llama.cpp counts as one) and ffn_down of the layers where use_more_bits(i, n) = i < n/8 || i >= 7n/8 ||
 //       (i − n/8) % 3 == 2 (n layers; llama.cpp counts the tensors in layer order, one of each a layer,
 //       so i is the layer): q6_K; on a model llama.cpp calls 70B (80 layers: "llama" with fewer KV heads
 //       than heads, or "qwen2") the other attn_v get q5_K instead of q4_K.

@@ -56,21 +56,36 @@ std::optional<std::string> token_text(const json& entry) {
   return std::nullopt;
 }
 
-// Llama 2 and Mistral v0.1's tokenizer.json, as transformers converts a SentencePiece BPE model: byte
-// fallback, no pre-tokenizer, and the normalizer that puts "▁" before the text and for every space
-// (llama.cpp's SPM tokenizer does the same to each piece of text between special tokens: transformers'
-// "legacy" behaviour).
-bool is_sentencepiece_bpe(const json& tok) {
+bool is_replace_space(const json& n) {
+  return n.is_object() && n.value("type", "") == "Replace" && n.value("content", "") == "\xe2\x96\x81" &&
+         n.contains("pattern") && n["pattern"].is_object() && n["pattern"].value("String", "") == " ";
+}
+
+// A SentencePiece BPE model as transformers converts it to tokenizer.json: byte fallback, and a normalizer
+// that writes every space as "▁".
+//   with_prefix: Llama 2 and Mistral v0.1 (transformers' "legacy" form): no pre-tokenizer, and a Prepend("▁")
+//     before the Replace, as llama.cpp's SPM tokenizer does to each piece of text between special tokens
+//     (tokenizer.ggml.add_space_prefix, true by default).
+//   no_prefix: Gemma: the Replace alone, and no pre-tokenizer or a Split on " " (which finds no space left
+//     after the normalizer); llama.cpp's SPM with add_space_prefix false, as convert_hf_to_gguf.py writes it.
+enum class SpmForm { none, with_prefix, no_prefix };
+SpmForm sentencepiece_form(const json& tok) {
   const json& model = tok["model"];
   const json norm = tok.value("normalizer", json());
-  if (!model.value("byte_fallback", false) || !tok.value("pre_tokenizer", json()).is_null() || !norm.is_object() ||
-      norm.value("type", "") != "Sequence" || !norm.contains("normalizers") || norm["normalizers"].size() != 2)
-    return false;
-  const json& prepend = norm["normalizers"][0];
-  const json& replace = norm["normalizers"][1];
+  const json pre = tok.value("pre_tokenizer", json());
+  if (!model.value("byte_fallback", false) || !norm.is_object()) return SpmForm::none;
+  const bool split_on_space = pre.is_object() && pre.value("type", "") == "Split" && pre.contains("pattern") &&
+                              pre["pattern"].is_object() && pre["pattern"].value("String", "") == " ";
+  if ((pre.is_null() || split_on_space) && is_replace_space(norm)) return SpmForm::no_prefix;
+  if (!pre.is_null() || norm.value("type", "") != "Sequence" || !norm.contains("normalizers")) return SpmForm::none;
+  const json& parts = norm["normalizers"];
+  if (parts.size() == 1 && is_replace_space(parts[0])) return SpmForm::no_prefix;
+  if (parts.size() != 2) return SpmForm::none;
+  const json& prepend = parts[0];
   return prepend.value("type", "") == "Prepend" && prepend.value("prepend", "") == "\xe2\x96\x81" &&
-         replace.value("type", "") == "Replace" && replace.value("content", "") == "\xe2\x96\x81" &&
-         replace.contains("pattern") && replace["pattern"].value("String", "") == " ";
+                 is_replace_space(parts[1])
+             ? SpmForm::with_prefix
+             : SpmForm::none;
 }
 
 bool is_byte_token(const std::string& t) {
@@ -92,15 +107,16 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
   const json& model = tok.contains("model") ? tok["model"] : json();
   if (!model.is_object() || model.value("type", "") != "BPE" || !model.contains("vocab") || !model["vocab"].is_object())
     fail("GGUF export supports BPE tokenizers only (model.type \"BPE\" with a vocab)");
-  const bool spm = is_sentencepiece_bpe(tok);
+  const SpmForm spm_form = sentencepiece_form(tok);
+  const bool spm = spm_form != SpmForm::none;
   const char* pre = nullptr;
   if (!spm) {
     const std::string regex = split_regex(tok.value("pre_tokenizer", json()));
     if (model.value("byte_fallback", false) || regex.empty())
-      fail("GGUF export writes byte-level BPE tokenizers (Qwen, Llama 3) and SentencePiece BPE ones in transformers' "
-           "legacy form (Llama 2, Mistral v0.1: byte_fallback, no pre_tokenizer, a Prepend(\"\xe2\x96\x81\") + "
-           "Replace(\" \", \"\xe2\x96\x81\") normalizer); this tokenizer is neither, and llama.cpp would tokenize "
-           "it differently");
+      fail("GGUF export writes byte-level BPE tokenizers (Qwen, Llama 3) and SentencePiece BPE ones as transformers "
+           "converts them (byte_fallback and a Replace(\" \", \"\xe2\x96\x81\") normalizer: Llama 2 and Mistral "
+           "v0.1 with a Prepend(\"\xe2\x96\x81\") before it and no pre_tokenizer, Gemma without); this tokenizer is "
+           "neither, and llama.cpp would tokenize it differently");
     const bool ignore_merges = model.value("ignore_merges", false);
     for (const KnownPre& k : kKnownPres)
       if (regex == k.regex && ignore_merges == k.ignore_merges) pre = k.name;
@@ -149,19 +165,21 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
 
   w.set("tokenizer.ggml.model", std::string(spm ? "llama" : "gpt2"));
   w.set("tokenizer.ggml.pre", std::string(spm ? "default" : pre));
+  if (spm_form == SpmForm::no_prefix) w.set("tokenizer.ggml.add_space_prefix", false);
   if (spm) {
     // llama.cpp's SPM merges the neighbours whose joined text is the token of highest score; transformers'
     // BPE the pair of lowest merge rank. A token's score is minus the first rank that makes it, so both
     // merge in the same order (the converter lists the merges of each SentencePiece piece together, in the
-    // order of the pieces' scores). Tokens no merge makes (bytes, single characters, specials) score 0, as
-    // SentencePiece gives them; the padding -10000, as convert_hf_to_gguf.py does.
+    // order of the pieces' scores). Added tokens that are also pieces a merge makes (Gemma's "▁▁", ...) score
+    // the same way: llama.cpp's SPM merges them by score too. Tokens no merge makes (bytes, single characters,
+    // specials) score 0, as SentencePiece gives them; the padding -10000, as convert_hf_to_gguf.py does.
     std::unordered_map<std::string, size_t> rank;
     for (size_t r = 0; r < merges.size(); ++r) rank.try_emplace(merges[r].first + merges[r].second, r);
     std::vector<float> scores(vocab_size, 0.f);
     for (uint32_t i = 0; i < vocab_size; ++i) {
       const auto it = rank.find(tokens[i]);
       if (types[i] == 5) scores[i] = -10000.f;
-      else if (types[i] == 1 && it != rank.end()) scores[i] = -float(it->second);
+      else if ((types[i] == 1 || types[i] == 4) && it != rank.end()) scores[i] = -float(it->second);
     }
     w.set("tokenizer.ggml.tokens", std::move(tokens));
     w.set("tokenizer.ggml.scores", std::move(scores));

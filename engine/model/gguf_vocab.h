@@ -10,13 +10,15 @@
 //   else config.json's *_token_id), tokenizer.ggml.add_{bos,eos}_token (what tokenizer_config.json or a
 //   TemplateProcessing post-processor says, false where neither says: what transformers adds), tokenizer.chat_template (tokenizer_config.json's, else
 //   chat_template.jinja).
-// SentencePiece BPE tokenizers as transformers converts them in its legacy form (Llama 2, Mistral v0.1:
-// byte_fallback, no pre-tokenizer, a Prepend("▁") + Replace(" ", "▁") normalizer) are written as
-// convert_hf_to_gguf.py's _set_vocab_sentencepiece writes them: tokenizer.ggml.model "llama", pre "default",
-// tokens, tokenizer.ggml.scores (minus the first merge rank that makes each token: llama.cpp's SPM then merges
-// in the order transformers' BPE does), token types with 2 unknown and 6 byte (<0xXX>), the same special ids
-// and add_bos/add_eos. Another tokenizer (a Metaspace pre-tokenizer, Unigram, WordPiece) or a pre-tokenizer
-// llama.cpp does not know gives ls::Error rather than a file that tokenizes differently.
+// SentencePiece BPE tokenizers as transformers converts them (byte_fallback, a Replace(" ", "▁") normalizer):
+// Llama 2 and Mistral v0.1 (legacy form: a Prepend("▁") before it, no pre-tokenizer) and Gemma (no Prepend; no
+// pre-tokenizer or a Split on " ") are written as convert_hf_to_gguf.py's _set_vocab_sentencepiece writes them:
+// tokenizer.ggml.model "llama", pre "default", tokens, tokenizer.ggml.scores (minus the first merge rank that
+// makes each token, added tokens included: llama.cpp's SPM then merges in the order transformers' BPE does),
+// token types with 2 unknown and 6 byte (<0xXX>), the same special ids and add_bos/add_eos, and for Gemma's
+// form tokenizer.ggml.add_space_prefix false. Another tokenizer (a Metaspace pre-tokenizer, Unigram,
+// WordPiece) or a pre-tokenizer llama.cpp does not know gives ls::Error rather than a file that tokenizes
+// differently.
 #include <cstdint>
 #include <filesystem>
 

