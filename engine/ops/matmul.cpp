@@ -8,10 +8,13 @@
 #include "ops/common.h"
 #include "ops/convert.h"
 #include "ops/dropout.h"
+#include "ops/matmul_detail.h"
 
 namespace ls::ops {
 
 namespace {
+
+using detail::kSkinnyMax;
 
 struct GemmParams {  // = `Params` in shaders/matmul.comp
   uint32_t M, N, K;
@@ -29,11 +32,8 @@ struct GemmParams {  // = `Params` in shaders/matmul.comp
 static_assert(sizeof(GemmParams) <= 128);
 constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4, kLoraByRank = 8;
 constexpr uint32_t kTile = 64;
-// Products with a side of at most this many outputs go to shaders/matmul_skinny.comp (its kMaxShort).
-constexpr uint32_t kSkinnyMax = 16;
 // Products with K at most this go to shaders/matmul_short_k.comp (its K a specialization constant).
 constexpr uint32_t kShortKMax = 64;
-constexpr uint32_t kSkinnyRowsMinSubgroup = 8;  // shaders/matmul_skinny.comp's ROWS_ALONG_K sums subgroups of >= 8
 
 // Operand layouts: element (i, k) of A sits at i*a_sm + k*a_sk, (j, k) of B at j*b_sn + k*b_sk,
 // (i, j) of C at i*c_sm + j.
@@ -279,9 +279,9 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     const bool rows_along_k = (swap ? g.b_sk : g.a_sk) == 1;
     // The short side and the orientation are the kernel's specialization constants (ids 1 and 2).
     const uint32_t S = swap ? M : N, orientation = swap ? 1u : 0u;
-    if (rows_along_k && L <= 65535 * 4 && rec.device().report().subgroup_size >= kSkinnyRowsMinSubgroup) {
-      // A workgroup per `rows` long indices (id 3), 1 to 4, keeping at least 256 workgroups.
-      const uint32_t rows = std::clamp(L / 256, 1u, 4u);
+    if (detail::skinny_rows_fit(L, rows_along_k, rec.device().report().subgroup_size)) {
+      // A workgroup per `rows` long indices (id 3).
+      const uint32_t rows = detail::skinny_rows(L);
       rec.dispatch(vk::Kernel::gemm_skinny_rows, uses, params, {ceil_div(L, rows), 1, 1},
                    {.local_x = 256, .constants = {S, orientation, rows}});
       return;

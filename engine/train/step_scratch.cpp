@@ -5,6 +5,7 @@
 
 #include "model/layer_acts.h"
 #include "ops/attention_flash.h"
+#include "ops/matmul_detail.h"
 #include "vk/memory.h"
 #include "vk/recorder.h"
 
@@ -15,8 +16,8 @@ namespace {
 using model::LoraTarget;
 using Rec = vk::Recorder;
 
-constexpr uint32_t kSkinnyMax = 16;  // ops/matmul.cpp: a product with min(M, N) up to this is "skinny"
-constexpr uint32_t kTile = 64;       // ops/matmul.cpp: the scalar GEMM's output tile
+using ops::detail::kSkinnyMax;  // a product with min(M, N) up to this is "skinny"
+constexpr uint32_t kTile = 64;  // ops/matmul.cpp: the scalar GEMM's output tile
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -82,7 +83,7 @@ class StepWalk {
     uint64_t s = 1;
     if (p.lora_own && std::min(p.M, p.N) <= kSkinnyMax && p.K >= 32) {
       const uint32_t L = p.N > kSkinnyMax ? p.N : p.M;
-      if (p.long_rows && L <= 65535 * 4 && dev_.subgroup_size >= 8) return 0;  // the rows kernel (subgroups of >= 8)
+      if (ops::detail::skinny_rows_fit(L, p.long_rows, dev_.subgroup_size)) return 0;  // the rows kernel
       const uint64_t groups = ceil_div(L, 256);
       while (s < 512 && groups * s < 1024 && p.K % (2 * s) == 0 && p.K / (2 * s) >= 8 && 2 * s * MN4 <= dev_.max_binding)
         s *= 2;
