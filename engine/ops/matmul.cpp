@@ -14,44 +14,7 @@ namespace ls::ops {
 
 namespace {
 
-using detail::kSkinnyMax;
-
-struct GemmParams {  // = `Params` in shaders/matmul.comp
-  uint32_t M, N, K;
-  uint32_t a_sm, a_sk, b_sn, b_sk, c_sm;
-  uint32_t a_sz, b_sz, c_sz;
-  float alpha, beta;
-  uint32_t flags;
-  uint32_t rank;
-  float lora_scale;
-  uint32_t z_div;
-  uint32_t a_sz2, b_sz2, c_sz2;
-  uint32_t b_group;
-  uint32_t k_last;
-};
-static_assert(sizeof(GemmParams) <= 128);
-constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4, kLoraByRank = 8;
-constexpr uint32_t kTile = 64;
-// Products with K at most this go to shaders/matmul_short_k.comp (its K a specialization constant).
-constexpr uint32_t kShortKMax = 64;
-
-// Operand layouts: element (i, k) of A sits at i*a_sm + k*a_sk, (j, k) of B at j*b_sn + k*b_sk,
-// (i, j) of C at i*c_sm + j.
-struct Gemm {
-  const char* op;
-  Tensor a, b, c, bias, lora_t, lora_l;
-  uint32_t M = 0, N = 0, K = 0, batch = 1;
-  uint32_t a_sm = 0, a_sk = 0, b_sn = 0, b_sk = 0, c_sm = 0;
-  uint32_t a_sz = 0, b_sz = 0, c_sz = 0;
-  float alpha = 1, beta = 0;
-  bool accumulate = false;
-  uint32_t rank = 0;
-  float lora_scale = 0;
-  bool lora_l_by_rank = false;  // lora_l is stored [rank, N] (LoRA's A in dx += dt·A), not [N, rank]
-  // Two-level batch (gemm_bases in shaders/common/gemm_interface.glsl); z_div 0: a plain batch.
-  uint32_t z_div = 0, a_sz2 = 0, b_sz2 = 0, c_sz2 = 0, b_group = 1;
-  bool round_f32_b = false;  // tensor cores may round an f32 B (an activation) to f16
-};
+using namespace detail;
 
 constexpr uint32_t kMatvecMaxRows = 4, kMatvecCols = 4;
 
@@ -158,18 +121,6 @@ vk::Kernel splitk_reduce_kernel(DType b, DType c) {
   return variant(vk::family::gemm_splitk_reduce, {b, c}, "matmul");
 }
 
-// How many slices of K a product with `tiles` output tiles is split into: enough to give the GPU
-// about two waves of workgroups when one K loop per tile would leave most of it idle, each slice at
-// least 128 long and a multiple of 16 (aligned 16-byte loads), the partial sums within one binding.
-uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {
-  constexpr uint64_t kWantTiles = 256;
-  uint32_t s = 1;
-  while (s < 16 && tiles * s < kWantTiles && K % (32 * s) == 0 && K / (2 * s) >= 128 &&
-         uint64_t(2 * s) * M * N * 4 <= max_binding)
-    s *= 2;
-  return s;
-}
-
 // Elements [begin, begin + count) of t, as a flat tensor (for binding a chunk of an operand).
 // Whether each tensor fits one binding (gemm() splits the products whose operands do not).
 bool fits_one_binding(const vk::Device& device, std::initializer_list<Tensor> tensors) {
@@ -226,94 +177,31 @@ uint32_t halved(uint32_t len, uint32_t g) {
 void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tensor& b, const Tensor& c,
                   const Tensor& bias, const Tensor& lt, const Tensor& ll, uint32_t M, uint32_t N, uint32_t K,
                   uint32_t flags, float beta) {
-  const Tensor& dummy = a;  // unused bindings still need a buffer; the flags keep the kernel off them
-  const GemmParams params{.M = M, .N = N, .K = K, .a_sm = g.a_sm, .a_sk = g.a_sk, .b_sn = g.b_sn, .b_sk = g.b_sk,
-                          .c_sm = g.c_sm, .a_sz = g.a_sz, .b_sz = g.b_sz, .c_sz = g.c_sz, .alpha = g.alpha,
-                          .beta = beta, .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale,
-                          .z_div = g.z_div ? g.z_div : g.batch, .a_sz2 = g.a_sz2, .b_sz2 = g.b_sz2,
-                          .c_sz2 = g.c_sz2, .b_group = g.b_group};
-  const std::initializer_list<vk::Use> uses = {
-      in(a), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
-      in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)};
+  const GemmDispatch d{
+      .rec = rec, .g = g, .a = a, .b = b, .c = c, .bias = bias, .lt = lt, .ll = ll, .M = M, .N = N, .K = K,
+      .flags = flags,
+      .params = {.M = M, .N = N, .K = K, .a_sm = g.a_sm, .a_sk = g.a_sk, .b_sn = g.b_sn, .b_sk = g.b_sk,
+                 .c_sm = g.c_sm, .a_sz = g.a_sz, .b_sz = g.b_sz, .c_sz = g.c_sz, .alpha = g.alpha, .beta = beta,
+                 .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale, .z_div = g.z_div ? g.z_div : g.batch,
+                 .a_sz2 = g.a_sz2, .b_sz2 = g.b_sz2, .c_sz2 = g.c_sz2, .b_group = g.b_group}};
+  const GemmParams& params = d.params;
   if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1 && K % 8 == 0 && g.a_sm % 8 == 0 &&
       g.b_sn % 8 == 0) {
     // One subgroup per output column, 16-byte loads.
     const uint32_t per_group = std::max(1u, 256u / std::max(1u, rec.device().report().subgroup_size));
     uint32_t groups = ceil_div(N, per_group);
-    rec.dispatch(variant(vk::family::matvec8, {a.dtype(), b.dtype(), c.dtype()}, g.op), uses, params,
-                 {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
+    d.run(variant(vk::family::matvec8, {a.dtype(), b.dtype(), c.dtype()}, g.op), a, params,
+          {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
     return;
   }
   if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1) {
     // One output column per 64 threads: no 64x64 tile half empty when M is 1.
     uint32_t groups = ceil_div(N, kMatvecCols);
-    rec.dispatch(variant(vk::family::matvec, {a.dtype(), b.dtype(), c.dtype()}, g.op), uses, params,
-                 {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
+    d.run(variant(vk::family::matvec, {a.dtype(), b.dtype(), c.dtype()}, g.op), a, params,
+          {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
     return;
   }
-  // Adds the `splits` slices of partial sums (scratch [splits, M, N], f32) in order and applies the
-  // product's epilogue (shaders/matmul_splitk_reduce.comp).
-  auto reduce_slices = [&](const Tensor& partial, uint32_t splits) {
-    GemmParams second = params;
-    second.K = splits;
-    const uint32_t groups = std::min<uint32_t>(ceil_div(uint64_t(M) * N, 256), 65535u);
-    rec.dispatch(splitk_reduce_kernel(b.dtype(), c.dtype()),
-                 {in(partial), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
-                  in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
-                 second, {groups, 1, 1}, {.local_x = 256u});
-  };
-  // The parameters of slice z of K (kc long) writing raw sums to scratch [splits, M, N].
-  auto slice_params = [&](uint32_t splits, uint32_t kc) {
-    GemmParams first = params;
-    first.K = kc, first.c_sm = N, first.alpha = 1, first.beta = 0, first.flags = 0;
-    first.z_div = splits, first.a_sz = kc * g.a_sk, first.b_sz = kc * g.b_sk, first.c_sz = M * N, first.b_group = 1;
-    first.a_sz2 = first.b_sz2 = first.c_sz2 = 0;
-    return first;
-  };
-  const bool all_f32 = a.dtype() == DType::f32 && b.dtype() == DType::f32 && c.dtype() == DType::f32;
-  if (all_f32 && g.batch == 1 && (flags & (kBias | kLora)) == 0 && std::min(M, N) <= kSkinnyMax && K >= 32) {
-    // One short side, a long reduction: LoRA's rank-r products (shaders/matmul_skinny.comp). L, the long
-    // operand, is A unless N is the long side.
-    const bool swap = N > kSkinnyMax;
-    const uint32_t L = swap ? N : M;
-    const bool rows_along_k = (swap ? g.b_sk : g.a_sk) == 1;
-    // The short side and the orientation are the kernel's specialization constants (ids 1 and 2).
-    const uint32_t S = swap ? M : N, orientation = swap ? 1u : 0u;
-    if (detail::skinny_rows_fit(L, rows_along_k, rec.device().report().subgroup_size)) {
-      // A workgroup per `rows` long indices (id 3).
-      const uint32_t rows = detail::skinny_rows(L);
-      rec.dispatch(vk::Kernel::gemm_skinny_rows, uses, params, {ceil_div(L, rows), 1, 1},
-                   {.local_x = 256, .constants = {S, orientation, rows}});
-      return;
-    }
-    const vk::Spec spec{.local_x = 256, .constants = {S, orientation}};
-    // An invocation per long index walking 8 to 16 of k, K split over up to 1024 workgroups: each walk is
-    // a chain of dependent loads, so short walks and many of them (measured on the H100, session 5).
-    const uint32_t groups = ceil_div(L, 256);
-    uint32_t splits = 1;
-    while (splits < 512 && groups * splits < 1024 && K % (2 * splits) == 0 && K / (2 * splits) >= 8 &&
-           uint64_t(2 * splits) * M * N * 4 <= rec.device().report().max_storage_range)
-      splits *= 2;
-    if (splits == 1) {
-      rec.dispatch(vk::Kernel::gemm_skinny_cols, uses, params, {groups, 1, 1}, spec);
-      return;
-    }
-    Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
-    GemmParams first = slice_params(splits, K / splits);
-    rec.dispatch(vk::Kernel::gemm_skinny_cols, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
-                 {groups, 1, splits}, spec);
-    reduce_slices(partial, splits);
-    return;
-  }
-  if (all_f32 && g.batch == 1 && (flags & kLora) == 0 && K <= kShortKMax && uint64_t(M) * N >= 4096 &&
-      uint64_t(M) * N < (uint64_t(1) << 32)) {
-    // A short reduction (LoRA's K = rank products): an invocation per output element.
-    const uint64_t groups = ceil_div(uint64_t(M) * N, 256);
-    rec.dispatch(vk::Kernel::gemm_short_k, uses, params,
-                 {uint32_t(std::min<uint64_t>(groups, 65535)), uint32_t(ceil_div(groups, 65535)), 1},
-                 {.local_x = 256, .constants = {K}});
-    return;
-  }
+  if (skinny_dispatch(d) || short_k_dispatch(d)) return;
   if (cm2_fits(rec.device(), g, a.dtype(), b.dtype(), c.dtype())) {
     // The workgroup-scope tensor-core kernel, K split when the tiles are too few to fill the GPU.
     const Tensor a16 = a.dtype() == DType::f16 ? a : cm2_a_as_f16(rec, g, a, M, K);
@@ -326,18 +214,15 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
                                 ? cm2_split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
                                 : 1;
     if (splits == 1) {
-      rec.dispatch(cm2_kernel(tile, b_along_n, c.dtype()),
-                   {in(a16), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : dummy),
-                    in(lt.defined() ? lt : dummy), in(ll.defined() ? ll : dummy)},
-                   params, {tiles_n, tiles_m, g.batch}, {.local_x = ts.threads});
+      d.run(cm2_kernel(tile, b_along_n, c.dtype()), a16, params, {tiles_n, tiles_m, g.batch}, {.local_x = ts.threads});
       return;
     }
-    Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
-    GemmParams sliced = slice_params(splits, kc);
+    const Tensor partial = d.partial(splits);
+    GemmParams sliced = d.slice_params(splits, kc);
     sliced.k_last = K - (splits - 1) * kc;
-    rec.dispatch(cm2_kernel(tile, b_along_n, DType::f32), {in(a16), in(b), out(partial), in(dummy), in(dummy), in(dummy)},
-                 sliced, {tiles_n, tiles_m, splits}, {.local_x = ts.threads});
-    reduce_slices(partial, splits);
+    d.run_slices(cm2_kernel(tile, b_along_n, DType::f32), a16, partial, sliced, {tiles_n, tiles_m, splits},
+                 {.local_x = ts.threads});
+    d.reduce_slices(partial, splits);
     return;
   }
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
@@ -354,20 +239,19 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
                               ? split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range)
                               : 1;
   if (splits == 1) {
-    rec.dispatch(kernel, uses, params, {tiles_n, tiles_m, g.batch}, {.local_x = threads});
+    d.run(kernel, a, params, {tiles_n, tiles_m, g.batch}, {.local_x = threads});
     return;
   }
   // Split-K: too few tiles to fill the GPU and a long reduction. Slice s of K writes its partial sums to
   // scratch [s, M, N] (f32, no epilogue); a second pass adds the slices in order and applies the epilogue.
   const uint32_t kc = K / splits;
-  Tensor partial = Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
-  const GemmParams first = slice_params(splits, kc);
+  const Tensor partial = d.partial(splits);
   const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32, false) : CoopmatTile{};
   vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : variant(vk::family::gemm, {a.dtype(), b.dtype(), DType::f32}, g.op);
   const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
-  rec.dispatch(partial_kernel, {in(a), in(b), out(partial), in(dummy), in(dummy), in(dummy)}, first,
-               {ceil_div(N, pbn), ceil_div(M, pbm), splits}, {.local_x = tensor_cores ? tc32.threads : 256u});
-  reduce_slices(partial, splits);
+  d.run_slices(partial_kernel, a, partial, d.slice_params(splits, kc), {ceil_div(N, pbn), ceil_div(M, pbm), splits},
+               {.local_x = tensor_cores ? tc32.threads : 256u});
+  d.reduce_slices(partial, splits);
 }
 
 void gemm(vk::Recorder& rec, const Gemm& g) {
@@ -442,6 +326,51 @@ uint32_t rows_with_cols(const Tensor& t, uint32_t cols, const char* op, const ch
 }
 
 }  // namespace
+
+namespace detail {
+
+uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {
+  constexpr uint64_t kWantTiles = 256;
+  uint32_t s = 1;
+  while (s < 16 && tiles * s < kWantTiles && K % (32 * s) == 0 && K / (2 * s) >= 128 &&
+         uint64_t(2 * s) * M * N * 4 <= max_binding)
+    s *= 2;
+  return s;
+}
+
+void GemmDispatch::run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups,
+                       const vk::Spec& spec) const {
+  rec.dispatch(kernel,
+               {in(first), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : a),
+                in(lt.defined() ? lt : a), in(ll.defined() ? ll : a)},
+               p, groups, spec);
+}
+
+Tensor GemmDispatch::partial(uint32_t splits) const {
+  return Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
+}
+
+GemmParams GemmDispatch::slice_params(uint32_t splits, uint32_t kc) const {
+  GemmParams first = params;
+  first.K = kc, first.c_sm = N, first.alpha = 1, first.beta = 0, first.flags = 0;
+  first.z_div = splits, first.a_sz = kc * g.a_sk, first.b_sz = kc * g.b_sk, first.c_sz = M * N, first.b_group = 1;
+  first.a_sz2 = first.b_sz2 = first.c_sz2 = 0;
+  return first;
+}
+
+void GemmDispatch::run_slices(vk::Kernel kernel, const Tensor& first, const Tensor& partial, const GemmParams& p,
+                              vk::Groups groups, const vk::Spec& spec) const {
+  rec.dispatch(kernel, {in(first), in(b), out(partial), in(a), in(a), in(a)}, p, groups, spec);
+}
+
+void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits) const {
+  GemmParams second = params;
+  second.K = splits;
+  const uint32_t groups = std::min<uint32_t>(ceil_div(uint64_t(M) * N, 256), 65535u);
+  run(splitk_reduce_kernel(b.dtype(), c.dtype()), partial, second, {groups, 1, 1}, {.local_x = 256u});
+}
+
+}  // namespace detail
 
 void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& bias) {
   const char* op = "matmul_forward";

@@ -1,10 +1,39 @@
 #pragma once
-// ops/matmul.cpp's rules that another file needs as well: train/step_scratch.cpp walks a training step's
-// products by them to size its scratch without a device.
+// ops/matmul.cpp's internals that other files share: the products' push constants and layout (Gemm), one
+// dispatch of a product (GemmDispatch) and the paths of ops/matmul_skinny.cpp, and the rules
+// train/step_scratch.cpp walks a training step's products by to size its scratch without a device.
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+
+#include "tensor/tensor.h"
+#include "vk/recorder.h"
 
 namespace ls::ops::detail {
+
+struct GemmParams {  // = `Params` in shaders/matmul.comp
+  uint32_t M, N, K;
+  uint32_t a_sm, a_sk, b_sn, b_sk, c_sm;
+  uint32_t a_sz, b_sz, c_sz;
+  float alpha, beta;
+  uint32_t flags;
+  uint32_t rank;
+  float lora_scale;
+  uint32_t z_div;
+  uint32_t a_sz2, b_sz2, c_sz2;
+  uint32_t b_group;
+  uint32_t k_last;
+};
+static_assert(sizeof(GemmParams) <= 128);
+constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4, kLoraByRank = 8;
+// The scalar GEMM's output tile (shaders/matmul.comp).
+constexpr uint32_t kTile = 64;
+
+// The other products' split-K, on the scalar path and NV_cooperative_matrix's tiles: how many slices of K
+// a product with `tiles` output tiles is split into, enough to give the GPU about two waves of workgroups
+// when one K loop per tile would leave most of it idle, each slice at least 128 long and a multiple of 16
+// (aligned 16-byte loads), the partial sums within one binding.
+uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding);
 
 // Products with a side of at most this many outputs go to shaders/matmul_skinny.comp (its kMaxShort).
 constexpr uint32_t kSkinnyMax = 16;
@@ -13,6 +42,8 @@ constexpr uint32_t kSkinnyMax = 16;
 constexpr uint32_t kSkinnyRowsMax = 4;
 constexpr uint32_t kSkinnyRowsMinSubgroup = 8;
 constexpr uint32_t kSkinnyRowsMaxLong = 65535 * kSkinnyRowsMax;
+// Products with K at most this go to shaders/matmul_short_k.comp (its K a specialization constant).
+constexpr uint32_t kShortKMax = 64;
 
 // Whether a skinny product whose long operand (L indices) is contiguous along k (`rows_along_k`) takes the
 // rows variant on a device of this subgroup size.
@@ -21,5 +52,54 @@ inline bool skinny_rows_fit(uint32_t L, bool rows_along_k, uint32_t subgroup_siz
 }
 // The rows variant's kRows: 1 to kSkinnyRowsMax long indices a workgroup, keeping at least 256 workgroups.
 inline uint32_t skinny_rows(uint32_t L) { return std::clamp(L / 256, 1u, kSkinnyRowsMax); }
+// Otherwise the columns variant: how many slices of K (up to 512) a product of long side L is split into,
+// enough for about 1024 workgroups, each slice at least 8 long, the partial sums within one binding.
+uint32_t skinny_splits(uint32_t L, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding);
+
+// Operand layouts: element (i, k) of A sits at i*a_sm + k*a_sk, (j, k) of B at j*b_sn + k*b_sk,
+// (i, j) of C at i*c_sm + j.
+struct Gemm {
+  const char* op;
+  Tensor a, b, c, bias, lora_t, lora_l;
+  uint32_t M = 0, N = 0, K = 0, batch = 1;
+  uint32_t a_sm = 0, a_sk = 0, b_sn = 0, b_sk = 0, c_sm = 0;
+  uint32_t a_sz = 0, b_sz = 0, c_sz = 0;
+  float alpha = 1, beta = 0;
+  bool accumulate = false;
+  uint32_t rank = 0;
+  float lora_scale = 0;
+  bool lora_l_by_rank = false;  // lora_l is stored [rank, N] (LoRA's A in dx += dt·A), not [N, rank]
+  // Two-level batch (gemm_bases in shaders/common/gemm_interface.glsl); z_div 0: a plain batch.
+  uint32_t z_div = 0, a_sz2 = 0, b_sz2 = 0, c_sz2 = 0, b_group = 1;
+  bool round_f32_b = false;  // tensor cores may round an f32 B (an activation) to f16
+};
+
+// One dispatch of a product: g's operands, or the chunks of them that gemm() binds where the product is
+// larger than one binding, with their sizes, flags (kBias ...) and push constants.
+struct GemmDispatch {
+  vk::Recorder& rec;
+  const Gemm& g;
+  const Tensor &a, &b, &c, &bias, &lt, &ll;
+  uint32_t M, N, K, flags;
+  GemmParams params;
+
+  // The product's six bindings with `first` as A and these push constants (unused bindings still need a
+  // buffer: A's; the flags keep the kernel off them).
+  void run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups, const vk::Spec& spec) const;
+  // Split-K: scratch [splits, M, N] (f32) for the slices' partial sums; the parameters of slice z of K
+  // (kc long) writing raw sums there; a slice pass (A as `first`) into it; the second pass, which adds the
+  // slices in order and applies the product's epilogue (shaders/matmul_splitk_reduce.comp).
+  Tensor partial(uint32_t splits) const;
+  GemmParams slice_params(uint32_t splits, uint32_t kc) const;
+  void run_slices(vk::Kernel kernel, const Tensor& first, const Tensor& partial, const GemmParams& p, vk::Groups groups,
+                  const vk::Spec& spec) const;
+  void reduce_slices(const Tensor& partial, uint32_t splits) const;
+};
+
+// The paths of ops/matmul_skinny.cpp for LoRA's own f32 products: one short side and a long reduction
+// (shaders/matmul_skinny.comp), or a short reduction (shaders/matmul_short_k.comp). Each records the
+// product and returns true where it takes it, else records nothing and returns false.
+bool skinny_dispatch(const GemmDispatch& d);
+bool short_k_dispatch(const GemmDispatch& d);
 
 }  // namespace ls::ops::detail

@@ -17,7 +17,7 @@ using model::LoraTarget;
 using Rec = vk::Recorder;
 
 using ops::detail::kSkinnyMax;  // a product with min(M, N) up to this is "skinny"
-constexpr uint32_t kTile = 64;  // ops/matmul.cpp: the scalar GEMM's output tile
+using ops::detail::kTile;       // the scalar GEMM's output tile
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -76,21 +76,18 @@ class StepWalk {
     return targeted(t) || (f && targeted(f->fused));
   }
 
-  // ops/matmul.cpp dispatch_one: the skinny kernel splits K over up to 512 slices when its long side gives
-  // too few workgroups; other products split K (split_k) when they have too few output tiles.
+  // ops/matmul.cpp dispatch_one, by the rules of ops/matmul_detail.h: the skinny kernel splits K over up to
+  // 512 slices when its long side gives too few workgroups; other products split K (split_k) when they have
+  // too few output tiles.
   uint64_t split_k_bytes(const Product& p) const {
     const uint64_t MN4 = uint64_t(p.M) * p.N * 4;
     uint64_t s = 1;
     if (p.lora_own && std::min(p.M, p.N) <= kSkinnyMax && p.K >= 32) {
       const uint32_t L = p.N > kSkinnyMax ? p.N : p.M;
       if (ops::detail::skinny_rows_fit(L, p.long_rows, dev_.subgroup_size)) return 0;  // the rows kernel
-      const uint64_t groups = ceil_div(L, 256);
-      while (s < 512 && groups * s < 1024 && p.K % (2 * s) == 0 && p.K / (2 * s) >= 8 && 2 * s * MN4 <= dev_.max_binding)
-        s *= 2;
+      s = ops::detail::skinny_splits(L, p.M, p.N, p.K, dev_.max_binding);
     } else {
-      const uint64_t tiles = ceil_div(p.N, kTile) * ceil_div(p.M, kTile);
-      while (s < 16 && tiles * s < 256 && p.K % (32 * s) == 0 && p.K / (2 * s) >= 128 && 2 * s * MN4 <= dev_.max_binding)
-        s *= 2;
+      s = ops::detail::split_k(ceil_div(p.N, kTile) * ceil_div(p.M, kTile), p.M, p.N, p.K, dev_.max_binding);
     }
     return s > 1 ? s * MN4 : 0;
   }
