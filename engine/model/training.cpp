@@ -191,7 +191,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
     vk::Recorder::Label label(rec, kGroupLoss);
     norm_forward(rec, spec.final_norm, hf, rstd_f, x, w.final_norm);
     ops::cross_entropy_reduce(rec, count, zeros, batch.targets, V);
-    if (compact) ops::embedding_forward(rec, h_rows, hf, batch.loss_rows);  // gathers the rows
+    if (compact) ops::gather_rows(rec, h_rows, hf, batch.loss_rows);
     for (uint32_t r0 = 0; r0 < K; r0 += chunk) {
       const uint32_t n = std::min(chunk, K - r0);
       const Tensor lg = logits.slice_rows(0, n), tg = targets.slice_rows(r0, r0 + n).reshape({n});
@@ -205,7 +205,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
       ops::matmul_backward_x(rec, dh_rows.slice_rows(r0, r0 + n), lg, w.lm_head);  // d hf
     }
     ops::cross_entropy_reduce(rec, loss, row_loss, t_rows, V);
-    if (compact) ops::embedding_forward(rec, tmp, dh_rows, batch.loss_slots);  // back to the rows, 0 for slot -1
+    if (compact) ops::gather_rows(rec, tmp, dh_rows, batch.loss_slots);  // back to the rows, 0 for slot -1
     norm_backward(rec, spec.final_norm, dx, tmp, x, w.final_norm, rstd_f);
   }
   // Backward through the layers; dx is the gradient of the current layer's output. Recomputing, a layer's

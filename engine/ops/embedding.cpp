@@ -50,17 +50,23 @@ Shape rows_shape(const Tensor& ids, uint32_t cols) {
 }
 
 vk::Groups token_groups(uint64_t tokens) { return {uint32_t(std::min<uint64_t>(tokens, 65535)), 1, 1}; }
-}  // namespace
 
-void embedding_forward(vk::Recorder& rec, const Tensor& y, const Tensor& table, const Tensor& ids,
-                       uint64_t max_chunk_bytes) {
-  const char* op = "embedding_forward";
-  require_dtype(table, {DType::f32, DType::f16, DType::bf16}, op, "table");
-  require(table.rank() == 2 && table.numel() > 0, op, "table is " + table.describe() + "; expected [V, C], V, C > 0");
-  require_dtype(ids, {DType::i32}, op, "ids");
-  require_dtype(y, {DType::f32, DType::f16, DType::bf16}, op, "y");
-  require_shape(y, rows_shape(ids, table.cols()), op, "y");
-  require(table.dim(0) <= uint32_t(INT32_MAX), op, "table " + table.describe() + " has too many rows");
+// embedding_forward and gather_rows: y[t, :] = table[ids[t], :], the op and its operands named as the
+// caller names them.
+struct GatherNames {
+  const char *op, *y, *table, *ids;
+};
+
+void gather(vk::Recorder& rec, const Tensor& y, const Tensor& table, const Tensor& ids, uint64_t max_chunk_bytes,
+            const GatherNames& n) {
+  const char* op = n.op;
+  require_dtype(table, {DType::f32, DType::f16, DType::bf16}, op, n.table);
+  require(table.rank() == 2 && table.numel() > 0, op,
+          std::string(n.table) + " is " + table.describe() + "; expected [V, C], V, C > 0");
+  require_dtype(ids, {DType::i32}, op, n.ids);
+  require_dtype(y, {DType::f32, DType::f16, DType::bf16}, op, n.y);
+  require_shape(y, rows_shape(ids, table.cols()), op, n.y);
+  require(table.dim(0) <= uint32_t(INT32_MAX), op, std::string(n.table) + " " + table.describe() + " has too many rows");
 
   using K = vk::Kernel;
   static constexpr K kernels[3][3] = {{K::embedding_f32_to_f32, K::embedding_f32_to_f16, K::embedding_f32_to_bf16},
@@ -78,6 +84,16 @@ void embedding_forward(vk::Recorder& rec, const Tensor& y, const Tensor& table, 
                                  .vocab = int32_t(vocab)},
                  token_groups(ids.numel()), {.local_x = kThreads});
   }
+}
+}  // namespace
+
+void embedding_forward(vk::Recorder& rec, const Tensor& y, const Tensor& table, const Tensor& ids,
+                       uint64_t max_chunk_bytes) {
+  gather(rec, y, table, ids, max_chunk_bytes, {.op = "embedding_forward", .y = "y", .table = "table", .ids = "ids"});
+}
+
+void gather_rows(vk::Recorder& rec, const Tensor& dst, const Tensor& src, const Tensor& rows) {
+  gather(rec, dst, src, rows, 0, {.op = "gather_rows", .y = "dst", .table = "src", .ids = "rows"});
 }
 
 void embedding_backward(vk::Recorder& rec, const Tensor& dtable, const Tensor& dy, const Tensor& ids,

@@ -17,6 +17,11 @@ namespace ls::ops {
 
 void embedding_forward(vk::Recorder& rec, const Tensor& y, const Tensor& table, const Tensor& ids,
                        uint64_t max_chunk_bytes = 0);
+// The same gather of rows, for rows that are not tokens: dst [.., C] (rows' shape + [C]) = the rows of
+// src [R, C] that rows (i32) picks, dst[i, :] = src[rows[i], :], a row of zeros where rows[i] is outside
+// [0, R) (model/training.cpp compacts the loss's rows and spreads their gradient back with it). Dtypes
+// and conversions as embedding_forward's.
+void gather_rows(vk::Recorder& rec, const Tensor& dst, const Tensor& src, const Tensor& rows);
 // dtable[v, :] += sum over tokens t with ids[t] == v of dy[t, :], ACCUMULATING into dtable ([V, C] f32;
 // zero it first for a plain gradient). dy: ids' shape + [C], f32, f16 or bf16. Ids outside [0, V) are
 // ignored. Deterministic (no float atomics), O(N^2 C): meant for the modest token counts of training

@@ -225,6 +225,33 @@ TEST(EmbeddingReference, BackwardMatchesFiniteDifferences) {
   }
 }
 
+// gather_rows: the loss's compaction (rows picked from [M, C], then spread back with -1 for rows left out),
+// against the reference gather; its errors name gather_rows.
+TEST_F(EmbeddingChunkTest, GatherRowsPicksRows) {
+  const uint32_t rows = 12, cols = 40;
+  const std::vector<int32_t> picked{3, 0, 11, 7};
+  const std::vector<int32_t> slots{1, -1, -1, 0, -1, -1, -1, 3, -1, -1, -1, 2};  // back: row 3 from slot 0 ...
+  auto src0 = test::random_values(size_t(rows) * cols, 14);
+  auto src = test::tensor_from(dev(), {rows, cols}, DType::f32, src0);
+  auto picks = test::tensor_from_ints(dev(), {uint32_t(picked.size())}, picked);
+  auto spread = test::tensor_from_ints(dev(), {rows}, slots);
+  auto gathered = test::poisoned(dev(), {uint32_t(picked.size()), cols}, DType::f32);
+  auto back = test::poisoned(dev(), {rows, cols}, DType::f32);
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::gather_rows(rec, gathered.t, src, picks);
+    ops::gather_rows(rec, back.t, gathered.t, spread);
+  });
+  std::vector<float> want(picked.size() * cols), want_back(size_t(rows) * cols);
+  ops::ref::embedding_forward(want, src0, picked, cols);
+  ops::ref::embedding_forward(want_back, want, slots, cols);
+  test::expect_close(download(gathered.t), want, 0.0, "gather_rows", {uint32_t(picked.size()), cols});
+  test::expect_close(download(back.t), want_back, 0.0, "gather_rows back", {rows, cols});
+  gathered.expect_guards_intact("gather_rows");
+  back.expect_guards_intact("gather_rows back");
+  expect_error(
+      dev(), [&](vk::Recorder& r) { ops::gather_rows(r, back.t, src, picks); }, "gather_rows");
+}
+
 TEST_F(EmbeddingChunkTest, BadInputsThrow) {
   auto table = Tensor::empty(dev(), {10, 4}, DType::f32);
   auto ids = test::tensor_from_ints(dev(), {3}, std::vector<int32_t>{0, 1, 2});
