@@ -6,16 +6,9 @@
 #    --grad-checkpoint) and q8, each with tok/s and the device memory held.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry (bins.tar.xz, peers/, tok/).
 # Run: bash bench/device/s11a_baseline.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
-# The test binaries find their fixtures under the source folder they were built in.
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+link_source_dir
 for t in quant_op_test quantized_model_test; do
   timeout 60 $B/$t > $R/$t.txt 2>&1; echo "$t rc=$? at ${SECONDS}s"; tail -1 $R/$t.txt
 done

@@ -7,15 +7,9 @@
 # 3. 7B training and inference with the bf16 base and nf4;
 # 4. issue 22's golden fixtures (tests/fixtures/make_arch_fixtures.py, transformers on the CPU) into $OUT/fx.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s11b_after.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+link_source_dir
 (cd .gpu/carry/fx && timeout 300 python3 make_arch_fixtures.py --only qwen3_tiny,phi3_tiny,gemma3_tiny --out $OUT/fx > $R/fixtures.txt 2>&1; echo "fixtures rc=$?" >> $R/fixtures.txt) &
 FX=$!
 for t in attention_test quant_op_test quantized_model_test training_test memory_plan_test "matmul_test --gtest_filter=*Lora*"; do

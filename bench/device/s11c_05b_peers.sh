@@ -6,15 +6,9 @@
 # 2. 0.5B: ours B1, B8 and inference; PyTorch+PEFT eager and compiled (reduce-overhead) at B1 and B8;
 # 3. tests/fixtures/make_arch_fixtures.py (transformers on the CPU, in the background) into $OUT/fx.tar.gz.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s11c_05b_peers.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+link_source_dir
 (cd .gpu/carry/fx && timeout 300 python3 make_arch_fixtures.py --only qwen3_tiny,phi3_tiny,gemma3_tiny --out /tmp/fx > $R/fixtures.txt 2>&1
  echo "fixtures rc=$?" >> $R/fixtures.txt; tar czf $OUT/fx.tar.gz -C /tmp fx) &
 FX=$!

@@ -3,15 +3,9 @@
 # memory, checked (matmul_test, training_test, recorder_test; the training losses against call 2's) and timed:
 # 0.5B B1 and B8, 7B B1, each with the profile.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s11e_final.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+link_source_dir
 for t in matmul_test training_test recorder_test; do
   timeout 90 $B/$t > $R/$t.txt 2>&1; echo "$t rc=$? at ${SECONDS}s"; grep -E "FAILED|PASSED" $R/$t.txt | head -6
 done

@@ -6,17 +6,11 @@
 # call: the attention micro cases, 0.5B B1, 7B B1; then 0.5B B8, split-K up to one wave
 # (LORASTUDIO_CM2_SPLIT_BELOW=133) and 7B nf4 decode with the new build only.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s12a_fixes.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W/old
-tar xJf .gpu/carry/bins.tar.xz -C $W
-xz -dc .gpu/carry/old/lorastudio-bench.xz > $W/old/lorastudio-bench && chmod +x $W/old/lorastudio-bench
-B=$W/bin
-T=$PWD/.gpu/carry/tok
 P=$PWD/.gpu/carry/peers
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+unpack_old_bench
+link_source_dir
 # The models are made on the CPU while the tests use the GPU.
 (cd $P && python3 make_model.py /tmp/q05 $T > $R/make_model05.txt 2>&1 && python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "models rc=$?" >> $R/make_model7.txt) &
 MK=$!

@@ -4,16 +4,10 @@
 # GPU tests first (memory_plan_test: the plan against the allocator with the f16 operands); 0.5B nf4 decode
 # beside session 11's binary.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s12b_05b_peers.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W/old
-tar xJf .gpu/carry/bins.tar.xz -C $W
-xz -dc .gpu/carry/old/lorastudio-bench.xz > $W/old/lorastudio-bench && chmod +x $W/old/lorastudio-bench
-B=$W/bin
-T=$PWD/.gpu/carry/tok
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
+unpack_old_bench
+link_source_dir
 for t in matmul_test activations_test memory_plan_test quant_op_test quantized_model_test training_test; do
   timeout 100 $B/$t > $R/$t.txt 2>&1; echo "$t rc=$? at ${SECONDS}s"; grep -E "FAILED|PASSED" $R/$t.txt | head -6
 done

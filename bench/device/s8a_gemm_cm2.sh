@@ -1,12 +1,11 @@
 #!/bin/bash
 # Session 8, device call 1: the coopmat2 GEMM's correctness and speed beside the NV path and ggml's.
-# Kept as run (session 8): carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs and .gpu/carry, which holds
-# bins.tar.xz (lorastudio, lorastudio-bench, matmul_test; stripped) and gemm.tar.xz (gemm_peer.sh's folder);
-# run: source .gpu/env.sh; bash .gpu/carry/s8a.sh
-cd "$(dirname "$0")/../.."
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W && tar xJf .gpu/carry/gemm.tar.xz -C $W
-B=$W/bin
+# Kept as run (session 8) but for the preamble, now common.sh's (which also reads .gpu/env.sh): carry
+# .gpu/env.sh, .gpu/debs, .gpu/extra-debs and .gpu/carry, which holds bins.tar.xz (lorastudio,
+# lorastudio-bench, matmul_test; stripped) and gemm.tar.xz (gemm_peer.sh's folder);
+# run (then: source .gpu/env.sh; bash .gpu/carry/s8a.sh): bash bench/device/s8a_gemm_cm2.sh
+source "$(dirname "$0")/common.sh"
+unpack_gemm_peer
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $OUT/gpu.txt
 $B/lorastudio --version --devices > $OUT/devices.txt 2>&1
 cat $OUT/devices.txt | grep -i "coop\|device 0"

@@ -5,12 +5,9 @@
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs (with vulkan-validationlayers and libtomlplusplus3) and
 # .gpu/carry (bins.tar.xz: bin/lorastudio, bin/lorastudio-bench, bin/matmul_test, stripped; gemm.tar.xz:
 # gemm_peer.sh's folder, its test built with the PEER_PREC_F32 switch); run: bash bench/device/s9a_gemm_cm2.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export VK_LAYER_PATH=$PWD/.gpu/root/usr/share/vulkan/explicit_layer.d
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W && tar xJf .gpu/carry/gemm.tar.xz -C $W
-B=$W/bin
+unpack_gemm_peer
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv > $OUT/gpu.txt
 LORASTUDIO_COOPMAT2=1 $B/lorastudio --version --devices > $OUT/devices.txt 2>&1
 grep -i "coop" $OUT/devices.txt

@@ -5,12 +5,7 @@
 # the eager PyTorch+PEFT peer (which also writes the model, seeded random bf16 weights).
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry (bins.tar.xz; peers/ with torch_peft_bench.py and
 # make_model.py; tok/ with Qwen's tokenizer files). Run: bash bench/device/s9b_train_cm2.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
+source "$(dirname "$0")/common.sh"
 LORASTUDIO_COOPMAT2=1 LS_TEST_NO_VALIDATION=1 timeout 100 $B/matmul_test > $R/matmul_test_cm2.txt 2>&1
 echo "matmul_test cm2 rc=$?"; grep -E "FAILED|tests ran|PASSED" $R/matmul_test_cm2.txt | head -20
 for t in auto l m; do

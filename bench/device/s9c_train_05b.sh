@@ -4,12 +4,7 @@
 # the GEMM and the training products beside the NV path (LORASTUDIO_NO_COOPMAT2=1), then the 0.5B training
 # step at B1 and B8 and prefill, each beside the eager PyTorch+PEFT peer (which writes the model).
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s9c_train_05b.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
+source "$(dirname "$0")/common.sh"
 LS_TEST_NO_VALIDATION=1 timeout 100 $B/matmul_test > $R/matmul_test_cm2.txt 2>&1
 echo "matmul_test cm2 rc=$?"; grep -E "FAILED|tests ran|PASSED" $R/matmul_test_cm2.txt | head -20
 for mode in cm2 nv; do

@@ -3,13 +3,7 @@
 # coopmat2 GEMM: our training step (B1×T512) and prefill/decode, then the eager PyTorch+PEFT peer and, in the
 # time left, the compiled one (--compile reduce-overhead), on the same folder.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s9d_train_7b.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
+source "$(dirname "$0")/common.sh"
 cd .gpu/carry/peers
 timeout 240 python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model.txt 2>&1; echo "make_model rc=$? at ${SECONDS}s"; tail -1 $R/make_model.txt
 timeout 120 $B/lorastudio-bench train --model /tmp/q7 --batch 1 --seq 512 --steps 5 > $R/train7b_b1_cm2.txt 2>&1

@@ -4,13 +4,8 @@
 # new per-kernel profile (models made by make_model.py).
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry (bins.tar.xz, gemm.tar.xz, peers/, tok/).
 # Run: bash bench/device/s9e_gemm_peer.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W && tar xJf .gpu/carry/gemm.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
+source "$(dirname "$0")/common.sh"
+unpack_gemm_peer
 for mode in nv cm2; do
   e=""; [ $mode = nv ] && e="LORASTUDIO_NO_COOPMAT2=1"
   env $e timeout 60 stdbuf -oL $B/lorastudio-bench micro --filter gemm_ --iters 20 > $R/gemm_$mode.txt 2>&1

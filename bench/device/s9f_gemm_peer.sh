@@ -3,13 +3,8 @@
 # ran on a freshly started machine at a fifth of its speed, every kernel alike, the NV ones included): the NV
 # path, then coopmat2, then ggml-vulkan's coopmat2 GEMM (f16 and f32 accumulation), then the 0.5B prefill
 # (the bench now warms up for a second before timing). Carry as s9e. Run: bash bench/device/s9f_gemm_peer.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W && tar xJf .gpu/carry/gemm.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
+source "$(dirname "$0")/common.sh"
+unpack_gemm_peer
 for mode in nv cm2; do
   e=""; [ $mode = nv ] && e="LORASTUDIO_NO_COOPMAT2=1"
   env $e timeout 100 stdbuf -oL $B/lorastudio-bench micro --filter gemm_ --iters 20 > $R/gemm_$mode.txt 2>&1

@@ -3,12 +3,8 @@
 # bench now building every case's pipelines before timing, then ggml-vulkan's coopmat2 GEMM (f32 accumulation)
 # in the same call. Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry (bins.tar.xz, gemm.tar.xz).
 # Run: bash bench/device/s9h_gemm_cold.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W && tar xJf .gpu/carry/gemm.tar.xz -C $W
-B=$W/bin
+source "$(dirname "$0")/common.sh"
+unpack_gemm_peer
 timeout 150 stdbuf -oL $B/lorastudio-bench micro --filter gemm_ --iters 20 > $R/gemm_cm2.txt 2>&1
 echo "gemm cm2 rc=$? at ${SECONDS}s"; grep "_f16 " $R/gemm_cm2.txt
 (cd $W/gemm && PEER_PREC_F32=1 LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH timeout 90 ./test-backend-ops perf -o MUL_MAT -b Vulkan0 \
