@@ -359,16 +359,26 @@ void RunStore::copy_metrics(int64_t from, int64_t to, int64_t through_step) {
 
 // [events] -----------------------------------------------------------------------------------------------
 
+namespace {
+
+// One row of run_events, now, inside the caller's transaction (the run checked); gives its id.
+int64_t insert_event(Database& db, int64_t run, std::string_view kind, std::optional<int64_t> step,
+                     std::string_view message, const std::string& doing) {
+  auto q = db.query("INSERT INTO run_events (run_id, time, kind, step, message) VALUES (?1, ?2, ?3, ?4, ?5) "
+                    "RETURNING id",
+                    doing);
+  q.bind(1, run).bind(2, unix_now()).bind(3, kind).bind(4, step).bind(5, message);
+  return returned_int64(q);
+}
+
+}  // namespace
+
 int64_t RunStore::add_event(int64_t run, std::string_view kind, std::optional<int64_t> step,
                             std::string_view message) {
   const std::string doing = run_label(run) + ": adding an event";
   Transaction tx(db_, doing);
   check_run_exists(run, doing);
-  auto q = db_.query("INSERT INTO run_events (run_id, time, kind, step, message) VALUES (?1, ?2, ?3, ?4, ?5) "
-                     "RETURNING id",
-                     doing);
-  q.bind(1, run).bind(2, unix_now()).bind(3, kind).bind(4, step).bind(5, message);
-  const int64_t id = returned_int64(q);
+  const int64_t id = insert_event(db_, run, kind, step, message, doing);
   tx.commit();
   return id;
 }
@@ -389,13 +399,7 @@ void RunStore::resume_run(int64_t run, int64_t step, std::string_view message) {
   Transaction tx(db_, doing);
   check_run_exists(run, doing);
   delete_metrics_after(run, step);
-  db_.query("INSERT INTO run_events (run_id, time, kind, step, message) VALUES (?1, ?2, ?3, ?4, ?5)", doing)
-      .bind(1, run)
-      .bind(2, unix_now())
-      .bind(3, kEventResumed)
-      .bind(4, step)
-      .bind(5, message)
-      .run();
+  insert_event(db_, run, kEventResumed, step, message, doing);
   tx.commit();
 }
 
