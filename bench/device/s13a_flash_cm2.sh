@@ -5,14 +5,8 @@
 # kernels (LORASTUDIO_FLASH_CM2=0) and at 128 and 256 invocations a workgroup: the attention micro cases,
 # 0.5B B1 and B8, 7B B1, the backward's splits, and prefill; the 7B MLP products with each cm2 tile and split-K.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s13a_flash_cm2.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
 P=$PWD/.gpu/carry/peers
 # The models are made on the CPU while the tests use the GPU.
 (cd $P && python3 make_model.py /tmp/q05 $T > $R/make_model05.txt 2>&1 && python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "models rc=$?" >> $R/make_model7.txt) &

@@ -5,14 +5,8 @@
 # base = LORASTUDIO_FLASH_CM2=0 LORASTUDIO_F16_GATE_UP=0 LORASTUDIO_F16_LOGITS=0 (session 12's step), new = the
 # defaults; then both PyTorch+PEFT peers (eager and --compile reduce-overhead, B1 and B8).
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s13b_05b_peers.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
+source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
 (cd .gpu/carry/peers && timeout 90 python3 make_model.py /tmp/q05 $T > $R/make_model05.txt 2>&1; echo "models rc=$?" >> $R/make_model05.txt) &
 MK=$!
 for t in attention_test training_test memory_plan_test; do

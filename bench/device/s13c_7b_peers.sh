@@ -4,13 +4,7 @@
 # LORASTUDIO_F16_LOGITS=0) and with this session's defaults, our prefill, then the eager peer and, in the time
 # left, the compiled one (--compile reduce-overhead), on the same folder.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s13c_7b_peers.sh
-cd "$(dirname "$0")/../.."
-source .gpu/env.sh
-R=$OUT/r; mkdir -p $R
-W=/tmp/w; mkdir -p $W
-tar xJf .gpu/carry/bins.tar.xz -C $W
-B=$W/bin
-T=$PWD/.gpu/carry/tok
+source "$(dirname "$0")/common.sh"
 cd .gpu/carry/peers
 timeout 200 python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "make_model 7B rc=$? at ${SECONDS}s"
 BASE="LORASTUDIO_FLASH_CM2=0 LORASTUDIO_F16_GATE_UP=0 LORASTUDIO_F16_LOGITS=0"
