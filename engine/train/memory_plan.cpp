@@ -100,7 +100,8 @@ void add_weights(MemoryPlan& p, const model::ModelSpec& spec, const PlanOptions&
   if (!spec.inv_freq_long.empty()) rest += fp(spec.inv_freq_long.size() * 4);  // longrope's second table
   if (!spec.inv_freq_local.empty()) rest += fp(spec.inv_freq_local.size() * 4);  // Gemma 3's sliding layers'
   if (o.quantize == QuantType::nf4) rest += fp(dynamic_map_8bit().size() * 4);  // the absmax map, shared
-  for (const model::ExpectedTensor& e : model::expected_tensors(spec)) {
+  // Named as the folder names them (a Gemma3ForConditionalGeneration folder's language model included).
+  for (const model::ExpectedTensor& e : model::expected_tensors(spec, o.model.weight_prefix, o.model.lm_head_name)) {
     // A quantized layer's biases are kept in its products' dtype (ops::dequantized_dtype).
     // Gemma 3's norms are kept as 1 + w in f32 (model/weights.h).
     const bool quantized_layer = o.quantize != QuantType::none;
@@ -192,7 +193,8 @@ MemoryPlan memory_plan(const PlanOptions& o) {
   if (o.rank == 0 || o.targets.empty() || o.shape.batch == 0 || o.shape.seq_len == 0)
     throw Error("memory_plan: rank, targets, batch size and sequence length must not be 0");
   const model::ModelSpec spec = model::model_spec(o.model);
-  const model::ExpectedTensor probe{.name = "model.layers.0." + std::string(spec.layers.at(0).product(LoraTarget::q_proj).name) + ".weight",
+  const model::ExpectedTensor probe{.name = o.model.weight_prefix + "layers.0." +
+                                            std::string(spec.layers.at(0).product(LoraTarget::q_proj).name) + ".weight",
                                     .role = model::TensorRole::weight};
   const DType weight_dtype = o.weight_dtype(probe);
   MemoryPlan p;
@@ -225,7 +227,9 @@ PlanOptions plan_options(const vk::Device& device, const TrainConfig& c, const R
   const model::SafeTensors files = model::SafeTensors::open(c.model);
   std::map<std::string, DType, std::less<>> dtypes;
   for (const model::TensorInfo& t : files.tensors()) dtypes.emplace(t.name, t.dtype);
-  return {.model = model::load_config(c.model),
+  model::ModelConfig config = model::load_config(c.model);
+  model::resolve_weight_names(config, [&](const std::string& name) { return dtypes.contains(name); });
+  return {.model = std::move(config),
           .weight_dtype = [dtypes = std::move(dtypes), path = c.model](const model::ExpectedTensor& e) {
             const auto it = dtypes.find(e.name);
             if (it == dtypes.end()) throw Error(path.string() + ": no tensor " + e.name);
