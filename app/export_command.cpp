@@ -37,7 +37,7 @@ void add_export_options(CLI::App& cmd, ExportArgs& a) {
                  "write for llama.cpp and Ollama into this folder: model-<type>.gguf (the model with the adapter "
                  "merged in, with its tokenizer and chat template), adapter.gguf (the adapter as a GGUF LoRA for "
                  "llama.cpp --lora or Ollama ADAPTER over the same base) and a Modelfile for `ollama create NAME -f "
-                 "DIR/Modelfile`; Qwen2, Llama and Mistral models with byte-level BPE tokenizers")
+                 "DIR/Modelfile`; Qwen2, Qwen3, Llama, Mistral, Gemma 3 and Phi-3 models")
       ->type_name("DIR");
   cmd.add_option("--gguf-type", a.gguf_type,
                  "--gguf: the merged model's weights: f16, bf16, q8_0 or q4_k_m (llama.cpp's Q4_K_M mix)")

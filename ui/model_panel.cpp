@@ -48,7 +48,7 @@ void draw_model_panel(PanelContext& ctx, const char* title, bool* p_open) {
   if (!v.loaded) {
     if (!v.loading) {
       ImGui::TextWrapped("A Hugging Face model folder: config.json, *.safetensors and tokenizer.json "
-                         "(Qwen2, Llama and Mistral architectures).");
+                         "(Qwen2, Qwen3, Llama, Mistral, Gemma 3 and Phi-3 architectures).");
       ImGui::Spacing();
       if (ImGui::Button("Try the demo")) io.send(cmd::TryDemo{});
       io.tag("model.demo");

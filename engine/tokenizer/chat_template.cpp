@@ -150,9 +150,15 @@ ChatTemplate ChatTemplate::recognise(std::string_view jinja, const std::string& 
     }
   } else if (has_literal(src, "<|user|>\n") && has_literal(src, "<|assistant|>\n")) {
     t.format_ = ChatFormat::Zephyr;
-    t.name_ = "Zephyr";
     t.bos_ = "<s>";
-    t.eos_ = "</s>";
+    if (has(jinja, "<|end|>")) {  // Phi-3, Phi-3.5, Phi-4-mini: Zephyr's headers, turns closed by <|end|>
+      t.variant_ = Variant::phi3;
+      t.name_ = "Phi-3";
+      t.eos_ = "<|end|>";
+    } else {
+      t.name_ = "Zephyr";
+      t.eos_ = "</s>";
+    }
   } else {
     recognised = false;
     t.name_ = "ChatML (fallback)";
@@ -225,7 +231,9 @@ std::vector<std::string> ChatTemplate::stop_strings() const {
       break;
     case ChatFormat::Llama2:
     case ChatFormat::Mistral:
+      break;
     case ChatFormat::Zephyr:
+      if (variant_ == Variant::phi3) stops = {"<|end|>", "<|endoftext|>"};  // whatever the eos token is
       break;
   }
   if (!eos_.empty() && std::find(stops.begin(), stops.end(), eos_) == stops.end()) stops.push_back(eos_);
@@ -444,7 +452,7 @@ std::vector<ChatSegment> ChatTemplate::render_by_hand(std::span<const ChatMessag
       for (size_t i = 0; i < messages.size(); ++i) {
         const auto& m = messages[i];
         out.add("<|" + m.role + "|>\n");
-        out.add(m.content + eos_, m.role == "assistant");
+        out.add(m.content + (variant_ == Variant::phi3 ? std::string("<|end|>") : eos_), m.role == "assistant");
         out.add("\n");
         if (i + 1 == messages.size() && gen) out.add("<|assistant|>\n");
       }

@@ -121,7 +121,7 @@ class ChatTemplate {
   static uint64_t fingerprint(std::string_view jinja);
 
  private:
-  enum class Variant { none, llama3_always_prompt, llama32, mistral_legacy, mistral_system, mistral_v3 };
+  enum class Variant { none, llama3_always_prompt, llama32, mistral_legacy, mistral_system, mistral_v3, phi3 };
 
   ChatFormat format_ = ChatFormat::ChatML;
   Variant variant_ = Variant::none;

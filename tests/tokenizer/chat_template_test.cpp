@@ -336,6 +336,30 @@ TEST(ChatTemplate, FromTokenizerConfig) {
   fs::remove_all(dir);
 }
 
+// Phi-3's template (Phi-3-mini-4k-instruct's text) has Zephyr's turn headers but closes each turn with <|end|>:
+// named Phi-3 (it was shown as "Zephyr"), <|end|> is a stop string whatever the eos token, and the family
+// rendered by hand gives what the template gives.
+TEST(ChatTemplate, Phi3IsNamedAndStopsAtEnd) {
+  const std::string jinja =
+      "{% for message in messages %}{% if message['role'] == 'system' %}{{'<|system|>\n' + message['content'] + "
+      "'<|end|>\n'}}{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}{% elif "
+      "message['role'] == 'assistant' %}{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor "
+      "%}{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}";
+  ChatTemplate hand = template_of(jinja);
+  EXPECT_EQ(hand.format(), ChatFormat::Zephyr);
+  EXPECT_EQ(hand.name(), "Phi-3");
+  hand.set_eos_token("<|endoftext|>");  // as Phi-3-mini's tokenizer_config.json says
+  const std::vector<std::string> stops = hand.stop_strings();
+  EXPECT_NE(std::find(stops.begin(), stops.end(), "<|end|>"), stops.end());
+  const std::vector<ChatMessage> m = {{"system", "s"}, {"user", "a"}, {"assistant", "b"}, {"user", "c"}};
+  EXPECT_EQ(hand.render_text(m, true), "<|system|>\ns<|end|>\n<|user|>\na<|end|>\n<|assistant|>\nb<|end|>\n<|user|>\nc<|end|>\n<|assistant|>\n");
+  ChatTemplate model = ChatTemplate::from_jinja(jinja, "t", nullptr);
+  model.set_eos_token("<|endoftext|>");
+  EXPECT_TRUE(model.runs_model_template());
+  EXPECT_EQ(model.name(), "Phi-3");
+  EXPECT_EQ(model.render_text(m, true), hand.render_text(m, true));
+}
+
 TEST(PyStr, StripsPythonWhitespace) {
   // Python: "\x1c\x1f\x85\xa0\u3000 x \u2028\u202f".strip() == "x"; U+200B and U+FEFF are not whitespace.
   EXPECT_EQ(tok::py_strip("\x1c\x1f\xC2\x85\xC2\xA0\xE3\x80\x80 x \xE2\x80\xA8\xE2\x80\xAF"), "x");
