@@ -14,13 +14,14 @@ namespace ls::ui {
 
 namespace {
 
-void adapter_combo(const ChatView& chat, const RunsView& runs, PanelIo& io) {
+// The adapters of the runs trained on the loaded model (another base's adapter does not fit its layers).
+void adapter_combo(const ChatView& chat, const RunsView& runs, const ModelView& model, PanelIo& io) {
   const std::string current = chat.adapter.empty() ? "no adapter (base model)" : chat.adapter_label;
   ImGui::SetNextItemWidth(ImGui::GetFontSize() * 15);
   if (ImGui::BeginCombo("##adapter", current.c_str())) {
     if (ImGui::Selectable("no adapter (base model)", chat.adapter.empty())) io.send(cmd::UseAdapter{});
     for (const auto& r : runs.runs) {
-      if (r.out_dir.empty()) continue;
+      if (r.out_dir.empty() || (model.loaded && !trained_on(r, model.loaded->model.dir))) continue;
       if (r.status == store::RunStatus::finished || r.status == store::RunStatus::stopped) {
         const auto dir = r.out_dir / "adapter";
         const std::string label = r.name + " (final)";
@@ -35,7 +36,8 @@ void adapter_combo(const ChatView& chat, const RunsView& runs, PanelIo& io) {
     ImGui::EndCombo();
   }
   io.tag("chat.adapter");
-  tooltip("The LoRA adapter the tuned side uses: a run's final adapter or one of its checkpoints.");
+  tooltip("The LoRA adapter the tuned side uses: a run's final adapter or one of its checkpoints (runs of the "
+          "loaded model only).");
 }
 
 void draw_sampling(ChatSettings& st, PanelIo& io) {
@@ -101,7 +103,7 @@ void draw_chat_panel(PanelContext& ctx, const char* title, bool* p_open) {
     ImGui::End();
     return;
   }
-  adapter_combo(chat, runs, io);
+  adapter_combo(chat, runs, model, io);
   ImGui::SameLine();
   const bool none = chat.adapter.empty();
   bool off = false;  // what the checkboxes show without an adapter

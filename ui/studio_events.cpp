@@ -13,9 +13,21 @@ void Studio::apply(Event& event) {
           [&](ev::ModelLoaded& e) {
             model_.loading = false;
             if (data_.loaded && data_.model_dir != e.model->model.dir) data_wanted_ = data_.path;  // recount
+            const bool other_model = model_.loaded && model_.loaded->model.dir != e.model->model.dir;
             model_.loaded = std::move(e.model);
             fit_targets(train_settings_, model_.loaded->model.config);
             chat_worker_->reset(true);
+            // Another model: the conversation was with the one before, and an adapter of a run trained on another
+            // base does not fit this one's layers.
+            if (other_model) {
+              Command clear = cmd::ClearChat{};
+              run(clear);
+            }
+            if (const store::RunInfo* r = runs_.owner_of(chat_.adapter);
+                !chat_.adapter.empty() && r && !trained_on(*r, model_.loaded->model.dir)) {
+              chat_.adapter.clear();
+              chat_.adapter_label.clear();
+            }
             status_ = "Model " + model_.loaded->model.dir.filename().string() + " loaded: " +
                       format_count(model_.loaded->parameters) + " parameters.";
           },

@@ -1,5 +1,7 @@
 #include "ui/views.h"
 
+#include <algorithm>
+
 namespace ls::ui {
 
 const char* train_state_name(TrainState s) {
@@ -45,6 +47,29 @@ const store::RunInfo* RunsView::find(int64_t id) const {
   for (const auto& r : runs)
     if (r.id == id) return &r;
   return nullptr;
+}
+
+namespace {
+fs::path resolved(const fs::path& p) {
+  std::error_code ec;
+  const fs::path r = fs::weakly_canonical(p, ec);
+  return ec ? p.lexically_normal() : r;
+}
+}  // namespace
+
+const store::RunInfo* RunsView::owner_of(const fs::path& adapter) const {
+  const fs::path a = resolved(adapter);
+  for (const auto& r : runs) {
+    if (r.out_dir.empty()) continue;
+    const fs::path out = resolved(r.out_dir);
+    const auto [end, _] = std::mismatch(out.begin(), out.end(), a.begin(), a.end());
+    if (end == out.end()) return &r;
+  }
+  return nullptr;
+}
+
+bool trained_on(const store::RunInfo& run, const fs::path& model) {
+  return !run.model_path.empty() && resolved(run.model_path) == resolved(model);
 }
 
 }  // namespace ls::ui

@@ -104,7 +104,12 @@ struct RunsView {
   std::optional<int64_t> shown;    // the run the charts and GPU timing show (default: the latest)
   std::optional<int64_t> overlay;  // a second run whose loss is drawn beside it
   const store::RunInfo* find(int64_t id) const;
+  // The run whose folder holds `adapter` (its final adapter or a checkpoint), if any.
+  const store::RunInfo* owner_of(const fs::path& adapter) const;
 };
+
+// Whether a run was trained on the model folder `model` (paths compared as the file system resolves them).
+bool trained_on(const store::RunInfo& run, const fs::path& model);
 
 // [SECTION] Chat
 
