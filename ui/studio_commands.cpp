@@ -46,6 +46,14 @@ void Studio::run(Command& command) {
                    store_worker_->post([this] { store_.new_chat(); });
                  },
                  [&](cmd::UseAdapter& c) {
+                   // A run's adapter fits only the model it was trained on (the Runs panel offers every run).
+                   if (const store::RunInfo* r = runs_.owner_of(c.dir);
+                       !c.dir.empty() && r && model_.loaded && !trained_on(*r, model_.loaded->model.dir)) {
+                     fail("This adapter does not fit the loaded model",
+                          r->name + " was trained on " + r->model_path.string() + "; the loaded model is " +
+                              model_.loaded->model.dir.string() + ". Open that model to chat with its adapter.");
+                     return;
+                   }
                    chat_.adapter = c.dir;
                    chat_.adapter_label = c.dir.empty() ? "" : c.label.empty() ? c.dir.filename().string() : c.label;
                    if (!c.dir.empty()) chat_settings_.use_adapter = true;
