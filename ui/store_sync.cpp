@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "train/checkpoint.h"
 #include "ui/settings.h"
 
 namespace ls::ui {
@@ -10,6 +11,23 @@ namespace {
 
 constexpr double kStaleAfterS = 300;  // a running run without a heartbeat for this long was interrupted
 constexpr size_t kRunsListed = 200;
+
+// The run's checkpoints as its store records them. A process killed between renaming a checkpoint folder
+// into place and recording it leaves a complete checkpoint the store does not list: for a run that ended
+// early, its folder's latest complete checkpoint counts too, so Resume is offered.
+std::vector<store::Checkpoint> run_checkpoints(const store::RunStore& db, const store::RunInfo& r) {
+  auto recorded = db.checkpoints(r.id);
+  if (!recorded.empty() || (r.status != store::RunStatus::failed && r.status != store::RunStatus::stopped))
+    return recorded;
+  if (const auto found = train::latest_checkpoint_in(r.out_dir)) {
+    try {
+      recorded.push_back({.run_id = r.id, .step = train::read_checkpoint_state(*found).step, .path = *found});
+    } catch (const std::exception&) {
+      // not readable: no checkpoint to offer
+    }
+  }
+  return recorded;
+}
 
 }  // namespace
 
@@ -39,13 +57,18 @@ void StoreSync::poll() {
     const bool resumed = notes != polled_notes_.end() && notes->second != r.notes;
     if (resumed) polled_rev_[r.id] = 0;
     polled_notes_[r.id] = r.notes;
+    // A run marked interrupted by the sweep writes no new step: its status change is what says to look again.
+    auto status = polled_status_.find(r.id);
+    const bool status_changed = status == polled_status_.end() || status->second != r.status;
+    polled_status_[r.id] = r.status;
     auto rows = db_->metrics_changed(r.id, polled_rev_[r.id]);
-    if (resumed || !rows.empty()) {
+    const bool new_rows = !rows.empty();
+    if (resumed || new_rows) {
       for (const auto& m : rows) polled_rev_[r.id] = std::max(polled_rev_[r.id], m.rev);
       std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
       events_.push(ev::RunMetrics{r.id, std::move(rows), resumed});
-      events_.push(ev::RunCheckpoints{r.id, db_->checkpoints(r.id)});
     }
+    if (resumed || status_changed || new_rows) events_.push(ev::RunCheckpoints{r.id, run_checkpoints(*db_, r)});
   }
   events_.push(ev::RunsListed{std::move(runs)});
 }

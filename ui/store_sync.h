@@ -42,6 +42,7 @@ class StoreSync {
   int64_t chat_id_ = 0;
   std::map<int64_t, int64_t> polled_rev_;  // per run, the newest metrics revision read
   std::map<int64_t, std::string> polled_notes_;  // a change (a resume) means: read the run's metrics again
+  std::map<int64_t, store::RunStatus> polled_status_;  // a change means: read the run's checkpoints again
   std::chrono::steady_clock::time_point last_stale_check_{};
 };
 
