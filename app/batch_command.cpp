@@ -5,10 +5,13 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "error.h"
+#include "model/config.h"
+#include "model/lora_init.h"
 #include "plan_command.h"
 #include "toml_config.h"
 #include "train/option_help.h"
@@ -74,11 +77,22 @@ void add_batch_options(CLI::App& app, BatchArgs& a) {
 train::TrainConfig resolve_batch_args(const BatchArgs& a) {
   train::TrainConfig c = a.config;
   c.targets.clear();
-  std::stringstream ss(a.targets);
+  std::stringstream ss(a.targets.empty() ? "q_proj,v_proj" : a.targets);
   for (std::string t; std::getline(ss, t, ',');) {
     auto target = model::parse_target(t);
     if (!target) throw Error("--targets: \"" + t + "\" is not one of " + model::target_names_list());
     c.targets.push_back(*target);
+  }
+  // The default, as the app's ticks: q_proj and v_proj are Phi-3's qkv_proj. Targets given are kept as given
+  // (one the model lacks is refused, naming its projections). A model folder that cannot be read is named by
+  // the training's own load, with its reason.
+  if (a.targets.empty() && !c.model.empty()) {
+    std::optional<model::ModelConfig> config;
+    try {
+      config = model::load_config(c.model);
+    } catch (const Error&) {
+    }
+    if (config) c.targets = model::fit_targets(*config, c.targets);
   }
   auto kind = train::parse_schedule_kind(a.schedule);
   if (!kind) throw Error("--schedule: \"" + a.schedule + "\" is not constant, linear or cosine");

@@ -12,7 +12,7 @@ namespace ls::app {
 
 struct BatchArgs {
   train::TrainConfig config;
-  std::string targets = "q_proj,v_proj", schedule = "linear", quantize = "none", on_non_finite = "stop", store, device;
+  std::string targets, schedule = "linear", quantize = "none", on_non_finite = "stop", store, device;
   float val_fraction = 0;
   bool quiet = false;
   bool plan = false;  // --plan: print the memory plan instead of training

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/lora_init.h"
+
 namespace ls::ui {
 
 const char* train_state_name(TrainState s) {
@@ -29,18 +31,11 @@ TrainSettings::TrainSettings() {
 }
 
 void fit_targets(TrainSettings& s, const model::ModelConfig& c) {
-  using model::LoraTarget;
-  const model::LayerSpec layer = model::layer_spec(c, 0);
-  for (size_t i = 0; i < model::kLoraTargetCount; ++i) {
-    const LoraTarget t = LoraTarget(i);
-    if (!s.targets[i] || layer.has_projection(t)) continue;
-    s.targets[i] = false;
-    if (const auto f = layer.fused_rows(t)) s.targets[size_t(f->fused)] = true;
-    if (t == LoraTarget::qkv_proj)
-      for (LoraTarget p : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) s.targets[size_t(p)] = true;
-    if (t == LoraTarget::gate_up_proj)
-      for (LoraTarget p : {LoraTarget::gate_proj, LoraTarget::up_proj}) s.targets[size_t(p)] = true;
-  }
+  std::vector<model::LoraTarget> ticked;
+  for (size_t i = 0; i < model::kLoraTargetCount; ++i)
+    if (s.targets[i]) ticked.push_back(model::LoraTarget(i));
+  std::fill(std::begin(s.targets), std::end(s.targets), false);
+  for (model::LoraTarget t : model::fit_targets(c, ticked)) s.targets[size_t(t)] = true;
 }
 
 const store::RunInfo* RunsView::find(int64_t id) const {

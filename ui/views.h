@@ -79,9 +79,8 @@ struct TrainSettings {
   TrainSettings();
 };
 
-// Moves the ticked targets the model does not have to what holds them there: q_proj, k_proj or v_proj (the
-// default ticks q_proj and v_proj) to qkv_proj on Phi-3, gate_proj or up_proj to gate_up_proj; qkv_proj to
-// q_proj, k_proj and v_proj on the others, gate_up_proj to gate_proj and up_proj. When a model is loaded.
+// Moves the ticked targets the model does not have to what holds them there (model::fit_targets: the default
+// ticks q_proj and v_proj become qkv_proj on Phi-3). When a model is loaded.
 void fit_targets(TrainSettings& s, const model::ModelConfig& c);
 
 struct TrainView {

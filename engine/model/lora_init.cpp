@@ -49,6 +49,28 @@ void check_targets(const ModelConfig& config, std::span<const LoraTarget> target
     }
 }
 
+std::vector<LoraTarget> fit_targets(const ModelConfig& config, std::span<const LoraTarget> targets) {
+  const LayerSpec layer = layer_spec(config, 0);
+  bool ticked[kLoraTargetCount] = {};
+  for (LoraTarget t : targets) {
+    if (layer.has_projection(t)) {
+      ticked[size_t(t)] = true;
+    } else if (const auto f = layer.fused_rows(t)) {
+      ticked[size_t(f->fused)] = true;
+    } else if (t == LoraTarget::qkv_proj) {
+      for (LoraTarget p : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) ticked[size_t(p)] = true;
+    } else if (t == LoraTarget::gate_up_proj) {
+      for (LoraTarget p : {LoraTarget::gate_proj, LoraTarget::up_proj}) ticked[size_t(p)] = true;
+    } else {
+      ticked[size_t(t)] = true;  // nothing holds it: check_targets names it
+    }
+  }
+  std::vector<LoraTarget> out;
+  for (size_t i = 0; i < kLoraTargetCount; ++i)
+    if (ticked[i]) out.push_back(LoraTarget(i));
+  return out;
+}
+
 LoraAdapter init_lora(vk::Device& device, const ModelConfig& config, std::vector<LoraTarget> targets, uint32_t rank,
                       float alpha, bool rslora, float dropout, uint64_t seed) {
   auto fail = [](const std::string& what) { throw Error("init_lora: " + what); };

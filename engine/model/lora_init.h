@@ -44,6 +44,12 @@ std::vector<float> lora_a_values(uint32_t rank, uint32_t in_features, uint64_t s
 // qkv_proj, o_proj, gate_up_proj, down_proj)" for the first target the model does not have.
 void check_targets(const ModelConfig& config, std::span<const LoraTarget> targets, const std::string& where);
 
+// The targets moved to the projections this model has: q_proj, k_proj or v_proj to qkv_proj where the model
+// fuses them (Phi-3), gate_proj or up_proj to gate_up_proj; qkv_proj to q_proj, k_proj and v_proj on the
+// others, gate_up_proj to gate_proj and up_proj; the rest as they are. In the order of the targets' enum, no
+// repeats. The default q_proj,v_proj (the app's ticks, the CLI's --targets) goes through it.
+std::vector<LoraTarget> fit_targets(const ModelConfig& config, std::span<const LoraTarget> targets);
+
 // Every layer gets A [rank, in] and B [out, rank] (f32 device tensors) for each target, shapes from
 // target_shape(). targets: not empty, no repeats (kept in the given order), each a projection of the model
 // (check_targets). Throws ls::Error on rank 0, a non-positive or non-finite alpha, or a dropout outside [0, 1).

@@ -79,6 +79,13 @@ std::string config_json(const TrainConfig& c) {
 
 namespace {
 
+// The path from the filesystem's root, without "." or ".." parts or a trailing separator (a run's name is
+// its folder's name: "runs/a/" is "a").
+fs::path absolute_folder_or_file(const fs::path& p) {
+  fs::path a = fs::absolute(p).lexically_normal();
+  if (!a.has_filename() && a.has_parent_path() && a != a.root_path()) a = a.parent_path();
+  return a;
+}
 
 // One recorded forward+backward over a [B, T] batch held in host-visible tensors.
 struct StepProgram {
@@ -165,6 +172,9 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                   const std::function<void(const RunStart&)>& on_start) {
   TrainConfig c = c_in;
   validate(c);
+  // config.json and the store name the run's files for readers in any folder (export --trl, the app).
+  for (fs::path* p : {&c.model, &c.data, &c.data_options.validation_file, &c.out, &c.resume})
+    if (!p->empty()) *p = absolute_folder_or_file(*p);
   model::check_targets(model::load_config(c.model), c.targets, (c.model / "config.json").string() + " (--targets)");
   const RunData run_data = load_run_data(c);
   const tok::Tokenizer& tokenizer = run_data.tokenizer;

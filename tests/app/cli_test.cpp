@@ -197,6 +197,25 @@ TEST_F(Cli, BatchOnAnNf4BaseTrainsAnAdapterForTheUnquantizedBase) {
   }
 }
 
+// The default --targets (q_proj,v_proj) is Phi-3's fused qkv_proj, as the app's ticks are; targets given are
+// kept as given, and one the model lacks is refused naming the projections it has.
+TEST_F(Cli, DefaultTargetsFitPhi3sFusedProjection) {
+  const fs::path run_dir = dir_ / "phi3_run", data = dir_ / "data.jsonl";
+  write_text(data, R"({"text": "The quick brown fox jumps over the lazy dog."})" "\n");
+  const fs::path phi3 = kFixtures / "phi3_tiny";
+  auto r = run({"--batch", "--model", phi3.string(), "--data", data.string(), "--out", run_dir.string(), "--steps", "1",
+                "--rank", "2", "--store", (dir_ / "runs.sqlite").string(), "--quiet"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto config = nlohmann::json::parse(read_text(run_dir / "adapter" / "adapter_config.json"));
+  EXPECT_EQ(config["target_modules"], nlohmann::json::array({"qkv_proj"})) << config.dump();
+
+  auto refused = run({"--batch", "--model", phi3.string(), "--data", data.string(), "--out", (dir_ / "r2").string(),
+                      "--steps", "1", "--targets", "q_proj", "--store", (dir_ / "runs.sqlite").string(), "--quiet"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.err.find("\"q_proj\" is not a projection of Phi3ForCausalLM"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("qkv_proj, o_proj, gate_up_proj, down_proj"), std::string::npos) << refused.err;
+}
+
 TEST_F(Cli, UnknownQuantizationIsRefused) {
   auto r = run({"--batch", "--model", dir_.string(), "--data", (dir_ / "none.jsonl").string(), "--quantize", "nf5",
                 "--store", (dir_ / "runs.sqlite").string()});

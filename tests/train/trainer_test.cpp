@@ -33,6 +33,8 @@
 #include <chrono>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "error.h"
 #include "support/testing.h"
 #include "store/run_store.h"
@@ -247,6 +249,28 @@ TEST_F(TrainerLoop, BatchLargerThanTheDataSet) {
   const auto losses = run(c);
   ASSERT_EQ(losses.size(), 2u);
   for (const auto& [step, loss] : losses) EXPECT_TRUE(std::isfinite(loss)) << step;
+}
+
+// Paths given relative to the working folder are recorded from the root, in config.json and the store: the
+// app and `export --trl` read them from other folders. A trailing separator does not empty the run's name.
+TEST_F(TrainerLoop, RelativePathsAreRecordedFromTheRoot) {
+  const fs::path before = fs::current_path();
+  fs::current_path(dir_);
+  auto c = config_;
+  c.data = "./data.jsonl";
+  c.out = "runs/../rel-run/";
+  c.steps = 1;
+  c.save_every = 0;
+  run(c);
+  fs::current_path(before);
+  store::RunStore runs(c.store);
+  const auto listed = runs.list_runs();
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].data_path, dir_ / "data.jsonl");
+  EXPECT_EQ(listed[0].out_dir, dir_ / "rel-run");
+  EXPECT_EQ(listed[0].name, "rel-run");
+  const auto config = nlohmann::json::parse(bytes(dir_ / "rel-run" / "config.json"));
+  EXPECT_EQ(config["data"], (dir_ / "data.jsonl").string()) << config.dump(2);
 }
 
 // A run that dies after step 5 (the callback throws: the entry is marked failed, steps 1..5 logged) and is
