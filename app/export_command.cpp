@@ -175,6 +175,7 @@ int export_gguf(const ExportArgs& a) {
         if (total > 0) printer(done, total);
       });
   if (runs) runs->add_export(run, fs::absolute(dir).lexically_normal(), store::ExportFormat::gguf);
+  for (const auto& note : files.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
   std::fprintf(stderr, "wrote %s, adapter.gguf and Modelfile in %s; run: ollama create NAME -f %s\n",
                files.model.filename().c_str(), dir.c_str(), files.modelfile.c_str());
   return 0;

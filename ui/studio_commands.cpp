@@ -309,6 +309,7 @@ void Studio::export_adapter(int64_t run, const fs::path& dir, store::ExportForma
           const auto files = model::export_gguf_folder(model_dir, source, dir, gguf_type);
           what = "GGUF files of run " + n + " written to " + dir.string() + " (" + files.model.filename().string() +
                  ", adapter.gguf; for Ollama: ollama create NAME -f " + files.modelfile.string() + ").";
+          for (const auto& note : files.notes) what += " Note: " + note + ".";
           break;
         }
         case store::ExportFormat::peft: {

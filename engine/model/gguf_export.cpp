@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <map>
+#include <set>
 #include <thread>
 
 #include "error.h"
@@ -76,10 +78,27 @@ void stream_rows(const TensorInfo& t, uint64_t rows, uint64_t cols, uint32_t hea
   }
 }
 
+// One note per (wanted, written) pair of types: how many matrices fell back, and their row lengths.
+std::vector<std::string> fallback_notes(GgufFileType type, const std::map<std::pair<gguf::TensorType, gguf::TensorType>,
+                                                                          std::pair<int, std::set<uint64_t>>>& fell) {
+  std::vector<std::string> notes;
+  for (const auto& [types, what] : fell) {
+    const auto& [count, widths] = what;
+    std::string cols;
+    for (uint64_t c : widths) cols += (cols.empty() ? "" : ", ") + std::to_string(c);
+    const auto& wanted = gguf::type_traits(types.first);
+    notes.push_back(std::to_string(count) + " matri" + (count == 1 ? "x" : "ces") + " of the " +
+                    gguf_file_type_name(type) + " file written as " + gguf::type_traits(types.second).name +
+                    " instead of " + wanted.name + ": their rows (" + cols + " values) are not whole " +
+                    std::to_string(wanted.block) + "-value blocks (llama.cpp's quantizer does the same)");
+  }
+  return notes;
+}
+
 // export_model_gguf with general.name `model_name` (the base model's folder's for a merged model, not the temporary
 // folder's).
-void export_named_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
-                             const gguf::Progress& progress, const std::string& model_name) {
+std::vector<std::string> export_named_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
+                                                 const gguf::Progress& progress, const std::string& model_name) {
   ModelConfig c = load_config(model_dir);
   check_gguf_expressible(c, model_dir / "config.json");
   const SafeTensors st = SafeTensors::open(model_dir);
@@ -94,6 +113,7 @@ void export_named_model_gguf(const fs::path& model_dir, const fs::path& out, Ggu
   if (const auto* tokens = std::get_if<std::vector<std::string>>(w.find("tokenizer.ggml.tokens")))
     w.set("general.name", gguf_model_name(model_name, *tokens));
 
+  std::map<std::pair<gguf::TensorType, gguf::TensorType>, std::pair<int, std::set<uint64_t>>> fell_back;
   for (const TensorInfo& t : st.tensors()) {
     const std::optional<std::string> name = gguf_tensor_name(c, t.name);
     if (!name) continue;
@@ -105,7 +125,13 @@ void export_named_model_gguf(const fs::path& model_dir, const fs::path& out, Ggu
     const uint64_t rows = matrix ? t.shape[0] : 1, cols = matrix ? t.shape[1] : t.shape[0];
     const uint32_t heads = gguf_permuted_heads(c, t.name);
     const GgufValueMap map = gguf_value_map(c, t.name);
-    const gguf::TensorType tt = matrix ? gguf_matrix_type(type, *name, cols, mix) : gguf::TensorType::f32;
+    std::optional<gguf::TensorType> wanted;
+    const gguf::TensorType tt = matrix ? gguf_matrix_type(type, *name, cols, mix, &wanted) : gguf::TensorType::f32;
+    if (wanted) {
+      auto& [count, widths] = fell_back[{*wanted, tt}];
+      ++count;
+      widths.insert(cols);
+    }
     std::vector<uint64_t> ne = matrix ? std::vector<uint64_t>{cols, rows} : std::vector<uint64_t>{cols};
     if (!matrix && heads) {  // a q/k bias: its elements are the rows to permute
       w.add_tensor({*name, tt, ne, [&t, cols, heads, map](const gguf::ByteSink& sink) {
@@ -128,16 +154,17 @@ void export_named_model_gguf(const fs::path& model_dir, const fs::path& out, Ggu
   }
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
   w.write(out, progress);
+  return fallback_notes(type, fell_back);
 }
 
 }  // namespace
 
-void export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
-                       const gguf::Progress& progress) {
-  export_named_model_gguf(model_dir, out, type, progress, gguf_folder_name(model_dir));
+std::vector<std::string> export_model_gguf(const fs::path& model_dir, const fs::path& out, GgufFileType type,
+                                           const gguf::Progress& progress) {
+  return export_named_model_gguf(model_dir, out, type, progress, gguf_folder_name(model_dir));
 }
 
-void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
+std::vector<std::string> export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,
                         GgufFileType type, const gguf::Progress& progress) {
   check_gguf_expressible(load_config(model_dir), model_dir / "config.json");  // before the merge's work
   fs::path tmp = out.parent_path() / (".merge-" + out.filename().string() + "-" + std::to_string(::getpid()));
@@ -145,12 +172,13 @@ void export_merged_gguf(const fs::path& model_dir, const fs::path& adapter_dir, 
   fs::remove_all(tmp, ec);
   try {
     merge_adapter(model_dir, adapter_dir, tmp);
-    export_named_model_gguf(tmp, out, type, progress, gguf_folder_name(model_dir));
+    auto notes = export_named_model_gguf(tmp, out, type, progress, gguf_folder_name(model_dir));
+    fs::remove_all(tmp, ec);
+    return notes;
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
   }
-  fs::remove_all(tmp, ec);
 }
 
 void export_adapter_gguf(const fs::path& model_dir, const fs::path& adapter_dir, const fs::path& out,

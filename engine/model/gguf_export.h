@@ -23,16 +23,20 @@
 // read), a tokenizer gguf_vocab.h does not write.
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "model/gguf_mix.h"
 #include "model/gguf_writer.h"
 
 namespace ls::model {
 
-void export_model_gguf(const std::filesystem::path& model_dir, const std::filesystem::path& out, GgufFileType type,
-                       const gguf::Progress& progress = {});
-void export_merged_gguf(const std::filesystem::path& model_dir, const std::filesystem::path& adapter_dir,
-                        const std::filesystem::path& out, GgufFileType type, const gguf::Progress& progress = {});
+// Both return notes for the user, one line each: matrices written in a smaller block type than the file type's
+// mix names, because their rows are not whole blocks of it (e.g. q4_k_m of rows of 896 values: q5_0).
+std::vector<std::string> export_model_gguf(const std::filesystem::path& model_dir, const std::filesystem::path& out,
+                                           GgufFileType type, const gguf::Progress& progress = {});
+std::vector<std::string> export_merged_gguf(const std::filesystem::path& model_dir,
+                                            const std::filesystem::path& adapter_dir, const std::filesystem::path& out,
+                                            GgufFileType type, const gguf::Progress& progress = {});
 void export_adapter_gguf(const std::filesystem::path& model_dir, const std::filesystem::path& adapter_dir,
                          const std::filesystem::path& out, const gguf::Progress& progress = {});
 

@@ -66,7 +66,7 @@ GgufFolder export_gguf_folder(const fs::path& model_dir, const fs::path& adapter
     done.push_back(file.filename().string());
   };
   write(f.adapter, [&] { export_adapter_gguf(model_dir, adapter_dir, f.adapter, progress_of(f.adapter)); });
-  write(f.model, [&] { export_merged_gguf(model_dir, adapter_dir, f.model, type, progress_of(f.model)); });
+  write(f.model, [&] { f.notes = export_merged_gguf(model_dir, adapter_dir, f.model, type, progress_of(f.model)); });
   // Ollama resolves FROM and ADAPTER paths against the Modelfile's folder.
   write(f.modelfile, [&] {
     write_file_atomically(f.modelfile,

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "model/gguf_export.h"
 
@@ -12,6 +13,7 @@ namespace ls::model {
 
 struct GgufFolder {
   std::filesystem::path adapter, model, modelfile;  // the files written
+  std::vector<std::string> notes;                   // export_merged_gguf's, for the user
 };
 
 // Progress of one file being written: its path, bytes done and total; (file, 0, 0) when the file starts.

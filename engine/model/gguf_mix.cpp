@@ -20,25 +20,27 @@ int layer_of(std::string_view name) {
 
 bool use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-// tensor_type_fallback: a type whose blocks the rows can hold.
-TensorType fallback(TensorType type, uint64_t cols) {
+// tensor_type_fallback: a type whose blocks the rows can hold; *wanted says which type it replaced.
+TensorType fallback(TensorType type, uint64_t cols, std::optional<TensorType>* wanted) {
   if (cols % gguf::type_traits(type).block == 0) return type;
+  if (wanted) *wanted = type;
   TensorType smaller = type;
   if (type == TensorType::q4_k) smaller = TensorType::q5_0;
   if (type == TensorType::q6_k) smaller = TensorType::q8_0;
   return cols % gguf::type_traits(smaller).block == 0 ? smaller : TensorType::f16;
 }
 
-TensorType q4_k_m_type(std::string_view name, uint64_t cols, const GgufMixModel& m) {
+TensorType q4_k_m_type(std::string_view name, uint64_t cols, const GgufMixModel& m,
+                       std::optional<TensorType>* wanted) {
   const bool output = name == "output.weight" || (m.tied_embeddings && name == "token_embd.weight");
-  if (output) return fallback(cols % 256 == 0 ? TensorType::q6_k : TensorType::q8_0, cols);
+  if (output) return fallback(TensorType::q6_k, cols, wanted);  // q8_0 where rows are not whole q6_k blocks
   const int layer = layer_of(name), n = int(m.layers);
   // llama.cpp counts a fused attn_qkv (Phi-3) as an attn_v (category_is_attn_v).
   const bool attn_v = name.ends_with(".attn_v.weight") || name.ends_with(".attn_qkv.weight");
   const bool promoted = attn_v || name.find("ffn_down") != std::string_view::npos;
-  if (promoted && layer >= 0 && use_more_bits(layer, n)) return fallback(TensorType::q6_k, cols);
+  if (promoted && layer >= 0 && use_more_bits(layer, n)) return fallback(TensorType::q6_k, cols, wanted);
   if (attn_v && m.type_70b && cols % 256 == 0) return TensorType::q5_k;  // 70B rows: 8192, whole blocks
-  return fallback(TensorType::q4_k, cols);
+  return fallback(TensorType::q4_k, cols, wanted);
 }
 
 }  // namespace
@@ -74,12 +76,14 @@ uint32_t gguf_llama_ftype(GgufFileType type) {
   return 0;
 }
 
-gguf::TensorType gguf_matrix_type(GgufFileType type, std::string_view name, uint64_t cols, const GgufMixModel& m) {
+gguf::TensorType gguf_matrix_type(GgufFileType type, std::string_view name, uint64_t cols, const GgufMixModel& m,
+                                  std::optional<gguf::TensorType>* wanted) {
+  if (wanted) wanted->reset();
   switch (type) {
     case GgufFileType::f16: return TensorType::f16;
     case GgufFileType::bf16: return TensorType::bf16;
-    case GgufFileType::q8_0: return fallback(TensorType::q8_0, cols);
-    case GgufFileType::q4_k_m: return q4_k_m_type(name, cols, m);
+    case GgufFileType::q8_0: return fallback(TensorType::q8_0, cols, wanted);
+    case GgufFileType::q4_k_m: return q4_k_m_type(name, cols, m, wanted);
   }
   return TensorType::f16;
 }

@@ -15,6 +15,7 @@
 //   A row that is not whole blocks of the chosen type falls back: q4_K → q5_0, q6_K → q8_0 (blocks of 32),
 //   and a row that is not whole blocks of 32 either stays f16.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -37,8 +38,10 @@ struct GgufMixModel {
   bool type_70b = false;         // llama.cpp's LLM_TYPE_70B (see above)
 };
 
-// The type of the matrix `gguf_name` (e.g. "blk.3.attn_v.weight") whose rows hold `cols` values.
+// The type of the matrix `gguf_name` (e.g. "blk.3.attn_v.weight") whose rows hold `cols` values. When its rows
+// are not whole blocks of the type the mix names (256 values for the k-quants, 32 for q8_0), a smaller block
+// type as llama.cpp's tensor_type_fallback picks, and *wanted (if given) is the type it fell back from.
 gguf::TensorType gguf_matrix_type(GgufFileType type, std::string_view gguf_name, uint64_t cols,
-                                  const GgufMixModel& model);
+                                  const GgufMixModel& model, std::optional<gguf::TensorType>* wanted = nullptr);
 
 }  // namespace ls::model

@@ -2,6 +2,7 @@
 // models (gguf_llamacpp_quant_test checks the same against llama_model_quantize on small ones).
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "model/gguf_mix.h"
@@ -49,6 +50,25 @@ TEST(GgufMix, Q4KMOnLlama8B) {
   EXPECT_EQ(type("blk.7.attn_v.weight", 4096), "q4_K");
   EXPECT_EQ(type_name(gguf_matrix_type(GgufFileType::q4_k_m, "blk.11.attn_v.weight", 8192,
                                        GgufMixModel{.layers = 80, .type_70b = true})), "q5_K");
+}
+
+// The type a matrix fell back from, for the export's note: none where its rows are whole blocks.
+TEST(GgufMix, FallbackSaysWhichTypeItReplaced) {
+  const GgufMixModel m{.layers = 24, .tied_embeddings = true};
+  std::optional<TensorType> wanted;
+  EXPECT_EQ(type_name(gguf_matrix_type(GgufFileType::q4_k_m, "blk.4.attn_q.weight", 896, m, &wanted)), "q5_0");
+  ASSERT_TRUE(wanted.has_value());
+  EXPECT_EQ(type_name(*wanted), "q4_K");
+  EXPECT_EQ(type_name(gguf_matrix_type(GgufFileType::q4_k_m, "token_embd.weight", 896, m, &wanted)), "q8_0");
+  ASSERT_TRUE(wanted.has_value());
+  EXPECT_EQ(type_name(*wanted), "q6_K");
+  EXPECT_EQ(type_name(gguf_matrix_type(GgufFileType::q4_k_m, "blk.4.ffn_down.weight", 4864, m, &wanted)), "q4_K");
+  EXPECT_FALSE(wanted.has_value());
+  EXPECT_EQ(type_name(gguf_matrix_type(GgufFileType::q8_0, "blk.0.attn_q.weight", 80, m, &wanted)), "f16");
+  ASSERT_TRUE(wanted.has_value());
+  EXPECT_EQ(type_name(*wanted), "q8_0");
+  EXPECT_EQ(type_name(gguf_matrix_type(GgufFileType::f16, "blk.0.attn_q.weight", 80, m, &wanted)), "f16");
+  EXPECT_FALSE(wanted.has_value());
 }
 
 TEST(GgufMix, OtherFileTypes) {
