@@ -75,9 +75,9 @@ void draw_sampling(ChatSettings& st, PanelIo& io) {
   ImGui::EndTable();
 }
 
-void draw_reply(const ChatReply& r, const char* who, const char* id) {
+void draw_reply(const ChatReply& r, const char* id) {
   ImGui::PushID(id);
-  ImGui::TextColored(kAccent, "%s", who);
+  ImGui::TextColored(kAccent, "%s", r.answered_by.c_str());
   ImGui::SameLine();
   if (ImGui::SmallButton("copy")) ImGui::SetClipboardText(r.text.c_str());
   if (!r.error.empty()) ImGui::TextColored(kBad, "%s", r.error.c_str());
@@ -104,18 +104,18 @@ void draw_chat_panel(PanelContext& ctx, const char* title, bool* p_open) {
     return;
   }
   adapter_combo(chat, runs, model, io);
-  ImGui::SameLine();
+  same_line_if_fits(checkbox_width("adapter on"));
   const bool none = chat.adapter.empty();
   bool off = false;  // what the checkboxes show without an adapter
   ImGui::BeginDisabled(none);
   ImGui::Checkbox("adapter on", none ? &off : &st.use_adapter);
   io.tag("chat.use_adapter");
-  ImGui::SameLine();
+  same_line_if_fits(checkbox_width("side by side"));
   ImGui::Checkbox("side by side", none ? &off : &st.side_by_side);
   io.tag("chat.side_by_side");
   tooltip("Answer each message twice: with the base model and with the adapter.");
   ImGui::EndDisabled();
-  ImGui::SameLine();
+  same_line_if_fits(button_width("Clear"));
   if (ImGui::Button("Clear")) io.send(cmd::ClearChat{});
   io.tag("chat.clear");
   const bool sampling = ImGui::CollapsingHeader("Sampling");
@@ -134,14 +134,14 @@ void draw_chat_panel(PanelContext& ctx, const char* title, bool* p_open) {
       const bool both = turn.reply[kBase].wanted && turn.reply[kTuned].wanted;
       if (both && ImGui::BeginTable("sides", 2, ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchSame)) {
         ImGui::TableNextColumn();
-        draw_reply(turn.reply[kBase], "base model", "base");
+        draw_reply(turn.reply[kBase], "base");
         ImGui::TableNextColumn();
-        draw_reply(turn.reply[kTuned], chat.adapter_label.c_str(), "tuned");
+        draw_reply(turn.reply[kTuned], "tuned");
         ImGui::EndTable();
       } else {
         for (int side : {kBase, kTuned})
           if (turn.reply[side].wanted)
-            draw_reply(turn.reply[side], side == kBase ? "base model" : chat.adapter_label.c_str(), side ? "tuned" : "base");
+            draw_reply(turn.reply[side], side ? "tuned" : "base");
       }
       ImGui::Separator();
       ImGui::PopID();

@@ -92,7 +92,9 @@ void draw_data_panel(PanelContext& ctx, const char* title, bool* p_open) {
       ImGui::TreePop();
     }
   }
-  ImGui::TextColored(kDim, "First examples as the model sees them; trained tokens are green:");
+  ImGui::PushStyleColor(ImGuiCol_Text, kDim);
+  ImGui::TextWrapped("First examples as the model sees them; trained tokens are green:");
+  ImGui::PopStyleColor();
   if (ImGui::BeginChild("preview", {0, 0}, true)) {
     for (const auto& ex : v.preview) {
       ImGui::TextColored(kAccent, "line %zu", ex.line);

@@ -25,7 +25,7 @@ void row(const char* name, const std::string& value) {
   ImGui::TableNextColumn();
   ImGui::TextColored(kDim, "%s", name);
   ImGui::TableNextColumn();
-  ImGui::TextUnformatted(value.c_str());
+  ImGui::TextWrapped("%s", value.c_str());  // a long folder or template note wraps in a narrow panel
 }
 
 }  // namespace
@@ -40,8 +40,9 @@ void draw_model_panel(PanelContext& ctx, const char* title, bool* p_open) {
   }
   if (ImGui::Button("Open model folder...")) io.send(cmd::Browse{cmd::BrowseFor::model});
   io.tag("model.open");
-  ImGui::SameLine();
-  ImGui::TextColored(kDim, "or drop a folder on the window");
+  const char* hint = "or drop a folder on the window";
+  same_line_if_fits(ImGui::CalcTextSize(hint).x);
+  ImGui::TextColored(kDim, "%s", hint);
   if (v.loading) {
     ImGui::TextColored(kWarn, "Loading %s ...", v.loading_dir.string().c_str());
   }
@@ -73,10 +74,13 @@ void draw_model_panel(PanelContext& ctx, const char* title, bool* p_open) {
                           std::to_string(c.num_kv_heads) + " heads)");
     row("Weights", m.dtype + ", " + format_bytes(m.weight_bytes) + " on the GPU");
     row("Context", format_count(c.max_position_embeddings) + " tokens, vocabulary " + format_count(c.vocab_size));
-    const char* how = m.files.chat.runs_model_template()
-                          ? ", the model's own, run as transformers runs it"
-                          : ", rendered by lorastudio as that family (no template it can run)";
-    row("Chat template", std::string(m.files.chat.name()) + how);
+    // name(): the recognised family ("Phi-3"), or "the model's own template" when none is recognised.
+    const std::string name(m.files.chat.name());
+    const bool family = name != "the model's own template";
+    row("Chat template",
+        m.files.chat.runs_model_template()
+            ? (family ? name + ": the model's own template" : name) + ", run as transformers runs it"
+            : name + ", rendered by lorastudio as that family (the folder has no template it can run)");
     if (memory.device_local)
       row("GPU memory", format_bytes(memory.used) + " in use of " + format_bytes(memory.device_local));
     ImGui::EndTable();

@@ -49,35 +49,36 @@ void draw_runs_panel(PanelContext& ctx, const char* title, bool* p_open) {
   // Only a run that ended (finished, or stopped with its adapter written) has an adapter to use.
   const bool ended = sel && (sel->status == store::RunStatus::finished || sel->status == store::RunStatus::stopped);
   ImGui::BeginDisabled(!ended);
-  ImGui::SameLine();
+  same_line_if_fits(button_width("Chat with it"));
   if (ImGui::Button("Chat with it") && sel)
     io.send(cmd::UseAdapter{sel->out_dir / "adapter", sel->name + " (final)"});
   io.tag("runs.chat");
   tooltip("Use this run's final adapter in Chat.");
-  ImGui::SameLine();
+  same_line_if_fits(button_width("Export adapter..."));
   if (ImGui::Button("Export adapter...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_adapter, sel->id});
   io.tag("runs.export");
   tooltip("Write the adapter as a PEFT folder (adapter_config.json, adapter_model.safetensors).");
-  ImGui::SameLine();
+  same_line_if_fits(button_width("Export merged..."));
   if (ImGui::Button("Export merged...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_merged, sel->id});
   io.tag("runs.export_merged");
   tooltip("Write the base model with the adapter merged into its weights: a model folder transformers loads "
           "without PEFT (as `lorastudio export --merge`).");
-  // Its own line: the export buttons fill a narrow panel's first.
+  same_line_if_fits(button_width("Export GGUF..."));
   if (ImGui::Button("Export GGUF...") && sel)
     io.send(cmd::Browse{cmd::BrowseFor::export_gguf, sel->id, model::GgufFileType(s.gguf_type)});
   io.tag("runs.export_gguf");
   tooltip("Write the files llama.cpp, Ollama and LM Studio load: the model with the adapter merged in "
           "(model-<type>.gguf, with its tokenizer and chat template), the adapter as a GGUF LoRA (adapter.gguf) and "
           "a Modelfile for `ollama create` (as `lorastudio export --gguf`).");
-  ImGui::SameLine();
-  ImGui::SetNextItemWidth(ImGui::CalcTextSize("q4_k_m").x + ImGui::GetFrameHeight() * 2);
+  const float type_w = ImGui::CalcTextSize("q4_k_m").x + ImGui::GetFrameHeight() * 2;
+  same_line_if_fits(type_w);
+  ImGui::SetNextItemWidth(type_w);
   ImGui::Combo("##gguf_type", &s.gguf_type, "f16\0bf16\0q8_0\0q4_k_m\0");
   io.tag("runs.gguf_type");
   tooltip("The merged model's weights: f16, bf16, q8_0, or q4_k_m (llama.cpp's Q4_K_M mix, about a third of "
           "f16's size) (as --gguf-type).");
   ImGui::EndDisabled();
-  ImGui::SameLine();
+  same_line_if_fits(button_width("Resume"));
   ImGui::BeginDisabled(!sel || !resumable(runs, *sel, train));
   if (ImGui::Button("Resume") && sel) io.send(cmd::ResumeRun{sel->id});
   io.tag("runs.resume");

@@ -10,6 +10,7 @@
 #include "ui/studio.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "model/layer_spec.h"
 #include "model/peft_adapter.h"
@@ -105,7 +106,10 @@ StudioState Studio::state() const {
   s.chat_turns = chat_.turns.size();
   s.chat_tokens = chat_.tokens_total;
   if (!chat_.turns.empty())
-    for (int side : {kBase, kTuned}) s.last_reply[side] = chat_.turns.back().reply[side].text;
+    for (int side : {kBase, kTuned}) {
+      s.last_reply[side] = chat_.turns.back().reply[side].text;
+      s.last_reply_by[side] = chat_.turns.back().reply[side].answered_by;
+    }
   s.loss_points = panel_states_.charts.loss_points;
   s.gpu_groups = panel_states_.gpu.groups_shown;
   s.browser_open = browser_.is_open();
@@ -151,6 +155,7 @@ void Studio::note_frame(double ms, double cpu_wait_ms, bool drawn, bool up_to_da
 
 void Studio::frame() {
   for (auto& e : events_.drain()) apply(e);
+  if (!model_wanted_.empty() && !model_.loading) open_model(std::exchange(model_wanted_, {}));
   if (!data_wanted_.empty() && model_.loaded && !model_.loading) {
     open_data(data_wanted_);
     data_wanted_.clear();

@@ -58,7 +58,7 @@ struct StudioState {
   bool chat_generating = false;
   size_t chat_turns = 0;
   uint64_t chat_tokens = 0;
-  std::string last_reply[2];
+  std::string last_reply[2], last_reply_by[2];  // the last turn's replies, and who answered each
   size_t loss_points = 0, gpu_groups = 0;
   bool browser_open = false, dialog_open = false;
   std::vector<std::string> errors;  // every error dialog shown, in order
@@ -126,6 +126,7 @@ class Studio {
   ModelView model_;
   DataView data_;
   std::filesystem::path data_wanted_;  // opened before a model: read once one is loaded
+  std::filesystem::path model_wanted_;  // opened while another model loads: opened once that one is done
   TrainSettings train_settings_;
   TrainView train_;
   RunsView runs_;

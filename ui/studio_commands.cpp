@@ -105,7 +105,13 @@ void Studio::fail(std::string title, std::string message) {
 }
 
 void Studio::open_model(const fs::path& dir) {
-  if (model_.loading) return fail("A model is loading", "Wait until " + model_.loading_dir.string() + " is loaded.");
+  if (model_.loading) {  // e.g. a folder dropped while the last session's model opens: it opens next
+    if (dir != model_.loading_dir) {
+      model_wanted_ = dir;
+      status_ = dir.filename().string() + " opens once " + model_.loading_dir.filename().string() + " has loaded.";
+    }
+    return;
+  }
   model_.loading = true;
   model_.loading_dir = dir;
   loader_->post([this, dir, quant = train_settings_.config.quantize] {
@@ -261,6 +267,8 @@ void Studio::send_chat(const std::string& text) {
   ChatTurn turn{.user = text};
   turn.reply[kTuned].wanted = both || (st.use_adapter && tuned);
   turn.reply[kBase].wanted = both || !turn.reply[kTuned].wanted;
+  turn.reply[kBase].answered_by = "base model";
+  turn.reply[kTuned].answered_by = chat_.adapter_label;  // a later choice of adapter does not relabel it
   ChatWorker::Request req{.model = model_.loaded, .adapter = tuned ? chat_.adapter : fs::path(), .options = options,
                           .turn = chat_.turns.size()};
   for (int side : {kBase, kTuned}) {

@@ -46,14 +46,27 @@ void Studio::draw_status_bar() {
                                  ImGuiWindowFlags_NoFocusOnAppearing | ImGuiWindowFlags_NoBringToFrontOnFocus |
                                  ImGuiWindowFlags_NoNav;
   if (ImGui::Begin("##status", nullptr, flags)) {
-    ImGui::TextUnformatted(status_.c_str());
     char right[160];
     const size_t v = device_.validation_messages();
     std::snprintf(right, sizeof right, "%s%s   %s   %.0f draws/s", v ? "validation messages: " : "",
                   v ? std::to_string(v).c_str() : "", device_.report().name.c_str(), frame_stats_.draws_per_s);
     const float w = ImGui::CalcTextSize(right).x;
-    ImGui::SameLine(std::max(ImGui::GetWindowWidth() - w - ImGui::GetStyle().WindowPadding.x,
-                             ImGui::GetCursorPosX() + ImGui::GetFontSize()));
+    const float right_x = std::max(ImGui::GetWindowWidth() - w - ImGui::GetStyle().WindowPadding.x,
+                                   ImGui::GetCursorPosX() + ImGui::GetFontSize() * 8);
+    // The status, cut where the device's line starts; all of it when hovered.
+    const float status_w = right_x - ImGui::GetCursorPosX() - ImGui::GetFontSize();
+    const ImVec2 at = ImGui::GetCursorScreenPos();
+    ImGui::PushClipRect(at, {at.x + status_w, at.y + h}, true);
+    ImGui::TextUnformatted(status_.c_str());
+    ImGui::PopClipRect();
+    if (ImGui::CalcTextSize(status_.c_str()).x > status_w && ImGui::IsItemHovered()) {
+      ImGui::BeginTooltip();
+      ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40);
+      ImGui::TextUnformatted(status_.c_str());
+      ImGui::PopTextWrapPos();
+      ImGui::EndTooltip();
+    }
+    ImGui::SameLine(right_x);
     ImGui::TextColored(v ? kBad : kDim, "%s", right);
   }
   ImGui::End();

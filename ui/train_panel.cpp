@@ -134,8 +134,13 @@ void draw_train_panel(PanelContext& ctx, const char* title, bool* p_open) {
   draw_controls(v, can_start, !model.loaded ? "open a model" : "open a data file", io);
   draw_progress(v);
   if (!v.error.empty()) ImGui::TextWrapped("%s", v.error.c_str());
-  if (!v.out_dir.empty()) {
-    ImGui::TextColored(kDim, "run %lld: %s", static_cast<long long>(v.run_id), v.out_dir.filename().string().c_str());
+  // The run once the store has its entry; a start that failed before (a plan that does not fit, a bad
+  // option) made none, and shows only its error.
+  if (!v.out_dir.empty() && (v.run_id || v.state == TrainState::starting)) {
+    if (v.run_id)
+      ImGui::TextColored(kDim, "run %lld: %s", static_cast<long long>(v.run_id), v.out_dir.filename().string().c_str());
+    else
+      ImGui::TextColored(kDim, "starting: %s", v.out_dir.filename().string().c_str());
     tooltip(v.out_dir.string().c_str());
   }
 
@@ -174,11 +179,12 @@ void draw_train_panel(PanelContext& ctx, const char* title, bool* p_open) {
     // were moved there when it was loaded: fit_targets).
     std::optional<model::LayerSpec> layer;
     if (model.loaded) layer = model::layer_spec(model.loaded->model.config, 0);
+    // As many on a line as the column holds (Phi-3's gate_up_proj is long).
     size_t shown = 0;
     for (size_t i = 0; i < model::kLoraTargetCount; ++i) {
       if (layer && !layer->has_projection(model::LoraTarget(i))) continue;
-      if (shown++ % 4) ImGui::SameLine();
       const std::string name(model::kLoraTargetNames[i]);
+      if (shown++ > 0) same_line_if_fits(checkbox_width(name.c_str()));
       ImGui::Checkbox(name.c_str(), &t.targets[i]);
       io.tag("train.target." + name);
     }

@@ -235,6 +235,8 @@ void UiScript::write_state(const fs::path& file, const Studio& studio) const {
       {"chat_tokens", s.chat_tokens},
       {"reply_base", s.last_reply[kBase]},
       {"reply_adapter", s.last_reply[kTuned]},
+      {"reply_base_by", s.last_reply_by[kBase]},
+      {"reply_adapter_by", s.last_reply_by[kTuned]},
       {"validation_messages", studio.device().validation_messages()},
       {"errors", s.errors},
       {"frames",

@@ -121,6 +121,7 @@ struct ChatReply {
   uint32_t tokens = 0;
   std::string stats;      // "12 tokens, 40.1 tok/s, stop: eos"
   std::string error;
+  std::string answered_by;  // "base model", or the adapter's label when the turn was sent
 };
 
 struct ChatTurn {

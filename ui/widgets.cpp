@@ -46,6 +46,20 @@ void tooltip(const char* text) {
   ImGui::EndTooltip();
 }
 
+void same_line_if_fits(float next_width) {
+  // The cursor is at the start of the next line now: its x and the space from there are the line's.
+  const float right = ImGui::GetCursorScreenPos().x + ImGui::GetContentRegionAvail().x;
+  if (ImGui::GetItemRectMax().x + ImGui::GetStyle().ItemSpacing.x + next_width <= right) ImGui::SameLine();
+}
+
+float button_width(const char* label) {
+  return ImGui::CalcTextSize(label, nullptr, true).x + ImGui::GetStyle().FramePadding.x * 2;
+}
+
+float checkbox_width(const char* label) {
+  return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x + ImGui::CalcTextSize(label, nullptr, true).x;
+}
+
 void heading(const char* text) {
   ImGui::Spacing();
   ImGui::TextColored(kAccent, "%s", text);

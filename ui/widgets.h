@@ -20,6 +20,13 @@ void tooltip(const char* text);
 // A section title: brighter text and a separator.
 void heading(const char* text);
 
+// After an item: ImGui::SameLine() when an item `next_width` wide still fits on this line, else nothing (the
+// next item starts a line), so that a row of buttons or checkboxes wraps in a narrow panel.
+void same_line_if_fits(float next_width);
+// The widths same_line_if_fits takes: a button's, a checkbox's (box and label).
+float button_width(const char* label);
+float checkbox_width(const char* label);
+
 // Theme colours.
 inline const ImVec4 kDim{0.62f, 0.65f, 0.70f, 1.0f};
 inline const ImVec4 kGood{0.45f, 0.82f, 0.52f, 1.0f};

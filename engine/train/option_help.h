@@ -25,7 +25,7 @@ inline constexpr OptionHelp kRslora{"--rslora", "scale alpha / sqrt(r) (rsLoRA)"
 inline constexpr OptionHelp kQuantize{"--quantize", "keep the base model's projection weights in 4 bits (nf4: QLoRA, as bitsandbytes' NF4 with double quantization) or 8 bits (q8), dequantized by the kernels that read them; the adapter trains in f32 as with none, and loads on the unquantized base"};
 inline constexpr OptionHelp kDropout{"--dropout", "LoRA dropout on each adapted projection's input, in [0, 1) (off for validation)"};
 inline constexpr OptionHelp kTargets{"--targets", "projections to adapt, comma-separated: q_proj,k_proj,v_proj,o_proj,"
-                                                  "gate_proj,up_proj,down_proj, or Phi-3's fused qkv_proj,gate_up_proj "
+                                                  "gate_proj,up_proj,down_proj, or Phi-3's fused qkv_proj,gate_up_proj"
                                                   "; default q_proj,v_proj (qkv_proj on Phi-3)"};
 inline constexpr OptionHelp kBatchSize{"--batch-size", "sequences per micro-batch"};
 inline constexpr OptionHelp kSeqLen{"--seq-len", "longest sequence; longer examples are truncated"};

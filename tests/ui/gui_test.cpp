@@ -136,6 +136,9 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   EXPECT_FALSE(base.empty());
   EXPECT_NE(tuned.find("Paris"), std::string::npos) << "the adapter learnt the answer; it said: " << tuned;
   EXPECT_NE(base, tuned);
+  EXPECT_EQ(state["reply_base_by"], "base model");
+  EXPECT_NE(state["reply_adapter_by"].get<std::string>().find("(final)"), std::string::npos)
+      << "the reply is labelled with the adapter that gave it: " << state["reply_adapter_by"];
   EXPECT_EQ(state["validation_messages"], 0) << log;
   ASSERT_EQ(state["errors"].size(), 1u) << state["errors"].dump();  // the folder that is no model
   EXPECT_NE(state["errors"][0].get<std::string>().find("no-such-folder"), std::string::npos) << state["errors"].dump();
