@@ -3,7 +3,7 @@
 with an index, the tokenizer files copied), with torch alone (Debian's python3-torch works; no transformers),
 for memory and speed measurements of the big shapes:
   7b:  the Qwen2.5-7B shape (hidden 3584, 28 layers, 28/4 heads, MLP 18944, vocab 152064, untied; 7.6B
-       parameters, 15.2 GB in bf16), as ../shared/peers/make_model.py --shape 7b;
+       parameters, 15.2 GB in bf16), the shape the PyTorch peer's 7B model has (bench/RESULTS.md);
   14b: issue 23's 14B shape (hidden 5120, 48 layers, 40/8 heads, MLP 13824, vocab 152064, untied; 14.8B, 29.5 GB).
 --layers N keeps the first N layers (a quicker model with the same per-layer sizes). Weights are normal with
 std 0.02, biases 0, norms 1, in bf16; seeded, so the same on every machine.

@@ -139,7 +139,8 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   train_matmul("train16_7b_512x3584x18944", 512, 3584, 18944, DT::f16);  // the MLP's operands in f16
   train_matmul("train16_7b_512x18944x3584", 512, 18944, 3584, DT::f16);
   // ggml-vulkan's test-backend-ops MUL_MAT shapes, named as there: m output features, n tokens, k inputs
-  // (../shared/peers/llamacpp/gemm_peer.sh times the same ones), y [n, m] = x [n, k] · W [m, k]ᵀ.
+  // (llama.cpp's `test-backend-ops perf -o MUL_MAT` times the same ones: bench/RESULTS.md has the runs side by
+  // side), y [n, m] = x [n, k] · W [m, k]ᵀ.
   auto peer_gemm = [&](uint32_t m, uint32_t n, uint32_t k, DT act, DT weight) {
     const std::string name = "gemm_" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + "_" +
                              dtype_name(act) + "_" + dtype_name(weight);
