@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "infer/generator.h"
+#include "model/gemma3_mm_folder.h"
 #include "model/merge.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
@@ -220,19 +221,8 @@ void expect_multimodal_layout_loads(vk::Device& dev, const std::string& prefix) 
   const fs::path src = fixture("gemma3_tiny");
   test::TempDir tmp;
   const fs::path dir = tmp / "model", adapter_dir = tmp / "adapter";
-  fs::create_directories(dir);
+  test::write_gemma3_mm_folder(dir, prefix);
   fs::create_directories(adapter_dir);
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
-    fs::copy_file(src / f, dir / f);
-  nlohmann::json text = nlohmann::json::parse(test::read_text(src / "config.json"));
-  text.erase("architectures");
-  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}},
-                                 {"model_type", "gemma3"},
-                                 {"text_config", text},
-                                 {"vision_config", {{"model_type", "siglip_vision_model"}, {"hidden_size", 8}}},
-                                 {"eos_token_id", text["eos_token_id"]},
-                                 {"image_token_index", 5}};
-  test::write_text(dir / "config.json", config.dump(2));
   // The same tensors under new names: `from` replaced by `to` at the front of every key.
   auto renamed = [](const model::SafeTensors& st, const std::string& from, const std::string& to) {
     std::vector<model::TensorToWrite> out;
@@ -242,12 +232,6 @@ void expect_multimodal_layout_loads(vk::Device& dev, const std::string& prefix) 
     }
     return out;
   };
-  const auto st = model::SafeTensors::open(src / "model.safetensors");
-  std::vector<model::TensorToWrite> tensors = renamed(st, "model.", prefix);
-  const std::vector<float> vision(12, 0.5f);
-  const std::string vision_name = prefix.starts_with("model.") ? "model.vision_tower.patch.weight" : "vision_tower.patch.weight";
-  tensors.push_back({.name = vision_name, .dtype = DType::f32, .shape = {3, 4}, .bytes = std::as_bytes(std::span(vision))});
-  model::write_safetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
   const auto peft = model::SafeTensors::open(src / "adapter/adapter_model.safetensors");
   model::write_safetensors(adapter_dir / "adapter_model.safetensors",
                            renamed(peft, "base_model.model.model.", "base_model.model." + prefix), {{"format", "pt"}});
@@ -275,7 +259,8 @@ void expect_multimodal_layout_loads(vk::Device& dev, const std::string& prefix) 
   const auto saved = model::SafeTensors::open(tmp / "saved/adapter_model.safetensors");
   EXPECT_NE(saved.find("base_model.model." + prefix + "layers.0.self_attn.q_proj.lora_A.weight"), nullptr);
   model::merge_adapter(dir, tmp / "saved", tmp / "merged");
-  EXPECT_NE(model::SafeTensors::open(tmp / "merged").find(vision_name), nullptr);
+  const std::string vision = prefix.starts_with("model.") ? "model.vision_tower.patch.weight" : "vision_tower.patch.weight";
+  EXPECT_NE(model::SafeTensors::open(tmp / "merged").find(vision), nullptr);
   const auto merged = model::Model::load(dev, tmp / "merged");
   infer::Generator gm(dev, merged, nullptr, {.context = 128});
   const auto want = values<float>(model::SafeTensors::open(src / "expected_adapter.safetensors"), "logits");

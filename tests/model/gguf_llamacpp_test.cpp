@@ -31,6 +31,7 @@
 
 #include "infer/generator.h"
 #include "model/config.h"
+#include "model/gemma3_mm_folder.h"
 #include "model/gguf_export.h"
 #include "model/gguf_names.h"
 #include "model/gguf_reader.h"
@@ -91,27 +92,8 @@ fs::path make_phi3_short(const TempDir& dir) {
 // gemma3_tiny as a Gemma3ForConditionalGeneration folder (transformers 5's names: model.language_model., the
 // text config nested, a vision tower tensor): the GGUF files hold its language model only.
 fs::path make_gemma3_mm(const TempDir& dir) {
-  const fs::path src = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/gemma3_tiny", out = dir / "gemma3_mm";
-  fs::create_directories(out);
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
-    fs::copy_file(src / f, out / f);
-  nlohmann::json text = nlohmann::json::parse(test::read_text(src / "config.json"));
-  text.erase("architectures");
-  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}}, {"model_type", "gemma3"},
-                                 {"text_config", text}, {"eos_token_id", text["eos_token_id"]},
-                                 {"vision_config", {{"model_type", "siglip_vision_model"}, {"hidden_size", 8}}},
-                                 {"image_token_index", 5}};
-  test::write_text(out / "config.json", config.dump(2));
-  const SafeTensors st = SafeTensors::open(src / "model.safetensors");
-  std::vector<TensorToWrite> tensors;
-  for (const TensorInfo& t : st.tensors())
-    tensors.push_back({.name = "model.language_model." + t.name.substr(6), .dtype = t.dtype, .shape = t.shape,
-                       .bytes = t.bytes});
-  const std::vector<float> vision(12, 0.5f);
-  tensors.push_back({.name = "model.vision_tower.patch.weight", .dtype = DType::f32, .shape = {3, 4},
-                     .bytes = std::as_bytes(std::span(vision))});
-  write_safetensors(out / "model.safetensors", tensors, {{"format", "pt"}});
-  return out;
+  test::write_gemma3_mm_folder(dir / "gemma3_mm", "model.language_model.");
+  return dir / "gemma3_mm";
 }
 
 fs::path make_qwen3(const TempDir& dir) {

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/forward.h"
+#include "model/gemma3_mm_folder.h"
 #include "model/model_files.h"
 #include "model/safetensors.h"
 #include "support/testing.h"
@@ -180,28 +181,8 @@ TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakQwen3AndPhi3) {
 // name it, and a vision tower tensor): the plan looks the weights up under the folder's own names, and the run
 // trains (it stopped at the plan with "no tensor model.layers.0.self_attn.q_proj.weight", session 13).
 TEST_F(MemoryPlanRun, PlanMatchesMeasuredPeakGemma3ConditionalGeneration) {
-  const fs::path src = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/gemma3_tiny", model = dir_ / "gemma3_mm";
-  fs::create_directories(model);
-  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
-    fs::copy_file(src / f, model / f);
-  nlohmann::json text = nlohmann::json::parse(test::read_text(src / "config.json"));
-  text.erase("architectures");
-  const nlohmann::json config = {{"architectures", {"Gemma3ForConditionalGeneration"}}, {"model_type", "gemma3"},
-                                 {"text_config", text}, {"eos_token_id", text["eos_token_id"]},
-                                 {"vision_config", {{"model_type", "siglip_vision_model"}, {"hidden_size", 8}}},
-                                 {"image_token_index", 5}};
-  test::write_text(model / "config.json", config.dump(2));
-  const model::SafeTensors st = model::SafeTensors::open(src / "model.safetensors");
-  std::vector<model::TensorToWrite> tensors;
-  for (const model::TensorInfo& t : st.tensors()) {
-    const std::string name = t.name.starts_with("model.") ? "language_model.model." + t.name.substr(6)
-                                                          : "language_model." + t.name;  // lm_head, if untied
-    tensors.push_back({.name = name, .dtype = t.dtype, .shape = t.shape, .bytes = t.bytes});
-  }
-  const std::vector<float> vision(12, 0.5f);
-  tensors.push_back({.name = "vision_tower.patch.weight", .dtype = DType::f32, .shape = {3, 4},
-                     .bytes = std::as_bytes(std::span(vision))});
-  model::write_safetensors(model / "model.safetensors", tensors, {{"format", "pt"}});
+  const fs::path model = dir_ / "gemma3_mm";
+  test::write_gemma3_mm_folder(model, "language_model.model.");
   auto c = config_;
   c.model = model;
   c.out = dir_ / "gemma3-mm";
