@@ -192,6 +192,7 @@ void export_adapter_gguf(const fs::path& model_dir, const fs::path& adapter_dir,
   const LoraAdapter a = read_peft_adapter_config(adapter_dir);
   const fs::path weights = adapter_dir / "adapter_model.safetensors";
   const SafeTensors st = SafeTensors::open(weights);
+  check_adapter_layer_prefix(st, c.weight_prefix, model_dir.string());
 
   gguf::Writer w;
   w.set("general.architecture", std::string(gguf_architecture(c.arch)));

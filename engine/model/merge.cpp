@@ -234,6 +234,11 @@ MergeReport merge_adapter(const fs::path& model_dir, const fs::path& adapter_dir
   if (options.max_shard_bytes == 0) throw Error("merge: the largest shard size must be positive");
   const SafeTensors base = SafeTensors::open(model_dir);
   const SafeTensors adapter = SafeTensors::open(adapter_file);
+  for (const TensorInfo& t : base.tensors())  // the layers' prefix the model's own weights have
+    if (const auto prefix = layer_prefix(t.name)) {
+      check_adapter_layer_prefix(adapter, *prefix, model_dir.string());
+      break;
+    }
   const std::map<std::string, Merge> merges = plan_merges(base, adapter, config, model_dir);
   const double scale = config.rslora ? double(config.alpha) / std::sqrt(double(config.rank))
                                      : double(config.alpha) / double(config.rank);

@@ -185,6 +185,31 @@ std::string peft_key(size_t layer, LoraTarget target, bool b_matrix, const std::
          std::string(target_name(target)) + (b_matrix ? ".lora_B.weight" : ".lora_A.weight");
 }
 
+std::optional<std::string> layer_prefix(std::string_view name) {
+  constexpr std::string_view peft = "base_model.model.";
+  if (name.starts_with(peft)) name.remove_prefix(peft.size());
+  for (size_t at = name.find("layers."); at != std::string_view::npos; at = name.find("layers.", at + 1)) {
+    if (at > 0 && name[at - 1] != '.') continue;
+    const size_t digits = at + 7;
+    size_t end = digits;
+    while (end < name.size() && name[end] >= '0' && name[end] <= '9') ++end;
+    if (end > digits && end < name.size() && name[end] == '.') return std::string(name.substr(0, at));
+  }
+  return std::nullopt;
+}
+
+void check_adapter_layer_prefix(const SafeTensors& adapter_weights, const std::string& model_prefix,
+                                const std::string& model) {
+  for (const TensorInfo& t : adapter_weights.tensors()) {
+    const std::optional<std::string> prefix = layer_prefix(t.name);
+    if (!prefix || *prefix == model_prefix) continue;
+    throw Error(adapter_weights.path().string() + ": its matrices adapt layers named " + *prefix +
+                "layers.N, and the model (" + model + ") names its layers " + model_prefix +
+                "layers.N: the adapter was trained on another layout of the model (e.g. a Gemma3ForCausalLM "
+                "folder's adapter on a Gemma3ForConditionalGeneration folder); use it with the model it was trained on");
+  }
+}
+
 std::pair<uint32_t, uint32_t> target_shape(const ModelConfig& c, LoraTarget t) {
   const LayerSpec layer = layer_spec(c, 0);
   const ModuleSpec& p = layer.projection(t);
@@ -241,6 +266,7 @@ LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& c, const st
   if (!std::filesystem::exists(weights_path))
     throw Error(weights_path.string() + ": missing (PEFT writes the adapter weights there)");
   SafeTensors st = SafeTensors::open(weights_path);
+  check_adapter_layer_prefix(st, c.weight_prefix, c.architecture_name);
   std::set<std::string> used;
   a.layers.resize(c.num_layers);
   for (size_t layer = 0; layer < c.num_layers; ++layer) {

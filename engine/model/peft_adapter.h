@@ -6,10 +6,13 @@
 // express (DoRA, fan_in_fan_out, biases, per-module ranks, modules_to_save, regex targets) is refused
 // with an error naming the file and the setting.
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "model/config.h"
 #include "model/lora.h"
+#include "model/safetensors.h"
 
 namespace ls::model {
 
@@ -46,6 +49,17 @@ std::string peft_config_json(const LoraAdapter& adapter, const ModelConfig& conf
 // weight_prefix: the model's (ModelConfig::weight_prefix): a Gemma3ForConditionalGeneration folder's adapter
 // keys are base_model.model.model.language_model.layers.{i}... as PEFT names its modules there.
 std::string peft_key(size_t layer, LoraTarget target, bool b_matrix, const std::string& weight_prefix = "model.");
+
+// The part of a weight's name before "layers.N." ("model." for model.layers.3.mlp.up_proj.weight; an adapter's
+// key with PEFT's "base_model.model." taken off first), or nullopt for a name outside the layers.
+std::optional<std::string> layer_prefix(std::string_view name);
+// Throws ls::Error, the same for every command that reads an adapter, when the adapter's matrices name the
+// layers under another prefix than the model's (`model_prefix`, e.g. ModelConfig::weight_prefix): a
+// Gemma3ForCausalLM folder's adapter (model.layers.N) on a Gemma3ForConditionalGeneration folder
+// (model.language_model.layers.N), or the reverse. Nothing when they agree or the adapter names no layers.
+// `model`: how the message names the model (its folder, or its architecture).
+void check_adapter_layer_prefix(const SafeTensors& adapter_weights, const std::string& model_prefix,
+                                const std::string& model);
 
 // [out, in] of a target's base weight.
 std::pair<uint32_t, uint32_t> target_shape(const ModelConfig& c, LoraTarget target);

@@ -30,6 +30,7 @@
 
 #include "infer/generator.h"
 #include "model/gemma3_mm_folder.h"
+#include "model/gguf_export.h"
 #include "model/merge.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
@@ -272,6 +273,24 @@ class Gemma3Golden : public test::GpuTest {};
 TEST_F(Gemma3Golden, ConditionalGenerationFolderLoadsItsLanguageModel) {
   expect_multimodal_layout_loads(dev(), "model.language_model.");  // transformers 5
   expect_multimodal_layout_loads(dev(), "language_model.model.");  // older checkpoints
+}
+
+// The plain folder's adapter (model.layers.N) on a ConditionalGeneration folder (model.language_model.layers.N):
+// loading it for generate and chat, merging it and writing its GGUF LoRA all refuse it with one message naming
+// both layouts (they gave three different messages, session 13), and the refused GGUF leaves no file.
+TEST_F(Gemma3Golden, AdapterOfTheOtherLayoutIsRefusedTheSameEverywhere) {
+  test::TempDir tmp;
+  const fs::path dir = tmp / "model", adapter = fixture("gemma3_tiny") / "adapter";
+  test::write_gemma3_mm_folder(dir, "model.language_model.");
+  const std::initializer_list<std::string_view> said = {
+      "adapter_model.safetensors: its matrices adapt layers named model.layers.N",
+      "names its layers model.language_model.layers.N", "trained on another layout of the model"};
+  const auto m = model::Model::load(dev(), dir);
+  EXPECT_TRUE(test::throws_error([&] { model::load_peft_adapter(dev(), m.config, adapter); }, said));
+  EXPECT_TRUE(test::throws_error([&] { model::merge_adapter(dir, adapter, tmp / "merged"); }, said));
+  EXPECT_TRUE(test::throws_error([&] { model::export_adapter_gguf(dir, adapter, tmp / "a.gguf"); }, said));
+  EXPECT_FALSE(fs::exists(tmp / "a.gguf"));
+  EXPECT_FALSE(fs::exists(tmp / "merged"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, ArchGolden, ::testing::Values("qwen3_tiny", "phi3_tiny", "gemma3_tiny"),
