@@ -65,7 +65,40 @@ uint32_t size_of(const Module& m, uint32_t type, const char* what) {
   }
 }
 
+// Appends every scalar of `type` placed at `at`, by offset.
+void flatten(const Module& m, uint32_t type, uint32_t at, std::vector<Scalar>& out, const char* what) {
+  const std::vector<uint32_t>& t = m.types.at(type);
+  switch (m.type_op.at(type)) {
+    case OpTypeInt:
+      out.push_back({at, t.at(0) != 32 ? ScalarKind::other : t.at(1) ? ScalarKind::i32 : ScalarKind::u32});
+      return;
+    case OpTypeFloat: out.push_back({at, t.at(0) == 32 ? ScalarKind::f32 : ScalarKind::other}); return;
+    case OpTypeVector:
+      for (uint32_t i = 0; i < t.at(1); ++i) flatten(m, t.at(0), at + i * size_of(m, t.at(0), what), out, what);
+      return;
+    case OpTypeArray: {
+      const uint32_t stride = m.array_stride.at(type), length = m.constants.at(t.at(1));
+      for (uint32_t i = 0; i < length; ++i) flatten(m, t.at(0), at + i * stride, out, what);
+      return;
+    }
+    case OpTypeStruct:
+      for (uint32_t i = 0; i < t.size(); ++i) flatten(m, t[i], at + m.member_offsets.at(type).at(i), out, what);
+      return;
+    default: fail(what, "a member this reader does not flatten");
+  }
+}
+
 }  // namespace
+
+const char* scalar_kind_name(ScalarKind kind) {
+  switch (kind) {
+    case ScalarKind::u32: return "uint";
+    case ScalarKind::i32: return "int";
+    case ScalarKind::f32: return "float";
+    case ScalarKind::other: break;
+  }
+  return "another type";
+}
 
 PushBlock push_block(std::span<const uint32_t> words, const char* what) {
   if (words.size() < 5 || words[0] != kMagic) fail(what, "not SPIR-V");
@@ -111,7 +144,9 @@ PushBlock push_block(std::span<const uint32_t> words, const char* what) {
     if (offsets == m.member_offsets.end() || !offsets->second.count(i)) fail(what, "a member without an Offset");
     block.offsets.push_back(offsets->second.at(i));
   }
-  block.size = struct_size(m, type, what);
+  block.size = struct_size(m, type, what);  // checks every member has an Offset, arrays a stride
+  flatten(m, type, 0, block.scalars, what);
+  std::sort(block.scalars.begin(), block.scalars.end(), [](const Scalar& a, const Scalar& b) { return a.offset < b.offset; });
   return block;
 }
 

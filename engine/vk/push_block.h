@@ -1,9 +1,9 @@
 #pragma once
 // The push-constant block a kernel declares, read from its SPIR-V: each member's byte offset (SPIR-V's
-// Offset decorations) and the block's size (the end of its last member). The recorder checks every
-// dispatch's Params struct against it (vk/recorder.cpp), and push_block_test checks the C++ structs'
-// member offsets where they are visible, so a Params struct and its GLSL block cannot drift apart
-// unnoticed.
+// Offset decorations), every scalar in it with its offset and type, and the block's size (the end of its last
+// member). The recorder checks every dispatch's Params struct against it: its size, and each of the block's
+// scalars at the same offset with the same type in the struct (vk/params_layout.h reads the struct's members),
+// so a Params struct and its GLSL block cannot drift apart unnoticed.
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -12,8 +12,18 @@
 
 namespace ls::vk {
 
+// One scalar of a block: a member, or a component or element of one (vectors, arrays and structs flattened).
+enum class ScalarKind : uint8_t { u32, i32, f32, other };
+struct Scalar {
+  uint32_t offset = 0;
+  ScalarKind kind = ScalarKind::other;
+  bool operator==(const Scalar&) const = default;
+};
+const char* scalar_kind_name(ScalarKind kind);  // "uint", "int", "float", "another type"
+
 struct PushBlock {
   std::vector<uint32_t> offsets;  // by member, in declaration order
+  std::vector<Scalar> scalars;    // every scalar, by offset
   uint32_t size = 0;              // 0 for a kernel without push constants
 };
 

@@ -180,6 +180,28 @@ std::shared_ptr<Allocation> Recorder::find_copy(const BufferRange& source, uint6
   return s.memory == c.memory && s.begin == c.begin && s.end == c.end ? copy_.copy : nullptr;
 }
 
+namespace {
+// The op's Params struct must be the kernel's push-constant block, byte for byte in size.
+void check_push_size(Kernel kernel, size_t size) {
+  if (const uint32_t block = push_block(kernel).size; size != block)
+    throw Error(std::string("dispatch ") + kernel_info(kernel).name + ": the op's Params struct is " + std::to_string(size) +
+                " bytes, the kernel's push-constant block " + std::to_string(block) +
+                " (they must match: see the GLSL block the struct mirrors)");
+}
+}  // namespace
+
+void Recorder::check_params(Kernel kernel, size_t size, std::span<const Scalar> members) {
+  check_push_size(kernel, size);
+  for (const Scalar& want : push_block(kernel).scalars) {
+    const auto got = std::find_if(members.begin(), members.end(), [&](const Scalar& m) { return m.offset == want.offset; });
+    if (got != members.end() && got->kind == want.kind) continue;
+    throw Error(std::string("dispatch ") + kernel_info(kernel).name + ": the kernel's push-constant block has a " +
+                scalar_kind_name(want.kind) + " at byte " + std::to_string(want.offset) + ", the op's Params struct " +
+                (got == members.end() ? "no member there" : std::string("a ") + scalar_kind_name(got->kind)) +
+                " (see the GLSL block the struct mirrors)");
+  }
+}
+
 void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void* push, size_t push_size,
                             Groups groups, const Spec& spec) {
   if (finished_) throw Error("dispatch on a finished recorder");
@@ -187,11 +209,7 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
   const DeviceReport& rep = device_.report();
   if (uses.size() > kMaxBindings) throw Error(std::string("dispatch ") + info.name + ": too many bindings");
   if (push_size > kMaxPushBytes) throw Error(std::string("dispatch ") + info.name + ": push constants too large");
-  // The op's Params struct must be the kernel's push-constant block, byte for byte in size.
-  if (const uint32_t block = push_block(kernel).size; push_size != block)
-    throw Error(std::string("dispatch ") + info.name + ": the op's Params struct is " + std::to_string(push_size) +
-                " bytes, the kernel's push-constant block " + std::to_string(block) +
-                " (they must match: see the GLSL block the struct mirrors)");
+  check_push_size(kernel, push_size);
   if (groups.x == 0 || groups.y == 0 || groups.z == 0) return;  // nothing to do (an empty tensor)
   if (groups.x > 65535 || groups.y > 65535 || groups.z > 65535)
     throw Error(std::string("dispatch ") + info.name + ": " + std::to_string(groups.x) + "x" + std::to_string(groups.y) +

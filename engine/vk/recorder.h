@@ -14,6 +14,7 @@
 
 #include "kernels.h"
 #include "vk/device.h"
+#include "vk/params_layout.h"
 
 namespace ls::vk {
 
@@ -105,16 +106,21 @@ class Recorder {
 
   Device& device() { return device_; }
 
-  // Binding i of the kernel is uses[i]. Params is the kernel's push-constant block.
+  // Binding i of the kernel is uses[i]. Params is the kernel's push-constant block: each of the block's
+  // scalars must be a member of Params at the same offset with the same type (vk/params_layout.h).
   template <class Params>
   void dispatch(Kernel kernel, std::initializer_list<Use> uses, const Params& params, Groups groups,
                 const Spec& spec = {}) {
     static_assert(std::is_trivially_copyable_v<Params>);
     static_assert(sizeof(Params) <= kMaxPushBytes);
+    check_params(kernel, sizeof(Params), params_scalars(params));
     dispatch_raw(kernel, {uses.begin(), uses.size()}, &params, sizeof(Params), groups, spec);
   }
   void dispatch_raw(Kernel kernel, std::span<const Use> uses, const void* push, size_t push_size, Groups groups,
                     const Spec& spec);
+  // Throws ls::Error naming the kernel when the Params struct is not its block's size, or for the first of the
+  // block's scalars the struct's members do not mirror.
+  static void check_params(Kernel kernel, size_t size, std::span<const Scalar> members);
 
   // Profiling names: dispatches recorded while a Label lives are timed under its name.
   class Label {

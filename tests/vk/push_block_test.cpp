@@ -1,15 +1,17 @@
 // The push-constant blocks read from the kernels' SPIR-V (vk/push_block.h): every built kernel's block is
 // read (scalars, vectors, arrays, structs), its offsets ascend and it fits the shared layout; the C++
 // Params structs visible from a header have the offsets and size of their GLSL block (offsetof, sizeof);
-// a dispatch whose Params struct is not the kernel's block size is refused, naming the kernel and both sizes.
-// That refusal is what checks the structs kept inside their op's .cpp file (GemmParams 88 bytes for every
-// gemm/matvec variant, FlashParams 40, DequantParams 12, QuantMatvecParams 28, ...): every op test that
-// dispatches a kernel checks its struct's size; their member offsets are checked here once a header holds them.
+// a dispatch whose Params struct is not the kernel's block size, or whose members do not put the block's scalars
+// at their offsets with their types, is refused, naming the kernel and what differs.
+// That refusal is what checks the structs kept inside their op's .cpp file (GemmParams for every gemm/matvec
+// variant, FlashParams, DequantParams, ...): every op test that dispatches a kernel checks its struct's size and
+// its members' offsets and types (vk/params_layout.h reads them).
 #include "vk/push_block.h"
 
 #include <cstddef>
 
 #include "error.h"
+#include "model/model_files.h"  // throws_error
 #include "ops/attention_group_sum.h"
 #include "ops/norms_params.h"
 #include "support/testing.h"
@@ -81,6 +83,25 @@ TEST_F(PushBlockDispatch, ParamsOfAnotherSizeAreRefused) {
     EXPECT_NE(what.find("is 4 bytes"), std::string::npos) << what;
     EXPECT_NE(what.find("block 24"), std::string::npos) << what;
   }
+}
+
+// The same size, another layout: a float where the block has a uint, and a struct of the right size whose
+// members are all uints where the block has a float. Both refused, naming the kernel, the byte and both types.
+TEST_F(PushBlockDispatch, ParamsOfAnotherLayoutAreRefused) {
+  vk::Recorder rec(dev());
+  struct FloatInTheMiddle {
+    uint32_t total;
+    float T;
+    uint32_t KV, D, G, slices;
+  };
+  EXPECT_TRUE(test::throws_error([&] { rec.dispatch(vk::Kernel::attention_group_sum, {}, FloatInTheMiddle{}, {1, 1, 1}); },
+                                 {"attention_group_sum", "has a uint at byte 4", "Params struct a float"}));
+  struct NoFloat {
+    uint32_t rows, cols, eps;
+  };
+  static_assert(sizeof(NoFloat) == sizeof(ops::detail::NormParams));
+  EXPECT_TRUE(test::throws_error([&] { rec.dispatch(vk::Kernel::rms_norm_f32_f32, {}, NoFloat{}, {1, 1, 1}); },
+                                 {"rms_norm_f32_f32", "has a float at byte 8", "Params struct a uint"}));
 }
 
 }  // namespace
