@@ -40,6 +40,26 @@ void adapter_combo(const ChatView& chat, const RunsView& runs, const ModelView& 
           "loaded model only).");
 }
 
+// The stored chats, newest first: one chosen is shown again, and the next messages go on in it.
+void history_combo(const ChatView& chat, PanelIo& io) {
+  ImGui::SetNextItemWidth(ImGui::GetFontSize() * 7);
+  if (ImGui::BeginCombo("##history", "History", ImGuiComboFlags_HeightLarge)) {
+    if (chat.history.empty()) ImGui::TextColored(kDim, "No chats yet.");
+    for (size_t i = 0; i < chat.history.size(); ++i) {
+      const store::ChatInfo& c = chat.history[i];
+      const std::string label = format_local_time(c.created_at) + "  " + c.title +
+                                (c.adapter_path ? "  [" + c.adapter_path->parent_path().filename().string() + "]" : "") +
+                                "##" + std::to_string(c.id);
+      if (ImGui::Selectable(label.c_str(), chat.chat_id == c.id)) io.send(cmd::OpenChat{c.id});
+      io.tag("chat.history." + std::to_string(i));
+    }
+    ImGui::EndCombo();
+  }
+  io.tag("chat.history");
+  tooltip("Earlier chats, newest first, with the adapter's run in brackets: one chosen is shown again, and new "
+          "messages are added to it.");
+}
+
 void draw_sampling(ChatSettings& st, PanelIo& io) {
   if (!ImGui::BeginTable("sampling", 4, ImGuiTableFlags_SizingStretchSame)) return;
   auto cell = [](const char* label) {
@@ -118,6 +138,8 @@ void draw_chat_panel(PanelContext& ctx, const char* title, bool* p_open) {
   same_line_if_fits(button_width("Clear"));
   if (ImGui::Button("Clear")) io.send(cmd::ClearChat{});
   io.tag("chat.clear");
+  same_line_if_fits(ImGui::GetFontSize() * 7);
+  history_combo(chat, io);
   const bool sampling = ImGui::CollapsingHeader("Sampling");
   io.tag("chat.sampling");
   if (sampling) draw_sampling(st, io);

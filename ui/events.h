@@ -35,6 +35,8 @@ struct RunsListed { std::vector<store::RunInfo> runs; };
 // replace: the rows are all the run's (it was resumed: steps it had past the checkpoint are gone), not new ones.
 struct RunMetrics { int64_t run; std::vector<store::MetricRow> rows; bool replace = false; };
 struct RunCheckpoints { int64_t run; std::vector<store::Checkpoint> checkpoints; };
+struct ChatsListed { std::vector<store::ChatInfo> chats; };  // newest first
+struct ChatOpened { store::ChatInfo chat; std::vector<store::ChatMessage> messages; };
 struct DeviceMemory { vk::MemoryStats stats; vk::MemoryBudget budget; };  // read on a worker: the allocator's lock may be busy
 struct Status { std::string text; };
 struct Failure { std::string title, message; };
@@ -43,7 +45,8 @@ struct DemoReady { std::filesystem::path model_dir; demo::DemoData data; };  // 
 
 using Event = std::variant<ev::ModelLoaded, ev::ModelFailed, ev::DataLoaded, ev::DataFailed, ev::TrainStep, ev::TrainPaused,
                            ev::TrainDone, ev::TrainFailed, ev::ChatPiece, ev::ChatDone, ev::ChatFailed, ev::ChatMemory,
-                           ev::RunsListed, ev::RunMetrics, ev::RunCheckpoints, ev::DeviceMemory, ev::Status,
+                           ev::RunsListed, ev::RunMetrics, ev::RunCheckpoints, ev::ChatsListed, ev::ChatOpened,
+                           ev::DeviceMemory, ev::Status,
                            ev::Failure, ev::DemoReady>;
 using Events = EventQueue<Event>;
 

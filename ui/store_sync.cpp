@@ -11,6 +11,7 @@ namespace {
 
 constexpr double kStaleAfterS = 300;  // a running run without a heartbeat for this long was interrupted
 constexpr size_t kRunsListed = 200;
+constexpr size_t kChatsListed = 50;
 
 // The run's checkpoints as its store records them. A process killed between renaming a checkpoint folder
 // into place and recording it leaves a complete checkpoint the store does not list: for a run that ended
@@ -71,6 +72,25 @@ void StoreSync::poll() {
     if (resumed || status_changed || new_rows) events_.push(ev::RunCheckpoints{r.id, run_checkpoints(*db_, r)});
   }
   events_.push(ev::RunsListed{std::move(runs)});
+
+  auto chats = db_->list_chats();
+  if (chats.size() > kChatsListed) chats.resize(kChatsListed);
+  std::vector<std::pair<int64_t, std::string>> listed;
+  for (const auto& c : chats) listed.emplace_back(c.id, c.title);
+  if (listed != listed_chats_) {
+    listed_chats_ = std::move(listed);
+    events_.push(ev::ChatsListed{std::move(chats)});
+  }
+}
+
+void StoreSync::open_chat(int64_t id) {
+  if (!db_) return;
+  for (auto& c : db_->list_chats())
+    if (c.id == id) {
+      chat_id_ = id;
+      events_.push(ev::ChatOpened{std::move(c), db_->chat_messages(id)});
+      return;
+    }
 }
 
 void StoreSync::save_settings(const std::string& json) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store/run_store.h"
@@ -27,13 +28,16 @@ class StoreSync {
 
   // On the store thread (or on the UI thread once the store thread is gone).
   void poll();  // runs, metrics, checkpoints -> ev::RunsListed, ev::RunMetrics, ev::RunCheckpoints
-                // (a resumed run's metrics all again, with replace set)
+                // (a resumed run's metrics all again, with replace set); the chats -> ev::ChatsListed when
+                // they changed
   void save_settings(const std::string& json);
   // The chat's messages go to one stored chat, made with its first message; new_chat starts another.
   void add_user_message(const std::string& text, std::optional<std::filesystem::path> adapter,
                         std::optional<int64_t> run);
   void add_reply(const std::string& role, const std::string& text);
   void new_chat() { chat_id_ = 0; }
+  // A stored chat shown again (-> ev::ChatOpened); the next messages are added to it. Unknown id: nothing.
+  void open_chat(int64_t id);
   void add_export(int64_t run, const std::filesystem::path& dir, store::ExportFormat format);
 
  private:
@@ -44,6 +48,7 @@ class StoreSync {
   std::map<int64_t, std::string> polled_notes_;  // a change (a resume) means: read the run's metrics again
   std::map<int64_t, store::RunStatus> polled_status_;  // a change means: read the run's checkpoints again
   std::chrono::steady_clock::time_point last_stale_check_{};
+  std::vector<std::pair<int64_t, std::string>> listed_chats_;  // what ev::ChatsListed last said: id, title
 };
 
 // On the UI thread: polled or reported rows into the run's metrics, by step (a row keeps the validation

@@ -111,6 +111,9 @@ class Studio {
   void try_demo();
   void advance_demo();
   void send_chat(const std::string& text);
+  // A stored chat as the conversation: its turns and replies (the adapter's side where it had one), and its
+  // adapter chosen again when it is there and fits the loaded model.
+  void show_chat(const store::ChatInfo& chat, const std::vector<store::ChatMessage>& messages);
   // PEFT folder, merged model folder, or GGUF folder for llama.cpp/Ollama (model/gguf_folder.h).
   void export_adapter(int64_t run, const std::filesystem::path& dir, store::ExportFormat format,
                       model::GgufFileType gguf_type = model::GgufFileType::f16);

@@ -45,6 +45,12 @@ void Studio::run(Command& command) {
                    panel_states_.chat.seen_turns = 0;
                    store_worker_->post([this] { store_.new_chat(); });
                  },
+                 [&](cmd::OpenChat& c) {  // the conversation shown once the store thread has read it
+                   chat_worker_->stop();
+                   chat_worker_->reset();
+                   chat_.generating = false;
+                   store_worker_->post([this, id = c.id] { store_.open_chat(id); });
+                 },
                  [&](cmd::UseAdapter& c) {
                    // A run's adapter fits only the model it was trained on (the Runs panel offers every run).
                    if (const store::RunInfo* r = runs_.owner_of(c.dir);
@@ -249,6 +255,35 @@ void Studio::advance_demo() {
       break;
     }
   }
+}
+
+void Studio::show_chat(const store::ChatInfo& chat, const std::vector<store::ChatMessage>& messages) {
+  const fs::path adapter = chat.adapter_path.value_or(fs::path());
+  std::string label = adapter.filename().string();
+  const store::RunInfo* owner = adapter.empty() ? nullptr : runs_.owner_of(adapter);
+  if (owner) label = owner->name + (adapter.filename() == "adapter" ? " (final)" : " " + adapter.filename().string());
+  chat_.turns.clear();
+  panel_states_.chat.seen_turns = 0;
+  chat_.chat_id = chat.id;
+  for (const store::ChatMessage& m : messages) {
+    if (m.role == "user") {
+      chat_.turns.push_back({.user = m.content});
+      continue;
+    }
+    if (chat_.turns.empty() || !m.role.starts_with("assistant")) continue;  // a system prompt
+    // "assistant (base model)": the base's side of a side-by-side turn; "assistant": the adapter's, if any.
+    const ChatSide side = m.role == "assistant (base model)" || adapter.empty() ? kBase : kTuned;
+    ChatReply& r = chat_.turns.back().reply[side];
+    r = {.wanted = true, .text = m.content, .answered_by = side == kBase ? "base model" : label};
+  }
+  const bool fits = !adapter.empty() && fs::exists(adapter) &&
+                    (!owner || (model_.loaded && trained_on(*owner, model_.loaded->model.dir)));
+  if (fits) {
+    chat_.adapter = adapter;
+    chat_.adapter_label = label;
+  }
+  status_ = "Chat \"" + chat.title + "\" (" + std::to_string(chat_.turns.size()) +
+            " turns) opened; new messages are added to it.";
 }
 
 void Studio::send_chat(const std::string& text) {

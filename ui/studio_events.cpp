@@ -109,6 +109,8 @@ void Studio::apply(Event& event) {
             const std::string role = both && e.side == kBase ? "assistant (base model)" : "assistant";
             store_worker_->post([this, role, text = e.reply.text] { store_.add_reply(role, text); });
           },
+          [&](ev::ChatsListed& e) { chat_.history = std::move(e.chats); },
+          [&](ev::ChatOpened& e) { show_chat(e.chat, e.messages); },
           [&](ev::ChatFailed& e) {
             if (e.turn >= chat_.turns.size()) return;
             auto& r = chat_.turns[e.turn].reply[e.side];

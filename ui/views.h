@@ -144,6 +144,7 @@ struct ChatView {
   bool generating = false;
   uint64_t tokens_total = 0;  // tokens produced since the app started
   int64_t chat_id = 0;        // in the run store; 0 until the first message
+  std::vector<store::ChatInfo> history;  // the stored chats, newest first (the Chat panel's History)
 };
 
 // [SECTION] Device memory
@@ -169,6 +170,7 @@ struct CheckpointNow {};
 struct SendChat { std::string text; };
 struct StopChat {};
 struct ClearChat {};
+struct OpenChat { int64_t id; };  // a stored chat shown again, its next messages added to it
 struct UseAdapter { fs::path dir; std::string label; };  // empty dir: none
 struct ShowRun { int64_t run; };
 struct ResumeRun { int64_t run; };  // an interrupted run, from its latest checkpoint, into its own folder and entry
@@ -189,7 +191,7 @@ struct TryDemo {};  // the demo model and data, training, then base and adapter 
 
 using Command = std::variant<cmd::OpenModel, cmd::OpenData, cmd::StartTraining, cmd::PauseTraining, cmd::ResumeTraining,
                              cmd::StopTraining, cmd::CheckpointNow, cmd::SendChat, cmd::StopChat, cmd::ClearChat,
-                             cmd::UseAdapter, cmd::ShowRun, cmd::ResumeRun, cmd::OverlayRun, cmd::ExportAdapter, cmd::Browse,
+                             cmd::OpenChat, cmd::UseAdapter, cmd::ShowRun, cmd::ResumeRun, cmd::OverlayRun, cmd::ExportAdapter, cmd::Browse,
                              cmd::ExportChart, cmd::Status, cmd::Failure, cmd::TryDemo>;
 
 }  // namespace ls::ui

@@ -71,6 +71,7 @@ std::string scenario(const fs::path& out) {
     << "type What is the capital of France?\n"
     << "key enter\n"
     << "wait_for chat_done 30\n"
+    << "state " << (out / "state_chat.json").string() << "\n"
     // The run's adapter exported through the Runs panel and the browser.
     << "click runs.row.1\n"
     << "click runs.export\n"
@@ -93,6 +94,12 @@ std::string scenario(const fs::path& out) {
     << "type " << (out / "gguf").string() << "\n"
     << "key enter\n"
     << "wait_for file:" << (out / "gguf/Modelfile").string() << " 30\n"
+    // The chat, cleared, shown again from the History.
+    << "click chat.clear\n"
+    << "frames 3\n"
+    << "click chat.history\n"
+    << "click chat.history.0\n"
+    << "wait_for chat_done 10\n"
     // The swapchain follows a resize.
     << "resize 1280x760\n"
     << "resize 1600x900\n"
@@ -173,6 +180,12 @@ TEST(Gui, ScenarioTrainsChatsAndKeepsFramesShort) {
   const auto metrics = runs.metrics(list[0].id);
   ASSERT_EQ(metrics.size(), size_t(kSteps));
   EXPECT_EQ(metrics.back().gpu_ms.size(), 7u);
+  // The chat opened again from the History after Clear: the same turn, both replies, labelled as they were, and no
+  // new chat in the store (a message sent now would go on in it).
+  const auto chatted = nlohmann::json::parse(test::read_text(out / "state_chat.json"));
+  EXPECT_EQ(state["chat_turns"], 1);
+  for (const char* key : {"reply_base", "reply_adapter", "reply_base_by", "reply_adapter_by"})
+    EXPECT_EQ(state[key], chatted[key]) << key;
   const auto chats = runs.list_chats();
   ASSERT_EQ(chats.size(), 1u);
   const auto messages = runs.chat_messages(chats[0].id);
