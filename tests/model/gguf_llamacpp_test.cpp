@@ -108,10 +108,26 @@ fs::path make_qwen3(const TempDir& dir) {
   return out;
 }
 
+// Mistral (MistralForCausalLM: Llama's layer, its own config keys, a sliding window wider than the prompts) on the
+// Llama fixture's tokenizer, irregular sizes: llama.cpp reads it as "llama".
+fs::path make_mistral(const TempDir& dir) {
+  const fs::path llama = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/llama_tiny", out = dir / "mistral";
+  test::write_random_model(out, nlohmann::json::parse(R"({
+      "architectures": ["MistralForCausalLM"], "model_type": "mistral", "vocab_size": 620, "hidden_size": 96,
+      "intermediate_size": 168, "num_hidden_layers": 2, "num_attention_heads": 6, "num_key_value_heads": 2,
+      "head_dim": 16, "max_position_embeddings": 256, "rope_theta": 1000000.0, "rms_norm_eps": 1e-5,
+      "sliding_window": 4096, "tie_word_embeddings": false, "bos_token_id": 615, "eos_token_id": 619,
+      "torch_dtype": "float32"})"), 4000);
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json", "generation_config.json"})
+    if (fs::exists(llama / f)) fs::copy_file(llama / f, out / f);
+  return out;
+}
+
 TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
   TempDir dir;
   const std::string param = GetParam();
   const fs::path model_dir = param == "qwen3_random" ? make_qwen3(dir)
+                             : param == "mistral_random" ? make_mistral(dir)
                              : param == "phi3_short" ? make_phi3_short(dir)
                              : param == "gemma3_mm"  ? make_gemma3_mm(dir)
                                                      : fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / param;
@@ -258,8 +274,8 @@ TEST_P(GgufLlamaCpp, LlamaCppReadsOurFiles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, GgufLlamaCpp,
-                         ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "qwen3_random", "gemma3_tiny",
-                                           "gemma3_mm", "phi3_tiny", "phi3_short"),
+                         ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "qwen3_random", "mistral_random",
+                                           "gemma3_tiny", "gemma3_mm", "phi3_tiny", "phi3_short"),
                          [](const ::testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
 
 #else
