@@ -172,9 +172,6 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
                   const std::function<void(const RunStart&)>& on_start) {
   TrainConfig c = c_in;
   validate(c);
-  // config.json and the store name the run's files for readers in any folder (export --trl, the app).
-  for (fs::path* p : {&c.model, &c.data, &c.data_options.validation_file, &c.out, &c.resume})
-    if (!p->empty()) *p = absolute_folder_or_file(*p);
   model::check_targets(model::load_config(c.model), c.targets, (c.model / "config.json").string() + " (--targets)");
   const RunData run_data = load_run_data(c);
   const tok::Tokenizer& tokenizer = run_data.tokenizer;
@@ -199,12 +196,19 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
   const CheckpointState resume_state = c.resume.empty() ? CheckpointState{} : read_checkpoint_state(c.resume);
   fs::create_directories(c.out);
   remove_interrupted_writes(c.out);  // of an attempt in this folder that was killed mid-write
-  const std::string cfg = config_json(c);
+  // config.json and the store name the run's files from the root, for readers in any folder (export --trl, the
+  // app); messages name them as they were given.
+  TrainConfig recorded = c;
+  for (fs::path* p : {&recorded.model, &recorded.data, &recorded.data_options.validation_file, &recorded.out,
+                      &recorded.resume})
+    if (!p->empty()) *p = absolute_folder_or_file(*p);
+  const std::string cfg = config_json(recorded);
   write_file_atomically(c.out / "config.json", cfg);
   store::RunStore runs(store::path_or_default(c.store));
   const int64_t run_id = open_run_entry(runs,
-                                        {.name = c.out.filename().string(), .model_path = c.model, .data_path = c.data,
-                                         .config_json = cfg, .out_dir = c.out},
+                                        {.name = recorded.out.filename().string(), .model_path = recorded.model,
+                                         .data_path = recorded.data,
+                                         .config_json = cfg, .out_dir = recorded.out},
                                         c.resume, resume_state)
                              .id;
   std::error_code ec;
