@@ -11,6 +11,7 @@
 #include "error.h"
 #include "gui_window.h"
 #include "store/run_store.h"
+#include "ui/glyphs.h"
 #include "ui/studio.h"
 #include "ui/ui_script.h"
 
@@ -71,10 +72,17 @@ int run_gui(const GuiArgs& a) {
     // At most one frame per display refresh: frames that need no drawing (unchanged) do not wait for
     // the display, and software devices draw on the CPU cores that also train.
     const auto min_frame = std::chrono::microseconds(1'000'000 / window.refresh_rate());
+    std::string cjk_fonts;
+    for (const auto& f : window.cjk_fonts()) cjk_fonts += (cjk_fonts.empty() ? "" : ", ") + f.string();
+    ui::set_glyph_report(cjk_fonts, 0);
     while (!window.should_close() && !studio.quit_requested()) {
       const auto t0 = Clock::now();
       const double waited0 = cpu_wait_ms();
       window.poll();
+      if (const auto glyphs = ui::take_new_glyphs(); !glyphs.empty()) {  // what the last frame showed
+        window.add_glyphs(glyphs);
+        ui::set_glyph_report(cjk_fonts, window.glyphs_missing());
+      }
       if (window.minimized()) {  // nothing to draw; the workers' events wait in their queue
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
         continue;

@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <span>
 #include <string>
 
 #if LS_HAVE_XCB
@@ -18,6 +22,7 @@
 
 #include "error.h"
 #include "ui/embedded_font.h"
+#include "ui/glyphs.h"
 
 // Index of this file:
 // [SECTION] Creation and release
@@ -50,19 +55,45 @@ void check_imgui_vk(VkResult r) {
 }
 
 // DejaVu Sans (built into the binary, ui/embedded_font.h) at the size of `pixels`, or ImGui's own font
-// scaled should the atlas refuse it.
-void load_font(ImGuiIO& io, float pixels) {
-  static const ImWchar kRanges[] = {0x0020, 0x00FF, 0x0100, 0x024F, 0x0370, 0x03FF, 0x0400, 0x04FF,
-                                    0x2000, 0x206F, 0x2190, 0x21FF, 0x2200, 0x22FF, 0x2500, 0x25FF, 0};
+// scaled should the atlas refuse it; then, merged into it, the glyphs of `cjk_ranges` from each CJK font in
+// turn (the atlas takes a glyph from the first font that has it).
+void load_font(ImGuiIO& io, float pixels, const std::vector<std::vector<unsigned char>>& cjk_fonts,
+               const ImWchar* cjk_ranges) {
+  static_assert(sizeof(ImWchar) == sizeof(ui::kBuiltInGlyphRanges[0]));
+  const auto* ranges = reinterpret_cast<const ImWchar*>(ui::kBuiltInGlyphRanges);
   const auto ttf = ui::dejavu_sans_ttf();
   ImFontConfig embedded;
   embedded.FontDataOwnedByAtlas = false;  // the bytes live in the binary's read-only data
-  if (io.Fonts->AddFontFromMemoryTTF(const_cast<unsigned char*>(ttf.data()), int(ttf.size()), pixels, &embedded,
-                                     kRanges))
-    return;
-  ImFontConfig config;
-  config.SizePixels = std::max(13.0f, pixels * 0.9f);
-  io.Fonts->AddFontDefault(&config);
+  if (!io.Fonts->AddFontFromMemoryTTF(const_cast<unsigned char*>(ttf.data()), int(ttf.size()), pixels, &embedded,
+                                      ranges)) {
+    ImFontConfig config;
+    config.SizePixels = std::max(13.0f, pixels * 0.9f);
+    io.Fonts->AddFontDefault(&config);
+  }
+  if (!cjk_ranges || !cjk_ranges[0]) return;
+  for (const auto& font : cjk_fonts) {
+    ImFontConfig merge;
+    merge.MergeMode = true;
+    merge.FontDataOwnedByAtlas = false;  // Window::cjk_bytes_ keeps them
+    io.Fonts->AddFontFromMemoryTTF(const_cast<unsigned char*>(font.data()), int(font.size()), pixels, &merge,
+                                   cjk_ranges);
+  }
+}
+
+// The fonts with Chinese, Japanese and Korean glyphs: LORASTUDIO_CJK_FONT, then those of Debian's CJK font
+// packages that are installed (the .deb recommends fonts-wqy-microhei or fonts-noto-cjk; each covers all three).
+std::vector<std::filesystem::path> find_cjk_fonts() {
+  std::vector<std::filesystem::path> found;
+  if (const char* e = std::getenv("LORASTUDIO_CJK_FONT"); e && *e) found.emplace_back(e);
+  for (const char* f : {"/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",      // fonts-noto-cjk
+                        "/usr/share/fonts/truetype/wqy/wqy-microhei.ttc",              // fonts-wqy-microhei
+                        "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc",                // fonts-wqy-zenhei
+                        "/usr/share/fonts/truetype/droid/DroidSansFallbackFull.ttf",   // fonts-droid-fallback
+                        "/usr/share/fonts/truetype/nanum/NanumGothic.ttf"}) {          // fonts-nanum (Hangul)
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(f, ec)) found.emplace_back(f);
+  }
+  return found;
 }
 
 // A dark theme with a little more air than ImGui's default and rounded corners.
@@ -206,12 +237,9 @@ Window::Window(const WindowOptions& o) : ini_file_(o.ini_file) {
       VkSemaphoreCreateInfo sinfo{.sType = VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
       vk::check(vkCreateSemaphore(dev, &sinfo, nullptr, &s.acquired), "vkCreateSemaphore");
     }
-    VkDescriptorPoolSize sizes{.type = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, .descriptorCount = 8};
-    VkDescriptorPoolCreateInfo dinfo{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
-                                     .flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, .maxSets = 8,
-                                     .poolSizeCount = 1, .pPoolSizes = &sizes};
-    vk::check(vkCreateDescriptorPool(dev, &dinfo, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+    create_descriptor_pool();
     create_swapchain();
+    cjk_fonts_ = find_cjk_fonts();
 
     float sx = 1, sy = 1;
     glfwGetWindowContentScale(window_, &sx, &sy);
@@ -248,15 +276,29 @@ void Window::create_surface(bool own_connection) {
   vk::check(glfwCreateWindowSurface(device_->instance(), window_, nullptr, &surface_), "glfwCreateWindowSurface");
 }
 
+void Window::create_descriptor_pool() {
+  VkDescriptorPoolSize sizes{.type = VK_DESCRIPTOR_TYPE_COMBINED_IMAGE_SAMPLER, .descriptorCount = 8};
+  VkDescriptorPoolCreateInfo dinfo{.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+                                   .flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT, .maxSets = 8,
+                                   .poolSizeCount = 1, .pPoolSizes = &sizes};
+  vk::check(vkCreateDescriptorPool(device_->handle(), &dinfo, nullptr, &descriptor_pool_), "vkCreateDescriptorPool");
+}
+
 void Window::setup_imgui(float scale) {
   ImGui::CreateContext();
   ImGuiIO& io = ImGui::GetIO();
   ini_name_ = ini_file_.string();
   io.IniFilename = ini_name_.empty() ? nullptr : ini_name_.c_str();
   apply_theme(scale);
-  load_font(io, std::round(15.0f * scale));
+  font_pixels_ = std::round(15.0f * scale);
+  load_font(io, font_pixels_, {}, nullptr);
   imgui_glfw_ = ImGui_ImplGlfw_InitForVulkan(window_, true);
   io.BackendFlags &= ~ImGuiBackendFlags_HasSetMousePos;  // new_frame does not move the OS cursor
+  init_imgui_vulkan();
+}
+
+// Dear ImGui's Vulkan backend, and the font atlas uploaded through the engine's submission path.
+void Window::init_imgui_vulkan() {
   ImGui_ImplVulkan_InitInfo info{};
   info.Instance = device_->instance();
   info.PhysicalDevice = device_->physical();
@@ -272,7 +314,6 @@ void Window::setup_imgui(float scale) {
   info.CheckVkResultFn = check_imgui_vk;
   if (!ImGui_ImplVulkan_Init(&info, render_pass_)) throw Error("Dear ImGui's Vulkan backend failed to start");
   imgui_vulkan_ = true;
-  // The font atlas goes up once, through the engine's submission path.
   Slot& s = slots_[0];
   vk::check(vkResetCommandPool(device_->handle(), s.pool, 0), "vkResetCommandPool");
   VkCommandBufferBeginInfo begin{.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -282,6 +323,45 @@ void Window::setup_imgui(float scale) {
   vk::check(vkEndCommandBuffer(s.cb), "vkEndCommandBuffer");
   device_->submit_and_wait(s.cb);
   ImGui_ImplVulkan_DestroyFontUploadObjects();
+}
+
+void Window::add_glyphs(std::span<const uint32_t> codepoints) {
+  if (codepoints.empty()) return;
+  if (cjk_bytes_.empty())  // read when the first glyph is asked for; an unreadable file is left out
+    for (const auto& f : cjk_fonts_) {
+      std::ifstream in(f, std::ios::binary);
+      std::vector<unsigned char> bytes{std::istreambuf_iterator<char>(in), {}};
+      if (!bytes.empty()) cjk_bytes_.push_back(std::move(bytes));
+    }
+  if (cjk_bytes_.empty()) {
+    glyphs_missing_ += uint32_t(codepoints.size());
+    return;
+  }
+  for (uint32_t cp : codepoints)
+    if (cp <= 0xFFFF) cjk_glyphs_.push_back(ImWchar(cp));
+    else ++glyphs_missing_;  // past the 16-bit ImWchar of Debian's Dear ImGui
+  std::sort(cjk_glyphs_.begin(), cjk_glyphs_.end());
+  cjk_ranges_.clear();
+  for (ImWchar c : cjk_glyphs_) {
+    if (!cjk_ranges_.empty() && cjk_ranges_.back() + 1 == c) cjk_ranges_.back() = c;
+    else cjk_ranges_.insert(cjk_ranges_.end(), {c, c});
+  }
+  cjk_ranges_.push_back(0);
+  // The atlas again, with its texture: the frames in flight finish with the old one first. Dear ImGui 1.86's
+  // backend frees its texture only when it shuts down, and its descriptor set only with the pool.
+  wait_own_frames();
+  ImGui_ImplVulkan_Shutdown();
+  imgui_vulkan_ = false;
+  vkDestroyDescriptorPool(device_->handle(), descriptor_pool_, nullptr);
+  descriptor_pool_ = VK_NULL_HANDLE;
+  create_descriptor_pool();
+  ImGuiIO& io = ImGui::GetIO();
+  io.Fonts->Clear();
+  load_font(io, font_pixels_, cjk_bytes_, cjk_ranges_.data());
+  init_imgui_vulkan();
+  uint32_t missing = 0;
+  for (ImWchar c : cjk_glyphs_) missing += io.Fonts->Fonts[0]->FindGlyphNoFallback(c) ? 0 : 1;
+  glyphs_missing_ = missing;
 }
 
 

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -71,6 +72,11 @@ class Window {
   bool screenshot_written(const std::filesystem::path& file) const;
   // A screenshot that failed to be written ("" if none).
   std::string take_screenshot_error();
+  // Between frames: builds these codepoints (ui/glyphs.h) into the font atlas from the CJK fonts found at start
+  // (LORASTUDIO_CJK_FONT, and Debian's CJK font packages' files), remaking the atlas's texture.
+  void add_glyphs(std::span<const uint32_t> codepoints);
+  const std::vector<std::filesystem::path>& cjk_fonts() const { return cjk_fonts_; }  // empty: none found
+  uint32_t glyphs_missing() const { return glyphs_missing_; }  // asked for and in no font of the atlas
 
   std::function<void(std::vector<std::filesystem::path>)> on_drop;
 
@@ -112,6 +118,8 @@ class Window {
   void collect_screenshots();
   void presenter_loop();
   void setup_imgui(float scale);
+  void init_imgui_vulkan();
+  void create_descriptor_pool();
   void update_mouse_cursor();
   static void on_drop_paths(GLFWwindow* w, int count, const char** paths);
   static void on_framebuffer_size(GLFWwindow* w, int width, int height);
@@ -159,6 +167,11 @@ class Window {
   GLFWcursor* cursors_[ImGuiMouseCursor_COUNT] = {};
   int refresh_rate_ = 60;
   float font_scale_ = 1;  // the content scale the font and sizes were made for
+  float font_pixels_ = 15;
+  std::vector<std::filesystem::path> cjk_fonts_;
+  std::vector<std::vector<unsigned char>> cjk_bytes_;  // their files, read when the first glyph is asked for
+  std::vector<ImWchar> cjk_glyphs_, cjk_ranges_;  // the glyphs built from it so far; as ranges for the atlas
+  uint32_t glyphs_missing_ = 0;
 
   uint64_t last_hash_ = 0;
   bool imgui_vulkan_ = false, imgui_glfw_ = false;

@@ -20,8 +20,9 @@ LS_FETCH_PACKAGES=()
 command -v npm >/dev/null 2>&1 || LS_FETCH_PACKAGES+=(npm)
 # Tests only: the GUI test opens a real window on a virtual X server (Xvfb) when there is no display;
 # python3 compiles and runs the script of `export --trl` (tests/app/trl_export_test.cpp); python3-jinja2 renders the
-# chat templates the Jinja engine is compared with (tests/fixtures/render_jinja.py).
-LS_TEST_PACKAGES=(xvfb xauth python3 python3-jinja2 "${LS_FETCH_PACKAGES[@]}")
+# chat templates the Jinja engine is compared with (tests/fixtures/render_jinja.py); fonts-wqy-microhei (5 MB, the
+# .deb's recommended CJK font): the GUI test's Chinese, Japanese and Korean text (tests/ui/gui_cjk_test.cpp).
+LS_TEST_PACKAGES=(xvfb xauth python3 python3-jinja2 fonts-wqy-microhei "${LS_FETCH_PACKAGES[@]}")
 
 ls_install_deps() {
   local missing=()

@@ -7,6 +7,7 @@
 #include <imgui.h>
 #include <imgui_stdlib.h>
 
+#include "ui/glyphs.h"
 #include "ui/panels.h"
 #include "ui/widgets.h"
 
@@ -50,6 +51,7 @@ void history_combo(const ChatView& chat, PanelIo& io) {
       const std::string label = format_local_time(c.created_at) + "  " + c.title +
                                 (c.adapter_path ? "  [" + c.adapter_path->parent_path().filename().string() + "]" : "") +
                                 "##" + std::to_string(c.id);
+      note_glyphs(label);
       if (ImGui::Selectable(label.c_str(), chat.chat_id == c.id)) io.send(cmd::OpenChat{c.id});
       io.tag("chat.history." + std::to_string(i));
     }
@@ -91,12 +93,15 @@ void draw_sampling(ChatSettings& st, PanelIo& io) {
   int seed = int(st.sampling.seed);
   if (ImGui::InputInt("##seed", &seed) && seed >= 0) st.sampling.seed = uint64_t(seed);
   cell("system message");
+  note_glyphs(st.system);
   ImGui::InputTextWithHint("##system", "(the template's own)", &st.system);
   ImGui::EndTable();
 }
 
 void draw_reply(const ChatReply& r, const char* id) {
   ImGui::PushID(id);
+  note_glyphs(r.text);
+  note_glyphs(r.answered_by);
   ImGui::TextColored(kAccent, "%s", r.answered_by.c_str());
   ImGui::SameLine();
   if (ImGui::SmallButton("copy")) ImGui::SetClipboardText(r.text.c_str());
@@ -152,6 +157,7 @@ void draw_chat_panel(PanelContext& ctx, const char* title, bool* p_open) {
       const ChatTurn& turn = chat.turns[t];
       ImGui::PushID(int(t));
       ImGui::TextColored(kWarn, "you");
+      note_glyphs(turn.user);
       ImGui::TextWrapped("%s", turn.user.c_str());
       const bool both = turn.reply[kBase].wanted && turn.reply[kTuned].wanted;
       if (both && ImGui::BeginTable("sides", 2, ImGuiTableFlags_BordersInnerV | ImGuiTableFlags_SizingStretchSame)) {
@@ -178,6 +184,7 @@ void draw_chat_panel(PanelContext& ctx, const char* title, bool* p_open) {
 
   const float button_w = ImGui::GetFontSize() * 5;
   ImGui::SetNextItemWidth(-button_w - ImGui::GetStyle().ItemSpacing.x);
+  note_glyphs(s.input);  // what is being typed (an input method's CJK) shows as it is typed
   bool send = ImGui::InputTextWithHint("##input", "message (Enter sends)", &s.input, ImGuiInputTextFlags_EnterReturnsTrue);
   io.tag("chat.input");
   if (send) ImGui::SetKeyboardFocusHere(-1);  // keep typing after sending

@@ -2,6 +2,7 @@
 // highlighted), its counts, and its problems with line numbers.
 #include <imgui.h>
 
+#include "ui/glyphs.h"
 #include "ui/panels.h"
 #include "ui/widgets.h"
 
@@ -18,6 +19,7 @@ void draw_pieces(const std::vector<PreviewPiece>& pieces) {
               trained_bg = IM_COL32(46, 110, 64, 150);
   float x = 0, y = 0;
   for (const auto& p : pieces) {
+    note_glyphs(p.text);
     size_t i = 0;
     while (i < p.text.size()) {
       if (p.text[i] == '\n') {  // a visible mark, then a new line

@@ -1,6 +1,7 @@
 // [SECTION] Model panel: open a model folder (browser or drag-and-drop); what it is and what it takes.
 #include <imgui.h>
 
+#include "ui/glyphs.h"
 #include "ui/panels.h"
 #include "ui/widgets.h"
 
@@ -25,6 +26,7 @@ void row(const char* name, const std::string& value) {
   ImGui::TableNextColumn();
   ImGui::TextColored(kDim, "%s", name);
   ImGui::TableNextColumn();
+  note_glyphs(value);
   ImGui::TextWrapped("%s", value.c_str());  // a long folder or template note wraps in a narrow panel
 }
 

@@ -5,6 +5,7 @@
 
 #include <imgui.h>
 
+#include "ui/glyphs.h"
 #include "ui/panels.h"
 #include "ui/widgets.h"
 
@@ -117,6 +118,7 @@ void draw_runs_panel(PanelContext& ctx, const char* title, bool* p_open) {
           tooltip(why.c_str());
         }
         ImGui::TableNextColumn();
+        note_glyphs(r.name);
         ImGui::TextUnformatted(r.name.c_str());
         if (!r.notes.empty()) {  // e.g. resumed at step N: the series joins there
           ImGui::SameLine();

@@ -4,6 +4,7 @@
 
 #include <imgui.h>
 
+#include "ui/glyphs.h"
 #include "ui/studio.h"
 #include "ui/widgets.h"
 
@@ -56,6 +57,7 @@ void Studio::draw_status_bar() {
     // The status, cut where the device's line starts; all of it when hovered.
     const float status_w = right_x - ImGui::GetCursorPosX() - ImGui::GetFontSize();
     const ImVec2 at = ImGui::GetCursorScreenPos();
+    note_glyphs(status_);
     ImGui::PushClipRect(at, {at.x + status_w, at.y + h}, true);
     ImGui::TextUnformatted(status_.c_str());
     ImGui::PopClipRect();

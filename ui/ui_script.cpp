@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "ui/glyphs.h"
 #include "util/atomic_file.h"
 
 namespace ls::ui {
@@ -236,6 +237,8 @@ void UiScript::write_state(const fs::path& file, const Studio& studio) const {
       {"reply_base", s.last_reply[kBase]},
       {"reply_adapter", s.last_reply[kTuned]},
       {"reply_base_by", s.last_reply_by[kBase]},
+      {"cjk_font", std::string(glyph_report().font)},
+      {"glyphs_missing", glyph_report().missing},
       {"reply_adapter_by", s.last_reply_by[kTuned]},
       {"validation_messages", studio.device().validation_messages()},
       {"errors", s.errors},
