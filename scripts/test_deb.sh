@@ -203,6 +203,8 @@ in_root "$root" apt-get autoclean -q >/dev/null  # the archive cache keeps only 
 installed() { [ "$(in_root "$root" dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 installed lorastudio || fail "lorastudio is not installed"
 installed mesa-vulkan-drivers || fail "mesa-vulkan-drivers did not come in with the package"
+installed fonts-wqy-microhei || installed fonts-noto-cjk ||
+  fail "no CJK font came in with the package's Recommends (Chinese, Japanese and Korean would show as ?)"
 installed fonts-dejavu-core && echo "note: fonts-dejavu-core came in with another package (lorastudio does not need it)"
 [ -x "$root/usr/bin/lorastudio" ] || fail "/usr/bin/lorastudio is missing after the install"
 # What a menu needs: the entry where menus look, its Exec on the PATH, its icon in the hicolor theme.
