@@ -42,12 +42,6 @@ constexpr uint64_t kSlabBytes = 4 << 20;  // f32 bytes of W' made per slab of ro
 
 std::string in_quotes(std::string_view s) { return "\"" + std::string(s) + "\""; }
 
-std::vector<float> to_f32(const TensorInfo& t) {
-  std::vector<float> v(t.numel());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(t.bytes.data(), t.dtype, i);
-  return v;
-}
-
 // One adapted weight: W [out, in] of the base, A [r, in] and B [out, r] of the adapter.
 struct Merge {
   const TensorInfo* w = nullptr;
@@ -118,7 +112,7 @@ std::map<std::string, Merge> plan_merges(const SafeTensors& base, const SafeTens
 void write_merged(const Merge& m, double scale, const ByteSink& sink) {
   const size_t out = m.w->shape[0], in = m.w->shape[1], r = m.a->shape[0];
   const DType dtype = m.w->dtype;
-  const std::vector<float> a = to_f32(*m.a), b = to_f32(*m.b);
+  const std::vector<float> a = m.a->values_f32(), b = m.b->values_f32();
   const size_t slab_rows = std::clamp<size_t>(kSlabBytes / (4 * std::max<size_t>(in, 1)), 1, std::max<size_t>(out, 1));
   std::vector<double> acc(in);
   std::vector<std::byte> bytes(slab_rows * in * dtype_size(dtype));

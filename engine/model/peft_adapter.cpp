@@ -25,14 +25,6 @@ namespace {
 
 bool is_attention(LoraTarget t) { return t <= LoraTarget::o_proj || t == LoraTarget::qkv_proj; }
 
-std::vector<float> as_floats(const TensorInfo& info) {
-  if (info.dtype == DType::i32)
-    throw Error(info.file.string() + ": tensor \"" + info.name + "\" is not a float tensor");
-  std::vector<float> v(info.numel());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(info.bytes.data(), info.dtype, i);
-  return v;
-}
-
 // The layers the adapter adapts, checked against the model: each layer has all of the adapter's targets
 // (f32 A [r, in], B [out, r]) or none of them, and no pair outside the targets.
 std::vector<uint32_t> adapted_layers(const LoraAdapter& a, const ModelConfig& c, const std::string& where) {
@@ -284,8 +276,8 @@ LoraAdapter load_peft_adapter(vk::Device& device, const ModelConfig& c, const st
       LoraPair& p = a.layers[layer][size_t(t)];
       p.a = Tensor::empty(device, {a.rank, inp}, DType::f32, "lora A");
       p.b = Tensor::empty(device, {out, a.rank}, DType::f32, "lora B");
-      upload(p.a, as_floats(*ta));
-      upload(p.b, as_floats(*tb));
+      upload(p.a, ta->values_f32());
+      upload(p.b, tb->values_f32());
       used.insert(ka);
       used.insert(kb);
     }

@@ -182,6 +182,13 @@ uint64_t TensorInfo::numel() const {
   return n;
 }
 
+std::vector<float> TensorInfo::values_f32() const {
+  if (dtype == DType::i32) throw Error(file.string() + ": tensor \"" + name + "\" is not a float tensor");
+  std::vector<float> v(numel());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(bytes.data(), dtype, i);
+  return v;
+}
+
 const char* safetensors_dtype_name(DType t) {
   switch (t) {
     case DType::f32: return "F32";

@@ -31,6 +31,9 @@ struct TensorInfo {
   std::span<const std::byte> bytes;  // into the memory map, valid while the SafeTensors lives
   std::filesystem::path file;        // the .safetensors file holding it
   uint64_t numel() const;
+  // Its values as f32 (exact for f32, f16 and bf16). Throws ls::Error naming the file and tensor for an
+  // integer tensor.
+  std::vector<float> values_f32() const;
 };
 
 // The tensors of one model, memory-mapped. Move-only; owns the maps.

@@ -11,13 +11,6 @@
 namespace ls::model {
 
 namespace {
-// The file's values as f32 (exact for every dtype SafeTensors reads).
-std::vector<float> values_of(const TensorInfo& info) {
-  std::vector<float> v(info.bytes.size() / dtype_size(info.dtype));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = load_as_f32(info.bytes.data(), info.dtype, i);
-  return v;
-}
-
 Shape shape_of(const TensorInfo& info) {
   Shape shape;
   for (uint64_t d : info.shape) shape.push_back(uint32_t(d));
@@ -33,7 +26,7 @@ Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype) {
   // bf16 -> f16 (tensor cores) or a quantized layer's bias -> its products' dtype. Into f16 values are
   // clamped to its range: exact for 2^-14 <= |w| <= 65504, as the tensor-core kernels' own conversion
   // while staging was.
-  std::vector<float> v = values_of(info);
+  std::vector<float> v = info.values_f32();
   if (dtype == DType::f16)
     for (float& f : v) f = std::clamp(f, -65504.0f, 65504.0f);
   upload(t, v);
@@ -121,14 +114,14 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
   // One row of the table, or one part of a fused projection's.
   auto upload_one = [&](const ExpectedTensor& e, const TensorInfo& info) {
     if (quant != QuantType::none && e.role == TensorRole::weight) {
-      const std::vector<float> values = values_of(info);
+      const std::vector<float> values = info.values_f32();
       linear_of(w, e).q = ops::upload_quantized(device, quantize(quant, values, threads), uint32_t(e.shape[0]),
                                                 uint32_t(e.shape[1]), w.quant_map);
       return;
     }
     const bool norm = e.role == TensorRole::layer_norm || e.role == TensorRole::final_norm;
     if (norm && spec.final_norm.style == NormStyle::one_plus_weight) {  // Gemma3RMSNorm's (1.0 + w.float())
-      std::vector<float> v = values_of(info);
+      std::vector<float> v = info.values_f32();
       for (float& x : v) x = 1.0f + x;
       weight_of(w, e) = Tensor::empty(device, shape_of(info), DType::f32, "norm weight (1 + w)");
       upload(weight_of(w, e), v);
