@@ -4,11 +4,16 @@
 # test preset, which sets ASAN_OPTIONS, UBSAN_OPTIONS and LSAN_OPTIONS (the leak suppressions of
 # tests/sanitizers/lsan.supp: Mesa's, LLVM's and the Vulkan loader's own allocations, each named there).
 # Lavapipe and the validation layer run uninstrumented inside the instrumented tests. A sanitizer report
-# fails the test it happens in.
+# fails the test it happens in. The preset also builds the libFuzzer targets (tests/fuzz; the whole build is
+# compiled with libFuzzer's coverage instrumentation, -fsanitize=fuzzer-no-link).
 #   scripts/test_asan.sh            the whole suite (docs/reliability.md says how long it takes)
-#   scripts/test_asan.sh --ci       what CI runs in its time budget: LS_ASAN_CI_TESTS below
+#   scripts/test_asan.sh --ci       what CI runs in its time budget: LS_ASAN_CI_TESTS below, then each fuzz
+#                                   target for LS_ASAN_CI_FUZZ_SECONDS from its seeds (scripts/fuzz_lib.sh,
+#                                   as scripts/fuzz.sh runs them); a crash fails it, printing the target, its
+#                                   log's report and where the input is kept
 #   scripts/test_asan.sh -R NAME    any other ctest arguments: a part of the suite (builds everything)
-# Prints the build's and the tests' times. Needs clang-14 and libclang-rt-14-dev (installed when missing).
+# Prints the build's and the tests' times (with --ci, the fuzz targets' too). Needs clang-14 and
+# libclang-rt-14-dev (installed when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,8 +23,11 @@ cd "$(dirname "$0")/.."
 LS_ASAN_CI_TESTS=(safetensors_test config_test tokenizer_test jinja_engine_test chat_template_test dataset_test
                   batcher_test gguf_file_test peft_save_test merge_test export_disk_full_test config_from_json_test
                   run_store_test trainer_test)
+# The fuzz targets' share of CI: seconds a target (9 targets, one after another).
+LS_ASAN_CI_FUZZ_SECONDS=10
 
 source scripts/deps.sh
+source scripts/fuzz_lib.sh
 ls_install_deps clang libclang-rt-14-dev "${LS_TEST_PACKAGES[@]+"${LS_TEST_PACKAGES[@]}"}"
 scripts/fetch_tokenizers.sh >/dev/null
 scripts/fetch_llamacpp.sh >/dev/null
@@ -34,7 +42,7 @@ fi
 start=$(date +%s.%N)
 cmake --preset asan >/dev/null
 if [ $ci = 1 ]; then
-  cmake --build --preset asan --target "${LS_ASAN_CI_TESTS[@]}"
+  cmake --build --preset asan --target "${LS_ASAN_CI_TESTS[@]}" fuzz_targets
 else
   cmake --build --preset asan
 fi
@@ -48,4 +56,9 @@ else
   ctest --preset asan -j "$(nproc)" "$@" || rc=$?
 fi
 echo "test_asan.sh: tests: $(seconds_since "$start") s"
+if [ $ci = 1 ]; then
+  start=$(date +%s.%N)
+  ls_fuzz_run build/asan "$LS_ASAN_CI_FUZZ_SECONDS" -1 "${LS_FUZZ_TARGETS[@]}" || rc=1
+  echo "test_asan.sh: fuzz targets: $(seconds_since "$start") s"
+fi
 exit $rc
