@@ -94,8 +94,11 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
               B, T, o.rank, o.alpha, o.targets.c_str(), o.grad_checkpoint ? ", recomputed in the backward" : "");
   std::printf("  %.2f ms/step (median of %u) -> %.0f tok/s; loss %.4f -> %.4f; %zu dispatches\n", median * 1e3, o.steps,
               M / median, losses.front(), losses.back(), step.dispatch_count());
-  std::printf("  device memory held: %.2f GiB in %llu blocks\n", double(mem.block_bytes) / (1 << 30),
-              static_cast<unsigned long long>(mem.blocks));
+  // Device-local blocks only: the host-visible staging blocks (uploads, the loss readback) are system memory.
+  std::printf("  device memory held: %.2f GiB in %llu blocks (in use %.2f GiB, peak %.2f GiB; staging %.2f GiB)\n",
+              double(mem.device_block_bytes) / (1 << 30), static_cast<unsigned long long>(mem.blocks),
+              double(mem.device_bytes) / (1 << 30), double(mem.peak_device_bytes) / (1 << 30),
+              double(mem.block_bytes - mem.device_block_bytes) / (1 << 30));
   std::printf("  one profiled step, %.1f ms GPU:\n", gpu_ns / 1e6);
   for (const auto& [name, ns] : by_label) std::printf("    %-16s %9.2f ms\n", name.c_str(), ns / 1e6);
   // The costliest kernels within their groups, with how many dispatches they took.
@@ -107,12 +110,12 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
   std::vector<std::pair<std::string, std::pair<double, int>>> top(by_kernel.begin(), by_kernel.end());
   std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
   std::printf("  costliest kernels (group / kernel: ms, dispatches):\n");
-  for (size_t i = 0; i < std::min<size_t>(16, top.size()); ++i)
+  for (size_t i = 0; i < std::min<size_t>(40, top.size()); ++i)
     std::printf("    %-48s %8.2f ms %5d\n", top[i].first.c_str(), top[i].second.first / 1e6, top[i].second.second);
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model_dir}, {"device", dev.report().name}, {"batch", B}, {"seq", T},
                         {"rank", o.rank}, {"targets", o.targets}, {"ms_per_step", median * 1e3},
-                        {"tokens_per_s", M / median}, {"memory_gib", double(mem.block_bytes) / (1 << 30)}};
+                        {"tokens_per_s", M / median}, {"memory_gib", double(mem.device_block_bytes) / (1 << 30)}};
     for (const auto& [name, ns] : by_label) j["gpu_ms_by_group"][name] = ns / 1e6;
     std::ofstream(o.json) << j.dump(1) << "\n";
   }

@@ -112,6 +112,23 @@ TEST(DeviceMemory, OutOfMemoryIsAClearError) {
   }
 }
 
+// A tensor over a quarter of a block gets a block of its own size, so two 7B MLP weights (129.5 MiB each, which
+// do not fit one 256 MiB block together) are held in ~259 MiB, not 512; smaller tensors share 256 MiB blocks.
+TEST(DeviceMemory, LargeTensorsAreHeldInBlocksOfTheirOwnSize) {
+  vk::DeviceOptions opts;
+  opts.pipeline_cache = "-";
+  vk::Device d(opts);
+  const uint64_t before = d.memory().stats().device_block_bytes;
+  constexpr uint64_t kMiB = 1 << 20;
+  auto a = Tensor::empty(d, {uint32_t(129.5 * kMiB / 2)}, DType::f16, "weight a");
+  auto b = Tensor::empty(d, {uint32_t(129.5 * kMiB / 2)}, DType::f16, "weight b");
+  EXPECT_EQ(d.memory().stats().device_block_bytes - before, 2 * 130 * kMiB) << "each in 2 MiB steps of its size";
+  auto small = Tensor::empty(d, {1024}, DType::f32, "small");
+  auto small2 = Tensor::empty(d, {1024}, DType::f32, "small 2");
+  EXPECT_LE(d.memory().stats().device_block_bytes - before, 2 * 130 * kMiB + vk::Memory::kBlockSize)
+      << "small tensors go to the block's slack or one shared block";
+}
+
 TEST_F(DeviceTest, PipelineCacheIsWrittenToDisk) {
   auto dir = std::filesystem::temp_directory_path() / ("ls-cache-test-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
