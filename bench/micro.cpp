@@ -131,6 +131,8 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   train_matmul("train_4096x896x4864", 4096, 896, 4864);
   train_matmul("train_2048x896x16384", 2048, 896, 16384);  // an lm_head chunk
   train_matmul("train16_512x896x4864", 512, 896, 4864, DT::f16);
+  train_matmul("train16_512x4864x896", 512, 4864, 896, DT::f16);  // down_proj
+  train_matmul("train16_512x896x896", 512, 896, 896, DT::f16);    // q_proj, o_proj
   train_matmul("train16_4096x896x4864", 4096, 896, 4864, DT::f16);
   // The 7B shape's products at B1×T512: MLP up/gate, down, and q/o.
   train_matmul("train7b_512x3584x18944", 512, 3584, 18944);

@@ -75,8 +75,10 @@ ls_kernel(gemm_short_k matmul_short_k.comp A_T=f32 B_T=f32 C_T=f32)
 # first), f32 or f16 out, B contiguous along k (gemm_cm2_<tile>) or along n (gemm_cm2_<tile>n, B_ALONG_N).
 # Tiles BM×BN×BK on THREADS invocations (ops/matmul.cpp picks one per shape):
 #   l 128×256×64 on 256 · t 256×128×64 on 256 · m 128×128×64 on 256 · s 64×64×64 on 128
+#   w 64×128×64 on 128 · h 128×64×64 on 128 (more workgroups for the 0.5B shape's products)
 set(ls_cm2_tiles "l|BM=128 BN=256 BK=64 THREADS=256" "t|BM=256 BN=128 BK=64 THREADS=256"
-    "m|BM=128 BN=128 BK=64 THREADS=256" "s|BM=64 BN=64 BK=64 THREADS=128")
+    "m|BM=128 BN=128 BK=64 THREADS=256" "s|BM=64 BN=64 BK=64 THREADS=128"
+    "w|BM=64 BN=128 BK=64 THREADS=128" "h|BM=128 BN=64 BK=64 THREADS=128")
 foreach(tile ${ls_cm2_tiles})
   string(REPLACE "|" ";" tile_parts "${tile}")
   list(GET tile_parts 0 tile_name)

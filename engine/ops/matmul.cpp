@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <numeric>
 #include <string>
+#include <string_view>
 
 #include "ops/common.h"
 #include "ops/convert.h"
@@ -52,17 +53,19 @@ CoopmatTile coopmat_tile(DType a, DType b, DType c, bool big) {
 
 // The workgroup-scope kernels of VK_NV_cooperative_matrix2 (shaders/matmul_coopmat2.comp), by tile
 // (BM rows of C, the tokens, × BN columns, the output features).
-enum class Cm2Tile : uint32_t { l, t, m, s };
+enum class Cm2Tile : uint32_t { l, t, m, s, w, h };
 struct Cm2TileShape {
   uint32_t bm, bn, threads;
 };
-constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 256}, {64, 64, 128}};
+constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 256},
+                                      {64, 64, 128},   {64, 128, 128},  {128, 64, 128}};
 constexpr uint32_t kCm2K = 64;  // the kernels' BK
 
 vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c) {
   namespace f = vk::family;
-  static constexpr const vk::KernelFamily* families[2][4] = {{&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s},
-                                                             {&f::gemm_cm2_ln, &f::gemm_cm2_tn, &f::gemm_cm2_mn, &f::gemm_cm2_sn}};
+  static constexpr const vk::KernelFamily* families[2][6] = {
+      {&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s, &f::gemm_cm2_w, &f::gemm_cm2_h},
+      {&f::gemm_cm2_ln, &f::gemm_cm2_tn, &f::gemm_cm2_mn, &f::gemm_cm2_sn, &f::gemm_cm2_wn, &f::gemm_cm2_hn}};
   return variant(*families[b_along_n][uint32_t(tile)], {DType::f16, DType::f16, c}, "matmul");
 }
 
@@ -70,7 +73,7 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c) {
 // other way round, and its 128×128; on the H100 at 512 rows the 128×128 tile was 4-47% faster at three of
 // ggml's four shapes and 8% slower at the fourth, session 9),
 // or 64×64 where a short reduction would leave over half of an H100's 132 SMs idle with the bigger tile.
-// LORASTUDIO_CM2_TILE (l, t, m or s) forces one, for tuning.
+// LORASTUDIO_CM2_TILE (l, t, m, s, w or h) forces one, for tuning.
 constexpr uint64_t kCm2HalfGpu = 66;
 Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
   static const char* forced = std::getenv("LORASTUDIO_CM2_TILE");
@@ -79,6 +82,8 @@ Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
     if (f == "l") return Cm2Tile::l;
     if (f == "t") return Cm2Tile::t;
     if (f == "m") return Cm2Tile::m;
+    if (f == "w") return Cm2Tile::w;
+    if (f == "h") return Cm2Tile::h;
     return Cm2Tile::s;
   }
   const Cm2Tile big = M > 512 ? Cm2Tile::t : Cm2Tile::m;
@@ -363,11 +368,26 @@ void GemmDispatch::run_slices(vk::Kernel kernel, const Tensor& first, const Tens
   rec.dispatch(kernel, {in(first), in(b), out(partial), in(a), in(a), in(a)}, p, groups, spec);
 }
 
+// Lanes an output for the reduce (shaders/matmul_splitk_reduce.comp): enough workgroups for two on each SM of
+// an H100 (264), no more lanes than slices. LORASTUDIO_REDUCE_LANES=1 keeps one (measurement).
+static uint32_t reduce_lanes(uint64_t outputs, uint32_t splits) {
+  static const bool one = [] {
+    const char* v = std::getenv("LORASTUDIO_REDUCE_LANES");
+    return v && std::string_view(v) == "1";
+  }();
+  uint32_t lanes = 1;
+  if (one) return lanes;
+  while (lanes < 32 && lanes * 2 <= splits && ceil_div(outputs * lanes, 256) < 264) lanes *= 2;
+  return lanes;
+}
+
 void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits) const {
   GemmParams second = params;
   second.K = splits;
-  const uint32_t groups = std::min<uint32_t>(ceil_div(uint64_t(M) * N, 256), 65535u);
-  run(splitk_reduce_kernel(b.dtype(), c.dtype()), partial, second, {groups, 1, 1}, {.local_x = 256u});
+  const uint32_t lanes = reduce_lanes(uint64_t(M) * N, splits);
+  const uint32_t groups = uint32_t(std::min<uint64_t>(ceil_div(uint64_t(M) * N * lanes, 256), 65535u));
+  run(splitk_reduce_kernel(b.dtype(), c.dtype()), partial, second, {groups, 1, 1},
+      {.local_x = 256u, .constants = {lanes}});
 }
 
 }  // namespace detail
