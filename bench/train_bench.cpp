@@ -44,6 +44,7 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
         for (auto& x : v) x = float(int(rng() % 2001) - 1000) * 1e-6f;
         upload(p.b, v);
       }
+  adapter = model::flat_like(dev, adapter, true);  // as the trainer holds it
   auto grads = model::zero_grads_like(dev, adapter), m1 = model::zero_grads_like(dev, adapter),
        m2 = model::zero_grads_like(dev, adapter);
   const uint32_t B = o.batch, T = o.seq, M = B * T, V = m.config.vocab_size;

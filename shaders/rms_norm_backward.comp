@@ -3,7 +3,8 @@
 // RMSNorm backward, per row (r = rstd saved by the forward, C = cols):
 //   dx = r * (w*dy - x * r^2 * mean(w*dy*x))        (default: one workgroup per row)
 //   dw[c] += sum over rows of dy[row, c] * x[row, c] * r[row]   (GRAD_W: one thread column per c)
-// dy, x, dx are f32; W_T is the weight's storage type. The GRAD_W variant sums the rows in a fixed
+// dy, x, dx are f32; W_T is the weight's storage type. kAccumulate (constant 1): dx += instead of =, for the
+// residual stream's gradient, which takes the norm's dx as a sum (model/layer.cpp: one dispatch, not two). The GRAD_W variant sums the rows in a fixed
 // order (8 strided lanes, then the lanes in order), so dw is deterministic without atomics.
 #include "common/types.glsl"
 
@@ -17,7 +18,8 @@ layout(binding = 0) readonly buffer DY { float dy[]; };
 layout(binding = 1) readonly buffer X { float x[]; };
 layout(binding = 2) readonly buffer W { STORE(W_T) w[]; };
 layout(binding = 3) readonly buffer Rstd { float rstd[]; };
-layout(binding = 4) writeonly buffer DX { float dx[]; };
+layout(binding = 4) buffer DX { float dx[]; };
+layout(constant_id = 1) const uint kAccumulate = 0u;
 
 void main() {
   const uint tid = gl_LocalInvocationID.x, threads = gl_WorkGroupSize.x;
@@ -27,8 +29,10 @@ void main() {
     float sum_gx = 0.0;
     for (uint c = tid; c < p.cols; c += threads) sum_gx += TO_F32(W_T, w[c]) * dy[base + c] * x[base + c];
     const float k = r * r * r * (workgroup_sum(sum_gx) / float(p.cols));
-    for (uint c = tid; c < p.cols; c += threads)
-      dx[base + c] = r * (TO_F32(W_T, w[c]) * dy[base + c]) - k * x[base + c];
+    for (uint c = tid; c < p.cols; c += threads) {
+      const float g = r * (TO_F32(W_T, w[c]) * dy[base + c]) - k * x[base + c];
+      dx[base + c] = kAccumulate != 0u ? dx[base + c] + g : g;
+    }
   }
 }
 

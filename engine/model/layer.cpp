@@ -122,10 +122,10 @@ void norm_forward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& y, const
 }
 
 void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, const Tensor& dy, const Tensor& x,
-                   const Tensor& w, const Tensor& rstd) {
+                   const Tensor& w, const Tensor& rstd, bool accumulate) {
   switch (norm.style) {
     case NormStyle::times_weight:
-    case NormStyle::one_plus_weight: return ops::rms_norm_backward(rec, dx, Tensor(), dy, x, w, rstd);
+    case NormStyle::one_plus_weight: return ops::rms_norm_backward(rec, dx, Tensor(), dy, x, w, rstd, accumulate);
   }
 }
 
@@ -202,8 +202,7 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
   project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d.h2, d.up, true);
   group.emplace(rec, kGroupNorms);
-  norm_backward(rec, s.norm, d.x_mid, d.h2, a.x_mid, w.post_attention_norm, a.rstd2);
-  ops::add_forward(rec, dres, dres, d.x_mid);  // dres = d x_mid
+  norm_backward(rec, s.norm, dres, d.h2, a.x_mid, w.post_attention_norm, a.rstd2, true);  // dres = d x_mid
   group.emplace(rec, kGroupAttention);
   // x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
   // (sandwich norms: x_mid = x_in + norm(o(...)))
@@ -233,8 +232,7 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   project_backward(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
   if (!input_grad) return;
   group.emplace(rec, kGroupNorms);
-  norm_backward(rec, s.norm, d.x_in, d.h1, a.x_in, w.input_norm, a.rstd1);
-  ops::add_forward(rec, dres, dres, d.x_in);  // dres = d x_in
+  norm_backward(rec, s.norm, dres, d.h1, a.x_in, w.input_norm, a.rstd1, true);  // dres = d x_in
 }
 
 }  // namespace ls::model

@@ -55,6 +55,9 @@ struct LoraAdapter {
   float dropout = 0;
   std::vector<LoraTarget> targets;
   std::vector<std::array<LoraPair, kLoraTargetCount>> layers;  // [layer][target]
+  // Defined when every matrix is a view of one allocation (model::flat_like, training.h): all of it, the
+  // padding between the matrices zero. Training's zeroing and AdamW then take one dispatch each.
+  Tensor storage;
   float scale() const { return rslora ? alpha / std::sqrt(float(rank)) : alpha / float(rank); }
   const LoraPair& at(size_t layer, LoraTarget t) const { return layers[layer][size_t(t)]; }
 };

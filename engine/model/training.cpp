@@ -113,18 +113,45 @@ uint64_t loss_buffers_bytes(uint32_t B, uint32_t T, uint32_t K, uint32_t hidden,
   return bytes;
 }
 
-LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) {
-  LoraAdapter g = adapter;
-  for (auto& layer : g.layers)
-    for (auto& p : layer) {
-      if (!p.defined()) continue;
-      p.a = Tensor::empty(device, p.a.shape(), DType::f32, "lora grad A");
-      p.b = Tensor::empty(device, p.b.shape(), DType::f32, "lora grad B");
-      upload(p.a, std::vector<float>(p.a.numel(), 0.0f));
-      upload(p.b, std::vector<float>(p.b.numel(), 0.0f));
+LoraAdapter flat_like(vk::Device& device, const LoraAdapter& adapter, bool copy_values) {
+  constexpr uint64_t kAlign = 64;  // floats: 256 bytes, what the allocator rounds every tensor to (vk::Memory)
+  auto padded = [&](const Tensor& t) { return (t.numel() + kAlign - 1) / kAlign * kAlign; };
+  uint64_t total = 0;
+  for (const auto& layer : adapter.layers)
+    for (const auto& p : layer)
+      if (p.defined()) total += padded(p.a) + padded(p.b);
+  LoraAdapter out = adapter;
+  out.storage = Tensor();
+  if (total == 0 || total * 4 > device.report().max_storage_range) {
+    for (auto& layer : out.layers)
+      for (auto& p : layer) {
+        if (!p.defined()) continue;
+        Tensor a = Tensor::empty(device, p.a.shape(), DType::f32, "lora A"), b = Tensor::empty(device, p.b.shape(), DType::f32, "lora B");
+        upload(a, copy_values ? download(p.a) : std::vector<float>(p.a.numel(), 0.0f));
+        upload(b, copy_values ? download(p.b) : std::vector<float>(p.b.numel(), 0.0f));
+        p = {a, b};
+      }
+    return out;
+  }
+  out.storage = Tensor::empty(device, {uint32_t(total), 1}, DType::f32, "lora matrices");
+  std::vector<float> values(total, 0.0f);
+  uint64_t at = 0;
+  auto place = [&](Tensor& t) {
+    if (copy_values) {
+      const std::vector<float> v = download(t);
+      std::copy(v.begin(), v.end(), values.begin() + ptrdiff_t(at));
     }
-  return g;
+    t = out.storage.slice_rows(at, at + t.numel()).reshape(t.shape());
+    at += padded(t);
+  };
+  for (auto& layer : out.layers)
+    for (auto& p : layer)
+      if (p.defined()) place(p.a), place(p.b);
+  upload(out.storage, values);
+  return out;
 }
+
+LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter) { return flat_like(device, adapter, false); }
 
 void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter& adapter, const LoraAdapter& grads,
                        const TrainBatch& batch, const Tensor& loss, const StepOptions& options) {

@@ -75,7 +75,13 @@ uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_bindin
 uint64_t loss_buffers_bytes(uint32_t B, uint32_t T, uint32_t K, uint32_t hidden, uint32_t vocab, uint64_t max_binding,
                             DType logits = DType::f32);
 
-// Zero-initialised gradient tensors shaped like the adapter's.
+// The adapter's matrices as views of one allocation (LoraAdapter::storage): layer by layer, target by target, A
+// then B, each at a multiple of 64 floats, the padding zero; the values copied when copy_values, else zero.
+// Two adapters made from the same one have the same layout. An adapter larger than one binding of the device
+// (lavapipe: 128 MiB) keeps a tensor a matrix, storage undefined.
+LoraAdapter flat_like(vk::Device& device, const LoraAdapter& adapter, bool copy_values);
+
+// Zero-initialised gradient tensors shaped like the adapter's (flat_like).
 LoraAdapter zero_grads_like(vk::Device& device, const LoraAdapter& adapter);
 
 }  // namespace ls::model

@@ -91,7 +91,7 @@ void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, co
 }
 
 void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,
-                       const Tensor& w, const Tensor& rstd) {
+                       const Tensor& w, const Tensor& rstd, bool accumulate) {
   const char* op = "rms_norm_backward";
   require_backward(dx, dy, x, w, op);
   require_stat(rstd, x.rows(), op, "rstd");
@@ -100,8 +100,11 @@ void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, co
   // dw first: the two kernels are independent, so no barrier separates them.
   if (dw.defined())
     rec.dispatch(Kernel::rms_norm_backward_dw, {in(dy), in(x), in(rstd), inout(dw)}, params, column_groups(x.cols()));
-  rec.dispatch(variant(vk::family::rms_norm_backward, {DType::f32, w.dtype()}, op), {in(dy), in(x), in(w), in(rstd), out(dx)}, params,
-               grid_stride_rows(x.rows()), row_threads(x.cols()));
+  vk::Spec spec = row_threads(x.cols());
+  spec.constants = {accumulate ? 1u : 0u};
+  rec.dispatch(variant(vk::family::rms_norm_backward, {DType::f32, w.dtype()}, op),
+               {in(dy), in(x), in(w), in(rstd), accumulate ? inout(dx) : out(dx)}, params, grid_stride_rows(x.rows()),
+               spec);
 }
 
 void layer_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,

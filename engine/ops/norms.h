@@ -16,9 +16,9 @@ namespace ls::ops {
 void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
                       float eps);
 // dx = rstd * (w*dy - x * rstd^2 * mean(w*dy*x)) per row; dw += sum_rows dy * x * rstd.
-// dw is optional: an undefined Tensor skips it (frozen norm weights).
+// dw is optional: an undefined Tensor skips it (frozen norm weights). accumulate: dx += instead of dx =.
 void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,
-                       const Tensor& w, const Tensor& rstd);
+                       const Tensor& w, const Tensor& rstd, bool accumulate = false);
 
 // LayerNorm: mean = mean(x), rstd = 1 / sqrt(mean((x - mean)^2) + eps) per row,
 // y = ((x - mean) * rstd) * w + b. b has w's dtype.

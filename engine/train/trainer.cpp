@@ -217,7 +217,10 @@ TrainResult train(vk::Device& dev, const TrainConfig& c_in, const std::function<
   TrainResult result;
   result.run_id = run_id;
   try {
-    LoraAdapter adapter = model::init_lora(dev, model.config, c.targets, c.rank, c.alpha, c.rslora, c.dropout, c.seed);
+    // One allocation for the adapter's matrices, as for its gradients and moments: one dispatch zeroes the
+    // gradients, one updates every matrix (model::flat_like).
+    LoraAdapter adapter = model::flat_like(
+        dev, model::init_lora(dev, model.config, c.targets, c.rank, c.alpha, c.rslora, c.dropout, c.seed), true);
     LoraAdapter grads = model::zero_grads_like(dev, adapter), m1 = model::zero_grads_like(dev, adapter),
                 m2 = model::zero_grads_like(dev, adapter);
     uint32_t first_step = 1;

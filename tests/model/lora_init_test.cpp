@@ -11,6 +11,7 @@
 
 #include "model/model_files.h"
 #include "model/peft_adapter.h"
+#include "model/training.h"
 #include "support/testing.h"
 
 namespace ls::model {
@@ -103,6 +104,48 @@ TEST_F(LoraInit, AdapterShapesValuesAndZeroB) {
   }
   // rsLoRA: alpha / sqrt(r).
   EXPECT_EQ(init_lora(dev(), config, {LoraTarget::o_proj}, 4, 8.0f, true, 0.0f, 1).scale(), 4.0f);
+}
+
+// flat_like: the same matrices as views of one allocation, in layer, target, A-then-B order, each at a multiple of
+// 64 floats, with zero padding; a second flat copy of the same adapter has the same layout; without
+// copy_values every matrix is zero.
+TEST_F(LoraInit, FlatCopyHoldsEveryMatrixInOneAllocation) {
+  LoraAdapter a = init_lora(dev(), config, {LoraTarget::q_proj, LoraTarget::down_proj}, 3, 8.0f, false, 0.0f, 5);
+  for (auto& layer : a.layers)  // non-zero B too
+    for (auto& p : layer)
+      if (p.defined()) upload(p.b, test::random_values(p.b.numel(), 7));
+  const LoraAdapter flat = flat_like(dev(), a, true), zeros = flat_like(dev(), a, false);
+  ASSERT_TRUE(flat.storage.defined());
+  ASSERT_TRUE(zeros.storage.defined());
+  EXPECT_FALSE(a.storage.defined());
+  EXPECT_EQ(flat.storage.numel(), zeros.storage.numel());
+  const std::vector<float> whole = download(flat.storage);
+  std::vector<bool> covered(whole.size(), false);
+  uint64_t next = 0;  // where the next matrix must start
+  for (size_t layer = 0; layer < a.layers.size(); ++layer)
+    for (size_t t = 0; t < kLoraTargetCount; ++t) {
+      if (!a.layers[layer][t].defined()) continue;
+      for (bool b : {false, true}) {
+        const Tensor& orig = b ? a.layers[layer][t].b : a.layers[layer][t].a;
+        const Tensor& view = b ? flat.layers[layer][t].b : flat.layers[layer][t].a;
+        const Tensor& zero = b ? zeros.layers[layer][t].b : zeros.layers[layer][t].a;
+        const uint64_t at = (view.byte_offset() - flat.storage.byte_offset()) / 4;
+        EXPECT_EQ(at, next) << "layer " << layer << " " << target_name(LoraTarget(t));
+        EXPECT_EQ(at % 64, 0u);
+        EXPECT_EQ(zero.byte_offset() - zeros.storage.byte_offset(), at * 4) << "the same layout";
+        EXPECT_EQ(view.shape(), orig.shape());
+        EXPECT_EQ(download(view), download(orig));
+        const auto z = download(zero);
+        EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](float x) { return x == 0.0f; }));
+        for (uint64_t i = at; i < at + orig.numel(); ++i) covered[i] = true;
+        next = (at + orig.numel() + 63) / 64 * 64;
+      }
+    }
+  EXPECT_EQ(next, whole.size());
+  for (size_t i = 0; i < whole.size(); ++i)
+    if (!covered[i]) {
+      ASSERT_EQ(whole[i], 0.0f) << "padding at " << i;
+    }
 }
 
 TEST_F(LoraInit, ValuesDoNotDependOnTheOtherTargets) {

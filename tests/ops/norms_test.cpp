@@ -239,6 +239,26 @@ TEST_F(NormTest, RmsNormBackwardWithoutDw) {
   dx.expect_guards_intact("dx");
 }
 
+// accumulate: dx += the gradient (the residual stream's gradient takes the norm's in one dispatch, layer.cpp).
+TEST_F(NormTest, RmsNormBackwardAccumulatesIntoDx) {
+  const uint32_t rows = 7, cols = 200;
+  const size_t n = size_t(rows) * cols;
+  auto x0 = test::random_values(n, 11), dy0 = test::random_values(n, 12), dx0 = test::random_values(n, 13);
+  auto w0 = test::rounded(test::random_values(cols, 14), DType::bf16);
+  auto y0 = zeros(n), rstd0 = zeros(rows);
+  ops::ref::rms_norm_forward(y0, rstd0, x0, w0, kRmsEps);
+  auto x = test::tensor_from(dev(), {rows, cols}, DType::f32, x0);
+  auto dy = test::tensor_from(dev(), {rows, cols}, DType::f32, dy0);
+  auto w = test::tensor_from(dev(), {cols}, DType::bf16, w0);
+  auto rstd = test::tensor_from(dev(), {rows}, DType::f32, rstd0);
+  auto dx = test::tensor_from(dev(), {rows, cols}, DType::f32, dx0);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::rms_norm_backward(rec, dx, Tensor(), dy, x, w, rstd, true); });
+  auto want = zeros(n);
+  ops::ref::rms_norm_backward(want, {}, dy0, x0, w0, rstd0);
+  for (size_t i = 0; i < n; ++i) want[i] += dx0[i];
+  expect_close(download(dx), want, kBackwardTol, "dx", {rows, cols});
+}
+
 // More rows than workgroups one dimension allows (65535): the kernels' grid-stride loop over rows, and
 // a [B, T, C] input whose saved statistics are [B, T].
 // The residual stream (f32) normalised straight into f16 matmul inputs: the f32 result rounded once.

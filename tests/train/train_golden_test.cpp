@@ -29,12 +29,18 @@ std::vector<T> values(const model::SafeTensors& st, const std::string& name) {
   return v;
 }
 
-class TrainGolden : public test::GpuTest {};
+// flat: the adapter's matrices in one allocation as the trainer holds them (model::flat_like), so the zeroing
+// and the update each take one dispatch over the whole; else a tensor each, as loaded.
+class TrainGolden : public test::GpuTest, public ::testing::WithParamInterface<bool> {};
 
-TEST_F(TrainGolden, LossGradientsAndTwentyStepsMatchPeft) {
+TEST_P(TrainGolden, LossGradientsAndTwentyStepsMatchPeft) {
   const fs::path dir = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny";
   const auto m = model::Model::load(dev(), dir);
   auto adapter = model::load_peft_adapter(dev(), m.config, dir / "train_adapter");
+  if (GetParam()) {
+    adapter = model::flat_like(dev(), adapter, true);
+    ASSERT_TRUE(adapter.storage.defined());
+  }
   auto grads = model::zero_grads_like(dev(), adapter), m1 = model::zero_grads_like(dev(), adapter),
        m2 = model::zero_grads_like(dev(), adapter);
   const auto expected = model::SafeTensors::open(dir / "expected_train.safetensors");
@@ -92,6 +98,9 @@ TEST_F(TrainGolden, LossGradientsAndTwentyStepsMatchPeft) {
   std::printf("  [measured] 20 steps: worst relative loss difference %.2e (first %.6f vs %.6f, last %.6f vs %.6f)\n",
               worst_loss, first_got, losses[0], last_got, losses[19]);
 }
+
+INSTANTIATE_TEST_SUITE_P(Adapter, TrainGolden, ::testing::Values(false, true),
+                         [](const auto& p) { return p.param ? "flat" : "a_tensor_each"; });
 
 }  // namespace
 }  // namespace ls
