@@ -69,12 +69,19 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c) {
   return variant(*families[b_along_n][uint32_t(tile)], {DType::f16, DType::f16, c}, "matmul");
 }
 
-// The tile for an M×N×K product: 256 rows of C above 512, else 128 (ggml-vulkan's 128×256 tile, read the
-// other way round, and its 128×128; on the H100 at 512 rows the 128×128 tile was 4-47% faster at three of
-// ggml's four shapes and 8% slower at the fourth, session 9),
-// or 64×64 where a short reduction would leave over half of an H100's 132 SMs idle with the bigger tile.
-// LORASTUDIO_CM2_TILE (l, t, m, s, w or h) forces one, for tuning.
+// The tile for an M×N×K product. Reductions up to 4864 long (every product of the 0.5B shape, the 7B shape's
+// q/k/v/o, gate/up and the down product's dx): 128×64 on 128 invocations at up to 512 rows, 128×128 above. On
+// the H100 (session 15, s15b/s15c) the 0.5B B1 step took 18.59 ms with 128×64 against 19.61 with the tiles
+// before (its products 4-44% faster each), prefill 6.57 against 6.87 ms, B8 77.32 with 128×128 against 80.60
+// with 256×128, the 7B down product's dx 338 against 387 µs. Longer reductions: 256 rows of C above 512, else
+// 128 (ggml-vulkan's 128×256 tile, read the other way round, and its 128×128; at 512 rows the 128×128 tile was
+// 4-47% faster at three of ggml's four shapes and 8% slower at the fourth, session 9; the 7B products with
+// K = 18944 lost 7-8% with 128×64), or 64×64 where a short reduction would leave over half of an H100's 132
+// SMs idle with the bigger tile.
+// LORASTUDIO_CM2_TILE (l, t, m, s, w or h) forces one, for tuning; LORASTUDIO_CM2_SHORT_K=0 takes the longer
+// reductions' rule for every product (session 14's), for measurement.
 constexpr uint64_t kCm2HalfGpu = 66;
+constexpr uint32_t kCm2ShortK = 4864;
 Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
   static const char* forced = std::getenv("LORASTUDIO_CM2_TILE");
   if (forced && *forced) {
@@ -86,6 +93,11 @@ Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
     if (f == "h") return Cm2Tile::h;
     return Cm2Tile::s;
   }
+  static const bool short_k_rule = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_SHORT_K");
+    return !(v && std::string_view(v) == "0");
+  }();
+  if (short_k_rule && K <= kCm2ShortK) return M > 512 ? Cm2Tile::m : Cm2Tile::h;
   const Cm2Tile big = M > 512 ? Cm2Tile::t : Cm2Tile::m;
   const Cm2TileShape& s = kCm2Tiles[uint32_t(big)];
   const uint64_t tiles = uint64_t(ceil_div(M, s.bm)) * ceil_div(N, s.bn);
