@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <optional>
 
 #include "error.h"
+#include "infer/gpu_sampler.h"
 
 namespace ls::infer {
 
@@ -23,6 +25,7 @@ Generator::Generator(vk::Device& device, const model::Model& model, const model:
   options_.context = std::max<uint32_t>(1, max_pos ? std::min(options_.context, max_pos) : options_.context);
   options_.max_chunk = std::max<uint32_t>(1, std::bit_floor(std::min(options_.max_chunk, options_.context)));
   cache_ = model::KvCache::allocate(device, model.config, options_.context, options_.act);
+  logits_ = Tensor::empty(device, {1, model.config.vocab_size}, DType::f32, "logits");
 }
 
 Generator::Chunk& Generator::chunk(uint32_t size, bool long_rope) {
@@ -33,9 +36,8 @@ Generator::Chunk& Generator::chunk(uint32_t size, bool long_rope) {
   c.in.positions = Tensor::empty_host(device_, {size}, DType::i32, "positions");
   c.in.step = Tensor::empty_host(device_, {model::kStepSlots}, DType::i32, "step");
   c.in.long_rope = long_rope;
-  c.logits = Tensor::empty_host(device_, {1, model_.config.vocab_size}, DType::f32, "logits");
   vk::Recorder rec(device_, {.profile = options_.profile});
-  model::record_forward(rec, model_, adapter_, cache_, c.in, c.logits, options_.act);
+  model::record_forward(rec, model_, adapter_, cache_, c.in, logits_, options_.act);
   c.program = rec.finish();
   return chunks_.emplace(std::pair(size, long_rope), std::move(c)).first->second;
 }
@@ -57,12 +59,8 @@ void Generator::run_chunk(std::span<const int32_t> ids, bool long_rope) {
   upload(c.in.step, step);
   c.program.run();
   position_ += n;
-  if (const void* p = c.logits.mapped()) {
-    last_logits_ = static_cast<const float*>(p);
-  } else {
-    logits_copy_ = download(c.logits);
-    last_logits_ = logits_copy_.data();
-  }
+  has_logits_ = true;
+  logits_copied_ = false;
 }
 
 void Generator::prefill(std::span<const int32_t> ids) {
@@ -100,14 +98,18 @@ void Generator::truncate(uint32_t n) {
   if (n > position_) throw Error("generator: cannot truncate the context to more tokens than it holds");
   position_ = n;
   history_.resize(n);
-  last_logits_ = nullptr;
+  has_logits_ = false;
 }
 
 void Generator::decode(int32_t id) { prefill(std::span<const int32_t>(&id, 1)); }
 
 std::span<const float> Generator::logits() const {
-  if (!last_logits_) throw Error("generator: no logits yet (nothing was prefilled)");
-  return {last_logits_, model_.config.vocab_size};
+  if (!has_logits_) throw Error("generator: no logits yet (nothing was prefilled)");
+  if (!logits_copied_) {
+    logits_copy_ = download(logits_);
+    logits_copied_ = true;
+  }
+  return logits_copy_;
 }
 
 std::vector<float> Generator::logits_of_every_position(std::span<const int32_t> ids) {
@@ -130,14 +132,19 @@ std::vector<float> Generator::logits_of_every_position(std::span<const int32_t> 
   position_ = T;
   long_cache_ = in.long_rope;
   history_.assign(ids.begin(), ids.end());
-  last_logits_ = nullptr;
+  has_logits_ = false;
   return download(logits);
 }
 
 GenerateStats Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                   const std::function<bool(int32_t)>& on_token) {
   GenerateStats stats;
-  Sampler sampler(options.sampling);
+  validate(options.sampling);
+  // The sampling program is recorded before the prompt runs (it reads logits_ wherever they come from).
+  std::optional<Sampler> cpu;
+  std::optional<GpuSampler> gpu;
+  if (cpu_sampling_forced()) cpu.emplace(options.sampling);
+  else gpu.emplace(device_, logits_, options.sampling);
   auto t0 = std::chrono::steady_clock::now();
   prefill(prompt);
   stats.prompt_tokens = uint32_t(prompt.size());
@@ -145,7 +152,7 @@ GenerateStats Generator::generate(std::span<const int32_t> prompt, const Generat
   t0 = std::chrono::steady_clock::now();
   stats.stop_reason = "max tokens";
   for (uint32_t i = 0; i < options.max_new_tokens; ++i) {
-    int32_t id = sampler.sample(logits(), history_);
+    const int32_t id = cpu ? cpu->sample(logits(), history_) : gpu->sample(history_, i);
     if (std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end()) {
       stats.stop_reason = "eos";
       break;

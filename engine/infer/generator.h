@@ -59,7 +59,7 @@ class Generator {
   void prefill(std::span<const int32_t> ids);
   // Appends one token (a prefill of one, on the decode program).
   void decode(int32_t id);
-  // f32 logits [V] of the last token appended.
+  // f32 logits [V] of the last token appended, downloaded from the device on the first call after a run.
   std::span<const float> logits() const;
 
   // Prefill of `ids` on an empty context returning the logits of every position, [T × V] row-major
@@ -69,7 +69,9 @@ class Generator {
   // Prefills the prompt (appended to the current context), then samples up to max_new_tokens,
   // calling on_token with each new id; on_token returns false to stop. The history the repetition
   // penalty sees is the whole context. Every new token but the last one returned is in the context
-  // afterwards.
+  // afterwards. Sampling runs on the device and reads back only the id (infer/gpu_sampler.h); with
+  // LORASTUDIO_CPU_SAMPLING=1 on the CPU from downloaded logits (infer::Sampler). Greedy picks the same
+  // token either way; a seeded draw reproduces its tokens on each path, not across them.
   GenerateStats generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                          const std::function<bool(int32_t)>& on_token);
 
@@ -80,8 +82,7 @@ class Generator {
  private:
   struct Chunk {
     model::ForwardInputs in;
-    Tensor logits;
-    vk::Program program;
+    vk::Program program;  // writes logits_
   };
   Chunk& chunk(uint32_t size, bool long_rope);
   void run_chunk(std::span<const int32_t> ids, bool long_rope);
@@ -94,8 +95,10 @@ class Generator {
   std::map<std::pair<uint32_t, bool>, Chunk> chunks_;  // by size and longrope's choice of factors
   uint32_t position_ = 0;
   bool long_cache_ = false;  // longrope: the cached keys were rotated with the long factors
-  const float* last_logits_ = nullptr;
-  std::vector<float> logits_copy_;   // when the logits tensor is not host-visible
+  Tensor logits_;                      // [1, V] f32 of the last token run, on the device
+  bool has_logits_ = false;            // logits_ holds the last appended token's logits
+  mutable bool logits_copied_ = false; // logits_copy_ holds logits_
+  mutable std::vector<float> logits_copy_;
   std::vector<int32_t> history_;
 };
 

@@ -19,7 +19,7 @@ void validate(const SamplerOptions& o) {
 
 Sampler::Sampler(const SamplerOptions& options) : options_(options), rng_(options.seed) { validate(options); }
 
-int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+void Sampler::penalise(std::span<const float> logits, std::span<const int32_t> history) {
   const size_t V = logits.size();
   if (V == 0) throw Error("sampling: no logits");
   scratch_.assign(logits.begin(), logits.end());
@@ -29,8 +29,38 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
     for (int32_t id : history)  // a token seen twice is penalised once, as in HF (gather then scatter)
       if (id >= 0 && size_t(id) < V) s[size_t(id)] = logits[size_t(id)] < 0 ? logits[size_t(id)] * p : logits[size_t(id)] / p;
   }
-  if (greedy()) return int32_t(std::max_element(s.begin(), s.end()) - s.begin());  // first maximum, like torch
+}
 
+int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> history) {
+  penalise(logits, history);
+  if (greedy()) return int32_t(std::max_element(scratch_.begin(), scratch_.end()) - scratch_.begin());  // first maximum, like torch
+  const size_t n = keep();
+  // Draw from the kept set in proportion to exp(logit) (the order of unsorted tails does not matter).
+  auto w = [&](size_t i) { return weights_[size_t(candidates_[i])]; };
+  double mass = 0;
+  for (size_t i = 0; i < n; ++i) mass += w(i);
+  double u = std::uniform_real_distribution<double>(0.0, mass)(rng_);
+  for (size_t i = 0; i < n; ++i) {
+    u -= w(i);
+    if (u < 0) return candidates_[i];
+  }
+  return candidates_[n - 1];
+}
+
+std::vector<Sampler::Kept> Sampler::kept(std::span<const float> logits, std::span<const int32_t> history) {
+  if (greedy()) throw Error("sampling: greedy sampling keeps no set");
+  penalise(logits, history);
+  const size_t n = keep();
+  std::vector<Kept> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = {candidates_[i], weights_[size_t(candidates_[i])]};
+  return out;
+}
+
+// The kept tokens are candidates_[0, n), with weights_[id] = exp(score - max score); scratch_ holds the
+// penalised logits.
+size_t Sampler::keep() {
+  const size_t V = scratch_.size();
+  std::vector<float>& s = scratch_;
   const float inv_t = 1.0f / options_.temperature;
   for (float& x : s) x *= inv_t;
   const float max_logit = *std::max_element(s.begin(), s.end());
@@ -127,15 +157,7 @@ int32_t Sampler::sample(std::span<const float> logits, std::span<const int32_t> 
       n = std::min(n, i);
     }
   }
-  // Draw from the kept set in proportion to exp(logit) (the order of unsorted tails does not matter).
-  double mass = 0;
-  for (size_t i = 0; i < n; ++i) mass += w(i);
-  double u = std::uniform_real_distribution<double>(0.0, mass)(rng_);
-  for (size_t i = 0; i < n; ++i) {
-    u -= w(i);
-    if (u < 0) return candidates_[i];
-  }
-  return candidates_[n - 1];
+  return n;
 }
 
 }  // namespace ls::infer

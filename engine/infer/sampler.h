@@ -26,8 +26,17 @@ class Sampler {
   bool greedy() const { return options_.temperature <= 0.0f; }
   // history: the ids so far (prompt and generated), for the repetition penalty.
   int32_t sample(std::span<const float> logits, std::span<const int32_t> history);
+  // The tokens a draw chooses among (not greedy), in no particular order, each with its weight
+  // exp(score - max score) (score = penalised logit / T): the reference for the GPU sampler's tests.
+  struct Kept {
+    int32_t id;
+    double weight;
+  };
+  std::vector<Kept> kept(std::span<const float> logits, std::span<const int32_t> history);
 
  private:
+  void penalise(std::span<const float> logits, std::span<const int32_t> history);  // into scratch_
+  size_t keep();
   SamplerOptions options_;
   std::mt19937_64 rng_;
   std::vector<float> scratch_;

@@ -167,6 +167,37 @@ TEST_F(GeneratorGoldenAdapter, PeftAdapterLogitsMatchPeft) {
   EXPECT_GT(test::compare(logits, e.logits).max_abs, 1e-2);
 }
 
+// generate() samples on the device: with greedy + repetition penalty, each id is the CPU Sampler's on the
+// same logits and context, also after truncate (the seen set follows the context: rebuilt when cut).
+// A seeded sampled generation repeats its tokens.
+TEST_P(GeneratorGolden, GpuSamplingFollowsTheContext) {
+  const auto dir = fixture(GetParam());
+  const Expected e = load_expected(dir);
+  const auto m = model::Model::load(dev(), dir);
+  infer::Generator g(dev(), m, nullptr, {.context = 128});
+  const infer::SamplerOptions penalised{.repetition_penalty = 1.8f};
+  auto run = [&](std::span<const int32_t> prompt, const infer::SamplerOptions& o) {
+    std::vector<int32_t> got;
+    int mismatches = 0;
+    g.generate(prompt, {.max_new_tokens = 12, .sampling = o}, [&](int32_t id) {
+      if (o.temperature == 0.0f && id != infer::Sampler(o).sample(g.logits(), g.context())) ++mismatches;
+      got.push_back(id);
+      return true;
+    });
+    EXPECT_EQ(mismatches, 0) << "GPU ids that are not the CPU Sampler's";
+    return got;
+  };
+  const auto first = run(e.ids, penalised);
+  g.truncate(uint32_t(e.ids.size() / 2));
+  const auto second = run(std::span(e.ids).subspan(e.ids.size() / 2), penalised);
+  EXPECT_EQ(first, second) << "the same context after truncate: the same tokens";
+  const infer::SamplerOptions sampled{.temperature = 1.0f, .top_p = 0.95f, .seed = 7};
+  g.reset();
+  const auto a = run(e.ids, sampled);
+  g.reset();
+  EXPECT_EQ(run(e.ids, sampled), a);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, GeneratorGolden, ::testing::Values("qwen2_tiny", "llama_tiny"),
                          [](const auto& p) { return p.param; });
 
