@@ -16,6 +16,11 @@
 // Epilogue: alpha and accumulation (beta·C) on whole matrices and one tensor store; a bias and the LoRA
 // term are added element by element in registers first (gemm_value, shaders/common/gemm_epilogue.glsl;
 // storing element by element from there made the epilogue cost more than the product at 7B, session 11).
+// With Q_NF4 or Q_Q8, B is a quantized weight [rows, cols] in packed form (ops/quant.h, QLoRA): binding 1
+// holds its blocks of 64 codes, bindings 6-8 the blocks' scales; the driver calls decode_b for each element
+// of a weight tile as it loads it (a block layout of 1×64), so the product reads 4 or 8 bits a weight and no
+// dequantized copy exists. cols is a multiple of 64 (a block never crosses a row); the weight is bound whole,
+// batch 1, and a split-K slice starts at k_begin along the weight instead of at an offset.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_cooperative_matrix : require
@@ -33,10 +38,47 @@
 #define THREADS 256
 #endif
 #define UNROLL 8
+#ifdef B_ALONG_N
+#define B_ROW_STRIDE p.b_sk
+#else
+#define B_ROW_STRIDE p.b_sn
+#endif
 layout(local_size_x = THREADS) in;
 
+#if defined(Q_NF4) || defined(Q_Q8)
+#define QUANT_B
+#define B_PACKED
+#extension GL_EXT_buffer_reference : require
+#endif
 #include "common/gemm_interface.glsl"
 #include "common/gemm_epilogue.glsl"
+
+#ifdef QUANT_B
+#define QB_ABSMAX 6
+#define QB_SCALES 7
+#define QB_MAP 8
+#include "common/quant.glsl"
+const uint kBlock = 64u;  // values a block (tensor/quant.h)
+struct QBlock {
+  uint w[kBlock / kQuantValuesPerWord];
+};
+layout(binding = 1) readonly buffer BufB { QBlock b[]; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer QBlockRef { QBlock blk; };
+// Weight element (row, 64·block[1] + in_block[1]) from its block: code × the block's scale, rounded to f16.
+float16_t decode_b(const in QBlockRef bl, const in uint block[2], const in uint in_block[2]) {
+#ifdef B_ALONG_N
+  const uint row_blocks = p.b_sk / kBlock;
+#else
+  const uint row_blocks = p.b_sn / kBlock;
+#endif
+  const uint i = in_block[1];
+  const float v = word_value(bl.blk.w[i / kQuantValuesPerWord], i % kQuantValuesPerWord);
+  return float16_t(v * block_scale(block[0] * row_blocks + block[1], p.q_offset));
+}
+#define DECODE_B , decode_b
+#else
+#define DECODE_B
+#endif
 
 // The tile is computed transposed, as ggml-vulkan's mul_mm_cm2 computes its own: the weight operand B is the
 // products' A matrix (BN×BK), the activations A their B matrix (BK×BM, read through a transposed view), the
@@ -56,9 +98,11 @@ float epilogue_element(const in uint row, const in uint col, const in float elem
 
 // One step of K at k0 through the layouts LX (A as [M, K]) and LW (B as [N, K], or [K, N] with B_ALONG_N).
 #ifdef B_ALONG_N
-#define LOAD_W(mw, LW, k0) coopMatLoadTensorNV(mw, b, b_base, sliceTensorLayoutNV(LW, k0, BK, n0, BN), transposed)
+#define LOAD_W(mw, LW, k0) \
+  coopMatLoadTensorNV(mw, b, b_base, sliceTensorLayoutNV(LW, k_begin + k0, BK, n0, BN), transposed DECODE_B)
 #else
-#define LOAD_W(mw, LW, k0) coopMatLoadTensorNV(mw, b, b_base, sliceTensorLayoutNV(LW, n0, BN, k0, BK))
+#define LOAD_W(mw, LW, k0) \
+  coopMatLoadTensorNV(mw, b, b_base, sliceTensorLayoutNV(LW, n0, BN, k_begin + k0, BK) DECODE_B)
 #endif
 #define K_STEP(LX, LW, k0)                                                                     \
   {                                                                                            \
@@ -75,26 +119,33 @@ void main() {
   gemm_bases(gl_WorkGroupID.z, a_base, b_base, c_base);
   // Multiples of 8 (ops/matmul.cpp's cm2_fits): said so, the driver may use 16-byte loads.
   a_base &= ~7u;
-  b_base &= ~7u;
   const uint a_rows = p.a_sm & ~7u;
-#ifdef B_ALONG_N
-  const uint b_rows = p.b_sk & ~7u;
+#ifdef QUANT_B
+  quant_init();
+  const uint k_begin = b_base / p.b_sk;  // a split-K slice's first k (b_sk is 1 for B along k)
+  b_base = 0u;
+  const uint b_rows = (B_ROW_STRIDE) / kBlock;  // in blocks
 #else
-  const uint b_rows = p.b_sn & ~7u;
+  const uint k_begin = 0u;
+  b_base &= ~7u;
+  const uint b_rows = (B_ROW_STRIDE) & ~7u;
 #endif
   tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
   // Split-K: the last slice may be shorter than the others (ops/matmul.cpp's cm2_split_k).
   const uint K = p.k_last != 0u && gl_WorkGroupID.z + 1u == gl_NumWorkGroups.z ? p.k_last : p.K;
 #ifdef B_ALONG_N
-  const uint b_dim0 = K, b_dim1 = p.N;
+  const uint b_dim0 = k_begin + K, b_dim1 = p.N;
 #else
-  const uint b_dim0 = p.N, b_dim1 = K;
+  const uint b_dim0 = p.N, b_dim1 = k_begin + K;
 #endif
 
   ACC acc = ACC(0.0);
   if (m0 + BM <= p.M && n0 + BN <= p.N && K % BK == 0u) {
     tensorLayoutNV<2> lx = createTensorLayoutNV(2);
     tensorLayoutNV<2> lw = createTensorLayoutNV(2);
+#ifdef QUANT_B
+    lw = setTensorLayoutBlockSizeNV(lw, 1, kBlock);
+#endif
     lx = setTensorLayoutDimensionNV(lx, p.M, K);
     lx = setTensorLayoutStrideNV(lx, a_rows, 1);
     lw = setTensorLayoutDimensionNV(lw, b_dim0, b_dim1);
@@ -112,6 +163,9 @@ void main() {
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lw =
         createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+#ifdef QUANT_B
+    lw = setTensorLayoutBlockSizeNV(lw, 1, kBlock);
+#endif
     lx = setTensorLayoutDimensionNV(lx, p.M, K);
     lx = setTensorLayoutStrideNV(lx, a_rows, 1);
     lw = setTensorLayoutDimensionNV(lw, b_dim0, b_dim1);

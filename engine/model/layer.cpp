@@ -69,11 +69,11 @@ void project(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_
 }
 
 // dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
-// projection's forward input. A quantized weight is dequantized for dx only.
+// projection's forward input. A quantized weight is read (or dequantized) for dx only.
 void project_backward(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_t layer,
                       LoraTarget target, const LinearWeights& w, const LayerActs& a, const Tensor& x, const Tensor& dx,
                       const Tensor& dy, bool accumulate) {
-  const Tensor weight = w.q.defined() && dx.defined() ? ops::dequantize_to_scratch(rec, w.q) : w.w;
+  const ops::WeightOperand weight = w.q.defined() ? ops::WeightOperand(w.q) : ops::WeightOperand(w.w);
   if (const std::optional<Adapted> ad = lora_of(s, run, layer, target)) {
     const LoraPair& g = ad->grad;
     Tensor dt = Tensor::empty(rec.device(), {uint32_t(dy.rows()), run.adapter->rank}, DType::f32, "lora dt");

@@ -10,6 +10,7 @@
 #include "ops/convert.h"
 #include "ops/dropout.h"
 #include "ops/matmul_detail.h"
+#include "ops/quant.h"
 
 namespace ls::ops {
 
@@ -61,12 +62,22 @@ constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 12
                                       {64, 64, 128},   {64, 128, 128},  {128, 64, 128}};
 constexpr uint32_t kCm2K = 64;  // the kernels' BK
 
-vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c) {
+// B f16, or (q) a quantized weight decoded as each tile loads (matmul.kernels.cmake's gemm_cm2q_<format>_*).
+vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = QuantType::none) {
   namespace f = vk::family;
-  static constexpr const vk::KernelFamily* families[2][6] = {
-      {&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s, &f::gemm_cm2_w, &f::gemm_cm2_h},
-      {&f::gemm_cm2_ln, &f::gemm_cm2_tn, &f::gemm_cm2_mn, &f::gemm_cm2_sn, &f::gemm_cm2_wn, &f::gemm_cm2_hn}};
-  return variant(*families[b_along_n][uint32_t(tile)], {DType::f16, DType::f16, c}, "matmul");
+  static constexpr const vk::KernelFamily* families[3][2][6] = {
+      {{&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s, &f::gemm_cm2_w, &f::gemm_cm2_h},
+       {&f::gemm_cm2_ln, &f::gemm_cm2_tn, &f::gemm_cm2_mn, &f::gemm_cm2_sn, &f::gemm_cm2_wn, &f::gemm_cm2_hn}},
+      {{&f::gemm_cm2q_nf4_l, &f::gemm_cm2q_nf4_t, &f::gemm_cm2q_nf4_m, &f::gemm_cm2q_nf4_s, &f::gemm_cm2q_nf4_w,
+        &f::gemm_cm2q_nf4_h},
+       {&f::gemm_cm2q_nf4_ln, &f::gemm_cm2q_nf4_tn, &f::gemm_cm2q_nf4_mn, &f::gemm_cm2q_nf4_sn, &f::gemm_cm2q_nf4_wn,
+        &f::gemm_cm2q_nf4_hn}},
+      {{&f::gemm_cm2q_q8_l, &f::gemm_cm2q_q8_t, &f::gemm_cm2q_q8_m, &f::gemm_cm2q_q8_s, &f::gemm_cm2q_q8_w,
+        &f::gemm_cm2q_q8_h},
+       {&f::gemm_cm2q_q8_ln, &f::gemm_cm2q_q8_tn, &f::gemm_cm2q_q8_mn, &f::gemm_cm2q_q8_sn, &f::gemm_cm2q_q8_wn,
+        &f::gemm_cm2q_q8_hn}}};
+  const uint32_t format = q == QuantType::nf4 ? 1 : q == QuantType::q8 ? 2 : 0;
+  return variant(*families[format][b_along_n][uint32_t(tile)], {DType::f16, DType::f16, c}, "matmul");
 }
 
 // The tile for an M×N×K product. Reductions up to 4864 long (every product of the 0.5B shape, the 7B shape's
@@ -127,7 +138,7 @@ uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_
 // 8 elements (16-byte aligned f16 rows for the driver's loads).
 bool cm2_fits(const vk::Device& dev, const Gemm& g, DType a, DType b, DType c) {
   auto f16_or_f32 = [](DType t) { return t == DType::f16 || t == DType::f32; };
-  if (!dev.coopmat2() || !f16_or_f32(a) || b != DType::f16 || !f16_or_f32(c)) return false;
+  if (!dev.coopmat2() || !f16_or_f32(a) || (b != DType::f16 && !g.qb) || !f16_or_f32(c)) return false;
   if (g.a_sk != 1 || !(g.b_sk == 1 || g.b_sn == 1)) return false;
   for (uint32_t v : {g.a_sm, g.b_sn, g.b_sk, g.c_sm, g.a_sz, g.b_sz, g.c_sz, g.a_sz2, g.b_sz2, g.c_sz2})
     if (v % 8 != 0 && v != 1) return false;
@@ -191,6 +202,33 @@ uint32_t halved(uint32_t len, uint32_t g) {
   return (h + g - 1) / g * g;
 }
 
+// The workgroup-scope tensor-core kernel (cm2_fits), K split when the tiles are too few to fill the GPU.
+void cm2_dispatch(const GemmDispatch& d) {
+  vk::Recorder& rec = d.rec;
+  const Gemm& g = d.g;
+  const uint32_t M = d.M, N = d.N, K = d.K;
+  const QuantType q = g.qb ? g.qb->type : QuantType::none;
+  const Tensor a16 = d.a.dtype() == DType::f16 ? d.a : cm2_a_as_f16(rec, g, d.a, M, K);
+  const bool b_along_n = g.b_sk != 1;
+  const Cm2Tile tile = cm2_tile(M, N, K);
+  const Cm2TileShape& ts = kCm2Tiles[uint32_t(tile)];
+  const uint32_t tiles_n = ceil_div(N, ts.bn), tiles_m = ceil_div(M, ts.bm);
+  uint32_t kc = K;
+  const uint32_t splits = g.batch == 1 && N % 8 == 0
+                              ? cm2_split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
+                              : 1;
+  if (splits == 1) {
+    d.run(cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params, {tiles_n, tiles_m, g.batch}, {.local_x = ts.threads});
+    return;
+  }
+  const Tensor partial = d.partial(splits);
+  GemmParams sliced = d.slice_params(splits, kc);
+  sliced.k_last = K - (splits - 1) * kc;
+  d.run_slices(cm2_kernel(tile, b_along_n, DType::f32, q), a16, partial, sliced, {tiles_n, tiles_m, splits},
+               {.local_x = ts.threads});
+  d.reduce_slices(partial, splits);
+}
+
 void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tensor& b, const Tensor& c,
                   const Tensor& bias, const Tensor& lt, const Tensor& ll, uint32_t M, uint32_t N, uint32_t K,
                   uint32_t flags, float beta) {
@@ -200,8 +238,13 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
       .params = {.M = M, .N = N, .K = K, .a_sm = g.a_sm, .a_sk = g.a_sk, .b_sn = g.b_sn, .b_sk = g.b_sk,
                  .c_sm = g.c_sm, .a_sz = g.a_sz, .b_sz = g.b_sz, .c_sz = g.c_sz, .alpha = g.alpha, .beta = beta,
                  .flags = flags, .rank = g.rank, .lora_scale = g.lora_scale, .z_div = g.z_div ? g.z_div : g.batch,
-                 .a_sz2 = g.a_sz2, .b_sz2 = g.b_sz2, .c_sz2 = g.c_sz2, .b_group = g.b_group}};
+                 .a_sz2 = g.a_sz2, .b_sz2 = g.b_sz2, .c_sz2 = g.c_sz2, .b_group = g.b_group,
+                 .q_offset = g.qb ? g.qb->offset : 0.0f}};
   const GemmParams& params = d.params;
+  if (g.qb) {  // a quantized weight: only the workgroup-scope kernel reads it packed
+    if (!cm2_fits(rec.device(), g, a.dtype(), b.dtype(), c.dtype())) fail(g.op, "a quantized weight's product does not fit the packed kernel");
+    return cm2_dispatch(d);
+  }
   if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1 && K % 8 == 0 && g.a_sm % 8 == 0 &&
       g.b_sn % 8 == 0) {
     // One subgroup per output column, 16-byte loads.
@@ -219,29 +262,7 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     return;
   }
   if (skinny_dispatch(d) || short_k_dispatch(d)) return;
-  if (cm2_fits(rec.device(), g, a.dtype(), b.dtype(), c.dtype())) {
-    // The workgroup-scope tensor-core kernel, K split when the tiles are too few to fill the GPU.
-    const Tensor a16 = a.dtype() == DType::f16 ? a : cm2_a_as_f16(rec, g, a, M, K);
-    const bool b_along_n = g.b_sk != 1;
-    const Cm2Tile tile = cm2_tile(M, N, K);
-    const Cm2TileShape& ts = kCm2Tiles[uint32_t(tile)];
-    const uint32_t tiles_n = ceil_div(N, ts.bn), tiles_m = ceil_div(M, ts.bm);
-    uint32_t kc = K;
-    const uint32_t splits = g.batch == 1 && N % 8 == 0
-                                ? cm2_split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
-                                : 1;
-    if (splits == 1) {
-      d.run(cm2_kernel(tile, b_along_n, c.dtype()), a16, params, {tiles_n, tiles_m, g.batch}, {.local_x = ts.threads});
-      return;
-    }
-    const Tensor partial = d.partial(splits);
-    GemmParams sliced = d.slice_params(splits, kc);
-    sliced.k_last = K - (splits - 1) * kc;
-    d.run_slices(cm2_kernel(tile, b_along_n, DType::f32), a16, partial, sliced, {tiles_n, tiles_m, splits},
-                 {.local_x = ts.threads});
-    d.reduce_slices(partial, splits);
-    return;
-  }
+  if (cm2_fits(rec.device(), g, a.dtype(), b.dtype(), c.dtype())) return cm2_dispatch(d);
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
   const bool big = tensor_cores && big_tile_fits(a.dtype(), b.dtype(), M, N, g.c_sm, g.batch, flags);
@@ -285,6 +306,7 @@ void gemm(vk::Recorder& rec, const Gemm& g) {
   // Split into chunks of M, N and K whose bindings each fit (chunk starts are multiples of 64
   // elements, so every binding offset is aligned).
   if (g.batch != 1) fail(g.op, "a batched product with operands past maxStorageBufferRange is not supported");
+  if (g.qb) fail(g.op, "a quantized weight's product with operands past maxStorageBufferRange");
   if (g.rank && g.lora_l_by_rank) fail(g.op, "a LoRA term stored by rank in a product past maxStorageBufferRange");
   const uint64_t ea = dtype_size(g.a.dtype()), eb = dtype_size(g.b.dtype()), ec = dtype_size(g.c.dtype());
   const uint64_t align = std::max<uint64_t>(rec.device().report().storage_alignment, 4);
@@ -357,10 +379,17 @@ uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t ma
 
 void GemmDispatch::run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups,
                        const vk::Spec& spec) const {
-  rec.dispatch(kernel,
-               {in(first), in(b), flags & kAccumulate ? inout(c) : out(c), in(bias.defined() ? bias : a),
-                in(lt.defined() ? lt : a), in(ll.defined() ? ll : a)},
-               p, groups, spec);
+  const Tensor& bound_bias = bias.defined() ? bias : a;
+  const Tensor& bound_t = lt.defined() ? lt : a;
+  const Tensor& bound_l = ll.defined() ? ll : a;
+  const vk::Use c_use = flags & kAccumulate ? inout(c) : out(c);
+  if (g.qb)
+    rec.dispatch(kernel,
+                 {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l), in(g.qb->absmax), in(g.qb->scales),
+                  in(g.qb->map)},
+                 p, groups, spec);
+  else
+    rec.dispatch(kernel, {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l)}, p, groups, spec);
 }
 
 Tensor GemmDispatch::partial(uint32_t splits) const {
@@ -377,7 +406,12 @@ GemmParams GemmDispatch::slice_params(uint32_t splits, uint32_t kc) const {
 
 void GemmDispatch::run_slices(vk::Kernel kernel, const Tensor& first, const Tensor& partial, const GemmParams& p,
                               vk::Groups groups, const vk::Spec& spec) const {
-  rec.dispatch(kernel, {in(first), in(b), out(partial), in(a), in(a), in(a)}, p, groups, spec);
+  if (g.qb)
+    rec.dispatch(kernel,
+                 {in(first), in(b), out(partial), in(a), in(a), in(a), in(g.qb->absmax), in(g.qb->scales), in(g.qb->map)},
+                 p, groups, spec);
+  else
+    rec.dispatch(kernel, {in(first), in(b), out(partial), in(a), in(a), in(a)}, p, groups, spec);
 }
 
 // Lanes an output for the reduce (shaders/matmul_splitk_reduce.comp): enough workgroups for two on each SM of
@@ -398,41 +432,69 @@ void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits) const {
   second.K = splits;
   const uint32_t lanes = reduce_lanes(uint64_t(M) * N, splits);
   const uint32_t groups = uint32_t(std::min<uint64_t>(ceil_div(uint64_t(M) * N * lanes, 256), 65535u));
-  run(splitk_reduce_kernel(b.dtype(), c.dtype()), partial, second, {groups, 1, 1},
+  // Its B type is the bias's: a quantized weight's bias has the dequantized dtype, f16 on these devices.
+  run(splitk_reduce_kernel(g.qb ? DType::f16 : b.dtype(), c.dtype()), partial, second, {groups, 1, 1},
       {.local_x = 256u, .constants = {lanes}});
 }
 
 }  // namespace detail
 
-void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& bias) {
-  const char* op = "matmul_forward";
-  require_dtype(x, kActivation, op, "x");
-  require_dtype(w, kWeight, op, "w");
-  require_dtype(y, kActivation, op, "y");
-  require(w.rank() == 2, op, "w is " + w.describe() + "; expected [N, K]");
-  const uint32_t N = w.dim(0), K = w.dim(1);
-  const uint32_t M = rows_with_cols(x, K, op, "x");
-  require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
-  if (bias.defined()) {
-    require_shape(bias, {N}, op, "bias");
-    require(bias.dtype() == w.dtype(), op, "bias is " + bias.describe() + "; it must have w's dtype " + dtype_name(w.dtype()));
+namespace {
+
+// A weight operand as a product binds it: the tensor, a quantized weight's codes for the packed kernel
+// (quant_in_gemm; then q is set), or the weight dequantized into the recording's scratch. `dtype` is the
+// values' type (the bias must have it).
+struct BoundWeight {
+  Tensor b;
+  const QuantWeight* q = nullptr;
+  DType dtype;
+};
+BoundWeight bind_weight(vk::Recorder& rec, const WeightOperand& w, const char* op) {
+  if (!w.q) {
+    require_dtype(w.w, kWeight, op, "w");
+    require(w.w.rank() == 2, op, "w is " + w.w.describe() + "; expected [N, K]");
+    return {w.w, nullptr, w.w.dtype()};
   }
-  gemm(rec, {.op = op, .a = x, .b = w, .c = y, .bias = bias, .M = M, .N = N, .K = K, .a_sm = K, .a_sk = 1,
-             .b_sn = K, .b_sk = 1, .c_sm = N});
+  const QuantWeight& q = *w.q;
+  require(q.defined(), op, "the weight is not a quantized weight");
+  if (quant_in_gemm(rec.device().coopmat2(), q.cols) && fits_one_binding(rec.device(), {q.codes}))
+    return {q.codes, &q, dequantized_dtype(rec.device())};
+  Tensor deq = dequantize_to_scratch(rec, q);
+  return {deq, nullptr, deq.dtype()};
 }
 
-void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate) {
+void require_bias(const Tensor& bias, uint32_t N, DType dtype, const char* op) {
+  if (!bias.defined()) return;
+  require_shape(bias, {N}, op, "bias");
+  require(bias.dtype() == dtype, op, "bias is " + bias.describe() + "; it must have the weight's dtype " + dtype_name(dtype));
+}
+
+}  // namespace
+
+void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias) {
+  const char* op = "matmul_forward";
+  require_dtype(x, kActivation, op, "x");
+  require_dtype(y, kActivation, op, "y");
+  const BoundWeight bw = bind_weight(rec, w, op);
+  const uint32_t N = w.rows(), K = w.cols();
+  const uint32_t M = rows_with_cols(x, K, op, "x");
+  require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
+  require_bias(bias, N, bw.dtype, op);
+  gemm(rec, {.op = op, .a = x, .b = bw.b, .c = y, .bias = bias, .M = M, .N = N, .K = K, .a_sm = K, .a_sk = 1,
+             .b_sn = K, .b_sk = 1, .c_sm = N, .qb = bw.q});
+}
+
+void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w, bool accumulate) {
   const char* op = "matmul_backward_x";
   require_dtype(dy, kActivation, op, "dy");
-  require_dtype(w, kWeight, op, "w");
   require_dtype(dx, kActivation, op, "dx");
-  require(w.rank() == 2, op, "w is " + w.describe() + "; expected [N, K]");
-  const uint32_t N = w.dim(0), K = w.dim(1);
+  const BoundWeight bw = bind_weight(rec, w, op);
+  const uint32_t N = w.rows(), K = w.cols();
   const uint32_t M = rows_with_cols(dy, N, op, "dy");
   require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());
   // dx(m, k) = Σ_n dy(m, n)·w(n, k): B's "row" index is k (stride 1), its reduction index n (stride K).
-  gemm(rec, {.op = op, .a = dy, .b = w, .c = dx, .M = M, .N = K, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
-             .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate});
+  gemm(rec, {.op = op, .a = dy, .b = bw.b, .c = dx, .M = M, .N = K, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
+             .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .qb = bw.q});
 }
 
 void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale) {
@@ -480,16 +542,16 @@ Tensor dropout_scratch(vk::Recorder& rec, const Tensor& x, uint32_t M, uint32_t 
 
 }  // namespace
 
-void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
+void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const WeightOperand& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
                   const LoraDropout& dropout) {
   const char* op = "lora_forward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
   require_dtype(t, {DType::f32}, op, "t");
-  require_dtype(w, kWeight, op, "w");
-  require(w.rank() == 2 && lora_a.rank() == 2 && lora_b.rank() == 2, op, "w, lora_a and lora_b must be matrices");
-  const uint32_t N = w.dim(0), K = w.dim(1), r = lora_a.dim(0);
+  require(lora_a.rank() == 2 && lora_b.rank() == 2, op, "lora_a and lora_b must be matrices");
+  const BoundWeight bw = bind_weight(rec, w, op);
+  const uint32_t N = w.rows(), K = w.cols(), r = lora_a.dim(0);
   require_shape(lora_a, {r, K}, op, "lora_a");
   require_shape(lora_b, {N, r}, op, "lora_b");
   const uint32_t M = rows_with_cols(x, K, op, "x");
@@ -506,16 +568,13 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
   }
   require_dtype(y, kActivation, op, "y");
   require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
-  if (bias.defined()) {
-    require_shape(bias, {N}, op, "bias");
-    require(bias.dtype() == w.dtype(), op, "bias is " + bias.describe() + "; it must have w's dtype");
-  }
-  gemm(rec, {.op = op, .a = x, .b = w, .c = y, .bias = bias, .lora_t = t, .lora_l = lora_b, .M = M, .N = N, .K = K,
-             .a_sm = K, .a_sk = 1, .b_sn = K, .b_sk = 1, .c_sm = N, .rank = r, .lora_scale = scale});
+  require_bias(bias, N, bw.dtype, op);
+  gemm(rec, {.op = op, .a = x, .b = bw.b, .c = y, .bias = bias, .lora_t = t, .lora_l = lora_b, .M = M, .N = N, .K = K,
+             .a_sm = K, .a_sk = 1, .b_sn = K, .b_sk = 1, .c_sm = N, .rank = r, .lora_scale = scale, .qb = bw.q});
 }
 
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
-                   const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
+                   const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const WeightOperand& w,
                    const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate, float grad_unscale,
                    const LoraDropout& dropout) {
   const char* op = "lora_backward";
@@ -546,17 +605,18 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
       matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
     }
   }
-  if (dx.defined() && !dropout.active() && !rec.device().coopmat() && fits_one_binding(rec.device(), {dx, dy, w})) {
+  if (dx.defined() && !dropout.active() && !rec.device().coopmat() &&
+      fits_one_binding(rec.device(), {dx, dy, w.q ? w.q->codes : w.w})) {
     // dx (+)= dy·W + dt·A in one product: the adapter's term is its epilogue, A read [r, K] as stored. Not on
     // tensor cores, whose kernels apply a LoRA epilogue element by element through memory: on the H100 that
     // cost more than the separate product it saves (7B: the q/v dx products 5.0 -> 8.8 ms a step against
     // 1.0 ms for the K = r products; call s11b).
-    require_dtype(w, kWeight, op, "w");
-    require(w.rank() == 2 && w.dim(0) == N && w.dim(1) == K, op, "w is " + w.describe());
+    const BoundWeight bw = bind_weight(rec, w, op);
+    require(w.rows() == N && w.cols() == K, op, "w is [" + std::to_string(w.rows()) + ", " + std::to_string(w.cols()) + "]");
     require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());
-    gemm(rec, {.op = op, .a = dy, .b = w, .c = dx, .lora_t = dt, .lora_l = lora_a, .M = M, .N = K, .K = N, .a_sm = N,
+    gemm(rec, {.op = op, .a = dy, .b = bw.b, .c = dx, .lora_t = dt, .lora_l = lora_a, .M = M, .N = K, .K = N, .a_sm = N,
                .a_sk = 1, .b_sn = 1, .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .rank = r,
-               .lora_scale = 1, .lora_l_by_rank = true});
+               .lora_scale = 1, .lora_l_by_rank = true, .qb = bw.q});
   } else if (dx.defined()) {
     matmul_backward_x(rec, dx, dy, w, accumulate);
     vk::Recorder::Label label(rec, "lora");

@@ -7,15 +7,29 @@
 // maxStorageBufferRange is split into several dispatches (rows of W, rows of x, or slices of K).
 #include <span>
 
+#include "ops/quant_weight.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
 namespace ls::ops {
 
+// The weight operand of a linear layer's products: a tensor as loaded, or a quantized weight (QLoRA, ops/quant.h),
+// which the tensor-core kernels read in packed form where quant_in_gemm allows and which is otherwise dequantized
+// into the recording's weight scratch first. With a quantized weight the bias has ops::dequantized_dtype.
+struct WeightOperand {
+  WeightOperand(const Tensor& weight) : w(weight) {}  // NOLINT: implicit, every plain call site passes a tensor
+  WeightOperand(const QuantWeight& quantized) : q(&quantized) {}  // NOLINT
+  Tensor w;
+  const QuantWeight* q = nullptr;  // the caller's, alive for the call
+  uint32_t rows() const { return q ? q->rows : w.dim(0); }
+  uint32_t cols() const { return q ? q->cols : w.dim(1); }
+};
+
 // y [.., N] = x [.., K] · w [N, K]ᵀ (+ bias [N], same dtype as w; pass Tensor() for none).
-void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& w, const Tensor& bias);
+void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias);
 // dx [.., K] = dy [.., N] · w [N, K]; with accumulate, dx += dy·w.
-void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& w, bool accumulate = false);
+void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
+                       bool accumulate = false);
 // dw [N, K] (f32) += scale · dy [.., N]ᵀ · x [.., K]. Parameter gradients accumulate.
 void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale = 1.0f);
 
@@ -31,7 +45,7 @@ struct LoraDropout {
 
 // t [M, r] (f32, saved for backward) = x̃·Aᵀ;  y = x·Wᵀ + bias + scale·t·Bᵀ  (two dispatches; the
 // low-rank term is fused into the base product's epilogue). x̃ = x without dropout.
-void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const Tensor& w,
+void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const WeightOperand& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
                   const LoraDropout& dropout = {});
 // dB += u·scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += u·dtᵀ·x̃;  dx = dy·W + dropoutᵀ(dt·A)
@@ -39,7 +53,7 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
 // dx += ...). u (grad_unscale) undoes a loss scale the activation gradients carry (see record_train_step).
 // With dropout, x̃ and dt·A go through one [M, K] scratch buffer of the recording (Recorder::kScratchDropout).
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
-                   const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const Tensor& w,
+                   const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const WeightOperand& w,
                    const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate = false,
                    float grad_unscale = 1.0f, const LoraDropout& dropout = {});
 

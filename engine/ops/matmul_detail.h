@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "ops/quant_weight.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
@@ -23,6 +24,7 @@ struct GemmParams {  // = `Params` in shaders/matmul.comp
   uint32_t a_sz2, b_sz2, c_sz2;
   uint32_t b_group;
   uint32_t k_last;
+  float q_offset;
 };
 static_assert(sizeof(GemmParams) <= 128);
 constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4, kLoraByRank = 8;
@@ -72,6 +74,9 @@ struct Gemm {
   // Two-level batch (gemm_bases in shaders/common/gemm_interface.glsl); z_div 0: a plain batch.
   uint32_t z_div = 0, a_sz2 = 0, b_sz2 = 0, c_sz2 = 0, b_group = 1;
   bool round_f32_b = false;  // tensor cores may round an f32 B (an activation) to f16
+  // B is this quantized weight, read in packed form by shaders/matmul_coopmat2.comp (b is its codes): only
+  // where ops::quant_in_gemm allows, batch 1, every operand within one binding.
+  const QuantWeight* qb = nullptr;
 };
 
 // One dispatch of a product: g's operands, or the chunks of them that gemm() binds where the product is
@@ -84,7 +89,7 @@ struct GemmDispatch {
   GemmParams params;
 
   // The product's six bindings with `first` as A and these push constants (unused bindings still need a
-  // buffer: A's; the flags keep the kernel off them).
+  // buffer: A's; the flags keep the kernel off them), and a quantized B's scales after them.
   void run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups, const vk::Spec& spec) const;
   // Split-K: scratch [splits, M, N] (f32) for the slices' partial sums; the parameters of slice z of K
   // (kc long) writing raw sums there; a slice pass (A as `first`) into it; the second pass, which adds the

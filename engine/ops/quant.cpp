@@ -1,8 +1,10 @@
 #include "ops/quant.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <string_view>
 #include <vector>
 
 #include "ops/common.h"
@@ -87,6 +89,14 @@ QuantWeight upload_quantized(vk::Device& device, const QuantizedHost& q, uint32_
   return w;
 }
 
+bool quant_in_gemm(bool coopmat2, uint32_t cols) {
+  static const bool on = [] {
+    const char* v = std::getenv("LORASTUDIO_QUANT_IN_GEMM");
+    return v && std::string_view(v) == "1";
+  }();
+  return on && coopmat2 && cols % kQuantBlock == 0;
+}
+
 DType dequantized_dtype(const vk::Device& device) { return device.coopmat() ? DType::f16 : DType::f32; }
 
 void dequantize_forward(vk::Recorder& rec, const Tensor& w, const QuantWeight& q, uint32_t row_begin) {
@@ -156,14 +166,14 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
 
 void quant_linear_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q, const Tensor& bias) {
   if (quant_matvec_fits(x, q)) return quant_matvec_forward(rec, y, x, q, bias);
-  matmul_forward(rec, y, x, dequantize_to_scratch(rec, q), bias);
+  matmul_forward(rec, y, x, q, bias);
 }
 
 void quant_lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const QuantWeight& q,
                         const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
                         const LoraDropout& dropout) {
   if (dropout.active() || !quant_matvec_fits(x, q))
-    return lora_forward(rec, y, t, x, dequantize_to_scratch(rec, q), bias, lora_a, lora_b, scale, dropout);
+    return lora_forward(rec, y, t, x, q, bias, lora_a, lora_b, scale, dropout);
   const char* op = "quant_lora_forward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");

@@ -1,28 +1,17 @@
 #pragma once
 // Quantized weights on the device (QLoRA; formats in tensor/quant.h, docs/design.md "Quantized bases"):
-// upload, dequantization into a plain weight (the operand of the products for many rows: prefill and
-// training), and the few-rows product on the packed weight (decoding reads 4 or 8 bits a weight).
+// upload, dequantization into a plain weight (the operand of the products for many rows, prefill and training,
+// on devices whose kernels cannot read it packed: ops/quant_weight.h quant_in_gemm), and the few-rows product on
+// the packed weight (decoding reads 4 or 8 bits a weight).
 #include <cstdint>
 
 #include "ops/matmul.h"
+#include "ops/quant_weight.h"
 #include "tensor/quant.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
 namespace ls::ops {
-
-// A weight [rows, cols] in packed form. The buffers are i32 tensors over bytes (padded to whole words).
-struct QuantWeight {
-  QuantType type = QuantType::none;
-  uint32_t rows = 0, cols = 0;
-  Tensor codes;    // nf4: two codes a byte, the first in the high nibble; q8: int8 codes
-  Tensor absmax;   // nf4: a block's 8-bit absmax code, four to a word; q8: a block's scale (f32)
-  Tensor scales;   // nf4: f32, one per 256 blocks; q8: a 4-byte placeholder
-  Tensor map;      // nf4: the 8-bit dynamic map (256 f32, shared by every weight); q8: a placeholder
-  float offset = 0;  // nf4: the mean absmax, added back
-  bool defined() const { return type != QuantType::none; }
-  uint64_t bytes() const;  // device bytes of the packed form (the map, shared, not counted)
-};
 
 // The dynamic map as a device tensor, for upload_quantized's `map` (make it once per model).
 Tensor upload_dynamic_map(vk::Device& device);
@@ -46,10 +35,11 @@ bool quant_matvec_fits(const Tensor& x, const QuantWeight& q);
 void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q,
                           const Tensor& bias, bool accumulate = false);
 
-// The projections of a model whose base is quantized: what matmul_forward, matmul_backward_x,
-// lora_forward and lora_backward do with a plain weight, with q dequantized into the scratch first; the
-// forward of a few rows without dropout reads the packed codes (quant_matvec_forward, then the adapter's
-// term as its own two small products).
+// The forward projections of a model whose base is quantized: the forward of a few rows without dropout
+// reads the packed codes (quant_matvec_forward, then the adapter's term as its own two small products);
+// more rows go to matmul_forward / lora_forward with q as the weight operand (read packed by the tensor-core
+// kernels where quant_in_gemm allows, else dequantized into the scratch first). The backward takes q the
+// same way (matmul_backward_x, lora_backward).
 void quant_linear_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q, const Tensor& bias);
 void quant_lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const QuantWeight& q,
                         const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,

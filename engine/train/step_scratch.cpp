@@ -6,6 +6,7 @@
 #include "model/layer_acts.h"
 #include "ops/attention_flash.h"
 #include "ops/matmul_detail.h"
+#include "ops/quant_weight.h"
 #include "vk/memory.h"
 #include "vk/recorder.h"
 
@@ -93,7 +94,8 @@ class StepWalk {
   }
 
   void product(const Product& p) {
-    if (p.weight && o_.quantize != QuantType::none)  // the weight dequantized for this product
+    // The weight dequantized for this product, unless the tensor-core kernel reads it packed.
+    if (p.weight && o_.quantize != QuantType::none && !ops::quant_in_gemm(dev_.coopmat2, p.weight->in))
       dequantized_.request(0, uint64_t(p.weight->out) * p.weight->in * (dev_.coopmat ? 2 : 4));
     // ops/matmul.cpp cm2_a_as_f16: the workgroup-scope GEMM reads f16; training's f32 A is converted first.
     if (p.weight && in_f16_ && !p.a_f16) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);

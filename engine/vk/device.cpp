@@ -241,7 +241,11 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
   }
   // On wherever the device offers it and its kernels were built; LORASTUDIO_NO_COOPMAT2=1 keeps the
   // VK_NV_cooperative_matrix kernels (the workgroup-scope GEMM is faster: bench/RESULTS.md, session 9).
-  if (coopmat_ && report.coopmat2 && kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) && !env_flag("LORASTUDIO_NO_COOPMAT2")) {
+  // bufferDeviceAddress too: the quantized weights' decode function takes a pointer to a block
+  // (shaders/matmul_coopmat2.comp, the PhysicalStorageBufferAddresses capability).
+  if (coopmat_ && report.coopmat2 && report.buffer_device_address && kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) &&
+      !env_flag("LORASTUDIO_NO_COOPMAT2")) {
+    f12_.bufferDeviceAddress = VK_TRUE;
     extensions_.push_back(kKhrCooperativeMatrixExtension);
     extensions_.push_back(kNvCooperativeMatrix2Extension);
     coop_khr_.cooperativeMatrix = VK_TRUE;

@@ -1,7 +1,9 @@
 // Bindings and push constants shared by shaders/matmul.comp and shaders/matmul_coopmat.comp
 // (mirrored by GemmParams in engine/ops/matmul.cpp).
 layout(binding = 0) readonly buffer BufA { STORE(A_T) a[]; };
+#ifndef B_PACKED  // shaders/matmul_coopmat2.comp declares a quantized weight's blocks itself
 layout(binding = 1) readonly buffer BufB { STORE(B_T) b[]; };
+#endif
 layout(binding = 2) buffer BufC { STORE(C_T) c[]; };
 layout(binding = 3) readonly buffer BufBias { STORE(B_T) bias[]; };
 layout(binding = 4) readonly buffer BufT { float lora_t[]; };
@@ -19,6 +21,7 @@ layout(push_constant) uniform Params {
   uint a_sz2, b_sz2, c_sz2;           // batch strides of the outer index
   uint b_group;                       // B's inner index is inner / b_group (grouped-query attention)
   uint k_last;                        // split-K (matmul_coopmat2 only): the last slice's K when shorter, else 0
+  float q_offset;                     // a quantized B (matmul_coopmat2's Q_NF4 / Q_Q8): nf4's absmax offset
 } p;
 
 // Where batch z's operands start: z = outer·z_div + inner; A at outer·a_sz2 + inner·a_sz, B at

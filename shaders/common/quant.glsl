@@ -1,11 +1,14 @@
 // Reading a quantized weight (engine/tensor/quant.h; ops/quant.h): element e of the weight flattened
-// row-major, its block b = e / 64. Expects the binding numbers QB_CODES, QB_ABSMAX, QB_SCALES and QB_MAP,
-// and Q_NF4 or Q_Q8. Both formats declare all four bindings (q8 leaves the last two unread) so that one
+// row-major, its block b = e / 64. Expects the binding numbers QB_ABSMAX, QB_SCALES and QB_MAP, and QB_CODES
+// unless the kernel reads the codes itself (shaders/matmul_coopmat2.comp: through its decode function), and
+// Q_NF4 or Q_Q8. Both formats declare all four bindings (q8 leaves the last two unread) so that one
 // op binds them alike. Bit-equal to ls::dequantize: block_scale's product and sum each rounded as in ls::block_scale,
 // then one product. Every invocation of the workgroup calls quant_init() first (it holds a barrier): NF4's
 // 16 values live in shared memory, since a constant array indexed by a loaded code is put in per-thread
 // local memory by NVIDIA's compiler (seen on the H100: dequantizing ran at ~0.7 TB/s, decoding at ~0.13).
+#ifdef QB_CODES
 layout(binding = QB_CODES) readonly buffer QCodes { uint qcodes[]; };  // bytes, four to a word
+#endif
 #if defined(Q_NF4)
 layout(binding = QB_ABSMAX) readonly buffer QAbsmax { uint qabsmax[]; };  // a block's 8-bit absmax code
 layout(binding = QB_SCALES) readonly buffer QScales { float qscales[]; };  // one per 256 blocks
@@ -28,11 +31,14 @@ float block_scale(uint b, float offset) {
   precise float s = scaled + offset;
   return s;
 }
-// Two values a byte, the first in the high nibble.
-float code_value(uint e) {
-  uint byte = (qcodes[e >> 3] >> (8u * ((e >> 1) & 3u))) & 0xffu;
-  return kNf4[(e & 1u) == 0u ? byte >> 4 : byte & 15u];
+// Two values a byte, the first in the high nibble: value i (0 .. 7) of a word of codes.
+float word_value(uint word, uint i) {
+  uint byte = (word >> (8u * (i >> 1))) & 0xffu;
+  return kNf4[(i & 1u) == 0u ? byte >> 4 : byte & 15u];
 }
+const uint kQuantValuesPerWord = 8u;
+#ifdef QB_CODES
+float code_value(uint e) { return word_value(qcodes[e >> 3], e & 7u); }
 // The 8 values of word w (elements 8w .. 8w+7).
 void code_values8(uint w, out float v[8]) {
   uint word = qcodes[w];
@@ -42,6 +48,7 @@ void code_values8(uint w, out float v[8]) {
     v[2u * j + 1u] = kNf4[byte & 15u];
   }
 }
+#endif
 const uint kQuantWordsPer8 = 1u;  // words of codes that hold 8 values
 #elif defined(Q_Q8)
 layout(binding = QB_ABSMAX) readonly buffer QAbsmax { float qabsmax[]; };  // a block's scale, absmax / 127
@@ -50,16 +57,18 @@ layout(binding = QB_MAP) readonly buffer QMap { float qmap[]; };
 
 void quant_init() {}
 float block_scale(uint b, float offset) { return qabsmax[b]; }
-float code_value(uint e) {
-  uint byte = (qcodes[e >> 2] >> (8u * (e & 3u))) & 0xffu;
-  return float(int(byte << 24) >> 24);
-}
+// Value i (0 .. 3) of a word of int8 codes.
+float word_value(uint word, uint i) { return float(int(word << (24u - 8u * i)) >> 24); }
+const uint kQuantValuesPerWord = 4u;
+#ifdef QB_CODES
+float code_value(uint e) { return word_value(qcodes[e >> 2], e & 3u); }
 void code_values8(uint w, out float v[8]) {  // w: the first of two words
   for (uint h = 0u; h < 2u; ++h) {
     uint word = qcodes[w + h];
-    for (uint j = 0u; j < 4u; ++j) v[4u * h + j] = float(int(word << (24u - 8u * j)) >> 24);
+    for (uint j = 0u; j < 4u; ++j) v[4u * h + j] = word_value(word, j);
   }
 }
+#endif
 const uint kQuantWordsPer8 = 2u;
 #else
 #error "define Q_NF4 or Q_Q8"

@@ -5,7 +5,10 @@
 // - quant_matvec_forward (M <= 4, the packed codes read directly) matches the double-accumulating reference
 //   on the dequantized weight within 1e-5 (f32 out) / 2e-3 (f16 out), with and without bias and accumulation;
 // - quant_linear_forward and quant_lora_forward for many rows (dequantized into the scratch) and few rows
-//   match the references the same way.
+//   match the references the same way;
+// - matmul_forward, lora_forward and matmul_backward_x with the quantized weight as operand (read packed on
+//   VK_NV_cooperative_matrix2 devices, else through the scratch) match the references on the dequantized
+//   weight rounded to the products' dtype.
 #include "ops/quant.h"
 
 #include "support/testing.h"
@@ -134,6 +137,62 @@ TEST_P(QuantOpTest, LinearAndLoraForwardForFewAndManyRows) {
     test::expect_close(download(y.t), want, tol, std::string("quant_linear ") + quant_name(t), y.t.shape());
     test::expect_close(download(yl.t), want_l, tol, std::string("quant_lora ") + quant_name(t), yl.t.shape());
     test::expect_close(download(lt), want_t, tol, "quant_lora t", lt.shape());
+  }
+}
+
+// The products of many rows with a quantized weight operand (ops/matmul.h WeightOperand): read packed by the
+// tensor-core kernel that decodes each tile as it loads it where ops::quant_in_gemm allows (whole blocks a row,
+// VK_NV_cooperative_matrix2), else through the dequantized scratch weight. Forward with bias, the LoRA forward
+// (its term in the epilogue) and dx = dy·W (accumulating), at edge tiles (M = 70, N = 200) and at a long
+// reduction on few tiles, which splits K (the packed kernel then starts each slice inside the weight).
+TEST_P(QuantOpTest, ProductsOfManyRowsOnTheQuantizedWeight) {
+  const QuantType t = GetParam();
+  const uint32_t r = 4;
+  const float scale = 0.75f;
+  struct Case {
+    uint32_t M, rows, cols;
+  };
+  for (const Case c : {Case{70, 200, 192}, Case{64, 128, 4096}, Case{130, 96, 320}}) {
+    const auto w0 = weights(size_t(c.rows) * c.cols, 51);
+    const QuantizedHost hq = quantize(t, w0);
+    const DType bt = ops::dequantized_dtype(dev());
+    // Both paths read the dequantized values rounded to the products' dtype (f16 on tensor cores).
+    const std::vector<float> wd = test::rounded(dequantize(hq), bt);
+    const ops::QuantWeight q = upload(hq, {c.rows, c.cols});
+    const auto b0 = test::rounded(test::random_values(c.rows, 52), bt);
+    const auto a0 = test::random_values(size_t(r) * c.cols, 53, 0.2f), l0 = test::random_values(size_t(c.rows) * r, 54, 0.2f);
+    const auto x0 = test::random_values(size_t(c.M) * c.cols, 55), dy0 = test::random_values(size_t(c.M) * c.rows, 56);
+    const auto dx0 = test::random_values(size_t(c.M) * c.cols, 57);
+    const Tensor bias = test::tensor_from(dev(), {c.rows}, bt, b0);
+    const Tensor la = test::tensor_from(dev(), {r, c.cols}, DType::f32, a0);
+    const Tensor lb = test::tensor_from(dev(), {c.rows, r}, DType::f32, l0);
+    const Tensor x = test::tensor_from(dev(), {c.M, c.cols}, DType::f32, x0);
+    const Tensor dy = test::tensor_from(dev(), {c.M, c.rows}, DType::f32, dy0);
+    const Tensor dx = test::tensor_from(dev(), {c.M, c.cols}, DType::f32, dx0);
+    auto y = test::poisoned(dev(), {c.M, c.rows}, DType::f32);
+    auto yl = test::poisoned(dev(), {c.M, c.rows}, DType::f32);
+    const Tensor lt = Tensor::empty(dev(), {c.M, r}, DType::f32);
+    test::run(dev(), [&](vk::Recorder& rec) {
+      ops::matmul_forward(rec, y.t, x, q, bias);
+      ops::lora_forward(rec, yl.t, lt, x, q, bias, la, lb, scale);
+      ops::matmul_backward_x(rec, dx, dy, q, true);
+    });
+    std::vector<float> want(size_t(c.M) * c.rows), want_l(want.size()), want_t(size_t(c.M) * r);
+    std::vector<float> want_dx(size_t(c.M) * c.cols);
+    ops::ref::matmul_forward(want, x0, wd, b0, c.M, c.rows, c.cols);
+    ops::ref::lora_forward(want_l, want_t, x0, wd, b0, a0, l0, c.M, c.rows, c.cols, r, scale);
+    ops::ref::matmul_backward_x(want_dx, dy0, wd, c.M, c.rows, c.cols);
+    for (size_t i = 0; i < want_dx.size(); ++i) want_dx[i] += dx0[i];
+    // Tensor cores round x and dy to f16 (matmul_test's bound, relative to the largest value); the scalar path is f32.
+    const double tol = dev().coopmat() ? 3e-3 : 1e-5;
+    const std::string what = std::string(quant_name(t)) + " " + std::to_string(c.M) + "x" + std::to_string(c.rows) + "x" +
+                             std::to_string(c.cols) + (ops::quant_in_gemm(dev().coopmat2(), c.cols) ? " packed" : " scratch");
+    test::expect_close(download(y.t), want, tol, "matmul_forward " + what, y.t.shape());
+    test::expect_close(download(yl.t), want_l, tol, "lora_forward " + what, yl.t.shape());
+    test::expect_close(download(lt), want_t, tol, "lora_forward t " + what, lt.shape());
+    test::expect_close(download(dx), want_dx, tol, "matmul_backward_x " + what, dx.shape());
+    y.expect_guards_intact(("matmul_forward " + what).c_str());
+    yl.expect_guards_intact(("lora_forward " + what).c_str());
   }
 }
 
