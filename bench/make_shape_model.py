@@ -6,8 +6,9 @@ for memory and speed measurements of the big shapes:
        parameters, 15.2 GB in bf16), the shape the PyTorch peer's 7B model has (bench/RESULTS.md);
   14b: issue 23's 14B shape (hidden 5120, 48 layers, 40/8 heads, MLP 13824, vocab 152064, untied; 14.8B, 29.5 GB).
 --layers N keeps the first N layers (a quicker model with the same per-layer sizes). Weights are normal with
-std 0.02, biases 0, norms 1, in bf16; seeded, so the same on every machine.
-usage: bench/make_shape_model.py OUT TOKENIZER_DIR [--shape 7b|14b] [--layers N]
+std 0.02, biases 0, norms 1, in bf16; seeded, so the same on every machine (and device: --device cuda draws
+them on the GPU, faster, with other values than the CPU's).
+usage: bench/make_shape_model.py OUT TOKENIZER_DIR [--shape 7b|14b] [--layers N] [--device cpu|cuda]
 """
 import argparse
 import json
@@ -29,7 +30,8 @@ def tensors(cfg, gen):
     C, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     D = C // cfg["num_attention_heads"]
     KV = cfg["num_key_value_heads"] * D
-    normal = lambda *shape: (torch.randn(*shape, generator=gen) * 0.02).to(torch.bfloat16)
+    dev = gen.device
+    normal = lambda *shape: (torch.randn(*shape, generator=gen, device=dev) * 0.02).to(torch.bfloat16).cpu()
     yield "model.embed_tokens.weight", normal(V, C)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
@@ -70,6 +72,7 @@ def main():
     ap.add_argument("tokenizer_dir")
     ap.add_argument("--shape", default="7b", choices=sorted(SHAPES))
     ap.add_argument("--layers", type=int, default=0)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = ap.parse_args()
     cfg = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", vocab_size=152064, hidden_act="silu",
                max_position_embeddings=32768, rope_theta=1e6, rms_norm_eps=1e-6, tie_word_embeddings=False,
@@ -77,7 +80,7 @@ def main():
     if a.layers:
         cfg["num_hidden_layers"] = a.layers
     os.makedirs(a.out, exist_ok=True)
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator(device=a.device).manual_seed(0)
     shards, current, size, weight_map, total = [], [], 0, {}, 0
     for name, t in tensors(cfg, gen):
         current.append((name, t))

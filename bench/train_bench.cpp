@@ -26,7 +26,10 @@ double now() { return std::chrono::duration<double>(std::chrono::steady_clock::n
 int run_train(vk::Device& dev, const TrainBenchOptions& o) {
   const auto quant = parse_quant(o.quantize);
   if (!quant) throw Error("--quantize: \"" + o.quantize + "\" is not nf4, q8 or none");
+  const double load_start = now();
   const auto m = model::Model::load(dev, o.model_dir, *quant);
+  std::printf("model %s loaded in %.2f s%s\n", o.model_dir.c_str(), now() - load_start,
+              *quant == QuantType::none ? "" : (std::string(", projections in ") + quant_name(*quant)).c_str());
   std::vector<model::LoraTarget> targets;
   std::stringstream ss(o.targets);
   for (std::string t; std::getline(ss, t, ',');) {

@@ -11,6 +11,8 @@ foreach(q nf4 q8)
     foreach(w f32 f16)
       foreach(c f32 f16)
         ls_kernel(qmatvec_${q}_${a}_${w}_${c} quant_matvec.comp Q_${Q} A_T=${a} W_T=${w} C_T=${c})
+        # K a multiple of 64: 16-byte loads of codes, several outputs a subgroup.
+        ls_kernel(qmatvec16_${q}_${a}_${w}_${c} quant_matvec16.comp Q_${Q} A_T=${a} W_T=${w} C_T=${c})
       endforeach()
     endforeach()
   endforeach()

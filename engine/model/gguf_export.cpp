@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <set>
-#include <thread>
 
 #include "error.h"
 #include "model/config.h"
@@ -22,6 +21,7 @@
 #include "model/safetensors.h"
 #include "tensor/dtype.h"
 #include "tensor/tensor.h"
+#include "util/parallel.h"
 
 namespace ls::model {
 namespace {
@@ -33,13 +33,7 @@ constexpr size_t kSlabBytes = 4 << 20;  // bytes handed to the writer at a time
 float element(const TensorInfo& t, size_t i) { return load_as_f32(t.bytes.data(), t.dtype, i); }
 
 // Runs job(first, end) over [0, n) in contiguous pieces on up to one thread per core.
-void parallel_rows(uint64_t n, const std::function<void(uint64_t, uint64_t)>& job) {
-  const uint64_t threads = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, std::max<uint64_t>(n, 1));
-  const uint64_t per = (n + threads - 1) / threads;
-  std::vector<std::jthread> pool;
-  for (uint64_t first = per; first < n; first += per) pool.emplace_back(job, first, std::min(n, first + per));
-  job(0, std::min(n, per));
-}
+void parallel_rows(uint64_t n, const std::function<void(uint64_t, uint64_t)>& job) { parallel_for(n, job, 1); }
 
 // Streams a [rows, cols] float tensor (rows reordered by `heads`, see gguf_names.h) as `type`; a
 // quantized type's rows are quantized on all cores.

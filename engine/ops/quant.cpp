@@ -50,6 +50,31 @@ const vk::KernelFamily& dequant_family(QuantType t) {
 const vk::KernelFamily& matvec_family(QuantType t) {
   return t == QuantType::nf4 ? vk::family::qmatvec_nf4 : vk::family::qmatvec_q8;
 }
+const vk::KernelFamily& matvec16_family(QuantType t) {
+  return t == QuantType::nf4 ? vk::family::qmatvec16_nf4 : vk::family::qmatvec16_q8;
+}
+
+// shaders/quant_matvec16.comp's outputs a subgroup: the most of 4, 2, 1 that still leaves kMatvecMinSubgroups
+// subgroups (two workgroups of 8 on each of an H100's 132 SMs); LORASTUDIO_QMATVEC_ROWS forces one (tuning).
+constexpr uint32_t kMatvecMinSubgroups = 2048;
+uint32_t matvec16_rows(uint32_t N) {
+  static const uint32_t forced = [] {
+    const char* v = std::getenv("LORASTUDIO_QMATVEC_ROWS");
+    return v && *v ? std::clamp<uint32_t>(uint32_t(std::strtoul(v, nullptr, 10)), 1, 4) : 0u;
+  }();
+  if (forced) return forced;
+  for (uint32_t rows : {4u, 2u})
+    if (ceil_div(N, rows) >= kMatvecMinSubgroups) return rows;
+  return 1;
+}
+// Whether the 16-byte kernel takes a weight of K columns (LORASTUDIO_QMATVEC=1: the one-word kernel, measurement).
+bool matvec16_fits(uint32_t K) {
+  static const bool off = [] {
+    const char* v = std::getenv("LORASTUDIO_QMATVEC");
+    return v && std::string_view(v) == "1";
+  }();
+  return K % kQuantBlock == 0 && !off;
+}
 
 void require_quantized(const QuantWeight& q, const char* op) {
   require(q.defined() && q.codes.defined() && q.absmax.defined() && q.scales.defined() && q.map.defined(), op,
@@ -153,15 +178,18 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
   const DType wt = dequantized_dtype(rec.device());
   if (bias.defined()) require_dtype(bias, {wt}, op, "bias");
   require(!bias.defined() || bias.numel() == N, op, "bias is " + bias.describe());
-  const vk::Kernel kernel = variant(matvec_family(q.type), {x.dtype(), wt, y.dtype()}, op);
+  const bool wide = matvec16_fits(K);
+  const vk::Kernel kernel = variant(wide ? matvec16_family(q.type) : matvec_family(q.type), {x.dtype(), wt, y.dtype()}, op);
   const Tensor& b = bias.defined() ? bias : q.absmax;  // a placeholder binding when there is no bias
+  const uint32_t rows = wide ? matvec16_rows(N) : 1;  // outputs a subgroup
   const uint32_t per_group = std::max(1u, kThreads / std::max(1u, rec.device().report().subgroup_size));
-  const uint32_t groups = ceil_div(N, per_group);
+  const uint32_t groups = ceil_div(ceil_div(N, rows), per_group);
   rec.dispatch(kernel, {in(x), accumulate ? inout(y) : out(y), in(b), in(q.codes), in(q.absmax), in(q.scales), in(q.map)},
                QuantMatvecParams{.M = M, .N = N, .K = K, .a_sm = K, .c_sm = N,
                                  .flags = (bias.defined() ? kBias : 0) | (accumulate ? kAccumulate : 0),
                                  .offset = q.offset},
-               {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = kThreads});
+               {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1},
+               wide ? vk::Spec{.local_x = kThreads, .constants = {rows}} : vk::Spec{.local_x = kThreads});
 }
 
 void quant_linear_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q, const Tensor& bias) {

@@ -1,10 +1,11 @@
 #include "tensor/quant.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
-#include <thread>
 
 #include "error.h"
+#include "util/parallel.h"
 
 namespace ls {
 
@@ -101,20 +102,6 @@ float block_absmax(std::span<const float> w, uint64_t b) {
   return m;
 }
 
-// Runs f(begin, end) over [0, n) in `threads` contiguous parts.
-template <class F>
-void parallel_blocks(uint64_t n, unsigned threads, F f) {
-  threads = std::max(1u, std::min<unsigned>(threads, unsigned(std::max<uint64_t>(1, n / 1024))));
-  if (threads == 1) return f(uint64_t(0), n);
-  std::vector<std::thread> pool;
-  const uint64_t per = (n + threads - 1) / threads;
-  for (unsigned t = 0; t < threads; ++t) {
-    const uint64_t begin = std::min(n, t * per), end = std::min(n, begin + per);
-    pool.emplace_back([=] { f(begin, end); });
-  }
-  for (auto& th : pool) th.join();
-}
-
 }  // namespace
 
 const std::array<float, 256>& dynamic_map_8bit() {
@@ -147,13 +134,17 @@ QuantizedHost quantize(QuantType t, std::span<const float> w, unsigned threads) 
   q.type = t;
   q.numel = w.size();
   const uint64_t blocks = q.blocks();
-  for (float v : w)
-    if (!std::isfinite(v)) throw Error("quantize: the weight holds a value that is not finite");
+  std::atomic<bool> finite = true;
+  parallel_for(w.size(), [&](uint64_t first, uint64_t end) {
+    for (uint64_t i = first; i < end; ++i)
+      if (!std::isfinite(w[i])) finite = false;
+  }, uint64_t(1) << 18, threads);
+  if (!finite) throw Error("quantize: the weight holds a value that is not finite");
 
   if (t == QuantType::q8) {
     q.codes.resize(w.size());
     q.scales.resize(blocks);
-    parallel_blocks(blocks, threads, [&](uint64_t b0, uint64_t b1) {
+    parallel_for(blocks, [&](uint64_t b0, uint64_t b1) {
       for (uint64_t b = b0; b < b1; ++b) {
         const float s = block_absmax(w, b) / 127.0f;
         q.scales[b] = s;
@@ -164,14 +155,14 @@ QuantizedHost quantize(QuantType t, std::span<const float> w, unsigned threads) 
           q.codes[i] = uint8_t(int8_t(c));
         }
       }
-    });
+    }, 1024, threads);
     return q;
   }
 
   // nf4: the 4-bit codes with each block's f32 absmax...
   std::vector<float> absmax(blocks);
   q.codes.assign((w.size() + 1) / 2, 0);
-  parallel_blocks(blocks, threads, [&](uint64_t b0, uint64_t b1) {
+  parallel_for(blocks, [&](uint64_t b0, uint64_t b1) {
     for (uint64_t b = b0; b < b1; ++b) {
       const float m = block_absmax(w, b);
       absmax[b] = m;
@@ -182,7 +173,7 @@ QuantizedHost quantize(QuantType t, std::span<const float> w, unsigned threads) 
         q.codes[i / 2] |= uint8_t(i % 2 == 0 ? c << 4 : c);
       }
     }
-  });
+  }, 1024, threads);
   // ...then the absmax values, their mean removed, in 8 bits (quantize_blockwise, blocks of 256).
   double sum = 0;
   for (float m : absmax) sum += m;
@@ -191,14 +182,16 @@ QuantizedHost quantize(QuantType t, std::span<const float> w, unsigned threads) 
   const uint64_t groups = (blocks + kQuantAbsmaxBlock - 1) / kQuantAbsmaxBlock;
   q.absmax_codes.resize(blocks);
   q.scales.resize(groups);
-  for (uint64_t g = 0; g < groups; ++g) {
-    const uint64_t begin = g * kQuantAbsmaxBlock, end = std::min<uint64_t>(blocks, begin + kQuantAbsmaxBlock);
-    float m = 0;
-    for (uint64_t b = begin; b < end; ++b) m = std::max(m, std::fabs(absmax[b] - q.offset));
-    q.scales[g] = m;
-    const float inv = m > 0 ? 1.0f / m : 0.0f;
-    for (uint64_t b = begin; b < end; ++b) q.absmax_codes[b] = quantize_dynamic(map, (absmax[b] - q.offset) * inv);
-  }
+  parallel_for(groups, [&](uint64_t g0, uint64_t g1) {
+    for (uint64_t g = g0; g < g1; ++g) {
+      const uint64_t begin = g * kQuantAbsmaxBlock, end = std::min<uint64_t>(blocks, begin + kQuantAbsmaxBlock);
+      float m = 0;
+      for (uint64_t b = begin; b < end; ++b) m = std::max(m, std::fabs(absmax[b] - q.offset));
+      q.scales[g] = m;
+      const float inv = m > 0 ? 1.0f / m : 0.0f;
+      for (uint64_t b = begin; b < end; ++b) q.absmax_codes[b] = quantize_dynamic(map, (absmax[b] - q.offset) * inv);
+    }
+  }, 64, threads);
   return q;
 }
 

@@ -2,8 +2,9 @@
 // - dequantize_forward into f32 is bit-equal to ls::dequantize, into f16/bf16 bit-equal to its rounding
 //   (f32_to_f16 / f32_to_bf16), for irregular shapes (blocks across row ends, a partial last block, more
 //   than 256 blocks), from a row offset, and split into several dispatches past the binding limit;
-// - quant_matvec_forward (M <= 4, the packed codes read directly) matches the double-accumulating reference
-//   on the dequantized weight within 1e-5 (f32 out) / 2e-3 (f16 out), with and without bias and accumulation;
+// - quant_matvec_forward (M <= 4, the packed codes read directly; the one-word kernel and, for K a multiple
+//   of 64, the 16-byte one with 1, 2 and 4 outputs a subgroup) matches the double-accumulating reference on
+//   the dequantized weight within 1e-5 (f32 out) / 2e-3 (f16 out), with and without bias and accumulation;
 // - quant_linear_forward and quant_lora_forward for many rows (dequantized into the scratch) and few rows
 //   match the references the same way;
 // - matmul_forward, lora_forward and matmul_backward_x with the quantized weight as operand (read packed on
@@ -65,9 +66,11 @@ TEST_P(QuantOpTest, DequantizeIsBitEqualToTheHost) {
 
 TEST_P(QuantOpTest, MatvecMatchesTheReferenceOnTheDequantizedWeight) {
   const QuantType t = GetParam();
-  // K a multiple of 8, not of 64: blocks cross rows. 136: 8 values a lane a step; 96 (a multiple of 32 and
-  // 16): 16 bytes of codes a lane a step, for nf4 and q8.
-  for (const Shape2 s : {Shape2{300, 136}, Shape2{70, 96}}) {
+  // K a multiple of 8, not of 64: blocks cross rows, the one-word kernel (shaders/quant_matvec.comp); 136: 8
+  // values a lane a step, 96 (a multiple of 32 and 16). K a multiple of 64: shaders/quant_matvec16.comp, with
+  // 1 output a subgroup (300 rows), 2 (4099: the last subgroup's second row past N) and 4 (8195: three rows
+  // of the last subgroup).
+  for (const Shape2 s : {Shape2{300, 136}, Shape2{70, 96}, Shape2{300, 192}, Shape2{4099, 128}, Shape2{8195, 64}}) {
     const auto w0 = weights(size_t(s.rows) * s.cols, 12);
     const QuantizedHost hq = quantize(t, w0);
     const std::vector<float> wd = dequantize(hq);
