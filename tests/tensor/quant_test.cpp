@@ -160,6 +160,10 @@ TEST(Quant, RefusesWhatItCannotQuantize) {
   EXPECT_THROW(quantize(QuantType::nf4, w), Error);
   w[7] = INFINITY;
   EXPECT_THROW(quantize(QuantType::q8, w), Error);
+  // Past the first thread's part of the check (it runs on all cores).
+  std::vector<float> big(uint64_t(1) << 21, 0.1f);
+  big[big.size() - 5] = std::nanf("");
+  EXPECT_THROW(quantize(QuantType::nf4, big, 4), Error);
   EXPECT_FALSE(parse_quant("nf3").has_value());
   EXPECT_EQ(parse_quant("nf4"), QuantType::nf4);
   EXPECT_EQ(parse_quant("q8"), QuantType::q8);
