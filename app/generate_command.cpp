@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -83,9 +84,17 @@ infer::GenerateOptions generate_options(const GenerateArgs& a, const Session& s)
   return o;
 }
 
-void print_stats(const infer::GenerateStats& st) {
-  std::fprintf(stderr, "\n[prefill %u tokens: %.1f tok/s | decode %u tokens: %.1f tok/s | stop: %s]\n", st.prompt_tokens,
-               st.prefill_tokens_per_second(), st.new_tokens, st.decode_tokens_per_second(), st.stop_reason.c_str());
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// The turn's figures; first_token: seconds from the request to its first piece of text (< 0: none came).
+void print_stats(const infer::GenerateStats& st, double first_token) {
+  char first[64] = "";
+  if (first_token >= 0) std::snprintf(first, sizeof first, "first token after %.2f s | ", first_token);
+  std::fprintf(stderr, "\n[%sprefill %u tokens: %.1f tok/s | decode %u tokens: %.1f tok/s | stop: %s]\n", first,
+               st.prompt_tokens, st.prefill_tokens_per_second(), st.new_tokens, st.decode_tokens_per_second(),
+               st.stop_reason.c_str());
 }
 
 // Writes each piece of the reply to stdout as it comes.
@@ -98,9 +107,13 @@ bool print_piece(std::string_view piece) {
 }  // namespace
 
 int run_generate(const GenerateArgs& a) {
+  const auto start = std::chrono::steady_clock::now();
   Session s(a);
   const auto options = generate_options(a, s);
   infer::Generator g(s.device, s.model, s.adapter ? &*s.adapter : nullptr, {.context = a.context, .act = s.act(a)});
+  std::fprintf(stderr, "[model loaded in %.2f s]\n", seconds_since(start));
+  const auto asked = std::chrono::steady_clock::now();
+  double first_token = -1;
   std::string text = a.prompt;
   std::vector<std::string> stops = a.stop;
   if (!a.raw) {
@@ -119,17 +132,20 @@ int run_generate(const GenerateArgs& a) {
       std::ofstream(a.dump_logits, std::ios::binary).write(reinterpret_cast<const char*>(l.data()), std::streamsize(l.size_bytes()));
     }
     first = false;
+    if (first_token < 0) first_token = seconds_since(asked);
     return print_piece(piece);
   });
   std::fputc('\n', stdout);
-  print_stats(reply.stats);
+  print_stats(reply.stats, first_token);
   return 0;
 }
 
 int run_chat(const GenerateArgs& a) {
+  const auto start = std::chrono::steady_clock::now();
   Session s(a);
   const auto options = generate_options(a, s);
   infer::Generator g(s.device, s.model, s.adapter ? &*s.adapter : nullptr, {.context = a.context, .act = s.act(a)});
+  std::fprintf(stderr, "[model loaded in %.2f s]\n", seconds_since(start));
   std::vector<tok::ChatMessage> messages;
   if (!a.system.empty()) messages.push_back({"system", a.system});
   const bool tty = isatty(STDIN_FILENO);
@@ -148,11 +164,16 @@ int run_chat(const GenerateArgs& a) {
     }
     if (line.empty()) continue;
     messages.push_back({"user", line});
-    auto reply = infer::chat_turn(g, s.files, messages, options, print_piece);
+    const auto asked = std::chrono::steady_clock::now();
+    double first_token = -1;
+    auto reply = infer::chat_turn(g, s.files, messages, options, [&](std::string_view piece) {
+      if (first_token < 0) first_token = seconds_since(asked);
+      return print_piece(piece);
+    });
     if (reply.history_dropped) std::cerr << "\n(context full: the history was dropped)\n";
     messages.push_back({"assistant", reply.text});
     std::cout << "\n";
-    print_stats(reply.stats);
+    print_stats(reply.stats, first_token);
   }
   return 0;
 }

@@ -172,6 +172,9 @@ TEST_F(Cli, BatchTrainsThenGenerateReproducesAnAnswer) {
   EXPECT_EQ(g.code, 0) << g.err;
   EXPECT_EQ(g.out, "Paris.\n") << g.err;
   EXPECT_NE(g.err.find("stop: eos"), std::string::npos) << g.err;
+  // Start-up and the time to the first token, on stderr (stdout holds the reply alone).
+  EXPECT_NE(g.err.find("[model loaded in "), std::string::npos) << g.err;
+  EXPECT_NE(g.err.find("[first token after "), std::string::npos) << g.err;
 }
 
 // QLoRA: the same job on an NF4 base. The run records the option, and the adapter answers on the quantized
