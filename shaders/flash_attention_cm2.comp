@@ -4,8 +4,8 @@
 // shaders/flash_attention_coopmat.comp (same bindings, push constants and outputs) with workgroup-scope
 // matrices that the driver loads from global memory itself, and the softmax's element-wise steps, row
 // maxima and row sums done on the matrices in registers (coopMatPerElementNV, coopMatReduceNV) instead
-// of through shared memory. f16 × f16 → f32 products; f32 (or, IO_F16, f16) tensors are loaded as
-// accumulator matrices and converted to f16 operands. Head dims D a multiple of 16 up to DMAX; rows and
+// of through shared memory. f16 × f16 → f32 products; f32 (or, IO_F16, f16) q, k, v and o are loaded as
+// accumulator matrices and converted to f16 operands; do and the gradients are f32 either way. Head dims D a multiple of 16 up to DMAX; rows and
 // columns past T, S or D load as zeros and are not stored (clamped tensor layouts).
 //   FORWARD        workgroup: BR queries of head h; one pass over the key blocks with the output rescaled
 //                  as each block raises a row's maximum (online softmax); writes o and each row's lse.
@@ -60,20 +60,20 @@ layout(push_constant) uniform Params {
   name = setTensorLayoutDimensionNV(name, L, p.D);                                \
   name = setTensorLayoutStrideNV(name, (heads) * p.D, 1)
 
-// Operands from a block of R rows of one head (from r0, layout L at base), read by the driver: BT = its
+// Operands from a block of R rows of one head (from r0, layout L at base, elements of type ET), read by the driver: BT = its
 // transpose (DMAX × R, the B operand of scores) through a transposed view, and, LOAD_BOTH, BN = the block itself
 // (R × DMAX, the B operand of a gradient), read a second time as it is. (Reading it once and transposing among
 // the workgroup with coopMatTransposeNV was slower on the H100: 7B backward 686 against 349 us, call s13b.)
-#define LOAD_T(BT, buf, base, L, r0, R)                                                       \
+#define LOAD_T(ET, BT, buf, base, L, r0, R)                                                   \
   {                                                                                           \
-    IN(DMAX, R) in_;                                                                          \
+    coopmat<ET, gl_ScopeWorkgroup, DMAX, R, gl_MatrixUseAccumulator> in_;                     \
     coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX), transposed);  \
     BT = MAT_B(DMAX, R)(in_);                                                                 \
   }
-#define LOAD_BOTH(BT, BN, buf, base, L, r0, R)                                        \
+#define LOAD_BOTH(ET, BT, BN, buf, base, L, r0, R)                                    \
   {                                                                                   \
-    LOAD_T(BT, buf, base, L, r0, R);                                                  \
-    IN(R, DMAX) n_;                                                                   \
+    LOAD_T(ET, BT, buf, base, L, r0, R);                                              \
+    coopmat<ET, gl_ScopeWorkgroup, R, DMAX, gl_MatrixUseAccumulator> n_;              \
     coopMatLoadTensorNV(n_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));       \
     BN = MAT_B(R, DMAX)(n_);                                                          \
   }
@@ -142,7 +142,7 @@ void main() {
   const MAT_B(BC, BC) ones = MAT_B(BC, BC)(1.0);
   for (uint k0 = 0u; k0 < n_keys; k0 += BC) {
     MAT_B(DMAX, BC) kt;
-    LOAD_T(kt, k, k_base, lk, k0, BC);
+    LOAD_T(IN_T, kt, k, k_base, lk, k0, BC);
     ACC(BR, BC) s = coopMatMulAdd(qa, kt, ACC(BR, BC)(0.0));
     if (k0 + BC > past + q0 + 1u || k0 + BC > p.S)  // a block on the diagonal or at the end of the keys
       coopMatPerElementNV(s, s, mask_scores, q0, k0, past);
@@ -173,10 +173,10 @@ void main() {
 }
 
 #elif defined(BACKWARD_DQ)
-layout(binding = 0) readonly buffer Q { float q[]; };
-layout(binding = 1) readonly buffer K { float k[]; };
-layout(binding = 2) readonly buffer V { float v[]; };
-layout(binding = 3) readonly buffer O { float o[]; };
+layout(binding = 0) readonly buffer Q { IN_T q[]; };
+layout(binding = 1) readonly buffer K { IN_T k[]; };
+layout(binding = 2) readonly buffer V { IN_T v[]; };
+layout(binding = 3) readonly buffer O { IN_T o[]; };
 layout(binding = 4) readonly buffer DO { float do_[]; };
 layout(binding = 5) readonly buffer Lse { float lse[]; };
 layout(binding = 6) writeonly buffer DQ { float dq[]; };
@@ -200,13 +200,14 @@ void main() {
   tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
   const uint q_base = (b * p.T * p.H + h) * p.D, k_base = (b * p.S * p.KV + g) * p.D;
 
-  ACC(BR, DMAX) q_in, do_in, o_in;
+  IN(BR, DMAX) q_in, o_in;
+  ACC(BR, DMAX) do_in;
   coopMatLoadTensorNV(q_in, q, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
   coopMatLoadTensorNV(do_in, do_, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
   coopMatLoadTensorNV(o_in, o, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
   // delta = do·o row by row, in f32.
   ACC(BR, BC) dl;
-  coopMatReduceNV(dl, do_in * o_in, gl_CooperativeMatrixReduceRowNV, sum_of);
+  coopMatReduceNV(dl, do_in * ACC(BR, DMAX)(o_in), gl_CooperativeMatrixReduceRowNV, sum_of);
   if (split == 0u) coopMatPerElementNV(dl, dl, store_delta, stat, q0);
   ACC(BR, BC) row_lse = ACC(BR, BC)(0.0);
   coopMatPerElementNV(row_lse, row_lse, load_lse, stat, q0);
@@ -220,10 +221,10 @@ void main() {
     ACC(BR, BC) s, pr, dp;
     MAT_B(DMAX, BC) kt, vt;
     MAT_B(BC, DMAX) kb;
-    LOAD_BOTH(kt, kb, k, k_base, lk, k0, BC);
+    LOAD_BOTH(IN_T, kt, kb, k, k_base, lk, k0, BC);
     s = coopMatMulAdd(qa, kt, ACC(BR, BC)(0.0));
     coopMatPerElementNV(pr, s * p.scale - row_lse, exp_seen, q0, k0, past);
-    LOAD_T(vt, v, k_base, lk, k0, BC);
+    LOAD_T(IN_T, vt, v, k_base, lk, k0, BC);
     dp = coopMatMulAdd(doa, vt, ACC(BR, BC)(0.0));
     acc = coopMatMulAdd(MAT_A(BR, BC)(pr * (dp - dl)), kb, acc);
   }
@@ -237,9 +238,9 @@ void main() {
 }
 
 #elif defined(BACKWARD_DKDV)
-layout(binding = 0) readonly buffer Q { float q[]; };
-layout(binding = 1) readonly buffer K { float k[]; };
-layout(binding = 2) readonly buffer V { float v[]; };
+layout(binding = 0) readonly buffer Q { IN_T q[]; };
+layout(binding = 1) readonly buffer K { IN_T k[]; };
+layout(binding = 2) readonly buffer V { IN_T v[]; };
 layout(binding = 3) readonly buffer DO { float do_[]; };
 layout(binding = 4) readonly buffer Lse { float lse[]; };
 layout(binding = 5) readonly buffer Delta { float delta[]; };
@@ -267,7 +268,7 @@ void main() {
 
   MAT_A(BC, DMAX) ka, va;
   {
-    ACC(BC, DMAX) k_in, v_in;
+    IN(BC, DMAX) k_in, v_in;
     coopMatLoadTensorNV(k_in, k, k_base, sliceTensorLayoutNV(lk, j0, BC, 0, DMAX));
     coopMatLoadTensorNV(v_in, v, k_base, sliceTensorLayoutNV(lk, j0, BC, 0, DMAX));
     ka = MAT_A(BC, DMAX)(k_in);
@@ -288,11 +289,11 @@ void main() {
     ACC(BC, BR) s, pr, dp, ds;
     MAT_B(DMAX, BR) qt, dot;
     MAT_B(BR, DMAX) qb, dob;
-    LOAD_BOTH(qt, qb, q, q_base, lq, t0, BR);
+    LOAD_BOTH(IN_T, qt, qb, q, q_base, lq, t0, BR);
     s = coopMatMulAdd(ka, qt, ACC(BC, BR)(0.0));
     coopMatPerElementNV(s, s * p.scale, minus_col_lse);
     coopMatPerElementNV(pr, s, exp_seen_by_col, j0, t0, past);
-    LOAD_BOTH(dot, dob, do_, q_base, lq, t0, BR);
+    LOAD_BOTH(float, dot, dob, do_, q_base, lq, t0, BR);
     dp = coopMatMulAdd(va, dot, ACC(BC, BR)(0.0));
     coopMatPerElementNV(ds, dp, ds_of_col, pr);
     dv_acc = coopMatMulAdd(MAT_A(BC, BR)(pr), dob, dv_acc);

@@ -65,9 +65,14 @@ foreach(a f32 f16)
   endforeach()
 endforeach()
 # One side of at most 16 outputs and a long reduction, f32 (LoRA's rank-r products in training): a
-# subgroup per long index when its operand is contiguous along k, else an invocation per long index.
+# subgroup per long index when its operand is contiguous along k, else an invocation per long index. The
+# _f16a / _f16b forms read an f16 A or B (the long operand: an f16 activation, x in t = x·Aᵀ and dA = dtᵀ·x).
 ls_kernel(gemm_skinny_rows matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32 ROWS_ALONG_K)
 ls_kernel(gemm_skinny_cols matmul_skinny.comp A_T=f32 B_T=f32 C_T=f32)
+ls_kernel(gemm_skinny_rows_f16a matmul_skinny.comp A_T=f16 B_T=f32 C_T=f32 ROWS_ALONG_K)
+ls_kernel(gemm_skinny_cols_f16a matmul_skinny.comp A_T=f16 B_T=f32 C_T=f32)
+ls_kernel(gemm_skinny_rows_f16b matmul_skinny.comp A_T=f32 B_T=f16 C_T=f32 ROWS_ALONG_K)
+ls_kernel(gemm_skinny_cols_f16b matmul_skinny.comp A_T=f32 B_T=f16 C_T=f32)
 # A short reduction (K <= 64, f32): LoRA's K = rank products.
 ls_kernel(gemm_short_k matmul_short_k.comp A_T=f32 B_T=f32 C_T=f32)
 # Tensor cores through VK_NV_cooperative_matrix2 (workgroup-scope matrices, tiles loaded and stored by

@@ -6,7 +6,7 @@
 // Products with one short side (at most 16 outputs across) and a long reduction: LoRA's rank-r products
 // in training (t = x·Aᵀ, dt = dy·B, dA += dtᵀ·x, dB += dyᵀ·t). A 64×64 tile would leave most of its
 // outputs empty there. out(l, s) = Σ_k L(l, k)·S(s, k) over a long operand L and a short one S (≤ 16
-// rows), f32 throughout. kSwap: L is B and S is A, so C(m, n) = out(n, m); otherwise L is A.
+// rows), f32 arithmetic; L may be stored in f16 (training's f16 activations, model/layer_acts.h). kSwap: L is B and S is A, so C(m, n) = out(n, m); otherwise L is A.
 // Two layouts of L, chosen by the host (ops/matmul.cpp) by which of L's strides is 1:
 //   ROWS_ALONG_K: L's rows are contiguous along k. A workgroup per kRows long indices: its 256
 //                 invocations step through k, then subgroup sums and a sum over the subgroups.
@@ -36,8 +36,8 @@ const uint kMaxSubgroups = 256u / 8u;
 shared float partial[kMaxSubgroups * kMaxRows * kMaxShort];
 #endif
 
-float long_at(uint i) { return kSwap != 0u ? b[i] : a[i]; }
-float short_at(uint i) { return kSwap != 0u ? a[i] : b[i]; }
+float long_at(uint i) { return kSwap != 0u ? TO_F32(B_T, b[i]) : TO_F32(A_T, a[i]); }
+float short_at(uint i) { return kSwap != 0u ? TO_F32(A_T, a[i]) : TO_F32(B_T, b[i]); }
 
 void main() {
   const bool swap = kSwap != 0u;

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "ops/attention_flash.h"
 #include "vk/memory.h"
 
 namespace ls::model {
@@ -63,20 +64,21 @@ std::vector<ActRow> act_table(const LayerSpec& s, uint32_t B, uint32_t T, F16Ope
                               MlpInputsRead read = {}) {
   using A = LayerActs;
   const uint32_t M = B * T, C = s.hidden, H = s.heads, KV = s.kv_heads, D = s.head_dim, I = s.intermediate;
+  const Dt normed = f16.normed ? Dt::f16 : Dt::act, attn = f16.attention ? Dt::f16 : Dt::act;
   std::vector<ActRow> rows = {
       // tensor   name             shape          dtype    training         inference         gradient
       {&A::x_in,  "residual",      {M, C},        Dt::f32, Keep::input,     kOwn,             shares(&A::x_mid)},
       {&A::rstd1, "rstd",          {M},           Dt::f32, Keep::backward,  kOwn,             kNone},
-      {&A::h1,    "normed",        {M, C},        Dt::act, Keep::backward,  kOwn,             kOwn},
-      {&A::q,     "q",             {B, T, H, D},  Dt::act, Keep::backward,  kOwn,             kOwn},
-      {&A::k,     "k",             {B, T, KV, D}, Dt::act, Keep::backward,  kOwn,             kOwn},
-      {&A::v,     "v",             {B, T, KV, D}, Dt::act, Keep::backward,  kOwn,             kOwn},
-      {&A::attn,  "attention",     {B, T, H, D},  Dt::act, Keep::backward,  kOwn,             kOwn},
+      {&A::h1,    "normed",        {M, C},        normed,  Keep::backward,  kOwn,             kOwn},
+      {&A::q,     "q",             {B, T, H, D},  attn,    Keep::backward,  kOwn,             kOwn},
+      {&A::k,     "k",             {B, T, KV, D}, attn,    Keep::backward,  kOwn,             kOwn},
+      {&A::v,     "v",             {B, T, KV, D}, attn,    Keep::backward,  kOwn,             kOwn},
+      {&A::attn,  "attention",     {B, T, H, D},  attn,    Keep::backward,  kOwn,             kOwn},
       {&A::lse,   "lse",           {B, H, T},     Dt::f32, Keep::backward,  kNone,            kNone},
       {&A::o,     "o_proj out",    {M, C},        Dt::f32, Keep::transient, kOwn,             kNone},
       {&A::x_mid, "residual mid",  {M, C},        Dt::f32, Keep::backward,  shares(&A::x_in), kOwn},
       {&A::rstd2, "rstd",          {M},           Dt::f32, Keep::backward,  shares(&A::rstd1), kNone},
-      {&A::h2,    "normed",        {M, C},        Dt::act, read.h2 ? Keep::backward : Keep::transient,
+      {&A::h2,    "normed",        {M, C},        normed,  read.h2 ? Keep::backward : Keep::transient,
                                                                                   shares(&A::h1),   shares(&A::h1)},
       {&A::gate,  "gate",          {M, I},        f16.gate_up ? Dt::f16 : Dt::act, Keep::backward, kOwn, kOwn},
       {&A::up,    "up",            {M, I},        f16.gate_up ? Dt::f16 : Dt::act, Keep::backward, kOwn, kOwn},
@@ -137,10 +139,11 @@ void fill(LayerActs& set, const std::vector<ActRow>& rows, Home ActRow::*home, c
 }
 
 // LORASTUDIO_F16_GATE_UP=0 keeps gate and up in the table's dtype (measurement, session 13).
-bool env_off(const char* name) {
+bool env_is(const char* name, std::string_view value) {
   const char* v = std::getenv(name);
-  return v && std::string_view(v) == "0";
+  return v && std::string_view(v) == value;
 }
+bool env_off(const char* name) { return env_is(name, "0"); }
 
 }  // namespace
 
@@ -148,12 +151,23 @@ bool products_in_f16(bool coopmat2, bool coopmat, bool quantized, DType weight) 
   return coopmat2 && (quantized || weight == DType::f16 || (coopmat && weight == DType::bf16));
 }
 
-F16Operands f16_operands(bool products_in_f16, const LayerSpec& spec, std::span<const LoraTarget> adapted) {
-  if (!products_in_f16) return {};
+F16Operands f16_operands(bool products_in_f16, const ModelSpec& model, std::span<const LoraTarget> adapted) {
+  // LORASTUDIO_F16_ACTS=1: every f16 operand on any device, f32 products included (the tests' way to run the
+  // f16 plumbing on lavapipe, tests/model/training_test.cpp).
+  if (!products_in_f16 && !env_is("LORASTUDIO_F16_ACTS", "1")) return {};
+  const LayerSpec& spec = model.layers.at(0);
   auto is_adapted = [&](LoraTarget t) { return adapts(spec, adapted, t); };
   F16Operands f16{.gated = !is_adapted(LoraTarget::down_proj),
                   .mlp_grads = !is_adapted(LoraTarget::gate_proj) && !is_adapted(LoraTarget::up_proj)};
   f16.gate_up = f16.gated && f16.mlp_grads && !env_off("LORASTUDIO_F16_GATE_UP");
+  const bool acts = !env_off("LORASTUDIO_F16_ACTS");
+  f16.normed = acts;
+  // ops/attention_flash.h attention_flash_f16_kernels in every layer, for training's shapes (T >= 16 assumed:
+  // shorter sequences take the f32 kernels through a conversion, still correct).
+  f16.attention = acts && std::all_of(model.layers.begin(), model.layers.end(), [](const LayerSpec& l) {
+    return !l.window && ops::detail::attention_flash_f16_kernels(
+                            {.T = 16, .S = 16, .H = l.heads, .KV = l.kv_heads, .D = l.head_dim});
+  });
   return f16;
 }
 

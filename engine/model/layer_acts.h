@@ -59,11 +59,12 @@ enum class ActsPlan : uint8_t {
   recompute,
 };
 
-// Operands that only tensor-core products read, kept in f16 where those products would round them to f16
-// anyway, which saves the conversion before each (ops/matmul.cpp cm2_a_as_f16): gated when down_proj has no
-// adapter, the gradients of gate and up when neither has one (an adapter's own products read them in f32).
-// Training only; the default keeps every such tensor in its table dtype.
+// Activations kept in f16 where the products that read them round them to f16 anyway, which halves what
+// training keeps and saves the conversion before each product (ops/matmul.cpp cm2_a_as_f16). Training only;
+// the default keeps every such tensor in its table dtype (f32).
 struct F16Operands {
+  // gated when down_proj has no adapter, the gradients of gate and up when neither has one (an adapter's own
+  // products read them in f32).
   bool gated = false;
   bool mlp_grads = false;
   // gate and up (the products' outputs, which the activation reads forward and backward) and d gated (the down
@@ -71,6 +72,13 @@ struct F16Operands {
   // activation kernels then read and write f16 only. Halves the MLP's elementwise traffic and its kept
   // activations (0.5B B8: silu_mul and its backward 5.1 ms a step in f32, session 13).
   bool gate_up = false;
+  // h1 and h2, the norms' outputs: the projections' products read them in f16, and the adapter's rank-r
+  // products read them as f16 too (shaders/matmul_skinny.comp, f32 arithmetic).
+  bool normed = false;
+  // q, k, v (after RoPE and the q/k norms) and the attention's output: the flash kernels round q, k and v to
+  // f16 for their products and the o product rounds the output. Only where the backward reads f16 itself
+  // (ops/attention_flash.h attention_flash_backward_f16_fit: cooperative-matrix-2, no window).
+  bool attention = false;
 };
 // Whether the projections' products round their operands to f16: on VK_NV_cooperative_matrix2 the
 // workgroup-scope GEMM (ops/matmul.cpp cm2_fits) takes them when their weights are quantized (dequantized
@@ -79,8 +87,10 @@ struct F16Operands {
 // train/memory_plan.cpp and train/step_scratch.cpp (its plan).
 bool products_in_f16(bool coopmat2, bool coopmat, bool quantized, DType weight);
 // Which ones, for products that round their operands to f16 (products_in_f16) and an adapter on `adapted`
-// in every layer.
-F16Operands f16_operands(bool products_in_f16, const LayerSpec& spec, std::span<const LoraTarget> adapted);
+// in every layer (`attention` only if every layer's attention fits). Measurement and tests:
+// LORASTUDIO_F16_ACTS=0 keeps normed and attention in f32, LORASTUDIO_F16_GATE_UP=0 gate_up;
+// LORASTUDIO_F16_ACTS=1 turns every one on whatever the products (f32 products read f16 operands too).
+F16Operands f16_operands(bool products_in_f16, const ModelSpec& spec, std::span<const LoraTarget> adapted);
 
 // One LayerActs per layer (shared tensors appear in several), x_in to x_out and lora_t included; lora_t
 // where `adapter` (may be null) adapts a projection. k_cache and v_cache are the caller's to set. The last

@@ -175,7 +175,7 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
   // The MLP's operands that only tensor-core products read stay in f16 (model/layer_acts.h F16Operands).
   const LinearWeights& down = w.layers.at(0).down;
   const F16Operands f16 = f16_operands(products_in_f16(dev.coopmat2(), dev.coopmat(), down.q.defined(), down.w.dtype()),
-                                       spec.layers.at(0), adapter.targets);
+                                       spec, adapter.targets);
   const std::vector<LayerActs> acts = plan_layer_acts(
       dev, spec, &adapter, B, T, DType::f32, options.recompute ? ActsPlan::recompute : ActsPlan::training, f16);
   const LayerRun run{.positions = batch.positions,

@@ -9,6 +9,7 @@
 #include "ops/attention_flash.h"
 #include "ops/attention_products.h"
 #include "ops/common.h"
+#include "ops/convert.h"
 
 namespace ls::ops {
 
@@ -130,7 +131,7 @@ void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, c
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
                         float scale, uint32_t window) {
   const char* op = "attention_backward";
-  AttentionDims d = attention_dims(q, k, v, {DType::f32}, op);
+  AttentionDims d = attention_dims(q, k, v, {DType::f32, DType::f16}, op);
   d.window = window && window < d.S ? window : 0;
   require_shape(o, q.shape(), op, "o");
   require_shape(do_, q.shape(), op, "do");
@@ -138,12 +139,22 @@ void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, c
   require_shape(dk, k.shape(), op, "dk");
   require_shape(dv, k.shape(), op, "dv");
   require_shape(lse, {d.B, d.H, d.T}, op, "lse");
-  require_dtype(o, {DType::f32}, op, "o");
+  require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
   require_dtype(do_, {DType::f32}, op, "do");
   require_dtype(dq, {DType::f32}, op, "dq");
   require_dtype(dk, {DType::f32}, op, "dk");
   require_dtype(dv, {DType::f32}, op, "dv");
   require_dtype(lse, {DType::f32}, op, "lse");
+  if (q.dtype() == DType::f16 && !detail::attention_flash_backward_f16_fit(rec.device(), d)) {
+    // Only the cooperative-matrix-2 kernels read f16 inputs: the others get f32 copies.
+    auto widened = [&](const Tensor& x) {
+      Tensor y = Tensor::empty(rec.device(), x.shape(), DType::f32, "attention_backward f32 input");
+      convert_forward(rec, y, x);
+      return y;
+    };
+    return attention_backward(rec, dq, dk, dv, do_, widened(q), widened(k), widened(v), widened(o), lse, scale,
+                              window);
+  }
   if (d.window)
     detail::attention_backward_rows(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
   else if (detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype()))

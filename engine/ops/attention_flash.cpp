@@ -60,15 +60,19 @@ FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool
   if ((tensor_cores || dtype != DType::f32) && attention_flash_coopmat_fit(device, d, dtype) &&
       flash_cm2_enabled(device.coopmat2())) {
     using K = vk::Kernel;
-    // [head dim 128]: forward (f32), forward (f16), dq, dk and dv.
-    static constexpr K kernels[2][4] = {
-        {K::flash_attention_cm2_forward_d64, K::flash_attention_cm2_forward_f16_d64,
-         K::flash_attention_cm2_backward_dq_d64, K::flash_attention_cm2_backward_dkdv_d64},
-        {K::flash_attention_cm2_forward_d128, K::flash_attention_cm2_forward_f16_d128,
-         K::flash_attention_cm2_backward_dq_d128, K::flash_attention_cm2_backward_dkdv_d128}};
-    const K* row = kernels[small ? 0 : 1];
+    // [head dim 128][f16 q, k, v and o]: forward, dq, dk and dv.
+    static constexpr K kernels[2][2][3] = {
+        {{K::flash_attention_cm2_forward_d64, K::flash_attention_cm2_backward_dq_d64,
+          K::flash_attention_cm2_backward_dkdv_d64},
+         {K::flash_attention_cm2_forward_f16_d64, K::flash_attention_cm2_backward_dq_f16_d64,
+          K::flash_attention_cm2_backward_dkdv_f16_d64}},
+        {{K::flash_attention_cm2_forward_d128, K::flash_attention_cm2_backward_dq_d128,
+          K::flash_attention_cm2_backward_dkdv_d128},
+         {K::flash_attention_cm2_forward_f16_d128, K::flash_attention_cm2_backward_dq_f16_d128,
+          K::flash_attention_cm2_backward_dkdv_f16_d128}}};
+    const K* row = kernels[small ? 0 : 1][dtype == DType::f16 ? 1 : 0];
     const uint32_t threads = cm2_threads();
-    return {{dtype == DType::f16 ? row[1] : row[0], row[2], row[3]},
+    return {{row[0], row[1], row[2]},
             {kCm2Rows, kCm2Rows, kCm2Rows, threads},
             threads,
             threads};
@@ -135,6 +139,15 @@ bool attention_flash_fit(vk::Device& device, const AttentionDims& d, DType dtype
   return (dtype == DType::f32 || attention_flash_coopmat_fit(device, d, dtype)) && flash_shapes(device, d);
 }
 
+bool attention_flash_f16_kernels(const AttentionDims& d) {
+  return !d.window && d.D % 16 == 0 && d.D <= 128 && flash_cm2_enabled(true);
+}
+
+bool attention_flash_backward_f16_fit(vk::Device& device, const AttentionDims& d) {
+  return attention_flash_f16_kernels(d) && attention_flash_coopmat_fit(device, d, DType::f16) &&
+         flash_cm2_enabled(device.coopmat2());
+}
+
 bool flash_cm2_enabled(bool device_coopmat2) {
   static const bool off = [] {
     const char* v = std::getenv("LORASTUDIO_FLASH_CM2");  // measurement: 0 keeps the coopmat kernels
@@ -164,7 +177,7 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
                               const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
                               const Tensor& lse, const AttentionDims& d, float scale) {
   vk::Device& dev = rec.device();
-  const FlashPlan plan = plan_for(dev, d, DType::f32);
+  const FlashPlan plan = plan_for(dev, d, q.dtype());
   const bool tensor_cores = attention_flash_coopmat_fit(dev, d, DType::f32);
   const uint32_t splits = tensor_cores ? attention_flash_backward_splits(d, flash_cm2_enabled(dev.coopmat2())) : 1;
   // kScratchAttention: delta [B, H, T], then (split) dq's partials [splits·B, H, T, D].

@@ -10,8 +10,13 @@
 
 namespace ls::ops::detail {
 
-// Whether the flash kernels take these shapes and dtype (f32; f16 only on tensor cores, forward only).
+// Whether the flash kernels take these shapes and dtype (f32; f16 only on tensor cores).
 bool attention_flash_fit(vk::Device& device, const AttentionDims& d, DType dtype);
+// Whether the backward reads f16 q, k, v and o itself: the cooperative-matrix-2 kernels, no window. Elsewhere
+// ops/attention.cpp converts them to f32 first. The first without a device: what a device that offers
+// VK_NV_cooperative_matrix2 would take (for the activation plan, model/layer_acts.h).
+bool attention_flash_f16_kernels(const AttentionDims& d);
+bool attention_flash_backward_f16_fit(vk::Device& device, const AttentionDims& d);
 // Whether they run on tensor cores (head dim a multiple of 16, at least 16 queries).
 bool attention_flash_coopmat_fit(vk::Device& device, const AttentionDims& d, DType dtype);
 // With `past` (i32, past = past[0] read on the device), k and v are KV caches of capacity d.S, as in

@@ -534,7 +534,7 @@ void matmul_strided(vk::Recorder& rec, const Tensor& c, const Tensor& a, const T
 
 namespace {
 
-// The [M, K] scratch buffer, in x's dtype, that holds x̃ (and later dropoutᵀ's input).
+// The [M, K] scratch buffer, in x's dtype, that holds x̃ (or, given dx, dropoutᵀ's input).
 Tensor dropout_scratch(vk::Recorder& rec, const Tensor& x, uint32_t M, uint32_t K) {
   const uint64_t bytes = uint64_t(M) * K * dtype_size(x.dtype());
   return Tensor::view(rec.device(), rec.scratch(bytes, vk::Recorder::kScratchDropout), {M, K}, x.dtype());
@@ -621,8 +621,7 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
     matmul_backward_x(rec, dx, dy, w, accumulate);
     vk::Recorder::Label label(rec, "lora");
     if (dropout.active()) {  // dx += mask ⊙ (dt·A) / (1 − p)
-      require(dx.dtype() == x.dtype(), op, "with dropout, dx must have x's dtype");
-      const Tensor through = dropout_scratch(rec, x, M, K);
+      const Tensor through = dropout_scratch(rec, dx, M, K);  // in dx's dtype (x may be an f16 activation)
       matmul_backward_x(rec, through, dt, lora_a, false);
       dropout_backward(rec, dx.reshape({M, K}), through, dropout.p, dropout.seed, dropout.stream, true);
     } else {

@@ -75,7 +75,7 @@ StepBytes step_bytes(const model::ModelSpec& spec, const PlanOptions& o, uint32_
   // model/training.cpp: the MLP operands kept in f16 where the products round to f16.
   const bool in_f16 =
       model::products_in_f16(o.device.coopmat2, o.device.coopmat, o.quantize != QuantType::none, weight_dtype);
-  const model::F16Operands f16 = model::f16_operands(in_f16, spec.layers.at(0), o.targets);
+  const model::F16Operands f16 = model::f16_operands(in_f16, spec, o.targets);
   s.kept = model::layer_acts_bytes(spec, o.targets, o.rank, B, T, DType::f32,
                                    o.grad_checkpoint ? model::ActsPlan::recompute : model::ActsPlan::training, f16);
   s.grads = model::layer_grads_bytes(spec.layers.at(0), B, T, f16);

@@ -51,7 +51,7 @@ class StepWalk {
   StepWalk(const model::ModelSpec& spec, const PlanDevice& device, const StepScratchOptions& o)
       : spec_(spec), dev_(device), o_(o), M_(o.B * o.T),
         in_f16_(model::products_in_f16(device.coopmat2, device.coopmat, o.quantize != QuantType::none, o.weight_dtype)),
-        f16_(model::f16_operands(in_f16_, spec.layers.at(0), o.targets)) {}
+        f16_(model::f16_operands(in_f16_, spec, o.targets)) {}
 
   StepScratch run() {
     const size_t L = spec_.layers.size();
@@ -101,18 +101,28 @@ class StepWalk {
     if (p.weight && in_f16_ && !p.a_f16) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
     slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
   }
-  void dropout_input(uint32_t in) {
-    if (o_.dropout) slots_.request(Rec::kScratchDropout, uint64_t(M_) * in * 4);  // ops/matmul.cpp dropout_scratch
+  // ops/matmul.cpp dropout_scratch: x̃ in the dtype of the projection's input.
+  void dropout_input(const model::LayerSpec& s, LoraTarget t) {
+    if (o_.dropout) slots_.request(Rec::kScratchDropout, uint64_t(M_) * s.product(t).in * (input_f16(t) ? 2 : 4));
+  }
+  // Whether projection t's input is kept in f16 (model/layer_acts.h F16Operands): h1 for q, k and v, the
+  // attention's output for o, h2 for gate and up, gated for down.
+  bool input_f16(LoraTarget t) const {
+    switch (t) {
+      case LoraTarget::o_proj: return f16_.attention;
+      case LoraTarget::down_proj: return f16_.gated;
+      default: return f16_.normed;
+    }
   }
 
   // model/layer.cpp project(): t = x̃·Aᵀ, then y = x·Wᵀ + b + s·t·Bᵀ.
   void project(const model::LayerSpec& s, LoraTarget t) {
     const model::ModuleSpec m = s.product(t);
     if (adapted(s, t)) {
-      dropout_input(m.in);
+      dropout_input(s, t);
       product({.M = M_, .N = o_.rank, .K = m.in, .lora_own = true, .long_rows = true});
     }
-    product({.M = M_, .N = m.out, .K = m.in, .weight = &m, .a_f16 = t == LoraTarget::down_proj && f16_.gated});
+    product({.M = M_, .N = m.out, .K = m.in, .weight = &m, .a_f16 = input_f16(t)});
   }
 
   // model/layer.cpp project_backward() and ops/matmul.cpp lora_backward().
@@ -126,12 +136,12 @@ class StepWalk {
     }
     product({.M = m.out, .N = r, .K = M_, .lora_own = true});                   // dB += dyᵀ·t
     product({.M = M_, .N = r, .K = m.out, .lora_own = true, .long_rows = true});  // dt = dy·B
-    dropout_input(m.in);
+    dropout_input(s, t);
     product({.M = r, .N = m.in, .K = M_, .lora_own = true});                    // dA += dtᵀ·x̃
     if (!dx) return;
     product({.M = M_, .N = m.in, .K = m.out, .weight = &m});  // dx = dy·W (+ dt·A in its epilogue: see below)
     if (!o_.dropout && !dev_.coopmat) return;                  // folded into dx's epilogue
-    dropout_input(m.in);
+    if (o_.dropout) slots_.request(Rec::kScratchDropout, uint64_t(M_) * m.in * 4);  // dropoutᵀ's input, as dx: f32
     product({.M = M_, .N = m.in, .K = r, .lora_own = true});  // dx += (mask ⊙) dt·A
   }
 

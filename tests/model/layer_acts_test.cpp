@@ -45,5 +45,33 @@ TEST(LayerActs, MlpInputsAreKeptOnlyForTheirAdapters) {
   EXPECT_EQ(per_layer(phi3, {T::qkv_proj, T::gate_up_proj}), per_layer(phi3, {T::qkv_proj}) + h2 + lora_t);
 }
 
+// Kept in f16 (F16Operands::normed, ::attention): h1 (and h2 where kept), q, k, v and the attention's output take
+// half their f32 bytes; the residual stream, statistics and lora_t stay f32.
+TEST(LayerActs, F16OperandsHalveTheNormedAndAttentionTensors) {
+  const ModelSpec s = spec_of("Qwen2ForCausalLM");
+  const uint32_t M = 2 * 16, C = 48, D = 8, H = 6, KV = 2;
+  auto half = [](uint64_t f32_bytes) { return vk::Memory::footprint(f32_bytes) - vk::Memory::footprint(f32_bytes / 2); };
+  const uint64_t f32 = per_layer(s, {T::q_proj, T::v_proj});
+  EXPECT_EQ(per_layer(s, {T::q_proj, T::v_proj}, {.normed = true}), f32 - half(uint64_t(M) * C * 4));
+  EXPECT_EQ(per_layer(s, {T::q_proj, T::v_proj, T::gate_proj}, {.normed = true}),
+            per_layer(s, {T::q_proj, T::v_proj, T::gate_proj}) - 2 * half(uint64_t(M) * C * 4));
+  EXPECT_EQ(per_layer(s, {T::q_proj, T::v_proj}, {.attention = true}),
+            f32 - 2 * half(uint64_t(M) * H * D * 4) - 2 * half(uint64_t(M) * KV * D * 4));
+}
+
+// Which tensors a device keeps in f16: none where the products are f32; with f16 products the normed inputs,
+// and q, k, v and the attention's output unless a layer has a sliding window (the f32 backward kernels).
+TEST(LayerActs, F16OperandsFollowTheProductsAndTheWindow) {
+  const std::vector<LoraTarget> qv{T::q_proj, T::v_proj};
+  const F16Operands none = f16_operands(false, spec_of("Qwen2ForCausalLM"), qv);
+  EXPECT_FALSE(none.normed || none.attention || none.gated || none.gate_up);
+  const nlohmann::json j = {{"architectures", {"MistralForCausalLM"}}, {"hidden_size", 64},
+                            {"intermediate_size", 80}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                            {"num_key_value_heads", 2}, {"vocab_size", 100}, {"sliding_window", 8}};
+  const F16Operands windowed = f16_operands(true, model_spec(parse_config(j, "config.json")), qv);
+  EXPECT_TRUE(windowed.normed);
+  EXPECT_FALSE(windowed.attention);
+}
+
 }  // namespace
 }  // namespace ls::model

@@ -3,7 +3,8 @@
 // kernels).
 // Tolerances (relative, test::expect_close): forward f32 1e-5, f16 2e-3 (f16 inputs, one rounding of the
 // output; lse stays f32: 1e-5); backward (f32) 1e-5. The reference backward is checked by central finite
-// differences of the reference forward in double (|fd - analytic| <= 1e-8 + 1e-6 |analytic|).
+// differences of the reference forward in double (|fd - analytic| <= 1e-8 + 1e-6 |analytic|). The backward
+// with f16 q, k, v and o holds the f32 tolerance against the reference on the same rounded values.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -158,9 +159,14 @@ struct Gradients {
   std::vector<float> dq, dk, dv;
 };
 
-void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool products);
+void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool products, DType dtype = DType::f32);
 
 TEST_P(AttentionBackward, MatchesReference) { backward_matches_reference(dev(), GetParam(), false); }
+
+// q, k, v and o in f16, as training keeps them where the products round them to f16 anyway (model/layer_acts.h):
+// read as they are by the cooperative-matrix-2 kernels, widened to f32 for the others. The reference runs on the
+// same rounded values, so the tolerance is the f32 inputs'.
+TEST_P(AttentionBackward, F16InputsMatchReference) { backward_matches_reference(dev(), GetParam(), false, DType::f16); }
 
 // The products path (taken on devices with tensor cores) on every device, against the same reference:
 // exact f32 products on lavapipe, f16 operands on tensor cores.
@@ -171,16 +177,17 @@ TEST_P(AttentionBackward, ThroughMatrixProductsMatchesReference) {
   backward_matches_reference(dev(), d, true);
 }
 
-void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool products) {
+void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool products, DType dtype) {
   float scale = default_scale(d);
-  Inputs x(d, DType::f32, 300 + d.T * 7 + d.S);
+  Inputs x(d, dtype, 300 + d.T * 7 + d.S);
   auto dout = test::random_values(numel(q_shape(d)), 400 + d.T);
   auto saved = ref_forward(d, x, scale);  // the forward's saved o and lse: reference values for GPU and CPU alike
+  saved.o = test::rounded(saved.o, dtype);
 
-  auto q = test::tensor_from(gpu, q_shape(d), DType::f32, x.q);
-  auto k = test::tensor_from(gpu, kv_shape(d), DType::f32, x.k);
-  auto v = test::tensor_from(gpu, kv_shape(d), DType::f32, x.v);
-  auto o = test::tensor_from(gpu, q_shape(d), DType::f32, saved.o);
+  auto q = test::tensor_from(gpu, q_shape(d), dtype, x.q);
+  auto k = test::tensor_from(gpu, kv_shape(d), dtype, x.k);
+  auto v = test::tensor_from(gpu, kv_shape(d), dtype, x.v);
+  auto o = test::tensor_from(gpu, q_shape(d), dtype, saved.o);
   auto lse = test::tensor_from(gpu, lse_shape(d), DType::f32, saved.lse);
   auto dO = test::tensor_from(gpu, q_shape(d), DType::f32, dout);
   auto dq = test::poisoned(gpu, q_shape(d), DType::f32);
@@ -198,9 +205,10 @@ void backward_matches_reference(vk::Device& gpu, const AttentionDims& d, bool pr
   Gradients want{std::vector<float>(x.q.size()), std::vector<float>(x.k.size()), std::vector<float>(x.v.size())};
   ops::ref::attention_backward(want.dq, want.dk, want.dv, dout, x.q, x.k, x.v, saved.o, saved.lse, d, scale);
   const double t = products && gpu.coopmat() ? kProductsTol : tol(gpu, d, DType::f32);
-  check(got.dq, want.dq, t, "attention_backward dq", q_shape(d));
-  check(got.dk, want.dk, t, "attention_backward dk", kv_shape(d));
-  check(got.dv, want.dv, t, "attention_backward dv", kv_shape(d));
+  const std::string tag = std::string("attention_backward ") + (dtype == DType::f16 ? "f16 " : "");
+  check(got.dq, want.dq, t, tag + "dq", q_shape(d));
+  check(got.dk, want.dk, t, tag + "dk", kv_shape(d));
+  check(got.dv, want.dv, t, tag + "dv", kv_shape(d));
   dq.expect_guards_intact("attention dq");
   dk.expect_guards_intact("attention dk");
   dv.expect_guards_intact("attention dv");
@@ -369,10 +377,11 @@ TEST_F(AttentionBadInputs, RaiseErrorsNamingTheOp) {
     ops::attention_forward(rec, big, lb, big, big, big, 1.f);
   }, "attention_forward", "over 256");
   expect_error([&] { ops::attention_forward(rec, o, t({1, 4, 5}), q, k, k, 1.f); }, "attention_forward", "lse");
-  // Backward: f32 only, gradients shaped like their inputs.
+  // Backward: q, k, v and o of one dtype, f32 gradients shaped like their inputs.
   auto h = t({1, 4, 4, 8}, DType::f16), hk = t({1, 4, 2, 8}, DType::f16);
   expect_error([&] { ops::attention_backward(rec, q, k, k, q, h, hk, hk, o, lse, 1.f); }, "attention_backward",
-               "f16");
+               "expected the dtype of q");
+  expect_error([&] { ops::attention_backward(rec, h, k, k, q, q, k, k, o, lse, 1.f); }, "attention_backward", "dq");
   expect_error([&] { ops::attention_backward(rec, q, q, k, q, q, k, k, o, lse, 1.f); }, "attention_backward", "dk");
 }
 
