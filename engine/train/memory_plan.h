@@ -51,7 +51,7 @@ enum class PlanPart : uint8_t {
   scratch,      // the recorded programs' scratch buffers (split-K sums, attention, dropout, conversions)
   validation,   // the validation program: its own activations, loss buffers, scratch and gradients
   kv_cache,     // generation's KV cache (only with kv_cache_tokens)
-  blocks,       // the allocator takes device memory in blocks of 256 MiB: the total rounded up to them
+  blocks,       // the allocator takes device memory in blocks (vk::Memory::kBlockSize): the total rounded up to them
 };
 constexpr size_t kPlanParts = 8;
 const char* plan_part_name(PlanPart part);  // "base weights", "LoRA + gradients + AdamW", ...

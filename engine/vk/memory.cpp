@@ -14,9 +14,9 @@ constexpr VkBufferUsageFlags kUsage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BU
 VkDeviceSize align_up(VkDeviceSize v, VkDeviceSize a) { return (v + a - 1) / a * a; }
 
 // The block made for an allocation that fits no free range: a shared block of kBlockSize, or for an
-// allocation over a quarter of that a block of its own size (in 2 MiB steps). Two 7B MLP weights (129.5 MiB
-// each) do not fit one 256 MiB block, so each took a block and left 126.5 MiB of it to smaller tensors: the
-// 7B step held 23.5 GiB on the H100 for a plan of 17.75.
+// allocation over a quarter of that a block of its own size (in 2 MiB steps). (With 256 MiB blocks and no
+// blocks of their own, two 7B MLP weights (129.5 MiB each) did not fit one block, so each took a block and left
+// 126.5 MiB of it to smaller tensors: the 7B step held 23.5 GiB on the H100 for a plan of 17.75.)
 VkDeviceSize block_size_for(VkDeviceSize need) {
   return need > Memory::kBlockSize / 4 ? align_up(need, 2ull << 20) : Memory::kBlockSize;
 }
