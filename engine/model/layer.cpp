@@ -51,21 +51,28 @@ ops::LoraDropout dropout_of(const LayerRun& run, uint32_t layer, LoraTarget t) {
           .stream = layer * uint32_t(kLoraStreamsPerLayer) + uint32_t(stream_target(t))};
 }
 
-// y = x·Wᵀ + b, plus the adapter's term where it adapts this projection (t = x̃·Aᵀ kept in a.lora_t). A
-// quantized weight goes through ops/quant.h's forms of the same products.
+// y = x·Wᵀ + b, plus the adapter's term where it adapts this projection (t = x̃·Aᵀ kept in a.lora_t); with
+// accumulate, y += that (a residual add in the product). A quantized weight goes through ops/quant.h's forms of
+// the same products.
 void project(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_t layer, LoraTarget target,
-             const LinearWeights& w, const LayerActs& a, const Tensor& y, const Tensor& x) {
+             const LinearWeights& w, const LayerActs& a, const Tensor& y, const Tensor& x, bool accumulate = false) {
   const std::optional<Adapted> ad = lora_of(s, run, layer, target);
   if (ad && w.q.defined())
     ops::quant_lora_forward(rec, y, a.lora_t[size_t(ad->owner)], x, w.q, w.b, ad->pair.a, ad->pair.b,
-                            run.adapter->scale(), dropout_of(run, layer, ad->owner));
+                            run.adapter->scale(), dropout_of(run, layer, ad->owner), accumulate);
   else if (ad)
     ops::lora_forward(rec, y, a.lora_t[size_t(ad->owner)], x, w.w, w.b, ad->pair.a, ad->pair.b, run.adapter->scale(),
-                      dropout_of(run, layer, ad->owner));
+                      dropout_of(run, layer, ad->owner), accumulate);
   else if (w.q.defined())
-    ops::quant_linear_forward(rec, y, x, w.q, w.b);
+    ops::quant_linear_forward(rec, y, x, w.q, w.b, accumulate);
   else
-    ops::matmul_forward(rec, y, x, w.w, w.b);
+    ops::matmul_forward(rec, y, x, w.w, w.b, accumulate);
+}
+
+// Whether two tensors are one: the inference set updates the residual stream in place (x_in = x_mid = x_out).
+bool same_tensor(const Tensor& a, const Tensor& b) {
+  const vk::BufferRange ra = a.range(), rb = b.range();
+  return ra.alloc == rb.alloc && ra.offset == rb.offset && ra.size == rb.size;
 }
 
 // dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
@@ -162,12 +169,20 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     // Training: q attends over the batch row's own k and v; lse is kept for the backward.
     ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale, s.window.value_or(0));
   }
-  project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.o, a.attn.reshape({M, H * D}));  // (M, C)
-  if (s.sandwich_norms) {
-    norm_forward(rec, s.norm, a.out_normed, a.rstd_o, a.o, w.attention_out_norm);         // (M, C)
-    ops::add_forward(rec, a.x_mid, a.x_in, a.out_normed);
+  // The residual stream updated in place (inference, no sandwich norms): x += o_proj(attn) and, below,
+  // x += down_proj(gated) in the products themselves, not through o and down and an add each.
+  const bool in_place = !s.sandwich_norms && same_tensor(a.x_mid, a.x_in) && same_tensor(a.x_out, a.x_mid);
+  const Tensor attn = a.attn.reshape({M, H * D});
+  if (in_place) {
+    project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.x_mid, attn, true);  // (M, C)
   } else {
-    ops::add_forward(rec, a.x_mid, a.x_in, a.o);
+    project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.o, attn);  // (M, C)
+    if (s.sandwich_norms) {
+      norm_forward(rec, s.norm, a.out_normed, a.rstd_o, a.o, w.attention_out_norm);  // (M, C)
+      ops::add_forward(rec, a.x_mid, a.x_in, a.out_normed);
+    } else {
+      ops::add_forward(rec, a.x_mid, a.x_in, a.o);
+    }
   }
   group.emplace(rec, kGroupNorms);
   norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);              // (M, C)
@@ -175,6 +190,10 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   project(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);             // (M, I)
   project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                   // (M, I)
   mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);                       // (M, I)
+  if (in_place) {
+    project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.x_out, a.gated, true);  // (M, C)
+    return;
+  }
   project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);          // (M, C)
   if (s.sandwich_norms) {  // (its statistics also when recomputing: the backward reads them)
     norm_forward(rec, s.norm, a.out_normed, a.rstd_down, a.down, w.mlp_out_norm);         // (M, C)

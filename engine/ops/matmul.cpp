@@ -471,7 +471,8 @@ void require_bias(const Tensor& bias, uint32_t N, DType dtype, const char* op) {
 
 }  // namespace
 
-void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias) {
+void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias,
+                    bool accumulate) {
   const char* op = "matmul_forward";
   require_dtype(x, kActivation, op, "x");
   require_dtype(y, kActivation, op, "y");
@@ -481,7 +482,7 @@ void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const W
   require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
   require_bias(bias, N, bw.dtype, op);
   gemm(rec, {.op = op, .a = x, .b = bw.b, .c = y, .bias = bias, .M = M, .N = N, .K = K, .a_sm = K, .a_sk = 1,
-             .b_sn = K, .b_sk = 1, .c_sm = N, .qb = bw.q});
+             .b_sn = K, .b_sk = 1, .c_sm = N, .beta = 1, .accumulate = accumulate, .qb = bw.q});
 }
 
 void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w, bool accumulate) {
@@ -544,7 +545,7 @@ Tensor dropout_scratch(vk::Recorder& rec, const Tensor& x, uint32_t M, uint32_t 
 
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const WeightOperand& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
-                  const LoraDropout& dropout) {
+                  const LoraDropout& dropout, bool accumulate) {
   const char* op = "lora_forward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -570,7 +571,8 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
   require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
   require_bias(bias, N, bw.dtype, op);
   gemm(rec, {.op = op, .a = x, .b = bw.b, .c = y, .bias = bias, .lora_t = t, .lora_l = lora_b, .M = M, .N = N, .K = K,
-             .a_sm = K, .a_sk = 1, .b_sn = K, .b_sk = 1, .c_sm = N, .rank = r, .lora_scale = scale, .qb = bw.q});
+             .a_sm = K, .a_sk = 1, .b_sn = K, .b_sk = 1, .c_sm = N, .beta = 1, .accumulate = accumulate, .rank = r,
+             .lora_scale = scale, .qb = bw.q});
 }
 
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,

@@ -25,8 +25,10 @@ struct WeightOperand {
   uint32_t cols() const { return q ? q->cols : w.dim(1); }
 };
 
-// y [.., N] = x [.., K] · w [N, K]ᵀ (+ bias [N], same dtype as w; pass Tensor() for none).
-void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias);
+// y [.., N] = x [.., K] · w [N, K]ᵀ (+ bias [N], same dtype as w; pass Tensor() for none); with accumulate,
+// y += ... (a residual add folded into the product: inference's o and down projections).
+void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias,
+                    bool accumulate = false);
 // dx [.., K] = dy [.., N] · w [N, K]; with accumulate, dx += dy·w.
 void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
                        bool accumulate = false);
@@ -44,10 +46,10 @@ struct LoraDropout {
 };
 
 // t [M, r] (f32, saved for backward) = x̃·Aᵀ;  y = x·Wᵀ + bias + scale·t·Bᵀ  (two dispatches; the
-// low-rank term is fused into the base product's epilogue). x̃ = x without dropout.
+// low-rank term is fused into the base product's epilogue). x̃ = x without dropout. With accumulate, y += ....
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const WeightOperand& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
-                  const LoraDropout& dropout = {});
+                  const LoraDropout& dropout = {}, bool accumulate = false);
 // dB += u·scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += u·dtᵀ·x̃;  dx = dy·W + dropoutᵀ(dt·A)
 // when dx is defined (activation gradient through the frozen weight and the adapter; with accumulate,
 // dx += ...). u (grad_unscale) undoes a loss scale the activation gradients carry (see record_train_step).

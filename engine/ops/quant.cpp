@@ -192,16 +192,17 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
                wide ? vk::Spec{.local_x = kThreads, .constants = {rows}} : vk::Spec{.local_x = kThreads});
 }
 
-void quant_linear_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q, const Tensor& bias) {
-  if (quant_matvec_fits(x, q)) return quant_matvec_forward(rec, y, x, q, bias);
-  matmul_forward(rec, y, x, q, bias);
+void quant_linear_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q, const Tensor& bias,
+                          bool accumulate) {
+  if (quant_matvec_fits(x, q)) return quant_matvec_forward(rec, y, x, q, bias, accumulate);
+  matmul_forward(rec, y, x, q, bias, accumulate);
 }
 
 void quant_lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const QuantWeight& q,
                         const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
-                        const LoraDropout& dropout) {
+                        const LoraDropout& dropout, bool accumulate) {
   if (dropout.active() || !quant_matvec_fits(x, q))
-    return lora_forward(rec, y, t, x, q, bias, lora_a, lora_b, scale, dropout);
+    return lora_forward(rec, y, t, x, q, bias, lora_a, lora_b, scale, dropout, accumulate);
   const char* op = "quant_lora_forward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -209,7 +210,7 @@ void quant_lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, con
   require_shape(lora_a, {r, q.cols}, op, "lora_a");
   require_shape(lora_b, {q.rows, r}, op, "lora_b");
   require_shape(t, {M, r}, op, "t");
-  quant_matvec_forward(rec, y, x, q, bias);
+  quant_matvec_forward(rec, y, x, q, bias, accumulate);
   vk::Recorder::Label label(rec, "lora");
   matmul_forward(rec, t, x, lora_a, Tensor());
   // y += scale · t·Bᵀ

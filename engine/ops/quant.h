@@ -39,10 +39,11 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
 // reads the packed codes (quant_matvec_forward, then the adapter's term as its own two small products);
 // more rows go to matmul_forward / lora_forward with q as the weight operand (read packed by the tensor-core
 // kernels where quant_in_gemm allows, else dequantized into the scratch first). The backward takes q the
-// same way (matmul_backward_x, lora_backward).
-void quant_linear_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q, const Tensor& bias);
+// same way (matmul_backward_x, lora_backward). With accumulate, y += ... (as matmul_forward).
+void quant_linear_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q, const Tensor& bias,
+                          bool accumulate = false);
 void quant_lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const QuantWeight& q,
                         const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
-                        const LoraDropout& dropout = {});
+                        const LoraDropout& dropout = {}, bool accumulate = false);
 
 }  // namespace ls::ops

@@ -45,6 +45,14 @@ TEST_P(MatmulTest, ForwardWithBiasMatchesReference) {
   ops::ref::matmul_forward(want, x0, w0, b0, c.M, c.N, c.K);
   test::expect_close(download(y.t), test::rounded(want, c.y), tol(dev(), c.M, c.w, c.y), "matmul_forward", y.t.shape());
   y.expect_guards_intact("matmul_forward");
+
+  // With accumulate, y += x·Wᵀ + b (inference's residual adds folded into the o and down products).
+  const auto y0 = test::rounded(test::random_values(size_t(c.M) * c.N, 8), c.y);
+  auto y_acc = test::tensor_from(dev(), {c.M, c.N}, c.y, y0);
+  test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_forward(rec, y_acc, x, w, b, true); });
+  for (size_t i = 0; i < want.size(); ++i) want[i] += y0[i];
+  test::expect_close(download(y_acc), test::rounded(want, c.y), tol(dev(), c.M, c.w, c.y), "matmul_forward accumulating",
+                     y_acc.shape());
 }
 
 TEST_P(MatmulTest, ForwardWithoutBiasAndBackwardX) {
@@ -218,8 +226,13 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   auto dx_acc = test::tensor_from(d, {M, K}, DType::f32, dx_before);
   auto da2 = test::tensor_from(d, {r, K}, DType::f32, da0), db2 = test::tensor_from(d, {N, r}, DType::f32, db0);
   auto dt2 = test::poisoned(d, {M, r}, DType::f32);
+  // The forward adding to an existing y (inference's residual stream).
+  const auto y_before = test::random_values(size_t(M) * N, 29);
+  auto y_acc = test::tensor_from(d, {M, N}, DType::f32, y_before);
+  auto t2 = test::poisoned(d, {M, r}, DType::f32);
   test::run(d, [&](vk::Recorder& rec) {
     ops::lora_forward(rec, y.t, t.t, x, w, bias, a, b, scale);
+    ops::lora_forward(rec, y_acc, t2.t, x, w, bias, a, b, scale, {}, true);
     ops::lora_backward(rec, dx.t, da, db, dt.t, dy, x, t.t, w, a, b, scale);
     ops::lora_backward(rec, dx_acc, da2, db2, dt2.t, dy, x, t.t, w, a, b, scale, true);
   });
@@ -229,6 +242,9 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   test::expect_close(download(t.t), want_t, 1e-5, "lora t", t.t.shape());
   const double base_tol = tol(d, M, wt, DType::f32);  // the frozen product may be on tensor cores
   test::expect_close(download(y.t), want_y, base_tol, "lora y", y.t.shape());
+  std::vector<float> want_y_acc = want_y;
+  for (size_t i = 0; i < want_y_acc.size(); ++i) want_y_acc[i] += y_before[i];
+  test::expect_close(download(y_acc), want_y_acc, base_tol, "lora y accumulating", y_acc.shape());
 
   // Backward reference written out from the same formulas the op documents.
   std::vector<float> want_db = db0, want_dt(size_t(M) * r), want_da = da0, want_dx(size_t(M) * K), tmp(size_t(M) * K);
