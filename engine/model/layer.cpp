@@ -10,7 +10,6 @@
 #include "error.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
-#include "ops/copy_rows.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
@@ -155,18 +154,17 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
   }
   project(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.v.reshape({M, KV * D}), a.h1);  // (M, KV·D)
-  ops::rope_forward(rec, a.q, a.q, run.positions, inv_freq);                              // (B, T, H, D)
-  ops::rope_forward(rec, a.k, a.k, run.positions, inv_freq);                              // (B, T, KV, D)
   if (a.k_cache.defined()) {
-    // Inference: k and v join the cache at step[kPastSlot]; q attends over the cache up to itself.
-    const uint32_t S = a.k_cache.dim(1);
-    const ops::RowCopy at_past{.dst_slot = int32_t(kPastSlot)};
-    ops::copy_rows(rec, a.k_cache.reshape({S, KV * D}), a.k.reshape({M, KV * D}), run.step, at_past);
-    ops::copy_rows(rec, a.v_cache.reshape({S, KV * D}), a.v.reshape({M, KV * D}), run.step, at_past);
+    // Inference: RoPE on q, and k and v into the cache at step[kPastSlot] (k rotated), in one pass; q attends
+    // over the cache up to itself.
+    ops::rope_kv_cache_forward(rec, a.q, a.k, a.v, a.k_cache, a.v_cache, run.positions, inv_freq, run.step,
+                               int32_t(kPastSlot));
     ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale,
                                   s.window.value_or(0));
   } else {
     // Training: q attends over the batch row's own k and v; lse is kept for the backward.
+    ops::rope_forward(rec, a.q, a.q, run.positions, inv_freq);  // (B, T, H, D)
+    ops::rope_forward(rec, a.k, a.k, run.positions, inv_freq);  // (B, T, KV, D)
     ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale, s.window.value_or(0));
   }
   // The residual stream updated in place (inference, no sandwich norms): x += o_proj(attn) and, below,

@@ -1,6 +1,9 @@
 #include "ops/rope.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
 
 #include "ops/common.h"
 
@@ -13,6 +16,11 @@ struct RopeParams {  // = `Params` in shaders/rope.comp
   uint32_t heads;
 };
 static_assert(sizeof(RopeParams) <= 128);
+
+struct RopeKvParams {  // = `Params` in shaders/rope_kv.comp
+  uint32_t tokens, heads, kv_heads, half_d, cache_rows;
+  int32_t slot;
+};
 
 constexpr uint32_t kThreads = 256;
 
@@ -73,6 +81,39 @@ void rope_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const 
   rope(rec, dx, dy, positions, inv_freq, true);
 }
 
+void rope_kv_cache_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
+                           const Tensor& v_cache, const Tensor& positions, const Tensor& inv_freq, const Tensor& offsets,
+                           int32_t slot) {
+  const char* op = "rope_kv_cache_forward";
+  require_dtype(q, {DType::f32, DType::f16}, op, "q");
+  for (const auto& [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&k_cache, "k_cache"}, {&v_cache, "v_cache"}})
+    require(t->dtype() == q.dtype(), op, std::string("dtypes differ: ") + name + " " + t->describe() + ", q " + q.describe());
+  require(q.rank() >= 2 && k.rank() >= 2 && k_cache.rank() >= 2, op,
+          "q, k and the caches are [..., heads, D]: " + q.describe() + ", " + k.describe() + ", " + k_cache.describe());
+  const uint32_t heads = q.dim(-2), kv_heads = k.dim(-2), head_dim = q.dim(-1);
+  require(head_dim % 2 == 0 && head_dim > 0 && heads > 0 && kv_heads > 0 && k.dim(-1) == head_dim, op,
+          "q is " + q.describe() + ", k " + k.describe() + "; expected [..., H, D] and [..., KV, D] with D even");
+  const uint64_t tokens = q.numel() / (uint64_t(heads) * head_dim);
+  require(k.numel() == tokens * kv_heads * head_dim, op, "k is " + k.describe() + " for q " + q.describe());
+  require_shape(v, k.shape(), op, "v");
+  require(k_cache.dim(-2) == kv_heads && k_cache.dim(-1) == head_dim, op,
+          "k_cache is " + k_cache.describe() + " for k " + k.describe());
+  require_shape(v_cache, k_cache.shape(), op, "v_cache");
+  require_dtype(positions, {DType::i32}, op, "positions");
+  require_numel(positions, tokens, op, "positions");
+  require_dtype(inv_freq, {DType::f32}, op, "inv_freq");
+  require_numel(inv_freq, head_dim / 2, op, "inv_freq");
+  require_dtype(offsets, {DType::i32}, op, "offsets");
+  require(slot < 0 || uint64_t(slot) < offsets.numel(), op, "slot " + std::to_string(slot) + " is past " + offsets.describe());
+  const uint64_t cache_rows = k_cache.numel() / (uint64_t(kv_heads) * head_dim);
+  const uint64_t pairs = tokens * (heads + kv_heads) * (head_dim / 2);
+  rec.dispatch(variant(vk::family::rope_kv, {q.dtype()}, op),
+               {inout(q), in(k), in(v), in(positions), in(inv_freq), out(k_cache), out(v_cache), in(offsets)},
+               RopeKvParams{.tokens = uint32_t(tokens), .heads = heads, .kv_heads = kv_heads, .half_d = head_dim / 2,
+                            .cache_rows = uint32_t(cache_rows), .slot = slot},
+               {std::min<uint32_t>(ceil_div(pairs, kThreads), 4096), 1, 1}, {.local_x = kThreads});
+}
+
 std::vector<float> rope_inv_freq(uint32_t head_dim, float theta) {
   // HF: 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim)), all in f32.
   std::vector<float> inv_freq(head_dim / 2);
@@ -119,6 +160,22 @@ void rope_backward(std::span<float> dx, std::span<const float> dy, std::span<con
 void rope_backward(std::span<double> dx, std::span<const double> dy, std::span<const int32_t> positions,
                    uint32_t head_dim, float theta) {
   rotate(dx, dy, positions, head_dim, theta, -1.0f);
+}
+
+void rope_kv_cache_forward(std::span<float> q, std::span<const float> k, std::span<const float> v,
+                           std::span<float> k_cache, std::span<float> v_cache, std::span<const int32_t> positions,
+                           std::span<const int32_t> offsets, int32_t slot, uint32_t head_dim, uint32_t kv_heads,
+                           float theta) {
+  const std::vector<float> q_in(q.begin(), q.end());
+  rotate<float>(q, q_in, positions, head_dim, theta, 1.0f);
+  std::vector<float> k_rot(k.size());
+  rotate<float>(k_rot, k, positions, head_dim, theta, 1.0f);
+  const size_t row = size_t(kv_heads) * head_dim, d0 = slot >= 0 ? size_t(std::max(offsets[size_t(slot)], 0)) : 0;
+  for (size_t t = 0; t < positions.size(); ++t) {
+    if ((d0 + t + 1) * row > k_cache.size()) break;  // past the cache's end
+    std::copy_n(k_rot.begin() + long(t * row), row, k_cache.begin() + long((d0 + t) * row));
+    std::copy_n(v.begin() + long(t * row), row, v_cache.begin() + long((d0 + t) * row));
+  }
 }
 }  // namespace ref
 

@@ -4,9 +4,11 @@
 // do, so only the cos/sin evaluation (~1 ulp) and the rotation's arithmetic differ.
 #include "ops/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
+#include "ops/copy_rows.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -119,6 +121,64 @@ TEST_F(RopeMiscTest, LargePositions) {
   auto got = download(y.t);
   test::expect_close(got, want, 1e-5, "rope_forward large positions", {tokens, heads, d});
   record_max_rel("max_rel_err", got, want);
+}
+
+// RoPE with the KV-cache write in one pass (inference): q rotated in place, k rotated and v copied into the caches
+// at rows offsets[slot] + t, against the CPU reference (1e-5; f16: the reference's values rounded, 2e-3) and bit for
+// bit against rope_forward + copy_rows on the device; a replay at another offset; rows past the cache skipped.
+TEST_F(RopeMiscTest, KvCacheForwardMatchesRopeThenCopy) {
+  for (DType dt : {DType::f32, DType::f16}) {
+    const uint32_t tokens = 3, H = 6, KV = 2, D = 64, S = 9;
+    const float theta = 1e6f;
+    const auto q0 = test::rounded(test::random_values(tokens * H * D, 31), dt);
+    const auto k0 = test::rounded(test::random_values(tokens * KV * D, 32), dt);
+    const auto v0 = test::rounded(test::random_values(tokens * KV * D, 33), dt);
+    const auto c0 = test::rounded(test::random_values(S * KV * D, 34), dt);  // what the caches hold already
+    const std::vector<int32_t> pos0{4, 5, 6}, offsets0{0, 4};
+    auto inv = ops::rope_inv_freq_tensor(dev(), ops::rope_inv_freq(D, theta));
+    auto pos = test::tensor_from_ints(dev(), {tokens}, pos0);
+    auto offsets = test::tensor_from_ints(dev(), {2}, offsets0);
+    auto q = test::tensor_from(dev(), {1, tokens, H, D}, dt, q0);
+    auto k = test::tensor_from(dev(), {1, tokens, KV, D}, dt, k0), v = test::tensor_from(dev(), {1, tokens, KV, D}, dt, v0);
+    auto kc = test::tensor_from(dev(), {1, S, KV, D}, dt, c0), vc = test::tensor_from(dev(), {1, S, KV, D}, dt, c0);
+    vk::Recorder rec(dev());
+    ops::rope_kv_cache_forward(rec, q, k, v, kc, vc, pos, inv, offsets, 1);
+    auto program = rec.finish();
+    program.run();
+
+    std::vector<float> want_q = q0, want_k = c0, want_v = c0;
+    ops::ref::rope_kv_cache_forward(want_q, k0, v0, want_k, want_v, pos0, offsets0, 1, D, KV, theta);
+    const double t = dt == DType::f32 ? 1e-5 : 2e-3;
+    test::expect_close(download(q), test::rounded(want_q, dt), t, "rope_kv q", q.shape());
+    test::expect_close(download(kc), test::rounded(want_k, dt), t, "rope_kv k_cache", kc.shape());
+    EXPECT_EQ(download(vc), want_v) << "v is copied as it is";
+
+    // The unfused ops on the device give the same bits.
+    auto q2 = test::tensor_from(dev(), {1, tokens, H, D}, dt, q0), k2 = test::tensor_from(dev(), {1, tokens, KV, D}, dt, k0);
+    auto kc2 = test::tensor_from(dev(), {1, S, KV, D}, dt, c0), vc2 = test::tensor_from(dev(), {1, S, KV, D}, dt, c0);
+    test::run(dev(), [&](vk::Recorder& r) {
+      ops::rope_forward(r, q2, q2, pos, inv);
+      ops::rope_forward(r, k2, k2, pos, inv);
+      ops::copy_rows(r, kc2.reshape({S, KV * D}), k2.reshape({tokens, KV * D}), offsets, {.dst_slot = 1});
+      ops::copy_rows(r, vc2.reshape({S, KV * D}), v.reshape({tokens, KV * D}), offsets, {.dst_slot = 1});
+    });
+    EXPECT_EQ(download(q2), download(q)) << dtype_name(dt);
+    EXPECT_EQ(download(kc2), download(kc)) << dtype_name(dt);
+    EXPECT_EQ(download(vc2), download(vc)) << dtype_name(dt);
+
+    // Replayed at offset 7: token 2 would land on row 9, past the cache, and is skipped.
+    upload(offsets, std::vector<int32_t>{0, 7});
+    upload(q, q0);
+    upload(kc, c0);
+    upload(vc, c0);
+    program.run();
+    want_q = q0, want_k = c0, want_v = c0;
+    ops::ref::rope_kv_cache_forward(want_q, k0, v0, want_k, want_v, pos0, std::vector<int32_t>{0, 7}, 1, D, KV, theta);
+    test::expect_close(download(kc), test::rounded(want_k, dt), t, "rope_kv k_cache at offset 7", kc.shape());
+    EXPECT_EQ(download(vc), want_v);
+    const auto got_v = download(vc);
+    EXPECT_TRUE(std::equal(got_v.begin(), got_v.begin() + 7 * KV * D, c0.begin())) << "rows before the offset kept";
+  }
 }
 
 // The reference backward is the gradient of L = sum(dy * y(x)), by central differences in double.
