@@ -122,7 +122,7 @@ void main() {
   const uint n_keys = min(past + min(q0 + BQ, p.T), p.S);  // keys seen by the block's last row
   for (uint k0 = 0u; k0 < n_keys; k0 += BK) {
     barrier();  // the previous block is done with kv_s and s_s
-    STAGE_ROWS(kv_s, k4, BK, k0, p.S, p.S, p.KV, g);
+    STAGE_ROWS(kv_s, k4, BK, k0, n_keys, p.S, p.KV, g);  // rows past n_keys (unwritten cache rows): 0
     barrier();
     [[unroll]] for (uint i = 0u; i < RPT; ++i)
       [[unroll]] for (uint c = 0u; c < KPT; ++c) {
@@ -132,7 +132,7 @@ void main() {
         s_s[r * LS + j] = k0 + j <= past + q0 + r && k0 + j < p.S ? s * p.scale : kMasked;
       }
     barrier();
-    STAGE_ROWS(kv_s, v4, BK, k0, p.S, p.S, p.KV, g);  // the keys are no longer read
+    STAGE_ROWS(kv_s, v4, BK, k0, n_keys, p.S, p.KV, g);  // the keys are no longer read
     // Online softmax, 8 threads a row (consecutive lanes of one subgroup): key 0 is seen by every row,
     // so m is finite from the first block on and masked scores give exp(...) = 0.
     if (tid < BQ * 8u) {

@@ -128,7 +128,9 @@ void main() {
   const uint past = p.past_on_device != 0u ? uint(max(past_buf[0], 0)) : p.S - p.T;
   const uint n_keys = min(past + min(q0 + BR, p.T), p.S);
   HEAD_LAYOUT(lq, p.T, p.H);
-  HEAD_LAYOUT(lk, p.S, p.KV);
+  // Keys past n_keys (a KV cache's rows not written yet, or stale ones) load as zeros: a masked key's
+  // probability is 0, but 0 times a NaN left in such a row is not.
+  HEAD_LAYOUT(lk, n_keys, p.KV);
   tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
   const uint q_base = (b * p.T * p.H + h) * p.D, k_base = (b * p.S * p.KV + g) * p.D;
 

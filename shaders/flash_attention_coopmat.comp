@@ -167,7 +167,7 @@ void main() {
   float m = kMasked, l = 0.0;
   for (uint k0 = 0u; k0 < n_keys; k0 += BLK) {
     barrier();
-    STAGE_ROWS(kv_s, k4, BLK, k0, p.S, p.S, p.KV, g);
+    STAGE_ROWS(kv_s, k4, BLK, k0, n_keys, p.S, p.KV, g);
     barrier();
     ACC s[2];
     PRODUCT_ABT(s, q_s, sg * 16u, kv_s);
@@ -202,7 +202,7 @@ void main() {
   [[unroll]] for (uint n = 0u; n < DN; ++n) acc[n] = ACC(0.0);
   for (uint k0 = 0u; k0 < n_keys; k0 += BLK) {
     barrier();
-    STAGE_ROWS(kv_s, k4, BLK, k0, p.S, p.S, p.KV, g);
+    STAGE_ROWS(kv_s, k4, BLK, k0, n_keys, p.S, p.KV, g);
     barrier();
     ACC s[2];
     PRODUCT_ABT(s, q_s, sg * 16u, kv_s);
@@ -215,7 +215,7 @@ void main() {
       p_s[p0 + lr * LP + col] = float16_t(pr);
     }
     barrier();  // every subgroup is done with the keys
-    STAGE_ROWS(kv_s, v4, BLK, k0, p.S, p.S, p.KV, g);
+    STAGE_ROWS(kv_s, v4, BLK, k0, n_keys, p.S, p.KV, g);
     barrier();
     ACCUMULATE_PB(acc, p_s, p0, kv_s);
   }

@@ -13,6 +13,7 @@
 #include "ops/attention.h"
 #include "ops/attention_flash.h"
 #include "ops/attention_products.h"
+#include "ops/copy_rows.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -393,7 +394,7 @@ namespace {
 
 // A program recorded once over KV caches of capacity S_max, replayed with the fill level `past` written
 // into a host-visible tensor between runs, must give what plain attention over the first past + T keys
-// gives (the decode and chunked-prefill path of engine/infer).
+// gives (the decode and chunked-prefill path of engine/infer), whatever the rows past them hold (NaN here).
 class AttentionCached : public test::GpuTest, public ::testing::WithParamInterface<DType> {};
 
 TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
@@ -415,14 +416,23 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
   vk::Recorder rec(dev());
   ops::attention_cached_forward(rec, o.t, q, k, v, past, scale, W);
   auto program = rec.finish();
+  const size_t kv_row = size_t(cache.KV) * cache.D;
   for (uint32_t p : {0u, 1u, 17u, S - T, S - 1}) {
     upload(past, std::vector<int32_t>{int32_t(p)});
+    // The cache rows not written yet (past p + T) hold NaN, as memory left by other tensors may: a masked key
+    // must not reach the output (0 · NaN), so the kernels must not read them as values.
+    for (auto [cache_t, values] : {std::pair{&k, &x.k}, {&v, &x.v}}) {
+      std::vector<float> poisoned = *values;
+      std::fill(poisoned.begin() + long(std::min(p + T, S) * kv_row), poisoned.end(), NAN);
+      const Tensor src = test::tensor_from(dev(), kv_shape(cache), dtype, poisoned);
+      const Shape rows{S, uint32_t(kv_row)};
+      test::run(dev(), [&](vk::Recorder& r) { ops::copy_rows(r, cache_t->reshape(rows), src.reshape(rows), past, {}); });
+    }
     program.run();
     // The reference sees exactly the keys 0 .. p + T - 1 and the queries at positions p .. p + T - 1.
     AttentionDims d = cache;
     d.S = std::min(p + cache.T, S);
     d.T = d.S - p;  // queries past the cache's end are not checked
-    const size_t kv_row = size_t(cache.KV) * cache.D;
     std::vector<float> kp(x.k.begin(), x.k.begin() + d.S * kv_row), vp(x.v.begin(), x.v.begin() + d.S * kv_row);
     std::vector<float> expected(numel(q_shape(d))), lse(numel(lse_shape(d)));
     std::vector<float> qp(q_values.begin(), q_values.begin() + expected.size());
