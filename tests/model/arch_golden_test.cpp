@@ -20,7 +20,8 @@
 // Tolerances as tests/infer/generator_golden_test.cpp: every logit within 1e-4 relative (test::expect_close:
 // |a - e| <= 1e-4 (|e| + mean|e|)) through one prefill, token by token, and with PEFT's adapter; the 20 greedy
 // tokens exactly; the adapter's loss on the prompt within 1e-5 relative and its LoRA gradients within 1e-4
-// (test::expect_close), as tests/train/train_golden_test.cpp.
+// (test::expect_close), as tests/train/train_golden_test.cpp (1e-4 and 5e-3 where the device's training
+// attention takes f16 products: see the test).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +36,8 @@
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
 #include "model/training.h"
+#include "ops/attention_flash.h"
+#include "ops/attention_products.h"
 #include "support/reference_model.h"
 #include "model/model_files.h"
 #include "support/testing.h"
@@ -182,7 +185,16 @@ TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
   rec.finish().run();
   const double want_loss = values<float>(st, "loss")[0], got_loss = download(loss)[0];
   std::printf("  [measured] loss %.7f, PEFT %.7f\n", got_loss, want_loss);
-  EXPECT_NEAR(got_loss, want_loss, 1e-5 * std::fabs(want_loss));
+  // On a device with tensor cores, training's attention rounds q, k, v and the probabilities to f16 where the
+  // head dim is a multiple of 16 and the sequence has 16 tokens or more (qwen3_tiny, gemma3_tiny on the H100:
+  // loss 3.3e-5, gradients 1.1e-3 off, session 17). The f32 path (lavapipe, CI) holds the tight bounds.
+  const uint32_t D = model_->config.head_dim;
+  const ops::AttentionDims dims{.T = T, .S = T, .H = model_->config.num_heads,
+                                .KV = model_->config.num_kv_heads, .D = D};
+  const bool f16_attention = ops::detail::attention_flash_coopmat_fit(dev(), dims, DType::f32) ||
+                             ops::detail::attention_products_fit(dev(), dims, DType::f32);
+  const double loss_tol = f16_attention ? 1e-4 : 1e-5, grad_tol = f16_attention ? 5e-3 : 1e-4;
+  EXPECT_NEAR(got_loss, want_loss, loss_tol * std::fabs(want_loss));
   size_t checked = 0;
   std::vector<float> all_have, all_want;
   for (size_t i = 0; i < adapter.layers.size(); ++i)
@@ -191,7 +203,7 @@ TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
         const std::string key = model::peft_key(i, t, b);
         const auto have = download(b ? grads.layers[i][size_t(t)].b : grads.layers[i][size_t(t)].a);
         const auto want_g = values<float>(st, "grad." + key);
-        test::expect_close(have, want_g, 1e-4, key);
+        test::expect_close(have, want_g, grad_tol, key);
         all_have.insert(all_have.end(), have.begin(), have.end());
         all_want.insert(all_want.end(), want_g.begin(), want_g.end());
         ++checked;
