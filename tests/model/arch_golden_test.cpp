@@ -20,8 +20,9 @@
 // Tolerances as tests/infer/generator_golden_test.cpp: every logit within 1e-4 relative (test::expect_close:
 // |a - e| <= 1e-4 (|e| + mean|e|)) through one prefill, token by token, and with PEFT's adapter; the 20 greedy
 // tokens exactly; the adapter's loss on the prompt within 1e-5 relative and its LoRA gradients within 1e-4
-// (test::expect_close), as tests/train/train_golden_test.cpp (1e-4 and 5e-3 where the device's training
-// attention takes f16 products: see the test).
+// (test::expect_close), as tests/train/train_golden_test.cpp (where the device's training attention takes f16
+// products, 1e-4 and each matrix within 5e-3 of its largest gradient: see the test).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -187,7 +188,8 @@ TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
   std::printf("  [measured] loss %.7f, PEFT %.7f\n", got_loss, want_loss);
   // On a device with tensor cores, training's attention rounds q, k, v and the probabilities to f16 where the
   // head dim is a multiple of 16 and the sequence has 16 tokens or more (qwen3_tiny, gemma3_tiny on the H100:
-  // loss 3.3e-5, gradients 1.1e-3 off, session 17). The f32 path (lavapipe, CI) holds the tight bounds.
+  // loss 3.3e-5 off, each gradient matrix within 2.2e-3 of its largest value, session 17): there the loss within
+  // 1e-4 and each matrix within 5e-3 of its largest. The f32 path (lavapipe, CI) holds the tight bounds.
   const uint32_t D = model_->config.head_dim;
   const ops::AttentionDims dims{.T = T, .S = T, .H = model_->config.num_heads,
                                 .KV = model_->config.num_kv_heads, .D = D};
@@ -203,7 +205,14 @@ TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
         const std::string key = model::peft_key(i, t, b);
         const auto have = download(b ? grads.layers[i][size_t(t)].b : grads.layers[i][size_t(t)].a);
         const auto want_g = values<float>(st, "grad." + key);
-        test::expect_close(have, want_g, grad_tol, key);
+        if (f16_attention) {  // each matrix within grad_tol of its largest gradient (elements near 0 included)
+          const test::ErrorStats c = test::compare(have, want_g);
+          double largest = 0;
+          for (float w : want_g) largest = std::max(largest, double(std::fabs(w)));
+          EXPECT_LE(c.max_abs, grad_tol * largest) << key;
+        } else {
+          test::expect_close(have, want_g, grad_tol, key);
+        }
         all_have.insert(all_have.end(), have.begin(), have.end());
         all_want.insert(all_want.end(), want_g.begin(), want_g.end());
         ++checked;
