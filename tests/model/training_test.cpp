@@ -76,6 +76,8 @@ class TrainingStep : public test::GpuTest {
   void expect_gradients_match_finite_differences(size_t layers);
   void expect_recompute_identical();
   void expect_f16_activations_close();
+  // The loss and every LoRA gradient (from zero) of one step recorded with these options.
+  std::vector<std::vector<float>> loss_and_grads(const model::StepOptions& options);
 
   static constexpr uint32_t kB = 2, kT = 6;
   std::unique_ptr<model::Model> model_;
@@ -228,20 +230,22 @@ TEST_F(TrainingStepWithDropout, SeedDrawsTheMasks) {
 
 // Recomputing the activations in the backward (--grad-checkpoint) gives the same loss and gradients,
 // bit for bit, with and without dropout (the recomputed forward draws the same masks).
+std::vector<std::vector<float>> TrainingStep::loss_and_grads(const model::StepOptions& options) {
+  auto grads = model::zero_grads_like(dev(), adapter_);
+  Tensor l = Tensor::empty(dev(), {2}, DType::f32, "loss");
+  vk::Recorder rec(dev());
+  model::record_train_step(rec, *model_, adapter_, grads, step_.batch, l, options);
+  rec.finish().run();
+  std::vector<std::vector<float>> out{download(l)};
+  for (const auto& layer : grads.layers)
+    for (const auto& p : layer)
+      if (p.defined()) out.push_back(download(p.a)), out.push_back(download(p.b));
+  return out;
+}
+
 void TrainingStep::expect_recompute_identical() {
-  auto loss_and_grads = [&](bool recompute) {
-    auto grads = model::zero_grads_like(dev(), adapter_);
-    Tensor l = Tensor::empty(dev(), {2}, DType::f32, "loss");
-    vk::Recorder rec(dev());
-    model::record_train_step(rec, *model_, adapter_, grads, step_.batch, l, {.dropout = dropout(), .recompute = recompute});
-    rec.finish().run();
-    std::vector<std::vector<float>> out{download(l)};
-    for (const auto& layer : grads.layers)
-      for (const auto& p : layer)
-        if (p.defined()) out.push_back(download(p.a)), out.push_back(download(p.b));
-    return out;
-  };
-  const auto kept = loss_and_grads(false), recomputed = loss_and_grads(true);
+  const auto kept = loss_and_grads({.dropout = dropout()}),
+             recomputed = loss_and_grads({.dropout = dropout(), .recompute = true});
   ASSERT_EQ(kept.size(), recomputed.size());
   EXPECT_GT(kept[0][0], 0.0f);
   for (size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i], recomputed[i]) << "tensor " << i << " (0: the loss)";
@@ -255,21 +259,10 @@ TEST_F(TrainingStepWithDropout, RecomputedActivationsGiveIdenticalGradients) { e
 // within 2e-3 relative and its LoRA gradients within 2e-2 of each matrix's largest: f16 rounds each to ~5e-4.
 // Runs the f16 paths of the norms, RoPE, the adapter's skinny products, dropout and the attention backward.
 void TrainingStep::expect_f16_activations_close() {
-  auto loss_and_grads = [&](bool f16) {
-    if (f16) setenv("LORASTUDIO_F16_ACTS", "1", 1);
-    auto grads = model::zero_grads_like(dev(), adapter_);
-    Tensor l = Tensor::empty(dev(), {2}, DType::f32, "loss");
-    vk::Recorder rec(dev());
-    model::record_train_step(rec, *model_, adapter_, grads, step_.batch, l, {.dropout = dropout()});
-    unsetenv("LORASTUDIO_F16_ACTS");
-    rec.finish().run();
-    std::vector<std::vector<float>> out{download(l)};
-    for (const auto& layer : grads.layers)
-      for (const auto& p : layer)
-        if (p.defined()) out.push_back(download(p.a)), out.push_back(download(p.b));
-    return out;
-  };
-  const auto f32 = loss_and_grads(false), f16 = loss_and_grads(true);
+  const auto f32 = loss_and_grads({.dropout = dropout()});
+  setenv("LORASTUDIO_F16_ACTS", "1", 1);  // read while the step is recorded
+  const auto f16 = loss_and_grads({.dropout = dropout()});
+  unsetenv("LORASTUDIO_F16_ACTS");
   ASSERT_EQ(f32.size(), f16.size());
   std::printf("  [measured] loss f32 %.7f, f16 activations %.7f\n", f32[0][0], f16[0][0]);
   EXPECT_NEAR(f16[0][0], f32[0][0], 2e-3 * std::fabs(f32[0][0]));
