@@ -5,8 +5,9 @@
 // matrices that the driver loads from global memory itself, and the softmax's element-wise steps, row
 // maxima and row sums done on the matrices in registers (coopMatPerElementNV, coopMatReduceNV) instead
 // of through shared memory. f16 × f16 → f32 products; f32 (or, IO_F16, f16) q, k, v and o are loaded as
-// accumulator matrices and converted to f16 operands; do and the gradients are f32 either way. Head dims D a multiple of 16 up to DMAX; rows and
-// columns past T, S or D load as zeros and are not stored (clamped tensor layouts).
+// accumulator matrices and converted to f16 operands; do and the gradients are f32 either way. Head dims D a
+// multiple of 16 up to DMAX; rows and columns past T, S or D load as zeros and are not stored (clamped tensor
+// layouts).
 //   FORWARD        workgroup: BR queries of head h; one pass over the key blocks with the output rescaled
 //                  as each block raises a row's maximum (online softmax); writes o and each row's lse.
 //                  Also over KV caches whose fill level `past` is read from the device (IO_F16).

@@ -39,7 +39,8 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
                               const Tensor& v_cache, const Tensor& past, float scale, uint32_t window = 0);
 
 // q, k, v, o: f32 or f16 (all the same; f16 is read as it is by the cooperative-matrix-2 kernels and
-// widened to f32 copies for the others); do, lse and the gradients f32. With delta[b,h,t] = do[b,t,h,:] . o[b,t,h,:], p = exp(s_j - lse), ds = p * (do . v_j - delta):
+// widened to f32 copies for the others); do, lse and the gradients f32.
+// With delta[b,h,t] = do[b,t,h,:] . o[b,t,h,:], p = exp(s_j - lse), ds = p * (do . v_j - delta):
 //   dq[b,t,h,:] = scale * sum_j ds * k[b,j,g,:]
 //   dk[b,j,g,:] = scale * sum_{h in g, t} ds * q[b,t,h,:],   dv[b,j,g,:] = sum_{h in g, t} p * do[b,t,h,:]
 // dq, dk, dv are overwritten. Two dispatches (dq and delta, then dk and dv); delta lives in a scratch tensor the

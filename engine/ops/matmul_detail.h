@@ -102,8 +102,9 @@ struct GemmDispatch {
 };
 
 // The paths of ops/matmul_skinny.cpp for LoRA's own f32 products: one short side and a long reduction
-// (shaders/matmul_skinny.comp; its long operand may be an f16 activation), or a short reduction (shaders/matmul_short_k.comp). Each records the
-// product and returns true where it takes it, else records nothing and returns false.
+// (shaders/matmul_skinny.comp; its long operand may be an f16 activation), or a short reduction
+// (shaders/matmul_short_k.comp). Each records the product and returns true where it takes it, else records
+// nothing and returns false.
 bool skinny_dispatch(const GemmDispatch& d);
 bool short_k_dispatch(const GemmDispatch& d);
 

@@ -1,6 +1,6 @@
-// LoRA's own f32 products (the rank-r ones' long operand also f16: training's f16 activations), where the general GEMM's tiles would sit mostly empty: rank-r products with one
-// side of at most kSkinnyMax (shaders/matmul_skinny.comp) and the K = rank products
-// (shaders/matmul_short_k.comp). ops/matmul.cpp dispatch_one tries these first (ops/matmul_detail.h).
+// LoRA's own f32 products, where the general GEMM's tiles would sit mostly empty: rank-r products with one
+// side of at most kSkinnyMax (shaders/matmul_skinny.comp; the long operand also f16, training's f16
+// activations) and the K = rank products (shaders/matmul_short_k.comp). ops/matmul.cpp dispatch_one tries these first (ops/matmul_detail.h).
 #include <optional>
 
 #include "ops/common.h"

@@ -87,7 +87,8 @@ void rope_kv_cache_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k, 
   const char* op = "rope_kv_cache_forward";
   require_dtype(q, {DType::f32, DType::f16}, op, "q");
   for (const auto& [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&k_cache, "k_cache"}, {&v_cache, "v_cache"}})
-    require(t->dtype() == q.dtype(), op, std::string("dtypes differ: ") + name + " " + t->describe() + ", q " + q.describe());
+    require(t->dtype() == q.dtype(), op,
+            std::string("dtypes differ: ") + name + " " + t->describe() + ", q " + q.describe());
   require(q.rank() >= 2 && k.rank() >= 2 && k_cache.rank() >= 2, op,
           "q, k and the caches are [..., heads, D]: " + q.describe() + ", " + k.describe() + ", " + k_cache.describe());
   const uint32_t heads = q.dim(-2), kv_heads = k.dim(-2), head_dim = q.dim(-1);
@@ -104,7 +105,8 @@ void rope_kv_cache_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k, 
   require_dtype(inv_freq, {DType::f32}, op, "inv_freq");
   require_numel(inv_freq, head_dim / 2, op, "inv_freq");
   require_dtype(offsets, {DType::i32}, op, "offsets");
-  require(slot < 0 || uint64_t(slot) < offsets.numel(), op, "slot " + std::to_string(slot) + " is past " + offsets.describe());
+  require(slot < 0 || uint64_t(slot) < offsets.numel(), op,
+          "slot " + std::to_string(slot) + " is past " + offsets.describe());
   const uint64_t cache_rows = k_cache.numel() / (uint64_t(kv_heads) * head_dim);
   const uint64_t pairs = tokens * (heads + kv_heads) * (head_dim / 2);
   rec.dispatch(variant(vk::family::rope_kv, {q.dtype()}, op),

@@ -219,7 +219,8 @@ MemoryPlan memory_plan(const PlanOptions& o) {
     p.items.push_back({PlanPart::kv_cache, std::to_string(o.kv_cache_tokens) + " tokens, f32",
                        model::KvCache::bytes(o.model, o.kv_cache_tokens, DType::f32)});
   const uint64_t allocated = p.total(), block = vk::Memory::kBlockSize;
-  p.items.push_back({PlanPart::blocks, "rounded up to " + std::to_string(block >> 20) + " MiB blocks", (allocated + block - 1) / block * block - allocated});
+  p.items.push_back({PlanPart::blocks, "rounded up to " + std::to_string(block >> 20) + " MiB blocks",
+                     (allocated + block - 1) / block * block - allocated});
   return p;
 }
 
