@@ -193,14 +193,15 @@ TEST_F(MatmulBatchedTest, EachBatchIsItsOwnProduct) {
 struct LoraCase {
   uint32_t M, N, K, r;
   DType w = DType::bf16;  // the frozen weight's dtype (f16: the tensor-core paths take it as it is)
+  DType x = DType::f32;   // the input's (f16: training's f16 activations, read by the skinny kernels' f16 forms)
 };
 
 class LoraTest : public test::GpuTest, public ::testing::WithParamInterface<LoraCase> {};
 
 TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
-  auto [M, N, K, r, wt] = GetParam();
+  auto [M, N, K, r, wt, xt] = GetParam();
   const float scale = 16.0f / float(r);
-  auto x0 = test::random_values(size_t(M) * K, 20);
+  auto x0 = test::rounded(test::random_values(size_t(M) * K, 20), xt);
   auto w0 = test::rounded(test::random_values(size_t(N) * K, 21), wt);
   auto bias0 = test::rounded(test::random_values(N, 22), wt);
   auto a0 = test::random_values(size_t(r) * K, 23, 0.1f);
@@ -209,7 +210,7 @@ TEST_P(LoraTest, ForwardAndBackwardMatchReference) {
   auto da0 = test::random_values(size_t(r) * K, 26, 0.01f);
   auto db0 = test::random_values(size_t(N) * r, 27, 0.01f);
   auto& d = dev();
-  auto x = test::tensor_from(d, {M, K}, DType::f32, x0);
+  auto x = test::tensor_from(d, {M, K}, xt, x0);
   auto w = test::tensor_from(d, {N, K}, wt, w0);
   auto bias = test::tensor_from(d, {N}, wt, bias0);
   auto a = test::tensor_from(d, {r, K}, DType::f32, a0);
@@ -273,7 +274,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
                                            // f16 weights with 8-aligned rows: on a device with
                                            // VK_NV_cooperative_matrix2, the workgroup-scope kernel's element-wise
                                            // epilogue (bias, LoRA) and edge tiles; elsewhere the other paths
-                                           LoraCase{200, 264, 136, 8, DType::f16}, LoraCase{136, 72, 520, 16, DType::f16}));
+                                           LoraCase{200, 264, 136, 8, DType::f16}, LoraCase{136, 72, 520, 16, DType::f16},
+                                           // f16 inputs: t = x·Aᵀ and dA = dtᵀ·x on the skinny kernels' f16 forms
+                                           LoraCase{256, 128, 448, 8, DType::bf16, DType::f16},
+                                           LoraCase{160, 448, 96, 8, DType::f16, DType::f16}));
 
 class LoraDropoutTest : public test::GpuTest {};
 
