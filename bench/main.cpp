@@ -39,6 +39,7 @@ int main(int argc, char** argv) {
   train->add_flag("--grad-checkpoint", tr.grad_checkpoint, "recompute each layer's activations in the backward");
   train->add_option("--steps", tr.steps, "timed steps")->check(CLI::Range(1, 10000));
   train->add_option("--json", tr.json, "also write the results as JSON to this file");
+  train->add_option("--trace", tr.trace, "write every dispatch of the profiled step (group, kernel, us) to this file");
   app.add_option("--device", device, "Vulkan device: number or part of the name (default: LORASTUDIO_DEVICE, else best)");
   CLI11_PARSE(app, argc, argv);
   try {

@@ -96,8 +96,9 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
   for (const auto& t : prof.timings()) by_label[t.name] += t.ns, gpu_ns += t.ns;
   std::printf("train %s: B%u x T%u, r%u alpha %.0f on %s, f32 activations (f16 on tensor cores)%s\n", o.model_dir.c_str(),
               B, T, o.rank, o.alpha, o.targets.c_str(), o.grad_checkpoint ? ", recomputed in the backward" : "");
-  std::printf("  %.2f ms/step (median of %u) -> %.0f tok/s; loss %.4f -> %.4f; %zu dispatches\n", median * 1e3, o.steps,
-              M / median, losses.front(), losses.back(), step.dispatch_count());
+  std::printf("  %.2f ms/step (median of %u) -> %.0f tok/s; loss %.4f -> %.4f; %zu dispatches, %zu barriers\n",
+              median * 1e3, o.steps, M / median, losses.front(), losses.back(), step.dispatch_count(),
+              step.barrier_count());
   // Device-local blocks only: the host-visible staging blocks (uploads, the loss readback) are system memory.
   std::printf("  device memory held: %.2f GiB in %llu blocks (in use %.2f GiB, peak %.2f GiB; staging %.2f GiB)\n",
               double(mem.device_block_bytes) / (1 << 30), static_cast<unsigned long long>(mem.blocks),
@@ -116,6 +117,14 @@ int run_train(vk::Device& dev, const TrainBenchOptions& o) {
   std::printf("  costliest kernels (group / kernel: ms, dispatches):\n");
   for (size_t i = 0; i < std::min<size_t>(40, top.size()); ++i)
     std::printf("    %-48s %8.2f ms %5d\n", top[i].first.c_str(), top[i].second.first / 1e6, top[i].second.second);
+  if (!o.trace.empty()) {
+    std::ofstream trace(o.trace);
+    trace << "index\tgroup\tkernel\tus\tbarrier before\n";
+    const std::vector<vk::Timing> timings = prof.timings();
+    for (size_t i = 0; i < timings.size(); ++i)
+      trace << i << '\t' << timings[i].name << '\t' << timings[i].kernel << '\t' << timings[i].ns / 1e3 << '\t'
+            << (i < prof.plan().size() && prof.plan()[i].barrier_before ? "barrier" : "") << '\n';
+  }
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model_dir}, {"device", dev.report().name}, {"batch", B}, {"seq", T},
                         {"rank", o.rank}, {"targets", o.targets}, {"ms_per_step", median * 1e3},

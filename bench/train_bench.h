@@ -13,6 +13,7 @@ struct TrainBenchOptions {
   std::string targets = "q_proj,v_proj";
   bool grad_checkpoint = false;  // recompute activations in the backward
   std::string json;
+  std::string trace;  // every dispatch of the profiled step (group, kernel, µs) to this file, in order
 };
 
 // LoRA training steps on random tokens (the peer's setup: r8 α16 on q,v, AdamW): ms/step and tokens/s

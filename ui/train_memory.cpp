@@ -60,6 +60,9 @@ void draw_plan_tooltip(const train::PlanOptions& options, const train::MemoryPla
     row("total", plan.total());
     ImGui::EndTable();
   }
+  if (plan.host_bytes)
+    ImGui::TextColored(kDim, "in system memory, not the GPU's: %s, %s", plan.host_what.c_str(),
+                       train::format_bytes(plan.host_bytes).c_str());
   ImGui::TextColored(kDim, "the device: %s available of %s (%s)", train::format_bytes(budget.available()).c_str(),
                      train::format_bytes(budget.heap_bytes).c_str(), budget.source.c_str());
   if (plan.total() > budget.available()) {

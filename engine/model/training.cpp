@@ -86,12 +86,18 @@ DType logits_dtype(bool coopmat2, bool coopmat, DType head_weight) {
 }
 
 uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_binding, uint32_t logit_bytes) {
-  // At most 256 MiB of f32 logits (64 MiB where one binding cannot hold 256), as few chunks as that
-  // allows, sized about equally (rather than full chunks and a small remainder that leaves the GPU
-  // idle), each a multiple of 16 rows so every chunk's bindings stay aligned, and of 128 where the budget
-  // holds that many: the lm_head's products then have no partly filled row tiles (the tensor-core GEMM's
-  // are 128 rows; 416-row chunks ran its dx at 88 TFLOP/s on the H100, session 9).
-  const uint64_t budget = uint64_t(max_binding >= (uint64_t(256) << 20) ? 256 : 64) << 20;
+  // At most 128 MiB of logits (64 MiB where one binding cannot hold 256), as few chunks as that allows,
+  // sized about equally (rather than full chunks and a small remainder that leaves the GPU idle), each a
+  // multiple of 16 rows so every chunk's bindings stay aligned, and of 128 where the budget holds that many:
+  // the lm_head's products then have no partly filled row tiles (the tensor-core GEMM's are 128 rows;
+  // 416-row chunks ran its dx at 88 TFLOP/s on the H100, session 9). 128 MiB (256 before session 18) is
+  // two chunks of 256 f16 rows for T = 512 and Qwen's vocabulary: 74 MiB less at 0.5B (1.5 GiB in all).
+  // LORASTUDIO_LOGIT_MIB overrides the budget (measurement).
+  static const uint64_t mib = [] {
+    const char* v = std::getenv("LORASTUDIO_LOGIT_MIB");
+    return v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : 128;
+  }();
+  const uint64_t budget = (max_binding >= (uint64_t(256) << 20) ? mib : std::min<uint64_t>(mib, 64)) << 20;
   const uint64_t fit = budget / (uint64_t(vocab) * logit_bytes);
   const uint64_t granule = fit >= 128 ? 128 : 16;
   const uint64_t most = std::max<uint64_t>(16, fit / granule * granule);

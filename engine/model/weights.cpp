@@ -1,7 +1,9 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -24,8 +26,9 @@ void require_float(const TensorInfo& info) {
   if (info.dtype == DType::i32) throw Error(info.file.string() + ": tensor \"" + info.name + "\" is not a float tensor");
 }
 
-Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype) {
-  Tensor t = Tensor::empty(device, shape_of(info), dtype, "weight");
+Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype, bool host = false) {
+  Tensor t = host ? Tensor::empty_host(device, shape_of(info), dtype, "embedding table (system memory)")
+                  : Tensor::empty(device, shape_of(info), dtype, "weight");
   if (dtype == info.dtype) {
     upload_bytes(t, {reinterpret_cast<const uint8_t*>(info.bytes.data()), info.bytes.size()});
     return t;
@@ -75,6 +78,14 @@ TensorInfo rows_of(const TensorInfo& info, uint64_t begin, uint64_t end) {
   return part;
 }
 }  // namespace
+
+bool embedding_in_host_memory(bool host_apart, bool tied) {
+  auto flag = [](const char* name) {  // read at each load, so that a test can set them
+    const char* v = std::getenv(name);
+    return v && std::string_view(v) == "1";
+  };
+  return !tied && !flag("LORASTUDIO_EMBED_ON_GPU") && (host_apart || flag("LORASTUDIO_EMBED_IN_HOST"));
+}
 
 const LinearWeights& linear_of(const ModelWeights& w, const ExpectedTensor& e) {
   const LayerWeights& l = w.layers.at(e.layer);
@@ -134,6 +145,8 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
   w.quant = quant;
   if (quant == QuantType::nf4) w.quant_map = ops::upload_dynamic_map(device);
   const unsigned threads = host_threads();
+  const bool host_embed = embedding_in_host_memory(device.memory().host_apart(), spec.tied);
+  w.embed_in_host = host_embed;
   // One row of the table, or one part of a fused projection's.
   auto upload_one = [&](const ExpectedTensor& e, const TensorInfo& info) {
     if (quant != QuantType::none && e.role == TensorRole::weight) {
@@ -153,7 +166,7 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
     const DType dtype = quant != QuantType::none && e.role == TensorRole::bias
                             ? ops::dequantized_dtype(device)
                             : stored_dtype(device, e, info.dtype, spec.tied);
-    weight_of(w, e) = upload_tensor(device, info, dtype);
+    weight_of(w, e) = upload_tensor(device, info, dtype, host_embed && e.role == TensorRole::embed);
   };
   for (const ExpectedTensor& e : expected_tensors(spec, c.weight_prefix, c.lm_head_name)) {
     const TensorInfo& info = files.at(e.name);
@@ -189,7 +202,7 @@ uint64_t ModelWeights::device_bytes() const {
   auto bytes = [](const Tensor& t) { return t.defined() ? t.bytes() : 0; };
   auto linear = [&](const LinearWeights& l) { return bytes(l.w) + bytes(l.b) + l.q.bytes(); };
   uint64_t total =
-      bytes(embed) + bytes(final_norm) + bytes(inv_freq) + bytes(inv_freq_long) + bytes(inv_freq_local) + bytes(quant_map);
+      (embed_in_host ? 0 : bytes(embed)) + bytes(final_norm) + bytes(inv_freq) + bytes(inv_freq_long) + bytes(inv_freq_local) + bytes(quant_map);
   if (lm_head.defined() && lm_head.range().alloc != embed.range().alloc) total += bytes(lm_head);
   for (const LayerWeights& l : layers)
     total += bytes(l.input_norm) + bytes(l.post_attention_norm) + bytes(l.q_norm) + bytes(l.k_norm) +

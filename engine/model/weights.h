@@ -30,7 +30,7 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  Tensor embed;                    // [V, C]
+  Tensor embed;                    // [V, C]; in system memory where embedding_in_host_memory says so
   std::vector<LayerWeights> layers;
   Tensor final_norm;               // [C]
   Tensor lm_head;                  // [V, C]; the embedding itself when tied
@@ -39,8 +39,17 @@ struct ModelWeights {
   Tensor inv_freq_local;           // Gemma 3: [D/2] f32 of the sliding layers (LayerSpec::local_rope)
   QuantType quant = QuantType::none;  // how the projection weights are kept
   Tensor quant_map;                // nf4: the absmax map the quantized weights share
-  uint64_t device_bytes() const;   // the weights' device memory (a tied table counted once)
+  bool embed_in_host = false;      // embed is in system memory (embedding_in_host_memory)
+  uint64_t device_bytes() const;   // the weights' device memory (a tied table counted once, a host one not)
 };
+
+// Whether an untied embedding table is kept in system memory rather than the GPU's (as llama.cpp keeps its
+// token embeddings on the host): it only feeds a gather of the batch's rows (3.7 MB a 7B step of 512 tokens,
+// 7 KB a decoded token, read over the bus), and it is 1.0 GiB of the 7B shape's GPU memory. Only where the
+// device's memory is apart from the host's (vk::Memory::host_apart: discrete GPUs); a tied table is the
+// lm_head's weight and stays. LORASTUDIO_EMBED_ON_GPU=1 keeps it on the GPU (measurement);
+// LORASTUDIO_EMBED_IN_HOST=1 puts it in host-visible memory on any device (tests on lavapipe).
+bool embedding_in_host_memory(bool host_apart, bool tied);
 
 // The field of `w` that a row of the tensor table (model/architecture.h) fills (a quantized weight's .w
 // stays undefined: its packed form is linear_of(w, e).q). A fused projection's row (qkv_proj, gate_up_proj)

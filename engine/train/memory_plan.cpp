@@ -9,6 +9,7 @@
 #include "model/layer_acts.h"
 #include "model/safetensors.h"
 #include "model/training.h"
+#include "model/weights.h"
 #include "train/step_scratch.h"
 #include "vk/memory.h"
 
@@ -133,7 +134,12 @@ void add_weights(MemoryPlan& p, const model::ModelSpec& spec, const PlanOptions&
   }
   const std::string q = o.quantize == QuantType::none ? "" : std::string(", ") + quant_name(o.quantize);
   p.items.push_back({PlanPart::weights, "layer projections" + q, projections});
-  p.items.push_back({PlanPart::weights, spec.tied ? "embedding (also the lm_head)" : "embedding", embed});
+  if (model::embedding_in_host_memory(o.device.host_apart, spec.tied)) {
+    p.host_bytes += embed;
+    p.host_what = "embedding table (the GPU reads the batch's rows over the bus)";
+  } else {
+    p.items.push_back({PlanPart::weights, spec.tied ? "embedding (also the lm_head)" : "embedding", embed});
+  }
   if (!spec.tied) p.items.push_back({PlanPart::weights, "lm_head", head});
   p.items.push_back({PlanPart::weights, "norms, biases, RoPE", rest});
 }
@@ -159,7 +165,7 @@ void add_step(MemoryPlan& p, const StepBytes& s, bool recompute) {
 
 PlanDevice PlanDevice::of(const vk::Device& d) {
   return {.coopmat = d.coopmat(), .coopmat2 = d.coopmat2(), .subgroup_size = d.report().subgroup_size,
-          .max_binding = d.report().max_storage_range};
+          .max_binding = d.report().max_storage_range, .host_apart = d.memory().host_apart()};
 }
 
 const char* plan_part_name(PlanPart part) {

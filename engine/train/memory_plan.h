@@ -25,6 +25,7 @@ struct PlanDevice {
   bool coopmat = false, coopmat2 = false;
   uint32_t subgroup_size = 32;
   uint64_t max_binding = uint64_t(1) << 32;  // maxStorageBufferRange
+  bool host_apart = false;  // system memory apart from the device's (vk::Memory::host_apart)
   static PlanDevice of(const vk::Device& device);
 };
 
@@ -64,6 +65,9 @@ struct PlanItem {
 
 struct MemoryPlan {
   std::vector<PlanItem> items;
+  // What the run keeps in system memory instead (model::embedding_in_host_memory): in no total.
+  uint64_t host_bytes = 0;
+  std::string host_what;
   uint64_t total() const;                 // every item, blocks included
   uint64_t bytes(PlanPart part) const;    // the items of one part
   uint64_t allocated() const { return total() - bytes(PlanPart::blocks); }  // what the tensors take

@@ -163,6 +163,7 @@ std::string format_plan(const PlanOptions& o, const MemoryPlan& plan, const vk::
   }
   std::snprintf(line, sizeof line, "  %-26s %12s\n", "total", format_bytes(plan.total()).c_str());
   out += line;
+  if (plan.host_bytes) out += "In system memory, not the GPU's: " + plan.host_what + ", " + format_bytes(plan.host_bytes) + "\n";
   out += "Device: " + device_line(budget, device_name) + "\n";
   if (plan.total() <= budget.available())
     out += "Fits, with " + format_bytes(budget.available() - plan.total()) + " to spare.\n";

@@ -111,6 +111,7 @@ class Device {
   std::mutex& queue_mutex() { return *queue_mutex_; }
   const DeviceReport& report() const { return report_; }
   Memory& memory() { return *memory_; }
+  const Memory& memory() const { return *memory_; }
   Pipelines& pipelines() { return *pipelines_; }
 
   // Submits and blocks until the GPU is done (the queue mutex is held for the submit only). Safe from

@@ -69,6 +69,11 @@ Memory::Memory(VkDevice device, VkPhysicalDevice physical) : device_(device) {
   staging_type_ = find_type(mem, coherent | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0, &ok);
   if (!ok) staging_type_ = find_type(mem, coherent, 0, &ok);
   if (!ok) throw Error("vulkan memory: the device has no host-visible coherent memory type");
+  // A discrete GPU: staging lives in a heap of system memory (the device's own may still be host-mapped,
+  // as the H100's is through its full-size BAR).
+  const uint32_t staging_heap = mem.memoryTypes[staging_type_].heapIndex;
+  host_apart_ = staging_heap != mem.memoryTypes[device_type_].heapIndex &&
+                !(mem.memoryHeaps[staging_heap].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT);
 }
 
 Memory::~Memory() {

@@ -64,6 +64,9 @@ class Memory {
   std::shared_ptr<Allocation> allocate(VkDeviceSize size, const char* what);
   // Host-visible, coherent staging memory for uploads and downloads.
   std::shared_ptr<Allocation> allocate_staging(VkDeviceSize size);
+  // Whether staging memory is system memory apart from the device's own (a discrete GPU): a tensor kept
+  // there (Tensor::empty_host) takes none of the GPU's memory, and the GPU reads it over the bus.
+  bool host_apart() const { return host_apart_; }
   MemoryStats stats() const;
   // Starts the high-water marks again from what is in use now.
   void reset_peak();
@@ -89,7 +92,7 @@ class Memory {
   VkDevice device_;
   uint32_t device_type_ = 0, staging_type_ = 0;
   uint64_t heap_bytes_ = 0;  // the device-local heap's size (for the out-of-memory message)
-  bool device_mapped_ = false;
+  bool device_mapped_ = false, host_apart_ = false;
   mutable std::mutex mutex_;
   std::vector<Block> blocks_;
   uint64_t used_ = 0, live_ = 0, staging_used_ = 0;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -115,6 +116,28 @@ TEST_P(GeneratedModel, PrefillMatchesTheReference) {
   const auto got = g.logits_of_every_position(ids);
   test::expect_close(got, want, 1e-4, "prefill logits", {uint32_t(ids.size()), m.config.vocab_size});
   report("prefill vs CPU reference", got, want);
+}
+
+// An untied embedding table kept in system memory (model::embedding_in_host_memory; on a discrete GPU by
+// default, forced here): the same logits, and the weights' device bytes leave it out. A tied table stays.
+TEST_P(GeneratedModel, EmbeddingTableInSystemMemoryGivesTheSameLogits) {
+  ::setenv("LORASTUDIO_EMBED_ON_GPU", "1", 1);
+  const auto on_device = model::Model::load(dev(), dir_.path());
+  ::unsetenv("LORASTUDIO_EMBED_ON_GPU");
+  ::setenv("LORASTUDIO_EMBED_IN_HOST", "1", 1);
+  const auto m = model::Model::load(dev(), dir_.path());
+  ::unsetenv("LORASTUDIO_EMBED_IN_HOST");
+  const bool tied = m.config.tie_word_embeddings;
+  EXPECT_EQ(m.weights.embed_in_host, !tied);
+  EXPECT_FALSE(on_device.weights.embed_in_host);
+  EXPECT_EQ(m.weights.device_bytes() + (tied ? 0 : m.weights.embed.bytes()), on_device.weights.device_bytes());
+  const auto st = model::SafeTensors::open(dir_.path());
+  const auto ids = ids_for(m.config, 21);
+  const auto want = test::ReferenceModel(m.config, st).logits(ids);
+  infer::Generator g(dev(), m, nullptr, {.context = 64});
+  const auto got = g.logits_of_every_position(ids);
+  test::expect_close(got, want, 1e-4, "prefill logits, embedding in system memory",
+                     {uint32_t(ids.size()), m.config.vocab_size});
 }
 
 TEST_P(GeneratedModel, DecodeAndChunkedPrefillMatchTheReference) {

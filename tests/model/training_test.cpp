@@ -86,21 +86,22 @@ class TrainingStep : public test::GpuTest {
   Step step_;
 };
 
-// The vocabulary projection goes in chunks of rows: within the logits budget (256 MiB of f32 where one
-// binding holds that much, else 64 MiB), a multiple of 16 rows (of 128 when the budget holds 128), as few
+// The vocabulary projection goes in chunks of rows: within the logits budget (128 MiB where one binding holds
+// 256, else 64 MiB), a multiple of 16 rows (of 128 when the budget holds 128), as few
 // chunks as the budget allows, sized about equally (no small remainder beside big chunks when the rows divide
 // well).
 TEST(LogitChunks, WithinBudgetAlignedAndEven) {
   const uint32_t V = 151936;
   const uint64_t big = uint64_t(4) << 30, small = uint64_t(128) << 20;
-  EXPECT_EQ(model::logit_rows_per_chunk(512, V, big), 256u);   // 441 fit (384 in 128s); two chunks of 256
-  EXPECT_EQ(model::logit_rows_per_chunk(4096, V, big), 384u);  // 11 chunks: ten of 384 and one of 256
+  EXPECT_EQ(model::logit_rows_per_chunk(512, V, big), 128u);     // 220 f32 rows fit (128 in 128s): four of 128
+  EXPECT_EQ(model::logit_rows_per_chunk(512, V, big, 2), 256u);  // 441 f16 rows fit (384): two of 256
+  EXPECT_EQ(model::logit_rows_per_chunk(4096, V, big, 2), 384u); // 11 chunks: ten of 384 and one of 256
   EXPECT_EQ(model::logit_rows_per_chunk(100, V, small), 64u);  // 96 fit in 64 MiB; 64 + 36
   EXPECT_EQ(model::logit_rows_per_chunk(7, 600, big), 7u);     // all rows at once
   for (uint64_t limit : {big, small})
     for (uint32_t rows : {1u, 17u, 512u, 1000u, 4096u}) {
       const uint32_t c = model::logit_rows_per_chunk(rows, V, limit);
-      const uint64_t budget = limit >= (uint64_t(256) << 20) ? uint64_t(256) << 20 : uint64_t(64) << 20;
+      const uint64_t budget = limit >= (uint64_t(256) << 20) ? uint64_t(128) << 20 : uint64_t(64) << 20;
       EXPECT_LE(uint64_t(c) * V * 4, budget) << rows;
       const uint64_t fit = budget / (uint64_t(V) * 4), granule = fit >= 128 ? 128 : 16;
       EXPECT_TRUE(c == rows || c % granule == 0) << rows << " -> " << c;
