@@ -258,6 +258,9 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   softmax("softmax_14x512x512", 14 * 512, 512);
   lora_delta("lora_512tok_896x896_r8", 512, 896, 896, 8);
   lora_layer("lora_layer_512tok_896x896_r8", 512, 896, 896, 8);
+  lora_layer("lora_layer_512tok_3584x3584_r8", 512, 3584, 3584, 8);
+  lora_layer("lora_layer_512tok_3584x18944_r16", 512, 3584, 18944, 16);
+  matmul("matmul_512x3584x3584", 512, 3584, 3584);
   matmul("matmul_512x896x4864", 512, 896, 4864);
   matmul("matmul_512x896x896", 512, 896, 896);
   matmul("matmul_512x4864x896", 512, 4864, 896);

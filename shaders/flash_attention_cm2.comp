@@ -10,7 +10,10 @@
 // layouts).
 //   FORWARD        workgroup: BR queries of head h; one pass over the key blocks with the output rescaled
 //                  as each block raises a row's maximum (online softmax); writes o and each row's lse.
-//                  Also over KV caches whose fill level `past` is read from the device (IO_F16).
+//                  Also over KV caches whose fill level `past` is read from the device (IO_F16). With SPLIT,
+//                  workgroups z = b·splits + split each take their share of the key blocks and write the
+//                  unnormalized output [splits·B, H, T, D] and each row's (max, sum of exponentials)
+//                  [splits·B, H, T, 2], f32, which shaders/flash_combine.comp adds up into o and lse.
 //   BACKWARD_DQ    workgroup: BR queries; delta = rowsum(do ∘ o) (written for the next kernel),
 //                  p = exp(scale q·k - lse), ds = p (do·v - delta), dq = scale Σ ds k; with `splits` > 1,
 //                  each workgroup's share of the key blocks into partials [splits·B, H, T, D].
@@ -113,21 +116,30 @@ float exp_seen_by_col(const in uint r, const in uint c, const in float e, const 
 layout(binding = 0) readonly buffer Q { IN_T q[]; };
 layout(binding = 1) readonly buffer K { IN_T k[]; };
 layout(binding = 2) readonly buffer V { IN_T v[]; };
+#if defined(SPLIT)
+layout(binding = 3) writeonly buffer O { float o[]; };       // the split's unnormalized output
+layout(binding = 4) writeonly buffer Lse { float lse[]; };   // its rows' (max, sum): [.., T, 2]
+#else
 layout(binding = 3) writeonly buffer O { IN_T o[]; };
 layout(binding = 4) writeonly buffer Lse { float lse[]; };
+#endif
 layout(binding = 5) readonly buffer Past { int past_buf[]; };
 
-// Column 0 of row r holds the row's lse: written to lse[base + t0 + r] for rows inside T.
-float store_lse(const in uint r, const in uint c, const in float e, const in uint base, const in uint t0) {
-  if (c == 0u && t0 + r < p.T) lse[base + t0 + r] = e;
+// Column 0 of row r holds the row's value: written to lse[base + (t0 + r)·stride + slot] for rows inside T.
+float store_row(const in uint r, const in uint c, const in float e, const in uint base, const in uint t0,
+                const in uint stride, const in uint slot) {
+  if (c == 0u && t0 + r < p.T) lse[base + (t0 + r) * stride + slot] = e;
   return e;
 }
 
 void main() {
-  const uint q0 = gl_WorkGroupID.x * BR, h = gl_WorkGroupID.y, b = gl_WorkGroupID.z;
+  const uint q0 = gl_WorkGroupID.x * BR, h = gl_WorkGroupID.y;
+  const uint b = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
   const uint g = h / (p.H / p.KV);
   const uint past = p.past_on_device != 0u ? uint(max(past_buf[0], 0)) : p.S - p.T;
   const uint n_keys = min(past + min(q0 + BR, p.T), p.S);
+  const uint blocks = (n_keys + BC - 1u) / BC;  // this split's share of them (all without SPLIT: splits = 1)
+  const uint k_begin = split * blocks / p.splits * BC, k_end = min((split + 1u) * blocks / p.splits * BC, n_keys);
   HEAD_LAYOUT(lq, p.T, p.H);
   // Keys past n_keys (a KV cache's rows not written yet, or stale ones) load as zeros: a masked key's
   // probability is 0, but 0 times a NaN left in such a row is not.
@@ -143,7 +155,7 @@ void main() {
   // Each row's running maximum and sum of exponentials, the same in every column of the row.
   ACC(BR, BC) m = ACC(BR, BC)(kMasked), l = ACC(BR, BC)(0.0);
   const MAT_B(BC, BC) ones = MAT_B(BC, BC)(1.0);
-  for (uint k0 = 0u; k0 < n_keys; k0 += BC) {
+  for (uint k0 = k_begin; k0 < k_end; k0 += BC) {
     MAT_B(DMAX, BC) kt;
     LOAD_T(IN_T, kt, k, k_base, lk, k0, BC);
     ACC(BR, BC) s = coopMatMulAdd(qa, kt, ACC(BR, BC)(0.0));
@@ -164,15 +176,24 @@ void main() {
     coopMatLoadTensorNV(v_in, v, k_base, sliceTensorLayoutNV(lk, k0, BC, 0, DMAX));
     acc = coopMatMulAdd(pa, MAT_B(BC, DMAX)(v_in), acc);
   }
+#if defined(SPLIT)
+  // A split without keys leaves m at kMasked and l, acc at 0: it weighs nothing in the combination.
+  const uint part = (split * p.B + b) * p.H + h;
+  coopMatPerElementNV(m, m, store_row, part * p.T * 2u, q0, 2u, 0u);
+  coopMatPerElementNV(l, l, store_row, part * p.T * 2u, q0, 2u, 1u);
+  HEAD_LAYOUT(lpart, p.T, 1u);
+  coopMatStoreTensorNV(acc, o, part * p.T * p.D, sliceTensorLayoutNV(lpart, q0, BR, 0, DMAX));
+#else
   ACC(BR, BC) row_lse;
   coopMatPerElementNV(row_lse, l, log_of);
   row_lse = row_lse + m;
-  coopMatPerElementNV(row_lse, row_lse, store_lse, (b * p.H + h) * p.T, q0);
+  coopMatPerElementNV(row_lse, row_lse, store_row, (b * p.H + h) * p.T, q0, 1u, 0u);
   ACC(BR, DMAX) inv_l;
   coopMatReduceNV(inv_l, l, gl_CooperativeMatrixReduceRowNV, first_of);
   coopMatPerElementNV(inv_l, inv_l, inverse_of);
   const IN(BR, DMAX) out_tile = IN(BR, DMAX)(acc * inv_l);
   coopMatStoreTensorNV(out_tile, o, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
+#endif
 }
 
 #elif defined(BACKWARD_DQ)

@@ -13,9 +13,9 @@
 // Every row stride and batch offset is a multiple of 8 elements (16-byte rows for the driver's loads).
 // Tiles wholly inside C with K a multiple of BK (nearly all of a model's products) take unclamped
 // layouts and a K loop unrolled UNROLL times; the others clamp their reads (zeros past the edges).
-// Epilogue: alpha and accumulation (beta·C) on whole matrices and one tensor store; a bias and the LoRA
-// term are added element by element in registers first (gemm_value, shaders/common/gemm_epilogue.glsl;
-// storing element by element from there made the epilogue cost more than the product at 7B, session 11).
+// Epilogue: alpha, then the bias and the LoRA term as more K steps on the tensor cores
+// (epilogue_products), accumulation (beta·C) on whole matrices and one tensor store (storing element by
+// element made the epilogue cost more than the product at 7B, session 11).
 // With Q_NF4 or Q_Q8, B is a quantized weight [rows, cols] in packed form (ops/quant.h, QLoRA): binding 1
 // holds its blocks of 64 codes, bindings 6-8 the blocks' scales; the driver calls decode_b for each element
 // of a weight tile as it loads it (a block layout of 1×64), so the product reads 4 or 8 bits a weight and no
@@ -51,7 +51,6 @@ layout(local_size_x = THREADS) in;
 #extension GL_EXT_buffer_reference : require
 #endif
 #include "common/gemm_interface.glsl"
-#include "common/gemm_epilogue.glsl"
 
 #ifdef QUANT_B
 #define QB_ABSMAX 6
@@ -88,12 +87,53 @@ float16_t decode_b(const in QBlockRef bl, const in uint block[2], const in uint 
 #define ACC coopmat<float, gl_ScopeWorkgroup, BN, BM, gl_MatrixUseAccumulator>
 #define OUT coopmat<STORE(C_T), gl_ScopeWorkgroup, BN, BM, gl_MatrixUseAccumulator>
 
-// The bias and LoRA terms for element (row, col) of the transposed tile at (m0, n0), C(m0 + col, n0 + row),
-// added in registers (gemm_value, with alpha); the tile is then stored whole. Elements outside C stay.
-float epilogue_element(const in uint row, const in uint col, const in float elem, const in uint m0,
-                       const in uint n0) {
-  const uint m = m0 + col, n = n0 + row;
-  return m < p.M && n < p.N ? gemm_value(m, n, elem) : elem;
+#define ACC_W coopmat<float, gl_ScopeWorkgroup, BN, BK, gl_MatrixUseAccumulator>
+#define ACC_X coopmat<float, gl_ScopeWorkgroup, BK, BM, gl_MatrixUseAccumulator>
+#define CLAMPED_LAYOUT(name) \
+  tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> name = \
+      createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV)
+
+float first_row_one(const in uint r, const in uint c, const in float e) { return r == 0u ? 1.0 : 0.0; }
+
+// alpha, then the bias and the LoRA term as more K steps of the tile's own shapes (BN×BK by BK×BM) on the
+// transposed tile at (m0, n0): acc += bias ⊗ 1 (the f16 bias, exact in f32 sums) and acc += (scale·L)·tᵀ over
+// the rank BK at a time (t and L rounded to f16, as every operand of these products is; zeros past the rank and
+// the edges). They were added element by element from global memory before (session 18): the 7B q product
+// with its adapter and bias took 129 us against 68 for the o product of the same shape. (16-wide steps gave
+// NaN in the 128×128 tile on the H100, session 18 call 2; the loop's own shapes are the ones the driver is
+// known to handle.)
+void epilogue_products(inout ACC acc, const in uint m0, const in uint n0) {
+  tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
+  if (p.alpha != 1.0) acc = acc * p.alpha;
+  if ((p.flags & 1u) != 0u) {
+    CLAMPED_LAYOUT(lb);  // the bias as an N×1 matrix
+    lb = setTensorLayoutDimensionNV(lb, p.N, 1);
+    lb = setTensorLayoutStrideNV(lb, 1, 1);
+    MAT_W wb;
+    coopMatLoadTensorNV(wb, bias, 0, sliceTensorLayoutNV(lb, n0, BN, 0, BK));
+    ACC_X ones = ACC_X(0.0);
+    coopMatPerElementNV(ones, ones, first_row_one);
+    acc = coopMatMulAdd(wb, MAT_X(ones), acc);
+  }
+  if ((p.flags & 4u) != 0u) {
+    CLAMPED_LAYOUT(lt);  // t [M, rank]
+    lt = setTensorLayoutDimensionNV(lt, p.M, p.rank);
+    lt = setTensorLayoutStrideNV(lt, p.rank, 1);
+    CLAMPED_LAYOUT(ll);  // L [N, rank], or (flag 8) [rank, N]
+    const bool by_rank = (p.flags & 8u) != 0u;
+    ll = setTensorLayoutDimensionNV(ll, by_rank ? p.rank : p.N, by_rank ? p.N : p.rank);
+    ll = setTensorLayoutStrideNV(ll, by_rank ? p.N : p.rank, 1);
+    for (uint r0 = 0u; r0 < p.rank; r0 += BK) {
+      ACC_W lf;
+      ACC_X tf;
+      if (by_rank)
+        coopMatLoadTensorNV(lf, lora_l, 0, sliceTensorLayoutNV(ll, r0, BK, n0, BN), transposed);
+      else
+        coopMatLoadTensorNV(lf, lora_l, 0, sliceTensorLayoutNV(ll, n0, BN, r0, BK));
+      coopMatLoadTensorNV(tf, lora_t, 0, sliceTensorLayoutNV(lt, m0, BM, r0, BK), transposed);
+      acc = coopMatMulAdd(MAT_W(lf * p.lora_scale), MAT_X(tf), acc);
+    }
+  }
 }
 
 // One step of K at k0 through the layouts LX (A as [M, K]) and LW (B as [N, K], or [K, N] with B_ALONG_N).
@@ -173,10 +213,7 @@ void main() {
     for (uint k0 = 0u; k0 < K; k0 += BK) K_STEP(lx, lw, k0);
   }
 
-  if ((p.flags & 5u) != 0u)  // bias or LoRA: element by element in registers (alpha too)
-    coopMatPerElementNV(acc, acc, epilogue_element, m0, n0);
-  else if (p.alpha != 1.0)
-    acc = acc * p.alpha;
+  epilogue_products(acc, m0, n0);
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lc =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   lc = setTensorLayoutDimensionNV(lc, p.M, p.N);

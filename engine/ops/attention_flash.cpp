@@ -163,10 +163,64 @@ bool attention_flash_coopmat_fit(vk::Device& device, const AttentionDims& d, DTy
          flash_shapes(device, d);
 }
 
+// The forward splits only where its query blocks leave SMs idle: measured on the H100 (session 18, call 2, in the
+// step), the 0.5B shape's 112 workgroups took 50.9 us unsplit against 32.2 + 9.7 (the sum) in 4, but the 7B
+// shape's 224 took 93 us unsplit against 77 + 22 in 4.
+constexpr uint32_t kFlashForwardSplitBelowGroups = 132, kFlashForwardTargetGroups = 512;
+
+uint32_t attention_flash_forward_splits(const AttentionDims& d, bool cm2_kernels) {
+  static const char* forced = std::getenv("LORASTUDIO_FLASH_FORWARD_SPLITS");  // measurement: 1 turns it off
+  if (!cm2_kernels) return 1;
+  if (forced && *forced) return uint32_t(std::clamp(std::atoi(forced), 1, 16));
+  const uint32_t blocks = ceil_div(d.T, kCm2Rows);
+  const uint64_t groups = uint64_t(blocks) * d.H * d.B;
+  if (groups >= kFlashForwardSplitBelowGroups) return 1;
+  const uint32_t splits = uint32_t(std::min<uint64_t>(ceil_div(kFlashForwardTargetGroups, groups), kFlashMaxSplits));
+  return std::max(1u, std::min(splits, std::max(1u, blocks / 2)));
+}
+
+uint64_t flash_forward_split_bytes(const AttentionDims& d, uint32_t splits) {
+  return splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * d.D * 4 : 0;
+}
+
+void flash_combine(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& part, const Tensor& ml,
+                   const AttentionDims& d, uint32_t splits) {
+  struct CombineParams {  // = Params in shaders/flash_combine.comp
+    uint32_t total, B, T, H, D, splits;
+  } cp{uint32_t(uint64_t(d.B) * d.H * d.T * d.D), d.B, d.T, d.H, d.D, splits};
+  rec.dispatch(variant(vk::family::flash_combine, {o.dtype()}, "attention"), {in(part), in(ml), out(o), out(lse)}, cp,
+               {uint32_t(std::min<uint64_t>(ceil_div(cp.total, 256), 65535)), 1, 1}, {.local_x = 256});
+}
+
 void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& q, const Tensor& k,
                              const Tensor& v, const AttentionDims& d, float scale, const Tensor& past,
                              bool tensor_cores) {
   const FlashPlan plan = plan_for(rec.device(), d, q.dtype(), tensor_cores);
+  vk::Device& dev = rec.device();
+  const bool cm2_kernels = (tensor_cores || q.dtype() != DType::f32) && attention_flash_coopmat_fit(dev, d, q.dtype()) &&
+                           flash_cm2_enabled(dev.coopmat2());
+  const uint32_t splits = attention_flash_forward_splits(d, cm2_kernels);
+  if (splits > 1) {
+    // Each query block's keys over `splits` workgroups (the last block of 512 queries walked 8 key blocks in
+    // one: 50 us for the 0.5B shape's whole forward, session 18), then their sum. The partials take the
+    // slots of the backward's per-head gradients (as large, and free again before it).
+    using K = vk::Kernel;
+    static constexpr K kSplit[2][2] = {
+        {K::flash_attention_cm2_forward_split_d64, K::flash_attention_cm2_forward_split_f16_d64},
+        {K::flash_attention_cm2_forward_split_d128, K::flash_attention_cm2_forward_split_f16_d128}};
+    const uint64_t rows = uint64_t(splits) * d.B * d.H * d.T;
+    const Tensor part = Tensor::view(dev, rec.scratch(flash_forward_split_bytes(d, splits), vk::Recorder::kScratchAttention + 1),
+                                     {uint32_t(rows), d.D}, DType::f32);
+    const Tensor ml = Tensor::view(dev, rec.scratch(rows * 2 * 4, vk::Recorder::kScratchAttention + 2),
+                                   {uint32_t(rows), 2}, DType::f32);
+    // Without a device-side past, binding 5 is unused; q stands in for it.
+    rec.dispatch(kSplit[small_heads(d) ? 0 : 1][q.dtype() == DType::f16 ? 1 : 0],
+                 {in(q), in(k), in(v), out(part), out(ml), in(past.defined() ? past : q)},
+                 params_for(d, scale, false, past.defined(), splits), {ceil_div(d.T, kCm2Rows), d.H, d.B * splits},
+                 {.local_x = plan.forward_threads});
+    flash_combine(rec, o, lse, part, ml, d, splits);
+    return;
+  }
   // Without a device-side past, binding 5 is unused; lse stands in for it.
   rec.dispatch(plan.kernels.forward, {in(q), in(k), in(v), out(o), out(lse), in(past.defined() ? past : lse)},
                params_for(d, scale, false, past.defined()), {ceil_div(d.T, plan.tiles.forward_rows), d.H, d.B},

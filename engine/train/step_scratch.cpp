@@ -164,7 +164,15 @@ class StepWalk {
   }
 
   void attention_forward(const model::LayerSpec& s) {
-    if (attention_path(s) == Attention::products) slots_.request(Rec::kScratchAttention, scores_bytes(s));
+    const Attention path = attention_path(s);
+    if (path == Attention::products) slots_.request(Rec::kScratchAttention, scores_bytes(s));
+    if (path != Attention::flash || !dev_.coopmat) return;
+    // ops/attention_flash.cpp: the split forward's partials and their rows' statistics
+    const ops::AttentionDims d{.B = o_.B, .T = o_.T, .S = o_.T, .H = s.heads, .KV = s.kv_heads, .D = s.head_dim};
+    const uint32_t splits = ops::detail::attention_flash_forward_splits(d, ops::detail::flash_cm2_enabled(dev_.coopmat2));
+    if (splits == 1) return;
+    slots_.request(Rec::kScratchAttention + 1, ops::detail::flash_forward_split_bytes(d, splits));
+    slots_.request(Rec::kScratchAttention + 2, uint64_t(splits) * o_.B * s.heads * o_.T * 2 * 4);
   }
 
   void attention_backward(const model::LayerSpec& s) {

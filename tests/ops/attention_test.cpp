@@ -118,6 +118,7 @@ const AttentionDims kCases[] = {
     {.B = 2, .T = 20, .S = 45, .H = 4, .KV = 1, .D = 96},     // 128 kernels, padded dims, past = 25
     {.B = 1, .T = 300, .S = 300, .H = 4, .KV = 2, .D = 64},   // tensor cores: the backward split in 2
     {.B = 1, .T = 200, .S = 200, .H = 2, .KV = 1, .D = 128},  // the same with the 128 kernels, a partial block
+    {.B = 2, .T = 256, .S = 256, .H = 3, .KV = 1, .D = 64},   // two sequences; on tensor cores the forward split
     {.B = 33000, .T = 1, .S = 2, .H = 1, .KV = 1, .D = 4},    // > 32768 rows: workgroups fold into y
 };
 
@@ -153,6 +154,55 @@ INSTANTIATE_TEST_SUITE_P(Shapes, AttentionForward,
                          [](const auto& p) {
                            return name_of(std::get<0>(p.param)) + "_" + dtype_name(std::get<1>(p.param));
                          });
+
+// The split flash forward's combination (shaders/flash_combine.comp, reached through the cooperative-matrix-2
+// kernels only) on its own, against the same sums in double: random partials with their rows' maxima and sums,
+// one split of each row left empty (max -1e30, sum 0, output 0) as a split without keys leaves it.
+// Tolerances: f32 1e-6 relative, f16 the output's rounding (2e-3).
+TEST(FlashCombine, AddsSplitPartialsIntoOutputAndLse) {
+  vk::Device& dev = test::device();
+  const AttentionDims d{.B = 2, .T = 5, .S = 5, .H = 3, .KV = 1, .D = 8};
+  const uint32_t splits = 3, rows = d.B * d.H * d.T;
+  std::vector<float> part = test::random_values(size_t(splits) * rows * d.D, 71);
+  std::vector<float> ml(size_t(splits) * rows * 2);
+  const std::vector<float> m = test::random_values(size_t(splits) * rows, 72, 3.0f);
+  const std::vector<float> l = test::random_values(size_t(splits) * rows, 73);
+  for (uint32_t s = 0; s < splits; ++s)
+    for (uint32_t r = 0; r < rows; ++r) {
+      const size_t i = size_t(s) * rows + r;
+      const bool empty = s == r % splits;
+      ml[2 * i] = empty ? -1.0e30f : m[i];
+      ml[2 * i + 1] = empty ? 0.0f : 1.0f + std::fabs(l[i]) * 30;
+      if (empty) std::fill_n(part.begin() + long(i * d.D), d.D, 0.0f);
+    }
+  std::vector<float> want_o(size_t(rows) * d.D), want_lse(rows);
+  for (uint32_t row = 0; row < rows; ++row) {  // row = (b·H + h)·T + t
+    const uint32_t t = row % d.T, h = row / d.T % d.H, b = row / (d.T * d.H);
+    double M = -1e300, L = 0;
+    for (uint32_t s = 0; s < splits; ++s) M = std::max(M, double(ml[2 * (size_t(s) * rows + row)]));
+    std::vector<double> acc(d.D);
+    for (uint32_t s = 0; s < splits; ++s) {
+      const size_t i = size_t(s) * rows + row;
+      const double w = std::exp(double(ml[2 * i]) - M);
+      L += ml[2 * i + 1] * w;
+      for (uint32_t j = 0; j < d.D; ++j) acc[j] += part[i * d.D + j] * w;
+    }
+    for (uint32_t j = 0; j < d.D; ++j) want_o[((size_t(b) * d.T + t) * d.H + h) * d.D + j] = float(acc[j] / L);
+    want_lse[row] = float(M + std::log(L));
+  }
+  for (DType dtype : {DType::f32, DType::f16}) {
+    auto part_t = test::tensor_from(dev, {splits * rows, d.D}, DType::f32, part);
+    auto ml_t = test::tensor_from(dev, {splits * rows, 2}, DType::f32, ml);
+    auto o = test::poisoned(dev, q_shape(d), dtype);
+    auto lse = test::poisoned(dev, lse_shape(d), DType::f32);
+    test::run(dev, [&](vk::Recorder& rec) { ops::detail::flash_combine(rec, o.t, lse.t, part_t, ml_t, d, splits); });
+    o.expect_guards_intact("combined o");
+    lse.expect_guards_intact("combined lse");
+    const double rtol = dtype == DType::f32 ? 1e-6 : 2e-3;
+    check(download(o.t), test::rounded(want_o, dtype), rtol, std::string("flash_combine o ") + dtype_name(dtype), q_shape(d));
+    check(download(lse.t), want_lse, 1e-6, "flash_combine lse", lse_shape(d));
+  }
+}
 
 class AttentionBackward : public test::GpuTest, public ::testing::WithParamInterface<AttentionDims> {};
 

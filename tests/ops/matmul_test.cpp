@@ -272,9 +272,11 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
                                            // training's shapes, smaller: rank-r products on the skinny kernel
                                            LoraCase{256, 128, 448, 8}, LoraCase{160, 448, 96, 8},
                                            // f16 weights with 8-aligned rows: on a device with
-                                           // VK_NV_cooperative_matrix2, the workgroup-scope kernel's element-wise
-                                           // epilogue (bias, LoRA) and edge tiles; elsewhere the other paths
+                                           // VK_NV_cooperative_matrix2, the workgroup-scope kernel's epilogue
+                                           // products (bias, LoRA) and edge tiles; elsewhere the other paths
                                            LoraCase{200, 264, 136, 8, DType::f16}, LoraCase{136, 72, 520, 16, DType::f16},
+                                           // the 128×128 tile (over 512 rows, 81 tiles: no split-K), rank 20
+                                           LoraCase{1030, 1048, 200, 20, DType::f16},
                                            // f16 inputs: t = x·Aᵀ and dA = dtᵀ·x on the skinny kernels' f16 forms
                                            LoraCase{256, 128, 448, 8, DType::bf16, DType::f16},
                                            LoraCase{160, 448, 96, 8, DType::f16, DType::f16}));
