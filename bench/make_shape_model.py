@@ -5,10 +5,12 @@ for memory and speed measurements of the big shapes:
   7b:  the Qwen2.5-7B shape (hidden 3584, 28 layers, 28/4 heads, MLP 18944, vocab 152064, untied; 7.6B
        parameters, 15.2 GB in bf16), the shape the PyTorch peer's 7B model has (bench/RESULTS.md);
   14b: issue 23's 14B shape (hidden 5120, 48 layers, 40/8 heads, MLP 13824, vocab 152064, untied; 14.8B, 29.5 GB).
---layers N keeps the first N layers (a quicker model with the same per-layer sizes). Weights are normal with
+--layers N keeps the first N layers (a quicker model with the same per-layer sizes). --sparse writes the headers
+and leaves the data as holes (files of the full size that take no disk and no time): enough for `lorastudio
+--batch ... --plan`, which reads only config.json and the headers. Weights are normal with
 std 0.02, biases 0, norms 1, in bf16; seeded, so the same on every machine (and device: --device cuda draws
 them on the GPU, faster, with other values than the CPU's).
-usage: bench/make_shape_model.py OUT TOKENIZER_DIR [--shape 7b|14b] [--layers N] [--device cpu|cuda]
+usage: bench/make_shape_model.py OUT TOKENIZER_DIR [--shape 7b|14b] [--layers N] [--device cpu|cuda] [--sparse]
 """
 import argparse
 import json
@@ -30,28 +32,32 @@ def tensors(cfg, gen):
     C, I, V = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
     D = C // cfg["num_attention_heads"]
     KV = cfg["num_key_value_heads"] * D
-    dev = gen.device
+    dev = gen.device if gen is not None else None
     normal = lambda *shape: (torch.randn(*shape, generator=gen, device=dev) * 0.02).to(torch.bfloat16).cpu()
+    ones = lambda n: torch.ones(n, dtype=torch.bfloat16)
+    zeros = lambda n: torch.zeros(n, dtype=torch.bfloat16)
+    if gen is None:  # --sparse: shapes only
+        normal = ones = zeros = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16, device="meta")
     yield "model.embed_tokens.weight", normal(V, C)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        yield p + "input_layernorm.weight", torch.ones(C, dtype=torch.bfloat16)
+        yield p + "input_layernorm.weight", ones(C)
         yield p + "self_attn.q_proj.weight", normal(C, C)
-        yield p + "self_attn.q_proj.bias", torch.zeros(C, dtype=torch.bfloat16)
+        yield p + "self_attn.q_proj.bias", zeros(C)
         yield p + "self_attn.k_proj.weight", normal(KV, C)
-        yield p + "self_attn.k_proj.bias", torch.zeros(KV, dtype=torch.bfloat16)
+        yield p + "self_attn.k_proj.bias", zeros(KV)
         yield p + "self_attn.v_proj.weight", normal(KV, C)
-        yield p + "self_attn.v_proj.bias", torch.zeros(KV, dtype=torch.bfloat16)
+        yield p + "self_attn.v_proj.bias", zeros(KV)
         yield p + "self_attn.o_proj.weight", normal(C, C)
-        yield p + "post_attention_layernorm.weight", torch.ones(C, dtype=torch.bfloat16)
+        yield p + "post_attention_layernorm.weight", ones(C)
         yield p + "mlp.gate_proj.weight", normal(I, C)
         yield p + "mlp.up_proj.weight", normal(I, C)
         yield p + "mlp.down_proj.weight", normal(C, I)
-    yield "model.norm.weight", torch.ones(C, dtype=torch.bfloat16)
+    yield "model.norm.weight", ones(C)
     yield "lm_head.weight", normal(V, C)
 
 
-def write_shard(path, items):
+def write_shard(path, items, sparse=False):
     header, offset = {}, 0
     for name, t in items:
         n = t.numel() * 2
@@ -62,6 +68,9 @@ def write_shard(path, items):
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
+        if sparse:
+            f.truncate(8 + len(h) + offset)
+            return
         for _, t in items:
             f.write(t.contiguous().view(torch.int16).numpy().tobytes())
 
@@ -73,6 +82,7 @@ def main():
     ap.add_argument("--shape", default="7b", choices=sorted(SHAPES))
     ap.add_argument("--layers", type=int, default=0)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--sparse", action="store_true", help="headers only, the data left as holes (for --plan)")
     a = ap.parse_args()
     cfg = dict(architectures=["Qwen2ForCausalLM"], model_type="qwen2", vocab_size=152064, hidden_act="silu",
                max_position_embeddings=32768, rope_theta=1e6, rms_norm_eps=1e-6, tie_word_embeddings=False,
@@ -80,7 +90,7 @@ def main():
     if a.layers:
         cfg["num_hidden_layers"] = a.layers
     os.makedirs(a.out, exist_ok=True)
-    gen = torch.Generator(device=a.device).manual_seed(0)
+    gen = None if a.sparse else torch.Generator(device=a.device).manual_seed(0)
     shards, current, size, weight_map, total = [], [], 0, {}, 0
     for name, t in tensors(cfg, gen):
         current.append((name, t))
@@ -93,7 +103,7 @@ def main():
         shards.append(current)
     for k, items in enumerate(shards):
         fname = f"model-{k + 1:05d}-of-{len(shards):05d}.safetensors"
-        write_shard(os.path.join(a.out, fname), items)
+        write_shard(os.path.join(a.out, fname), items, a.sparse)
         for name, _ in items:
             weight_map[name] = fname
     with open(os.path.join(a.out, "model.safetensors.index.json"), "w") as f:
