@@ -20,6 +20,10 @@ ls_kernel(attention_group_sum attention_group_sum.comp)
 foreach(t f32 f16)
   ls_kernel(flash_combine_${t} flash_combine.comp T=${t})
 endforeach()
+# The flash backward's delta = rowsum(do ∘ o) in a pass of its own (o in T), for the cooperative-matrix-2 kernels.
+foreach(t f32 f16)
+  ls_kernel(flash_delta_${t} flash_delta.comp T=${t})
+endforeach()
 # Flash attention for training (f32; head dims up to 64 or 128): forward, then dq (and delta), then dk and
 # dv per query head.
 foreach(d 64 128)

@@ -14,7 +14,7 @@
 //                  workgroups z = b·splits + split each take their share of the key blocks and write the
 //                  unnormalized output [splits·B, H, T, D] and each row's (max, sum of exponentials)
 //                  [splits·B, H, T, 2], f32, which shaders/flash_combine.comp adds up into o and lse.
-//   BACKWARD_DQ    workgroup: BR queries; delta = rowsum(do ∘ o) (written for the next kernel),
+//   BACKWARD_DQ    workgroup: BR queries; with delta = rowsum(do ∘ o) from shaders/flash_delta.comp,
 //                  p = exp(scale q·k - lse), ds = p (do·v - delta), dq = scale Σ ds k; with `splits` > 1,
 //                  each workgroup's share of the key blocks into partials [splits·B, H, T, D].
 //   BACKWARD_DKDV  workgroup: BC keys and one query head; dv = Σ_t p do_t, dk = scale Σ_t ds q_t, per query
@@ -200,19 +200,19 @@ void main() {
 layout(binding = 0) readonly buffer Q { IN_T q[]; };
 layout(binding = 1) readonly buffer K { IN_T k[]; };
 layout(binding = 2) readonly buffer V { IN_T v[]; };
-layout(binding = 3) readonly buffer O { IN_T o[]; };
+// Binding 3 (o) is unused: delta comes computed (binding 7), so that the dk/dv kernel, which reads it too, need
+// not wait for this one (session 19: one stage for both).
 layout(binding = 4) readonly buffer DO { float do_[]; };
 layout(binding = 5) readonly buffer Lse { float lse[]; };
 layout(binding = 6) writeonly buffer DQ { float dq[]; };
-layout(binding = 7) writeonly buffer Delta { float delta[]; };
+layout(binding = 7) readonly buffer Delta { float delta[]; };
 
-// Row r's statistic lse[base + t0 + r] (0 past T) in every column.
+// Row r's statistics lse[base + t0 + r] and delta[base + t0 + r] (0 past T) in every column.
 float load_lse(const in uint r, const in uint c, const in float e, const in uint base, const in uint t0) {
   return t0 + r < p.T ? lse[base + t0 + r] : 0.0;
 }
-float store_delta(const in uint r, const in uint c, const in float e, const in uint base, const in uint t0) {
-  if (c == 0u && t0 + r < p.T) delta[base + t0 + r] = e;
-  return e;
+float load_delta(const in uint r, const in uint c, const in float e, const in uint base, const in uint t0) {
+  return t0 + r < p.T ? delta[base + t0 + r] : 0.0;
 }
 
 void main() {
@@ -224,16 +224,12 @@ void main() {
   tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
   const uint q_base = (b * p.T * p.H + h) * p.D, k_base = (b * p.S * p.KV + g) * p.D;
 
-  IN(BR, DMAX) q_in, o_in;
+  IN(BR, DMAX) q_in;
   ACC(BR, DMAX) do_in;
   coopMatLoadTensorNV(q_in, q, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
   coopMatLoadTensorNV(do_in, do_, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
-  coopMatLoadTensorNV(o_in, o, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
-  // delta = do·o row by row, in f32.
-  ACC(BR, BC) dl;
-  coopMatReduceNV(dl, do_in * ACC(BR, DMAX)(o_in), gl_CooperativeMatrixReduceRowNV, sum_of);
-  if (split == 0u) coopMatPerElementNV(dl, dl, store_delta, stat, q0);
-  ACC(BR, BC) row_lse = ACC(BR, BC)(0.0);
+  ACC(BR, BC) dl = ACC(BR, BC)(0.0), row_lse = ACC(BR, BC)(0.0);
+  coopMatPerElementNV(dl, dl, load_delta, stat, q0);
   coopMatPerElementNV(row_lse, row_lse, load_lse, stat, q0);
   const MAT_A(BR, DMAX) qa = MAT_A(BR, DMAX)(q_in), doa = MAT_A(BR, DMAX)(do_in);
 

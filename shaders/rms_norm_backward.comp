@@ -4,7 +4,10 @@
 //   dx = r * (w*dy - x * r^2 * mean(w*dy*x))        (default: one workgroup per row)
 //   dw[c] += sum over rows of dy[row, c] * x[row, c] * r[row]   (GRAD_W: one thread column per c)
 // dy, x, dx are f32; W_T is the weight's storage type. kAccumulate (constant 1): dx += instead of =, for the
-// residual stream's gradient, which takes the norm's dx as a sum (model/layer.cpp: one dispatch, not two). The GRAD_W variant sums the rows in a fixed
+// residual stream's gradient, which takes the norm's dx as a sum (model/layer.cpp: one dispatch, not two).
+// kSecondDy (constant 2): the gradient arrives in two parts, dy + dy2 (binding 5; gate_proj's and up_proj's dx
+// products, written side by side). kF16Copy (constant 3): dx, as stored, also as f16 in binding 6, for the
+// tensor-core products that read it next (ops/matmul.cpp's remembered copies). The GRAD_W variant sums the rows in a fixed
 // order (8 strided lanes, then the lanes in order), so dw is deterministic without atomics.
 #include "common/types.glsl"
 
@@ -19,7 +22,13 @@ layout(binding = 1) readonly buffer X { float x[]; };
 layout(binding = 2) readonly buffer W { STORE(W_T) w[]; };
 layout(binding = 3) readonly buffer Rstd { float rstd[]; };
 layout(binding = 4) buffer DX { float dx[]; };
+layout(binding = 5) readonly buffer DY2 { float dy2[]; };
+layout(binding = 6) writeonly buffer DX16 { float16_t dx16[]; };
 layout(constant_id = 1) const uint kAccumulate = 0u;
+layout(constant_id = 2) const uint kSecondDy = 0u;
+layout(constant_id = 3) const uint kF16Copy = 0u;
+
+float grad_at(const in uint i) { return kSecondDy != 0u ? dy[i] + dy2[i] : dy[i]; }
 
 void main() {
   const uint tid = gl_LocalInvocationID.x, threads = gl_WorkGroupSize.x;
@@ -27,11 +36,13 @@ void main() {
     const uint base = row * p.cols;
     const float r = rstd[row];
     float sum_gx = 0.0;
-    for (uint c = tid; c < p.cols; c += threads) sum_gx += TO_F32(W_T, w[c]) * dy[base + c] * x[base + c];
+    for (uint c = tid; c < p.cols; c += threads) sum_gx += TO_F32(W_T, w[c]) * grad_at(base + c) * x[base + c];
     const float k = r * r * r * (workgroup_sum(sum_gx) / float(p.cols));
     for (uint c = tid; c < p.cols; c += threads) {
-      const float g = r * (TO_F32(W_T, w[c]) * dy[base + c]) - k * x[base + c];
-      dx[base + c] = kAccumulate != 0u ? dx[base + c] + g : g;
+      const float g = r * (TO_F32(W_T, w[c]) * grad_at(base + c)) - k * x[base + c];
+      const float v = kAccumulate != 0u ? dx[base + c] + g : g;
+      dx[base + c] = v;
+      if (kF16Copy != 0u) dx16[base + c] = float16_t(v);
     }
   }
 }

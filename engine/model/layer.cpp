@@ -128,10 +128,10 @@ void norm_forward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& y, const
 }
 
 void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, const Tensor& dy, const Tensor& x,
-                   const Tensor& w, const Tensor& rstd, bool accumulate) {
+                   const Tensor& w, const Tensor& rstd, bool accumulate, const ops::NormBackwardMore& more) {
   switch (norm.style) {
     case NormStyle::times_weight:
-    case NormStyle::one_plus_weight: return ops::rms_norm_backward(rec, dx, Tensor(), dy, x, w, rstd, accumulate);
+    case NormStyle::one_plus_weight: return ops::rms_norm_backward(rec, dx, dy, x, w, rstd, accumulate, more);
   }
 }
 
@@ -216,10 +216,18 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   }
   project_backward(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, d_down, false);  // (M, I)
   mlp_activation_backward(rec, s.activation, d.gate, d.up, d.gated, a.gate, a.up);                   // (M, I)
+  // gate's and up's dx side by side, up's into d attn (free until o_proj's backward below), added by the norm's
+  // backward: the two products run in one stage instead of the second accumulating after the first (the 7B
+  // shape's 112 tiles each leave SMs idle). Where d attn is not [M, C] f32, up's accumulates into gate's.
+  const Tensor d_up_part = d.attn.numel() == uint64_t(M) * s.hidden && d.attn.dtype() == DType::f32
+                               ? d.attn.reshape({M, s.hidden}) : Tensor();
   project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
-  project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d.h2, d.up, true);
+  project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d_up_part.defined() ? d_up_part : d.h2,
+                   d.up, !d_up_part.defined());
   group.emplace(rec, kGroupNorms);
-  norm_backward(rec, s.norm, dres, d.h2, a.x_mid, w.post_attention_norm, a.rstd2, true);  // dres = d x_mid
+  // dres = d x_mid, its f16 copy for o_proj's dx product
+  norm_backward(rec, s.norm, dres, d.h2, a.x_mid, w.post_attention_norm, a.rstd2, true,
+                {.dy2 = d_up_part, .f16_copy = !s.sandwich_norms});
   group.emplace(rec, kGroupAttention);
   // x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
   // (sandwich norms: x_mid = x_in + norm(o(...)))
@@ -249,7 +257,8 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   project_backward(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
   if (!input_grad) return;
   group.emplace(rec, kGroupNorms);
-  norm_backward(rec, s.norm, dres, d.h1, a.x_in, w.input_norm, a.rstd1, true);  // dres = d x_in
+  // dres = d x_in, its f16 copy for the previous layer's down_proj dx product
+  norm_backward(rec, s.norm, dres, d.h1, a.x_in, w.input_norm, a.rstd1, true, {.f16_copy = !s.sandwich_norms});
 }
 
 }  // namespace ls::model

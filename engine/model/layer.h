@@ -25,6 +25,7 @@
 
 #include "model/layer_acts.h"
 #include "model/weights.h"
+#include "ops/norms.h"
 #include "vk/recorder.h"
 
 namespace ls::model {
@@ -62,9 +63,10 @@ void norm_forward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& y, const
                   const Tensor& w);
 // logits = c·tanh(logits / c) in place when spec.logit_softcap = c > 0 (Gemma 3); nothing otherwise.
 void logit_softcap(vk::Recorder& rec, const ModelSpec& spec, const Tensor& logits);
-// dx = the norm's gradient (frozen weight), or dx += it with accumulate. f32; dx aliases neither dy nor x.
+// dx = the norm's gradient (frozen weight), or dx += it with accumulate (more: ops::rms_norm_backward's second
+// gradient part and f16 copy). f32; dx aliases neither dy nor x.
 void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, const Tensor& dy, const Tensor& x,
-                   const Tensor& w, const Tensor& rstd, bool accumulate = false);
+                   const Tensor& w, const Tensor& rstd, bool accumulate = false, const ops::NormBackwardMore& more = {});
 
 // Records layer `layer`'s forward from a.x_in: every tensor of `a` the forward makes, and a.x_out when
 // defined.

@@ -55,6 +55,16 @@ struct FlashPlan {
   uint32_t forward_threads, dq_threads;
 };
 
+// Whether these are the cooperative-matrix-2 kernels, whose dq reads delta (ops::detail::flash_delta) instead of
+// writing it.
+bool cm2_backward(const FlashKernels& k) {
+  using K = vk::Kernel;
+  for (K cm2 : {K::flash_attention_cm2_backward_dq_d64, K::flash_attention_cm2_backward_dq_f16_d64,
+                K::flash_attention_cm2_backward_dq_d128, K::flash_attention_cm2_backward_dq_f16_d128})
+    if (k.dq == cm2) return true;
+  return false;
+}
+
 FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool tensor_cores = true) {
   const bool small = small_heads(d);
   if ((tensor_cores || dtype != DType::f32) && attention_flash_coopmat_fit(device, d, dtype) &&
@@ -183,6 +193,16 @@ uint64_t flash_forward_split_bytes(const AttentionDims& d, uint32_t splits) {
   return splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * d.D * 4 : 0;
 }
 
+void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, const Tensor& o, const AttentionDims& d) {
+  struct DeltaParams {  // = Params in shaders/flash_delta.comp
+    uint32_t B, T, H, D;
+  } dp{d.B, d.T, d.H, d.D};
+  const uint64_t groups = ceil_div(uint64_t(d.B) * d.T * d.H, 16);  // its kRowsPerGroup
+  const uint32_t x = uint32_t(std::min<uint64_t>(groups, 65535));
+  rec.dispatch(variant(vk::family::flash_delta, {o.dtype()}, "attention"), {in(do_), in(o), out(delta)}, dp,
+               {x, uint32_t(ceil_div(groups, uint64_t(x))), 1}, {.local_x = 256});
+}
+
 void flash_combine(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& part, const Tensor& ml,
                    const AttentionDims& d, uint32_t splits) {
   struct CombineParams {  // = Params in shaders/flash_combine.comp
@@ -242,10 +262,14 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
   const Tensor delta = slot.slice_rows(0, uint64_t(d.B) * d.H * d.T).reshape({d.B, d.H, d.T});
   const Tensor dq_out =
       splits > 1 ? slot.slice_rows(delta_floats, delta_floats + dq_floats).reshape({splits * d.B, d.H, d.T, d.D}) : dq;
-  rec.dispatch(plan.kernels.dq, {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq_out), out(delta)},
+  // The cooperative-matrix-2 kernels read delta from a pass of its own, so that dk/dv need not wait for dq:
+  // both run in one stage (session 19). The others' dq kernel writes delta for dk/dv.
+  const bool delta_first = cm2_backward(plan.kernels);
+  if (delta_first) flash_delta(rec, delta, do_, o, d);
+  rec.dispatch(plan.kernels.dq,
+               {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq_out), delta_first ? in(delta) : out(delta)},
                params_for(d, scale, splits > 1, false, splits), {ceil_div(d.T, plan.tiles.dq_rows), d.H, d.B * splits},
                {.local_x = plan.dq_threads});
-  if (splits > 1) group_sum(rec, dq, dq_out, d.B, d.T, d.H, d.H, d.D, splits);
 
   const vk::Kernel dkdv = plan.kernels.dkdv;
   const vk::Groups groups{ceil_div(d.S, plan.tiles.dkdv_rows), d.H, d.B * splits};
@@ -262,6 +286,8 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
       Tensor::view(dev, rec.scratch(per_head_bytes, vk::Recorder::kScratchAttention + 2), per_head_shape, DType::f32);
   rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk_head), out(dv_head)},
                params_for(d, scale, true, false, splits), groups, {.local_x = plan.tiles.dkdv_threads});
+  // The sums after both kernels: dq's would otherwise put a barrier between them.
+  if (splits > 1) group_sum(rec, dq, dq_out, d.B, d.T, d.H, d.H, d.D, splits);
   group_sum(rec, dk, dk_head, d.B, d.S, d.H, d.KV, d.D, splits);
   group_sum(rec, dv, dv_head, d.B, d.S, d.H, d.KV, d.D, splits);
 }

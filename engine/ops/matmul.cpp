@@ -173,7 +173,8 @@ Tensor cm2_a_as_f16(vk::Recorder& rec, const Gemm& g, const Tensor& a, uint32_t 
   const uint64_t span = outer * g.a_sz2 + inner * g.a_sz + extent(M, g.a_sm, K, 1);
   const Tensor src = flat_range(a, 0, span);
   // The last conversion, if it was of this very range and nothing has written the range since (q, k and v,
-  // or gate and up, read one input). The key is the layout: the copy is the range, flat.
+  // or gate and up, read one input), or the copy a kernel left (remember_f16_copy). The key is the layout:
+  // the copy is the range, flat.
   const uint64_t key = span;
   if (std::shared_ptr<vk::Allocation> copy = rec.find_copy(src.range(), key))
     return Tensor::view(rec.device(), std::move(copy), src.shape(), DType::f16);
@@ -393,7 +394,7 @@ void GemmDispatch::run(vk::Kernel kernel, const Tensor& first, const GemmParams&
 }
 
 Tensor GemmDispatch::partial(uint32_t splits) const {
-  return Tensor::view(rec.device(), rec.scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
+  return Tensor::view(rec.device(), rec.split_scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
 }
 
 GemmParams GemmDispatch::slice_params(uint32_t splits, uint32_t kc) const {
@@ -575,6 +576,13 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
              .lora_scale = scale, .qb = bw.q});
 }
 
+bool cm2_products(const vk::Device& device) { return device.coopmat2(); }
+
+void remember_f16_copy(vk::Recorder& rec, const Tensor& a, std::shared_ptr<vk::Allocation> copy) {
+  // The key cm2_a_as_f16 looks a contiguous [rows, cols] A up by: its span, numel.
+  rec.remember_copy(flat_range(a, 0, a.numel()).range(), a.numel(), std::move(copy));
+}
+
 void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, const Tensor& d_lora_b,
                    const Tensor& dt, const Tensor& dy, const Tensor& x, const Tensor& t, const WeightOperand& w,
                    const Tensor& lora_a, const Tensor& lora_b, float scale, bool accumulate, float grad_unscale,
@@ -593,12 +601,38 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
   require_shape(dt, {M, r}, op, "dt");
   require_dtype(dt, {DType::f32}, op, "dt");
   require_dtype(dy, kActivation, op, "dy");
+  // dx (+)= dy·W + dt·A in one product where the kernel takes the adapter's term in its epilogue, A read [r, K]
+  // as stored: the shader cores' kernel, and the cooperative-matrix-2 kernel, which adds it as more K steps on
+  // the tensor cores (session 18). Not NV_cooperative_matrix's tiles, which apply it element by element through
+  // memory: on the H100 that cost more than the separate product it saves (7B: the q/v dx products 5.0 -> 8.8 ms
+  // a step against 1.0 ms for the K = r products; call s11b).
+  const bool cm2 = rec.device().coopmat2();
+  bool fuse = dx.defined() && !dropout.active() && (!rec.device().coopmat() || cm2) &&
+              fits_one_binding(rec.device(), {dx, dy, w.q ? w.q->codes : w.w});
+  Gemm gdx{};
+  if (fuse) {
+    const BoundWeight bw = bind_weight(rec, w, op);
+    require(w.rows() == N && w.cols() == K, op, "w is [" + std::to_string(w.rows()) + ", " + std::to_string(w.cols()) + "]");
+    require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());
+    gdx = {.op = op, .a = dy, .b = bw.b, .c = dx, .lora_t = dt, .lora_l = lora_a, .M = M, .N = K, .K = N, .a_sm = N,
+           .a_sk = 1, .b_sn = 1, .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .rank = r,
+           .lora_scale = 1, .lora_l_by_rank = true, .qb = bw.q};
+    if (cm2 && !cm2_fits(rec.device(), gdx, dy.dtype(), bw.b.dtype(), dx.dtype())) fuse = false;
+    // The product's f16 dy now, beside dt and dB's products, which do not wait for it: the product then
+    // waits only for dt (the conversion is remembered; cm2_a_as_f16 finds it).
+    else if (cm2 && dy.dtype() == DType::f32) cm2_a_as_f16(rec, gdx, dy, M, N);
+  }
   {
+    // dt first: dA's product and dx's adapter term wait for it, dB's does not (one stage for both).
     vk::Recorder::Label label(rec, "lora");
-    matmul_backward_w(rec, d_lora_b, dy, t, grad_unscale * scale);  // dB += u·s·dyᵀ·t
     // dt(m, j) = s·Σ_n dy(m, n)·B(n, j)
     gemm(rec, {.op = op, .a = dy, .b = lora_b, .c = dt, .M = M, .N = r, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
                .b_sk = r, .c_sm = r, .alpha = scale});
+    matmul_backward_w(rec, d_lora_b, dy, t, grad_unscale * scale);  // dB += u·s·dyᵀ·t
+  }
+  if (fuse) gemm(rec, gdx);  // beside dA's product: both wait only for dt
+  {
+    vk::Recorder::Label label(rec, "lora");
     if (dropout.active()) {  // x̃ again, from the same seed and stream
       const Tensor dropped = dropout_scratch(rec, x, M, K);
       dropout_forward(rec, dropped, x.reshape({M, K}), dropout.p, dropout.seed, dropout.stream);
@@ -607,28 +641,15 @@ void lora_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& d_lora_a, 
       matmul_backward_w(rec, d_lora_a, dt, x, grad_unscale);  // dA += u·dtᵀ·x
     }
   }
-  if (dx.defined() && !dropout.active() && !rec.device().coopmat() &&
-      fits_one_binding(rec.device(), {dx, dy, w.q ? w.q->codes : w.w})) {
-    // dx (+)= dy·W + dt·A in one product: the adapter's term is its epilogue, A read [r, K] as stored. Not on
-    // tensor cores, whose kernels apply a LoRA epilogue element by element through memory: on the H100 that
-    // cost more than the separate product it saves (7B: the q/v dx products 5.0 -> 8.8 ms a step against
-    // 1.0 ms for the K = r products; call s11b).
-    const BoundWeight bw = bind_weight(rec, w, op);
-    require(w.rows() == N && w.cols() == K, op, "w is [" + std::to_string(w.rows()) + ", " + std::to_string(w.cols()) + "]");
-    require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());
-    gemm(rec, {.op = op, .a = dy, .b = bw.b, .c = dx, .lora_t = dt, .lora_l = lora_a, .M = M, .N = K, .K = N, .a_sm = N,
-               .a_sk = 1, .b_sn = 1, .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .rank = r,
-               .lora_scale = 1, .lora_l_by_rank = true, .qb = bw.q});
-  } else if (dx.defined()) {
-    matmul_backward_x(rec, dx, dy, w, accumulate);
-    vk::Recorder::Label label(rec, "lora");
-    if (dropout.active()) {  // dx += mask ⊙ (dt·A) / (1 − p)
-      const Tensor through = dropout_scratch(rec, dx, M, K);  // in dx's dtype (x may be an f16 activation)
-      matmul_backward_x(rec, through, dt, lora_a, false);
-      dropout_backward(rec, dx.reshape({M, K}), through, dropout.p, dropout.seed, dropout.stream, true);
-    } else {
-      matmul_backward_x(rec, dx, dt, lora_a, true);
-    }
+  if (!dx.defined() || fuse) return;
+  matmul_backward_x(rec, dx, dy, w, accumulate);
+  vk::Recorder::Label label(rec, "lora");
+  if (dropout.active()) {  // dx += mask ⊙ (dt·A) / (1 − p)
+    const Tensor through = dropout_scratch(rec, dx, M, K);  // in dx's dtype (x may be an f16 activation)
+    matmul_backward_x(rec, through, dt, lora_a, false);
+    dropout_backward(rec, dx.reshape({M, K}), through, dropout.p, dropout.seed, dropout.stream, true);
+  } else {
+    matmul_backward_x(rec, dx, dt, lora_a, true);
   }
 }
 

@@ -74,6 +74,12 @@ struct StridedProduct {
 };
 void matmul_strided(vk::Recorder& rec, const Tensor& c, const Tensor& a, const Tensor& b, const StridedProduct& s);
 
+// Whether this device's products run on the cooperative-matrix-2 kernel, which reads f16 operands: an f32
+// activation is converted first, unless a kernel that wrote it left an f16 copy and remembered it here (in
+// the recording's kScratchCm2A slot; a contiguous tensor, read as [rows, cols]).
+bool cm2_products(const vk::Device& device);
+void remember_f16_copy(vk::Recorder& rec, const Tensor& a, std::shared_ptr<vk::Allocation> copy);
+
 namespace ref {
 // Row-major, double accumulation. bias may be empty.
 void matmul_forward(std::span<float> y, std::span<const float> x, std::span<const float> w,

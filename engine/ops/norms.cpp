@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ops/common.h"
+#include "ops/matmul.h"
 #include "ops/norms_params.h"
 
 namespace ls::ops {
@@ -105,6 +106,29 @@ void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, co
   rec.dispatch(variant(vk::family::rms_norm_backward, {DType::f32, w.dtype()}, op),
                {in(dy), in(x), in(w), in(rstd), accumulate ? inout(dx) : out(dx)}, params, grid_stride_rows(x.rows()),
                spec);
+}
+
+void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& w,
+                       const Tensor& rstd, bool accumulate, const NormBackwardMore& more) {
+  const char* op = "rms_norm_backward";
+  require_backward(dx, dy, x, w, op);
+  require_stat(rstd, x.rows(), op, "rstd");
+  if (more.dy2.defined()) {
+    require_dtype(more.dy2, {DType::f32}, op, "dy2");
+    require_shape(more.dy2, dy.shape(), op, "dy2");
+  }
+  const bool copy = more.f16_copy && cm2_products(rec.device());
+  std::shared_ptr<vk::Allocation> dx16;
+  if (copy) dx16 = rec.scratch(dx.numel() * 2, vk::Recorder::kScratchCm2A);
+  const NormBackwardParams params{.rows = uint32_t(x.rows()), .cols = x.cols()};
+  vk::Spec spec = row_threads(x.cols());
+  spec.constants = {accumulate ? 1u : 0u, more.dy2.defined() ? 1u : 0u, copy ? 1u : 0u};
+  const Tensor copy_t = copy ? Tensor::view(rec.device(), dx16, dx.shape(), DType::f16) : dx;
+  rec.dispatch(variant(vk::family::rms_norm_backward, {DType::f32, w.dtype()}, op),
+               {in(dy), in(x), in(w), in(rstd), accumulate ? inout(dx) : out(dx), in(more.dy2.defined() ? more.dy2 : dy),
+                copy ? out(copy_t) : in(dy)},
+               params, grid_stride_rows(x.rows()), spec);
+  if (copy) remember_f16_copy(rec, dx, std::move(dx16));
 }
 
 void layer_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& mean, const Tensor& rstd, const Tensor& x,

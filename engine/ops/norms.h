@@ -19,6 +19,16 @@ void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, co
 // dw is optional: an undefined Tensor skips it (frozen norm weights). accumulate: dx += instead of dx =.
 void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,
                        const Tensor& w, const Tensor& rstd, bool accumulate = false);
+// The same with the gradient in two parts, dy + dy2 (two products written side by side instead of one after the
+// other; dw not supported), and, with `f16_copy` on a device whose tensor-core products read f16 (coopmat2), dx
+// also written as f16 and remembered as its copy (vk::Recorder::remember_copy), so that the product that reads
+// dx next does not convert it in a dispatch of its own (ops/matmul.cpp cm2_a_as_f16).
+struct NormBackwardMore {
+  Tensor dy2;
+  bool f16_copy = false;
+};
+void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& w,
+                       const Tensor& rstd, bool accumulate, const NormBackwardMore& more);
 
 // LayerNorm: mean = mean(x), rstd = 1 / sqrt(mean((x - mean)^2) + eps) per row,
 // y = ((x - mean) * rstd) * w + b. b has w's dtype.

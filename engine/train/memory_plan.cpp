@@ -92,7 +92,7 @@ StepBytes step_bytes(const model::ModelSpec& spec, const PlanOptions& o, uint32_
   s.scratch = step_scratch(spec, o.device,
                            {.B = B, .T = T, .loss_rows = K, .logit_chunk = logit_chunk,
                             .rank = o.rank, .targets = o.targets, .dropout = dropout, .weight_dtype = weight_dtype,
-                            .quantize = o.quantize});
+                            .quantize = o.quantize, .recompute = o.grad_checkpoint});
   return s;
 }
 

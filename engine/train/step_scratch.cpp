@@ -57,10 +57,14 @@ class StepWalk {
     const size_t L = spec_.layers.size();
     for (size_t i = 0; i < L; ++i) layer_forward(spec_.layers[i]);
     head();
-    // With --grad-checkpoint each layer's forward runs again before its backward: the same requests as
-    // the first forward, so nothing grows.
-    for (size_t i = L; i-- > 0;) layer_backward(spec_.layers[i], i > 0);
-    return {.split_k = slots_.total(Rec::kScratchSplitK),
+    // With --grad-checkpoint each layer's forward runs again before its backward: the same requests as the
+    // first forward, which grow nothing but take their turns in the split ring (request_split).
+    for (size_t i = L; i-- > 0;) {
+      if (o_.recompute) layer_forward(spec_.layers[i]);
+      layer_backward(spec_.layers[i], i > 0);
+    }
+    return {.split_k = slots_.total(Rec::kScratchSplitK) + slots_.total(Rec::kScratchSplitRing) +
+                       slots_.total(Rec::kScratchSplitRing + 1),
             .attention = slots_.total(Rec::kScratchAttention) + slots_.total(Rec::kScratchAttention + 1) +
                          slots_.total(Rec::kScratchAttention + 2),
             .dropout = slots_.total(Rec::kScratchDropout),
@@ -93,13 +97,20 @@ class StepWalk {
     return s > 1 ? s * MN4 : 0;
   }
 
+  // vk::Recorder::split_scratch: small requests take the two ring slots in turn.
+  void request_split(uint64_t bytes) {
+    if (bytes == 0) return;
+    if (bytes > Rec::kSplitRingBytes) return slots_.request(Rec::kScratchSplitK, bytes);
+    slots_.request(Rec::kScratchSplitRing + split_turn_++ % Rec::kSplitRingSlots, bytes);
+  }
+
   void product(const Product& p) {
     // The weight dequantized for this product, unless the tensor-core kernel reads it packed.
     if (p.weight && o_.quantize != QuantType::none && !ops::quant_in_gemm(dev_.coopmat2, p.weight->in))
       dequantized_.request(0, uint64_t(p.weight->out) * p.weight->in * (dev_.coopmat ? 2 : 4));
     // ops/matmul.cpp cm2_a_as_f16: the workgroup-scope GEMM reads f16; training's f32 A is converted first.
     if (p.weight && in_f16_ && !p.a_f16) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
-    slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
+    request_split(split_k_bytes(p));
   }
   // ops/matmul.cpp dropout_scratch: x̃ in the dtype of the projection's input.
   void dropout_input(const model::LayerSpec& s, LoraTarget t) {
@@ -134,13 +145,16 @@ class StepWalk {
       if (dx) product({.M = M_, .N = m.in, .K = m.out, .weight = &m, .a_f16 = mlp_grad && f16_.mlp_grads});
       return;
     }
-    product({.M = m.out, .N = r, .K = M_, .lora_own = true});                   // dB += dyᵀ·t
+    // dx = dy·W + dt·A as one product (the adapter's term in its epilogue) without dropout, on the shader cores
+    // and the cooperative-matrix-2 kernel.
+    const bool fused = dx && !o_.dropout && (!dev_.coopmat || dev_.coopmat2);
     product({.M = M_, .N = r, .K = m.out, .lora_own = true, .long_rows = true});  // dt = dy·B
+    product({.M = m.out, .N = r, .K = M_, .lora_own = true});                   // dB += dyᵀ·t
+    if (fused) product({.M = M_, .N = m.in, .K = m.out, .weight = &m});          // dx = dy·W + dt·A
     dropout_input(s, t);
     product({.M = r, .N = m.in, .K = M_, .lora_own = true});                    // dA += dtᵀ·x̃
-    if (!dx) return;
-    product({.M = M_, .N = m.in, .K = m.out, .weight = &m});  // dx = dy·W (+ dt·A in its epilogue: see below)
-    if (!o_.dropout && !dev_.coopmat) return;                  // folded into dx's epilogue
+    if (!dx || fused) return;
+    product({.M = M_, .N = m.in, .K = m.out, .weight = &m});  // dx = dy·W
     if (o_.dropout) slots_.request(Rec::kScratchDropout, uint64_t(M_) * m.in * 4);  // dropoutᵀ's input, as dx: f32
     product({.M = M_, .N = m.in, .K = r, .lora_own = true});  // dx += (mask ⊙) dt·A
   }
@@ -230,7 +244,7 @@ class StepWalk {
   void head_product(const Product& p) {
     if (model::products_in_f16(dev_.coopmat2, dev_.coopmat, false, o_.weight_dtype) && !p.a_f16)
       slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
-    slots_.request(Rec::kScratchSplitK, split_k_bytes(p));
+    request_split(split_k_bytes(p));
   }
 
   const model::ModelSpec& spec_;
@@ -241,6 +255,7 @@ class StepWalk {
   const model::F16Operands f16_;
   model::ModuleSpec lm_head_{};
   Slots slots_, dequantized_;
+  uint32_t split_turn_ = 0;
   uint64_t attention_rows_ = 0;
 };
 

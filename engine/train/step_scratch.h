@@ -26,6 +26,7 @@ struct StepScratchOptions {
   bool dropout = false;
   DType weight_dtype = DType::bf16;  // of the projections as stored (what the products read)
   QuantType quantize = QuantType::none;
+  bool recompute = false;  // --grad-checkpoint: each layer's forward again before its backward
 };
 
 struct StepScratch {

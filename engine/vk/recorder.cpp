@@ -284,6 +284,11 @@ std::shared_ptr<Allocation> Recorder::scratch(VkDeviceSize bytes, uint32_t slot)
   return s;
 }
 
+std::shared_ptr<Allocation> Recorder::split_scratch(VkDeviceSize bytes) {
+  if (bytes > kSplitRingBytes) return scratch(bytes, kScratchSplitK);
+  return scratch(bytes, kScratchSplitRing + split_turn_++ % kSplitRingSlots);
+}
+
 Program Recorder::finish() {
   if (finished_) throw Error("finish() called twice on a recorder");
   finished_ = true;

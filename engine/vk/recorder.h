@@ -139,9 +139,18 @@ class Recorder {
   // Slots: kScratchSplitK for split-K partial sums, kScratchAttention + i for attention's score matrices,
   // kScratchDropout for the LoRA input after dropout, kScratchCm2A for an f32 operand converted to f16,
   // kScratchWeight for a quantized weight dequantized for a product (ops/quant.h).
+  // kScratchSplitRing and the slot after it: split_scratch's small requests.
   static constexpr uint32_t kScratchSplitK = 0, kScratchAttention = 1, kScratchDropout = 4, kScratchCm2A = 5,
-                            kScratchWeight = 6, kScratchSlots = 7;
+                            kScratchWeight = 6, kScratchSplitRing = 7, kScratchSlots = 9;
   std::shared_ptr<Allocation> scratch(VkDeviceSize bytes, uint32_t slot = kScratchSplitK);
+  // Split-K partial sums: requests of at most kSplitRingBytes take the two ring slots in turn, larger ones
+  // kScratchSplitK, so that independent split products recorded one after another (q, k and v) do not share
+  // scratch: one's slices then run beside the previous one's reduce, with no barrier between them (0.5B B1:
+  // k's and v's 0.8 MB). Not q's 5.5 MB, nor gate's and up's dx (they would run side by side): two more slots
+  // of that size took the 0.5B B1 step past 1.5 GiB held (session 19). train/step_scratch.cpp plans the same.
+  static constexpr VkDeviceSize kSplitRingBytes = VkDeviceSize(1) << 20;
+  static constexpr uint32_t kSplitRingSlots = 2;
+  std::shared_ptr<Allocation> split_scratch(VkDeviceSize bytes);
 
   // A copy of a byte range that the dispatches just recorded made (ops/matmul.cpp: an f32 activation
   // converted to f16 in the kScratchCm2A slot for the tensor cores), so that later products reading the
@@ -168,6 +177,7 @@ class Recorder {
   uint32_t queries_used_ = 0;
   std::shared_ptr<const Allocation> dummy_;
   std::shared_ptr<Allocation> scratch_[kScratchSlots];
+  uint32_t split_turn_ = 0;
   struct RememberedCopy {
     HazardTracker::Span source{}, target{};
     uint64_t key = 0;

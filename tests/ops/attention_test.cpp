@@ -204,6 +204,36 @@ TEST(FlashCombine, AddsSplitPartialsIntoOutputAndLse) {
   }
 }
 
+// delta = rowsum(do ∘ o) for the cooperative-matrix-2 backward kernels, against double sums; o in f32 and f16 (the
+// reference reads the same rounded o). D 72 is not a multiple of the kernel's 16 lanes; 1,111 rows leave the last
+// workgroup part empty.
+TEST(FlashDelta, RowSumsOfDoTimesO) {
+  vk::Device& dev = test::device();
+  for (const AttentionDims d : {AttentionDims{.B = 2, .T = 5, .S = 5, .H = 3, .KV = 1, .D = 8},
+                                AttentionDims{.B = 1, .T = 101, .S = 101, .H = 11, .KV = 11, .D = 72}}) {
+    const size_t n = size_t(d.B) * d.T * d.H * d.D;
+    const std::vector<float> do_ = test::random_values(n, 81);
+    for (DType dtype : {DType::f32, DType::f16}) {
+      const std::vector<float> o = test::rounded(test::random_values(n, 82), dtype);
+      std::vector<float> want(size_t(d.B) * d.H * d.T);
+      for (uint32_t b = 0; b < d.B; ++b)
+        for (uint32_t t = 0; t < d.T; ++t)
+          for (uint32_t h = 0; h < d.H; ++h) {
+            double sum = 0;
+            const size_t row = (size_t(b) * d.T + t) * d.H + h;
+            for (uint32_t j = 0; j < d.D; ++j) sum += double(do_[row * d.D + j]) * o[row * d.D + j];
+            want[(size_t(b) * d.H + h) * d.T + t] = float(sum);
+          }
+      auto do_t = test::tensor_from(dev, q_shape(d), DType::f32, do_);
+      auto o_t = test::tensor_from(dev, q_shape(d), dtype, o);
+      auto delta = test::poisoned(dev, lse_shape(d), DType::f32);
+      test::run(dev, [&](vk::Recorder& rec) { ops::detail::flash_delta(rec, delta.t, do_t, o_t, d); });
+      delta.expect_guards_intact("delta");
+      check(download(delta.t), want, 1e-5, std::string("flash_delta ") + dtype_name(dtype), lse_shape(d));
+    }
+  }
+}
+
 class AttentionBackward : public test::GpuTest, public ::testing::WithParamInterface<AttentionDims> {};
 
 struct Gradients {

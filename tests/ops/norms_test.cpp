@@ -13,6 +13,7 @@
 #include <ostream>
 #include <string>
 
+#include "ops/matmul.h"
 #include "ops/norms.h"
 #include "support/testing.h"
 
@@ -257,6 +258,44 @@ TEST_F(NormTest, RmsNormBackwardAccumulatesIntoDx) {
   ops::ref::rms_norm_backward(want, {}, dy0, x0, w0, rstd0);
   for (size_t i = 0; i < n; ++i) want[i] += dx0[i];
   expect_close(download(dx), want, kBackwardTol, "dx", {rows, cols});
+}
+
+// The gradient in two parts (gate_proj's and up_proj's dx products side by side, layer.cpp): dx += the norm's
+// gradient of dy + dy2. With the f16 copy asked for, devices whose products read f16 (coopmat2) also get dx as f16,
+// remembered for the next product (ops::remember_f16_copy); elsewhere nothing more is written.
+TEST_F(NormTest, RmsNormBackwardAddsTwoGradientPartsAndLeavesAnF16Copy) {
+  const uint32_t rows = 9, cols = 136;
+  const size_t n = size_t(rows) * cols;
+  auto x0 = test::random_values(n, 21), dy0 = test::random_values(n, 22), dy20 = test::random_values(n, 23);
+  auto dx0 = test::random_values(n, 24);
+  auto w0 = test::rounded(test::random_values(cols, 25), DType::bf16);
+  auto y0 = zeros(n), rstd0 = zeros(rows);
+  ops::ref::rms_norm_forward(y0, rstd0, x0, w0, kRmsEps);
+  auto x = test::tensor_from(dev(), {rows, cols}, DType::f32, x0);
+  auto dy = test::tensor_from(dev(), {rows, cols}, DType::f32, dy0);
+  auto dy2 = test::tensor_from(dev(), {rows, cols}, DType::f32, dy20);
+  auto w = test::tensor_from(dev(), {cols}, DType::bf16, w0);
+  auto rstd = test::tensor_from(dev(), {rows}, DType::f32, rstd0);
+  auto dx = test::tensor_from(dev(), {rows, cols}, DType::f32, dx0);
+  std::shared_ptr<vk::Allocation> copy;
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::rms_norm_backward(rec, dx, dy, x, w, rstd, true, {.dy2 = dy2, .f16_copy = true});
+    copy = rec.find_copy(dx.range(), n);
+  });
+  std::vector<float> dy_sum(n), want(n, 0.0f);
+  for (size_t i = 0; i < n; ++i) dy_sum[i] = dy0[i] + dy20[i];
+  ops::ref::rms_norm_backward(want, {}, dy_sum, x0, w0, rstd0);
+  for (size_t i = 0; i < n; ++i) want[i] += dx0[i];
+  const std::vector<float> got = download(dx);
+  expect_close(got, want, kBackwardTol, "dx", {rows, cols});
+  EXPECT_EQ(copy != nullptr, ops::cm2_products(dev())) << "an f16 copy exactly where the products read f16";
+  if (copy)
+    expect_close(download(Tensor::view(dev(), copy, {rows, cols}, DType::f16)), test::rounded(got, DType::f16), 0.0,
+                 "dx's f16 copy", {rows, cols});
+  // dy2 of another shape is refused, naming it.
+  auto bad = test::tensor_from(dev(), {rows, cols - 8}, DType::f32, std::vector<float>(n - rows * 8, 1.0f));
+  vk::Recorder rec(dev());
+  EXPECT_THROW(ops::rms_norm_backward(rec, dx, dy, x, w, rstd, true, {.dy2 = bad}), Error);
 }
 
 // More rows than workgroups one dimension allows (65535): the kernels' grid-stride loop over rows, and
