@@ -178,12 +178,17 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     if (s.sandwich_norms) {
       norm_forward(rec, s.norm, a.out_normed, a.rstd_o, a.o, w.attention_out_norm);  // (M, C)
       ops::add_forward(rec, a.x_mid, a.x_in, a.out_normed);
-    } else {
-      ops::add_forward(rec, a.x_mid, a.x_in, a.o);
     }
   }
   group.emplace(rec, kGroupNorms);
-  norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);              // (M, C)
+  const bool plain_add = !in_place && !s.sandwich_norms;
+  if (plain_add && a.x_mid.dtype() == DType::f32) {
+    // x_mid = x_in + o and its norm in one pass
+    ops::rms_norm_forward_add(rec, a.h2, a.rstd2, a.x_mid, a.x_in, a.o, w.post_attention_norm, s.norm.eps);
+  } else {
+    if (plain_add) ops::add_forward(rec, a.x_mid, a.x_in, a.o);
+    norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);  // (M, C)
+  }
   group.emplace(rec, kGroupMlp);
   project(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);             // (M, I)
   project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                   // (M, I)
@@ -225,9 +230,10 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d_up_part.defined() ? d_up_part : d.h2,
                    d.up, !d_up_part.defined());
   group.emplace(rec, kGroupNorms);
-  // dres = d x_mid, its f16 copy for o_proj's dx product
+  // dres = d x_mid, its f16 copy for o_proj's dx product (not with --grad-checkpoint: there the copy took the H100's
+  // peak 1.2% past the plan in memory_plan_test, session 19 call 5)
   norm_backward(rec, s.norm, dres, d.h2, a.x_mid, w.post_attention_norm, a.rstd2, true,
-                {.dy2 = d_up_part, .f16_copy = !s.sandwich_norms});
+                {.dy2 = d_up_part, .f16_copy = !s.sandwich_norms && !run.recomputing});
   group.emplace(rec, kGroupAttention);
   // x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
   // (sandwich norms: x_mid = x_in + norm(o(...)))
@@ -257,8 +263,10 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   project_backward(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
   if (!input_grad) return;
   group.emplace(rec, kGroupNorms);
-  // dres = d x_in, its f16 copy for the previous layer's down_proj dx product
-  norm_backward(rec, s.norm, dres, d.h1, a.x_in, w.input_norm, a.rstd1, true, {.f16_copy = !s.sandwich_norms});
+  // dres = d x_in, its f16 copy for the previous layer's down_proj dx product (not when that layer's forward
+  // runs again first: its products' own conversions would take the copy's place)
+  norm_backward(rec, s.norm, dres, d.h1, a.x_in, w.input_norm, a.rstd1, true,
+                {.f16_copy = !s.sandwich_norms && !run.recomputing});
 }
 
 }  // namespace ls::model

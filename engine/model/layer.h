@@ -54,6 +54,7 @@ struct LayerRun {
   float dropout = 0;                      // training: LoRA dropout on each adapted projection's input
   Tensor dropout_seed;                    // [2] i32, when dropout > 0
   float grad_unscale = 1;                 // training: undoes the loss scale the activation gradients carry
+  bool recomputing = false;               // training: each layer's forward runs again before its backward
 };
 
 // x = embed[ids] · spec.embedding_scale. x (M, C) f32; ids (M) i32.

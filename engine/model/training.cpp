@@ -191,7 +191,8 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
                      .grads = &grads,
                      .dropout = options.dropout,
                      .dropout_seed = batch.dropout_seed,
-                     .grad_unscale = 1.0f / grad_scale};
+                     .grad_unscale = 1.0f / grad_scale,
+                     .recomputing = options.recompute};
   embed_tokens(rec, spec, acts[0].x_in, w.embed, batch.ids);
   for (uint32_t i = 0; i < c.num_layers; ++i) layer_forward(rec, spec.layers[i], w.layers[i], acts[i], run, i);
   const Tensor& x = acts.back().x_out;

@@ -193,6 +193,10 @@ uint64_t flash_forward_split_bytes(const AttentionDims& d, uint32_t splits) {
   return splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * d.D * 4 : 0;
 }
 
+uint64_t flash_forward_stat_bytes(const AttentionDims& d, uint32_t splits) {  // (max, sum) a row, f32
+  return splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * 2 * 4 : 0;
+}
+
 void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, const Tensor& o, const AttentionDims& d) {
   struct DeltaParams {  // = Params in shaders/flash_delta.comp
     uint32_t B, T, H, D;
@@ -231,7 +235,7 @@ void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& l
     const uint64_t rows = uint64_t(splits) * d.B * d.H * d.T;
     const Tensor part = Tensor::view(dev, rec.scratch(flash_forward_split_bytes(d, splits), vk::Recorder::kScratchAttention + 1),
                                      {uint32_t(rows), d.D}, DType::f32);
-    const Tensor ml = Tensor::view(dev, rec.scratch(rows * 2 * 4, vk::Recorder::kScratchAttention + 2),
+    const Tensor ml = Tensor::view(dev, rec.scratch(flash_forward_stat_bytes(d, splits), vk::Recorder::kScratchAttention + 2),
                                    {uint32_t(rows), 2}, DType::f32);
     // Without a device-side past, binding 5 is unused; q stands in for it.
     rec.dispatch(kSplit[small_heads(d) ? 0 : 1][q.dtype() == DType::f16 ? 1 : 0],

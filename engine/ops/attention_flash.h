@@ -37,11 +37,12 @@ bool flash_cm2_enabled(bool device_coopmat2);
 // How many ways the tensor-core backward splits its loops (1: not split); LORASTUDIO_FLASH_SPLITS forces it.
 uint32_t attention_flash_backward_splits(const AttentionDims& d, bool cm2);
 // How many ways the forward splits each query block's keys (only on the cooperative-matrix-2 kernels,
-// `cm2_kernels`, with few query blocks: the backward's rule; LORASTUDIO_FLASH_FORWARD_SPLITS forces it), and
-// the bytes of its partial outputs, in slot kScratchAttention + 1 (their rows' statistics, 8 bytes a row, in
-// slot + 2).
+// `cm2_kernels`, with few query blocks: the backward's rule; LORASTUDIO_FLASH_FORWARD_SPLITS forces it), the
+// bytes of its partial outputs, in slot kScratchAttention + 1, and of their rows' statistics (8 bytes a row), in
+// slot + 2: what the op asks for and train/step_scratch.cpp plans.
 uint32_t attention_flash_forward_splits(const AttentionDims& d, bool cm2_kernels);
 uint64_t flash_forward_split_bytes(const AttentionDims& d, uint32_t splits);
+uint64_t flash_forward_stat_bytes(const AttentionDims& d, uint32_t splits);
 // The split forward's partials added up (shaders/flash_combine.comp): part [splits·B·H·T, D] unnormalized outputs
 // and ml [splits·B·H·T, 2] each row's (max, sum of exponentials), f32, into o [B, T, H, D] (f32 or f16) and
 // lse [B, H, T].

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "ops/common.h"
@@ -89,6 +90,27 @@ void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, co
   rec.dispatch(kernel, {in(x), in(w), out(y), out(rstd)},
                NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()),
                row_threads(x.cols()));
+}
+
+void rms_norm_forward_add(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& a,
+                          const Tensor& b, const Tensor& w, float eps) {
+  const char* op = "rms_norm_forward_add";
+  // The f32 residual stream only: an f16 sum, rounded before the norm reads it, came out unrounded on the H100
+  // (session 19, call 3: the driver folds the f32 -> f16 -> f32 round trip).
+  require_dtype(x, {DType::f32}, op, "x");
+  const bool to_f16 = y.dtype() == DType::f16;
+  require_forward(y, x, w, eps, op, to_f16);
+  require_stat(rstd, x.rows(), op, "rstd");
+  for (const auto& [t, name] : {std::pair{&a, "a"}, std::pair{&b, "b"}}) {
+    require_shape(*t, x.shape(), op, name);
+    require(t->dtype() == x.dtype(), op, std::string("dtypes differ: ") + name + " " + t->describe() + ", x " + x.describe());
+  }
+  const Kernel kernel = to_f16 ? variant(vk::family::rms_norm_f32_to, {DType::f16, w.dtype()}, op)
+                               : variant(vk::family::rms_norm, {x.dtype(), w.dtype()}, op);
+  vk::Spec spec = row_threads(x.cols());
+  spec.constants = {1u};
+  rec.dispatch(kernel, {in(a), in(w), out(y), out(rstd), in(b), out(x)},
+               NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()), spec);
 }
 
 void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,

@@ -15,6 +15,10 @@ namespace ls::ops {
 // RMSNorm (HF Qwen2/Llama): rstd = 1 / sqrt(mean(x^2) + eps) per row, y = (x * rstd) * w.
 void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
                       float eps);
+// The same of x = a + b (a residual add), x also written (ops::add_forward's sums): the add and the norm in one
+// pass. x, a and b f32 (the residual stream) of one shape; y f32 or f16.
+void rms_norm_forward_add(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& a,
+                          const Tensor& b, const Tensor& w, float eps);
 // dx = rstd * (w*dy - x * rstd^2 * mean(w*dy*x)) per row; dw += sum_rows dy * x * rstd.
 // dw is optional: an undefined Tensor skips it (frozen norm weights). accumulate: dx += instead of dx =.
 void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,

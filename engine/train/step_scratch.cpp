@@ -186,7 +186,7 @@ class StepWalk {
     const uint32_t splits = ops::detail::attention_flash_forward_splits(d, ops::detail::flash_cm2_enabled(dev_.coopmat2));
     if (splits == 1) return;
     slots_.request(Rec::kScratchAttention + 1, ops::detail::flash_forward_split_bytes(d, splits));
-    slots_.request(Rec::kScratchAttention + 2, uint64_t(splits) * o_.B * s.heads * o_.T * 2 * 4);
+    slots_.request(Rec::kScratchAttention + 2, ops::detail::flash_forward_stat_bytes(d, splits));
   }
 
   void attention_backward(const model::LayerSpec& s) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <utility>
 
 #include "ops/matmul.h"
 #include "ops/norms.h"
@@ -296,6 +297,45 @@ TEST_F(NormTest, RmsNormBackwardAddsTwoGradientPartsAndLeavesAnF16Copy) {
   auto bad = test::tensor_from(dev(), {rows, cols - 8}, DType::f32, std::vector<float>(n - rows * 8, 1.0f));
   vk::Recorder rec(dev());
   EXPECT_THROW(ops::rms_norm_backward(rec, dx, dy, x, w, rstd, true, {.dy2 = bad}), Error);
+}
+
+// The residual add and the norm in one pass (model/layer.cpp: x_mid = x_in + o, then its norm): x = a + b in f32
+// as add_forward sums, y (f32, or f16 for the products) and rstd as the norm of that x. The f32 residual stream only.
+TEST_F(NormTest, RmsNormOfResidualAddMatchesReference) {
+  for (const auto& [rows, cols] : {std::pair<uint32_t, uint32_t>{1, 1}, {3, 7}, {5, 896}, {2, 1000}})
+    for (DType yt : {DType::f32, DType::f16})
+      for (DType wt : {DType::f32, DType::bf16}) {
+        const Shape shape{rows, cols};
+        const std::string what = shape_string(shape) + " y " + dtype_name(yt) + " w " + dtype_name(wt) + ": ";
+        auto a0 = test::random_values(size_t(rows) * cols, 600 + rows * 7 + cols);
+        auto b0 = test::random_values(size_t(rows) * cols, 700 + rows * 7 + cols);
+        auto w0 = test::rounded(test::random_values(cols, 800 + cols, 2.0f), wt);
+        std::vector<float> x0(a0.size());
+        for (size_t i = 0; i < x0.size(); ++i) x0[i] = a0[i] + b0[i];
+        auto a = test::tensor_from(dev(), shape, DType::f32, a0);
+        auto b = test::tensor_from(dev(), shape, DType::f32, b0);
+        auto w = test::tensor_from(dev(), {cols}, wt, w0);
+        auto x = test::poisoned(dev(), shape, DType::f32);
+        auto y = test::poisoned(dev(), shape, yt);
+        auto rstd = test::poisoned(dev(), {rows}, DType::f32);
+        test::run(dev(), [&](vk::Recorder& rec) { ops::rms_norm_forward_add(rec, y.t, rstd.t, x.t, a, b, w, kRmsEps); });
+        auto want_y = zeros(x0.size()), want_rstd = zeros(rows);
+        ops::ref::rms_norm_forward(want_y, want_rstd, x0, w0, kRmsEps);
+        expect_close(download(x.t), x0, 0.0, what + "x = a + b", shape);
+        expect_close(download(y.t), test::rounded(want_y, yt), forward_tol(yt), what + "y", shape);
+        expect_close(download(rstd.t), want_rstd, 1e-5, what + "rstd", {rows});
+        x.expect_guards_intact("x");
+        y.expect_guards_intact("y");
+        rstd.expect_guards_intact("rstd");
+      }
+  auto a = test::tensor_from(dev(), {2, 8}, DType::f32, std::vector<float>(16, 1.0f));
+  auto a16 = test::tensor_from(dev(), {2, 8}, DType::f16, std::vector<float>(16, 1.0f));
+  auto w = test::tensor_from(dev(), {8}, DType::f32, std::vector<float>(8, 1.0f));
+  auto r = test::tensor_from(dev(), {2}, DType::f32, std::vector<float>(2, 1.0f));
+  auto short_b = test::tensor_from(dev(), {2, 7}, DType::f32, std::vector<float>(14, 1.0f));
+  vk::Recorder rec(dev());
+  EXPECT_THROW(ops::rms_norm_forward_add(rec, a, r, a, a, short_b, w, kRmsEps), Error) << "b of another shape";
+  EXPECT_THROW(ops::rms_norm_forward_add(rec, a16, r, a16, a16, a16, w, kRmsEps), Error) << "an f16 residual stream";
 }
 
 // More rows than workgroups one dimension allows (65535): the kernels' grid-stride loop over rows, and

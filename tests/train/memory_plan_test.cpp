@@ -283,6 +283,26 @@ TEST(MemoryPlan, Qwen7bNoneAndNf4) {
   EXPECT_LT(train::memory_plan(ckpt).bytes(train::PlanPart::activations), plan.bytes(train::PlanPart::activations));
 }
 
+// A discrete GPU (system memory a heap apart): the untied 7B embedding table is planned in system memory, not the
+// GPU's (model::embedding_in_host_memory), by the same bytes the device plan drops; a tied table (it is the lm_head
+// too) stays on the GPU.
+TEST(MemoryPlan, UntiedEmbeddingTableInSystemMemoryOnADiscreteGpu) {
+  auto o = qwen7b_options();
+  const train::MemoryPlan unified = train::memory_plan(o);
+  o.device.host_apart = true;
+  const train::MemoryPlan discrete = train::memory_plan(o);
+  ASSERT_FALSE(o.model.tie_word_embeddings);
+  const uint64_t table = uint64_t(o.model.vocab_size) * o.model.hidden_size * 2;  // bf16
+  EXPECT_EQ(unified.host_bytes, 0u);
+  EXPECT_GE(discrete.host_bytes, table);
+  EXPECT_LT(discrete.host_bytes, table + (uint64_t(2) << 20)) << "the table, rounded as the allocator rounds it";
+  EXPECT_NE(discrete.host_what.find("embedding"), std::string::npos) << discrete.host_what;
+  EXPECT_EQ(unified.bytes(train::PlanPart::weights) - discrete.bytes(train::PlanPart::weights), discrete.host_bytes);
+  EXPECT_LT(discrete.total(), unified.total());
+  o.model.tie_word_embeddings = true;
+  EXPECT_EQ(train::memory_plan(o).host_bytes, 0u) << "a tied table is the lm_head: it stays on the GPU";
+}
+
 // Issue 23's 14B shape (hidden 5120, 48 layers, 40/8 heads, MLP 13824, vocab 152064, untied; 14.8B
 // parameters) at B1 x T512 r8 q,v on an H100: nf4 with --grad-checkpoint fits a 16 GB GPU (the target: <= 14
 // GiB); the figures for the four combinations are printed.
