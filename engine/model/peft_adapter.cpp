@@ -220,9 +220,9 @@ LoraAdapter read_peft_adapter_config(const std::filesystem::path& dir) {
   }
   auto fail = [&](const std::string& what) { throw Error(config_path.string() + ": " + what); };
   if (!j.is_object()) fail("not a JSON object");
-  if (j.value("peft_type", std::string("LORA")) != "LORA") fail("peft_type is not \"LORA\"");
   LoraAdapter a;
-  try {
+  try {  // every read of a value below: one of the wrong JSON type is a "bad value" error, not a crash
+    if (j.value("peft_type", std::string("LORA")) != "LORA") fail("peft_type is not \"LORA\"");
     if (!j.contains("r")) fail("missing \"r\"");
     a.rank = j.at("r").get<uint32_t>();
     a.alpha = j.value("lora_alpha", float(a.rank));

@@ -366,6 +366,12 @@ TEST_F(MergeErrors, UnsupportedAdapterOptions) {
   expect_refused("lora_bias", true, "lora_bias");
   expect_refused("rank_pattern", {{"q_proj", 8}}, "rank_pattern");
   expect_refused("target_modules", ".*proj", "regex");
+  // Values of the wrong JSON type are refused naming the file, not a crash (the fuzzer's find: peft_type true).
+  expect_refused("peft_type", true, "bad value");
+  expect_refused("r", "eight", "bad value");
+  expect_refused("lora_alpha", nlohmann::json::array(), "bad value");
+  expect_refused("bias", false, "bad value");
+  expect_refused("target_modules", {1, 2}, "bad value");
 }
 
 TEST_F(MergeErrors, AdapterForAnotherModel) {
