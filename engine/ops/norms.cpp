@@ -75,6 +75,12 @@ void require_grad(const Tensor& g, uint32_t cols, const char* op, const char* na
 }
 
 using vk::Kernel;
+
+// rms_norm_f32_to_f16_<w>: the kernel names give its family as rms_norm_f32_to with types (f16, w).
+Kernel rms_norm_kernel(const Tensor& x, bool to_f16, const Tensor& w, const char* op) {
+  return to_f16 ? variant(vk::family::rms_norm_f32_to, {DType::f16, w.dtype()}, op)
+                : variant(vk::family::rms_norm, {x.dtype(), w.dtype()}, op);
+}
 }  // namespace
 
 void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
@@ -84,10 +90,7 @@ void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, co
   const bool to_f16 = x.dtype() == DType::f32 && y.dtype() == DType::f16;
   require_forward(y, x, w, eps, op, to_f16);
   require_stat(rstd, x.rows(), op, "rstd");
-  // rms_norm_f32_to_f16_<w>: the kernel names give its family as rms_norm_f32_to with types (f16, w).
-  const Kernel kernel = to_f16 ? variant(vk::family::rms_norm_f32_to, {DType::f16, w.dtype()}, op)
-                               : variant(vk::family::rms_norm, {x.dtype(), w.dtype()}, op);
-  rec.dispatch(kernel, {in(x), in(w), out(y), out(rstd)},
+  rec.dispatch(rms_norm_kernel(x, to_f16, w, op), {in(x), in(w), out(y), out(rstd)},
                NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()),
                row_threads(x.cols()));
 }
@@ -105,11 +108,9 @@ void rms_norm_forward_add(vk::Recorder& rec, const Tensor& y, const Tensor& rstd
     require_shape(*t, x.shape(), op, name);
     require(t->dtype() == x.dtype(), op, std::string("dtypes differ: ") + name + " " + t->describe() + ", x " + x.describe());
   }
-  const Kernel kernel = to_f16 ? variant(vk::family::rms_norm_f32_to, {DType::f16, w.dtype()}, op)
-                               : variant(vk::family::rms_norm, {x.dtype(), w.dtype()}, op);
   vk::Spec spec = row_threads(x.cols());
   spec.constants = {1u};
-  rec.dispatch(kernel, {in(a), in(w), out(y), out(rstd), in(b), out(x)},
+  rec.dispatch(rms_norm_kernel(x, to_f16, w, op), {in(a), in(w), out(y), out(rstd), in(b), out(x)},
                NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()), spec);
 }
 
@@ -119,15 +120,11 @@ void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, co
   require_backward(dx, dy, x, w, op);
   require_stat(rstd, x.rows(), op, "rstd");
   if (dw.defined()) require_grad(dw, x.cols(), op, "dw");
-  const NormBackwardParams params{.rows = uint32_t(x.rows()), .cols = x.cols()};
   // dw first: the two kernels are independent, so no barrier separates them.
   if (dw.defined())
-    rec.dispatch(Kernel::rms_norm_backward_dw, {in(dy), in(x), in(rstd), inout(dw)}, params, column_groups(x.cols()));
-  vk::Spec spec = row_threads(x.cols());
-  spec.constants = {accumulate ? 1u : 0u};
-  rec.dispatch(variant(vk::family::rms_norm_backward, {DType::f32, w.dtype()}, op),
-               {in(dy), in(x), in(w), in(rstd), accumulate ? inout(dx) : out(dx)}, params, grid_stride_rows(x.rows()),
-               spec);
+    rec.dispatch(Kernel::rms_norm_backward_dw, {in(dy), in(x), in(rstd), inout(dw)},
+                 NormBackwardParams{.rows = uint32_t(x.rows()), .cols = x.cols()}, column_groups(x.cols()));
+  rms_norm_backward(rec, dx, dy, x, w, rstd, accumulate, {});
 }
 
 void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& w,

@@ -103,6 +103,45 @@ TEST_F(RecorderTest, RememberedCopyLastsUntilItsSourceOrItselfIsWritten) {
   rec.finish().run();
 }
 
+// Split-K partial sums: small requests take the two ring slots in turn (two products recorded one after another
+// get different buffers, so no barrier orders the second after the first's reduce); larger ones take
+// kScratchSplitK; each slot grows to its largest request. Two products through the ring need no barrier.
+TEST_F(RecorderTest, SplitScratchTakesTurnsForSmallRequests) {
+  auto& d = dev();
+  vk::Recorder rec(d);
+  const VkDeviceSize small = 4096, large = vk::Recorder::kSplitRingBytes + 4096;
+  const auto a = rec.split_scratch(small), b = rec.split_scratch(small), c = rec.split_scratch(small);
+  EXPECT_NE(a, b) << "consecutive small requests, different slots";
+  EXPECT_EQ(a, c) << "two slots in turn";
+  EXPECT_EQ(rec.split_scratch(large), rec.scratch(large, vk::Recorder::kScratchSplitK)) << "a large one";
+  EXPECT_NE(rec.split_scratch(large), a);
+  EXPECT_EQ(rec.split_scratch(small), b);
+  EXPECT_GE(rec.split_scratch(2 * small)->size(), 2 * small) << "grown to the request";
+
+  // Two writes, each to its own turn's buffer, then their reads: one barrier, before the reads.
+  auto src = test::tensor_from(d, {256, 1}, DType::f32, test::random_values(256, 3));
+  const Tensor p1 = Tensor::view(d, rec.split_scratch(1024), {256, 1}, DType::f32);
+  const Tensor p2 = Tensor::view(d, rec.split_scratch(1024), {256, 1}, DType::f32);
+  auto s1 = Tensor::empty(d, {256, 1}, DType::f32), s2 = Tensor::empty(d, {256, 1}, DType::f32);
+  ops::scale_forward(rec, p1, src, 2.f);
+  ops::scale_forward(rec, p2, src, 3.f);
+  ops::scale_forward(rec, s1, p1, 1.f);
+  ops::scale_forward(rec, s2, p2, 1.f);
+  vk::Program prog = rec.finish();
+  const auto& plan = prog.plan();
+  ASSERT_GE(plan.size(), 4u);
+  const size_t n = plan.size();
+  EXPECT_FALSE(plan[n - 3].barrier_before) << "the second write shares the first's stage";
+  EXPECT_TRUE(plan[n - 2].barrier_before);
+  EXPECT_FALSE(plan[n - 1].barrier_before);
+  prog.run();
+  const std::vector<float> x = download(src), y1 = download(s1), y2 = download(s2);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(y1[i], 2.f * x[i]);
+    EXPECT_EQ(y2[i], 3.f * x[i]);
+  }
+}
+
 TEST_F(RecorderTest, ReplayedHundredTimesGivesIdenticalResults) {
   auto& d = dev();
   const uint32_t n = 4099;
