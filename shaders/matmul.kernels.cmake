@@ -64,6 +64,25 @@ foreach(a f32 f16)
     endforeach()
   endforeach()
 endforeach()
+# Decoding's norm-fused products (shaders/matvec_norm.comp): the f32 residual stream normalised and rounded to
+# the activation type <act> inside the product with <w> weights (the norm's weight and the bias of the same
+# type); _silu / _gelu: gate and up in one pass, writing act(gate)·up.
+foreach(act f32 f16)
+  foreach(w f32 f16 bf16)
+    set(defs ACT_T=${act} W_T=${w})
+    if(act STREQUAL "f16")
+      list(APPEND defs ACT_IS_F16=1)
+    endif()
+    if(w STREQUAL "f32")
+      list(APPEND defs W_IS_F32=1)
+    elseif(w STREQUAL "bf16")
+      list(APPEND defs W_IS_BF16=1)
+    endif()
+    ls_kernel(matvec_norm_${act}_${w} matvec_norm.comp ${defs})
+    ls_kernel(matvec_norm_silu_${act}_${w} matvec_norm.comp ${defs} GLU_SILU=1)
+    ls_kernel(matvec_norm_gelu_${act}_${w} matvec_norm.comp ${defs} GLU_GELU=1)
+  endforeach()
+endforeach()
 # One side of at most 16 outputs and a long reduction, f32 (LoRA's rank-r products in training): a
 # subgroup per long index when its operand is contiguous along k, else an invocation per long index. The
 # _f16a / _f16b forms read an f16 A or B (the long operand: an f16 activation, x in t = x·Aᵀ and dA = dtᵀ·x).

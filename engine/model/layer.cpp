@@ -13,6 +13,7 @@
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
+#include "ops/matvec_norm.h"
 #include "ops/norms.h"
 #include "ops/quant.h"
 #include "ops/rope.h"
@@ -66,6 +67,22 @@ void project(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_
     ops::quant_linear_forward(rec, y, x, w.q, w.b, accumulate);
   else
     ops::matmul_forward(rec, y, x, w.w, w.b, accumulate);
+}
+
+// Decoding (inference, a few rows): whether the norm of x before these projections runs inside their products
+// (ops/matvec_norm.h), which needs plain weights and no adapter term on any of them; y is each one's output.
+struct NormedProjection {
+  LoraTarget target;
+  const LinearWeights& w;
+  Tensor y;
+};
+bool norm_folds(const LayerSpec& s, const LayerRun& run, uint32_t layer, const LayerActs& a, const Tensor& x,
+                const Tensor& norm_w, std::initializer_list<NormedProjection> projections) {
+  if (!a.k_cache.defined()) return false;
+  for (const NormedProjection& p : projections)
+    if (lora_of(s, run, layer, p.target) || p.w.q.defined() || !ops::norm_matvec_fits(p.y, x, norm_w, {p.w.w, p.w.b}))
+      return false;
+  return true;
 }
 
 // Whether two tensors are one: the inference set updates the residual stream in place (x_in = x_mid = x_out).
@@ -140,20 +157,29 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   const uint32_t M = uint32_t(a.x_in.rows()), H = s.heads, KV = s.kv_heads, D = s.head_dim;
   const Tensor& inv_freq = s.local_rope ? run.inv_freq_local : run.inv_freq;
   std::optional<vk::Recorder::Label> group;
+  // q and k, or with qk_norm their projections before the per-head norms; (M, H·D), (M, KV·D), (M, KV·D)
+  const Tensor q_out = (s.qk_norm ? a.q_proj : a.q).reshape({M, H * D});
+  const Tensor k_out = (s.qk_norm ? a.k_proj : a.k).reshape({M, KV * D}), v_out = a.v.reshape({M, KV * D});
+  const bool fold_input_norm = norm_folds(s, run, layer, a, a.x_in, w.input_norm,
+                                          {{LoraTarget::q_proj, w.q, q_out}, {LoraTarget::k_proj, w.k, k_out},
+                                           {LoraTarget::v_proj, w.v, v_out}});
   group.emplace(rec, kGroupNorms);
-  norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);                        // (M, C)
+  if (!fold_input_norm) norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);  // (M, C)
   group.emplace(rec, kGroupAttention);
+  if (fold_input_norm) {
+    // Decoding: the input norm inside each product (one stage for the norm and q, k, v, not two)
+    for (const auto& [lw, y] : {std::pair<const LinearWeights&, Tensor>{w.q, q_out}, {w.k, k_out}, {w.v, v_out}})
+      ops::norm_matvec_forward(rec, y, a.x_in, w.input_norm, s.norm.eps, lw.w, lw.b);
+  } else {
+    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, q_out, a.h1);
+    project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, k_out, a.h1);
+    project(rec, s, run, layer, LoraTarget::v_proj, w.v, a, v_out, a.h1);
+  }
   if (s.qk_norm) {
     // q and k normed over each head's D values (one row per token and head), before RoPE.
-    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.q_proj.reshape({M, H * D}), a.h1);  // (M, H·D)
-    project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.k_proj.reshape({M, KV * D}), a.h1);  // (M, KV·D)
     norm_forward(rec, s.norm, a.q.reshape({M * H, D}), a.rstd_q, a.q_proj.reshape({M * H, D}), w.q_norm);
     norm_forward(rec, s.norm, a.k.reshape({M * KV, D}), a.rstd_k, a.k_proj.reshape({M * KV, D}), w.k_norm);
-  } else {
-    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.q.reshape({M, H * D}), a.h1);  // (M, H·D)
-    project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.k.reshape({M, KV * D}), a.h1);  // (M, KV·D)
   }
-  project(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.v.reshape({M, KV * D}), a.h1);  // (M, KV·D)
   if (a.k_cache.defined()) {
     // Inference: RoPE on q, and k and v into the cache at step[kPastSlot] (k rotated), in one pass; q attends
     // over the cache up to itself.
@@ -180,19 +206,29 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
       ops::add_forward(rec, a.x_mid, a.x_in, a.out_normed);
     }
   }
+  // Decoding: the post-attention norm, gate, up and their activation in one pass (no bias on gate or up)
+  const bool fold_post_norm = in_place && !w.gate.b.defined() && !w.up.b.defined() &&
+                              norm_folds(s, run, layer, a, a.x_mid, w.post_attention_norm,
+                                         {{LoraTarget::gate_proj, w.gate, a.gated}, {LoraTarget::up_proj, w.up, a.gated}});
   group.emplace(rec, kGroupNorms);
   const bool plain_add = !in_place && !s.sandwich_norms;
   if (plain_add && a.x_mid.dtype() == DType::f32) {
     // x_mid = x_in + o and its norm in one pass
     ops::rms_norm_forward_add(rec, a.h2, a.rstd2, a.x_mid, a.x_in, a.o, w.post_attention_norm, s.norm.eps);
-  } else {
+  } else if (!fold_post_norm) {  // (folding implies in_place: x_mid is already the sum)
     if (plain_add) ops::add_forward(rec, a.x_mid, a.x_in, a.o);
     norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);  // (M, C)
   }
   group.emplace(rec, kGroupMlp);
-  project(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);             // (M, I)
-  project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);                   // (M, I)
-  mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);                       // (M, I)
+  if (fold_post_norm) {
+    ops::norm_glu_matvec_forward(rec, a.gated, a.x_mid, w.post_attention_norm, s.norm.eps, w.gate.w, w.up.w,
+                                 s.activation == MlpActivation::silu ? ops::GluActivation::silu
+                                                                     : ops::GluActivation::gelu_tanh);  // (M, I)
+  } else {
+    project(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);  // (M, I)
+    project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);        // (M, I)
+    mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);            // (M, I)
+  }
   if (in_place) {
     project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.x_out, a.gated, true);  // (M, C)
     return;

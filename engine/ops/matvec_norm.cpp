@@ -1,0 +1,135 @@
+#include "ops/matvec_norm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "ops/activations.h"
+#include "ops/common.h"
+
+namespace ls::ops {
+
+namespace {
+struct MatvecNormParams {  // = `Params` in shaders/matvec_norm.comp
+  uint32_t M, N, K, w_sn, y_sm;
+  float eps;
+  uint32_t flags;
+};
+static_assert(sizeof(MatvecNormParams) <= 128);
+
+constexpr uint32_t kMaxRows = 4;
+constexpr uint32_t kStageBytes = 16384;  // the kernel's staging of x̂ (kStageWords uvec4s)
+constexpr uint32_t kThreads = 256;
+// Output columns a workgroup computes: one per subgroup, 4 with 64-wide subgroups at the least.
+constexpr uint64_t kMaxColumns = 65535ull * 4;
+
+void dispatch(vk::Recorder& rec, const vk::KernelFamily& family, const char* op, const Tensor& y, const Tensor& x,
+              const Tensor& norm_w, float eps, const Tensor& w1, const Tensor& w2, const Tensor& bias) {
+  require(norm_matvec_fits(y, x, norm_w, {w1, w2, bias}), op,
+          "operands the fused kernel does not take: y " + y.describe() + ", x " + x.describe() + ", norm weight " +
+              norm_w.describe() + ", weight " + w1.describe() + " (see ops::norm_matvec_fits)");
+  require(std::isfinite(eps) && eps >= 0, op, "eps must be finite and >= 0");
+  const uint32_t M = uint32_t(x.rows()), K = x.cols(), N = y.cols();
+  const uint32_t per_group = std::max(1u, kThreads / std::max(1u, rec.device().report().subgroup_size));
+  rec.dispatch(variant(family, {y.dtype(), w1.dtype()}, op),
+               {in(x), in(norm_w), in(w1), in(w2.defined() ? w2 : w1), in(bias.defined() ? bias : w1), out(y)},
+               MatvecNormParams{.M = M, .N = N, .K = K, .w_sn = K, .y_sm = N, .eps = eps,
+                                .flags = bias.defined() ? 1u : 0u},
+               {ceil_div(N, per_group), 1, 1}, {.local_x = kThreads});
+}
+}  // namespace
+
+bool norm_matvec_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w, std::initializer_list<Tensor> weights) {
+  if (!y.defined() || !x.defined() || !norm_w.defined() || x.dtype() != DType::f32 || x.rank() < 1 || y.rank() < 1)
+    return false;
+  if (y.dtype() != DType::f32 && y.dtype() != DType::f16) return false;
+  const uint64_t M = x.rows(), K = x.cols(), N = y.cols();
+  const uint64_t stage_values = y.dtype() == DType::f16 ? kStageBytes / 2 : kStageBytes / 4;
+  if (M == 0 || M > kMaxRows || y.rows() != M || K == 0 || K % 8 != 0 || M * K > stage_values || N == 0 ||
+      N > kMaxColumns)
+    return false;
+  const DType wt = norm_w.dtype();
+  if ((wt != DType::f32 && wt != DType::f16 && wt != DType::bf16) || norm_w.numel() != K) return false;
+  for (const Tensor& w : weights) {
+    if (!w.defined()) continue;
+    if (w.dtype() != wt) return false;
+    const bool is_bias = w.rank() == 1;
+    if (is_bias ? w.numel() != N : (w.rank() != 2 || w.rows() != N || w.cols() != K)) return false;
+  }
+  return true;
+}
+
+void norm_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& norm_w, float eps,
+                         const Tensor& w, const Tensor& bias) {
+  const char* op = "norm_matvec_forward";
+  require_defined(w, op, "w");
+  if (bias.defined()) require(bias.rank() == 1, op, "bias is " + bias.describe() + "; expected [N]");
+  dispatch(rec, vk::family::matvec_norm, op, y, x, norm_w, eps, w, Tensor(), bias);
+}
+
+void norm_glu_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& norm_w, float eps,
+                             const Tensor& w_gate, const Tensor& w_up, GluActivation activation) {
+  const char* op = "norm_glu_matvec_forward";
+  require_defined(w_gate, op, "w_gate");
+  require_defined(w_up, op, "w_up");
+  const vk::KernelFamily& family =
+      activation == GluActivation::silu ? vk::family::matvec_norm_silu : vk::family::matvec_norm_gelu;
+  dispatch(rec, family, op, y, x, norm_w, eps, w_gate, w_up, Tensor());
+}
+
+namespace ref {
+namespace {
+float round_f16(double v) { return f16_to_f32(f32_to_f16(float(v))); }
+
+// x̂ as the kernel stages it, [M, K].
+std::vector<double> normed(std::span<const float> x, std::span<const float> norm_w, float eps, bool y_f16) {
+  const size_t K = norm_w.size(), M = x.size() / K;
+  std::vector<double> h(x.size());
+  for (size_t m = 0; m < M; ++m) {
+    double sum_sq = 0;
+    for (size_t k = 0; k < K; ++k) sum_sq += double(x[m * K + k]) * x[m * K + k];
+    const double r = 1.0 / std::sqrt(sum_sq / double(K) + eps);
+    for (size_t k = 0; k < K; ++k) {
+      const double v = double(x[m * K + k]) * r * norm_w[k];
+      h[m * K + k] = y_f16 ? round_f16(v) : v;
+    }
+  }
+  return h;
+}
+
+double dot_row(const std::vector<double>& h, size_t m, std::span<const float> w, size_t n, size_t K) {
+  double s = 0;
+  for (size_t k = 0; k < K; ++k) s += h[m * K + k] * w[n * K + k];
+  return s;
+}
+}  // namespace
+
+void norm_matvec_forward(std::span<float> y, std::span<const float> x, std::span<const float> norm_w, float eps,
+                         std::span<const float> w, std::span<const float> bias, bool y_f16) {
+  const size_t K = norm_w.size(), M = x.size() / K, N = w.size() / K;
+  const std::vector<double> h = normed(x, norm_w, eps, y_f16);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t n = 0; n < N; ++n) {
+      const double v = dot_row(h, m, w, n, K) + (bias.empty() ? 0.0 : double(bias[n]));
+      y[m * N + n] = y_f16 ? round_f16(v) : float(v);
+    }
+}
+
+void norm_glu_matvec_forward(std::span<float> y, std::span<const float> x, std::span<const float> norm_w, float eps,
+                             std::span<const float> w_gate, std::span<const float> w_up, GluActivation activation,
+                             bool y_f16) {
+  const size_t K = norm_w.size(), M = x.size() / K, N = w_gate.size() / K;
+  const std::vector<double> h = normed(x, norm_w, eps, y_f16);
+  std::vector<double> g(M * N), u(M * N), out(M * N);
+  for (size_t m = 0; m < M; ++m)
+    for (size_t n = 0; n < N; ++n) {
+      const double gv = dot_row(h, m, w_gate, n, K), uv = dot_row(h, m, w_up, n, K);
+      g[m * N + n] = y_f16 ? round_f16(gv) : gv;
+      u[m * N + n] = y_f16 ? round_f16(uv) : uv;
+    }
+  if (activation == GluActivation::silu) ops::ref::silu_mul_forward(out, g, u);
+  else ops::ref::gelu_tanh_mul_forward(out, g, u);
+  for (size_t i = 0; i < out.size(); ++i) y[i] = y_f16 ? round_f16(out[i]) : float(out[i]);
+}
+}  // namespace ref
+
+}  // namespace ls::ops
