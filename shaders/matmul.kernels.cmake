@@ -66,7 +66,8 @@ foreach(a f32 f16)
 endforeach()
 # Decoding's norm-fused products (shaders/matvec_norm.comp): the f32 residual stream normalised and rounded to
 # the activation type <act> inside the product with <w> weights (the norm's weight and the bias of the same
-# type); _silu / _gelu: gate and up in one pass, writing act(gate)·up.
+# type); _silu / _gelu: gate and up in one pass, writing act(gate)·up; _qkv: q, k and v with RoPE and the KV-cache
+# write (matvec_norm_qkv.comp).
 foreach(act f32 f16)
   foreach(w f32 f16 bf16)
     set(defs ACT_T=${act} W_T=${w})
@@ -81,6 +82,7 @@ foreach(act f32 f16)
     ls_kernel(matvec_norm_${act}_${w} matvec_norm.comp ${defs})
     ls_kernel(matvec_norm_silu_${act}_${w} matvec_norm.comp ${defs} GLU_SILU=1)
     ls_kernel(matvec_norm_gelu_${act}_${w} matvec_norm.comp ${defs} GLU_GELU=1)
+    ls_kernel(matvec_norm_qkv_${act}_${w} matvec_norm_qkv.comp ${defs})
   endforeach()
 endforeach()
 # One side of at most 16 outputs and a long reduction, f32 (LoRA's rank-r products in training): a

@@ -163,10 +163,19 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   const bool fold_input_norm = norm_folds(s, run, layer, a, a.x_in, w.input_norm,
                                           {{LoraTarget::q_proj, w.q, q_out}, {LoraTarget::k_proj, w.k, k_out},
                                            {LoraTarget::v_proj, w.v, v_out}});
+  // and, without qk_norm, RoPE and the KV-cache write in the same pass
+  const ops::QkvRope qkv_rope{.wq = w.q.w, .wk = w.k.w, .wv = w.v.w, .bq = w.q.b, .bk = w.k.b, .bv = w.v.b,
+                              .positions = run.positions, .inv_freq = inv_freq, .offsets = run.step,
+                              .slot = int32_t(kPastSlot)};
+  const bool fold_rope = fold_input_norm && !s.qk_norm &&
+                         ops::norm_qkv_rope_fits(a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, qkv_rope);
   group.emplace(rec, kGroupNorms);
   if (!fold_input_norm) norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);  // (M, C)
   group.emplace(rec, kGroupAttention);
-  if (fold_input_norm) {
+  if (fold_rope) {
+    // Decoding: the input norm, q, k, v, RoPE and the cache write in one pass
+    ops::norm_qkv_rope_forward(rec, a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, s.norm.eps, qkv_rope);
+  } else if (fold_input_norm) {
     // Decoding: the input norm inside each product (one stage for the norm and q, k, v, not two)
     for (const auto& [lw, y] : {std::pair<const LinearWeights&, Tensor>{w.q, q_out}, {w.k, k_out}, {w.v, v_out}})
       ops::norm_matvec_forward(rec, y, a.x_in, w.input_norm, s.norm.eps, lw.w, lw.b);
@@ -183,8 +192,9 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   if (a.k_cache.defined()) {
     // Inference: RoPE on q, and k and v into the cache at step[kPastSlot] (k rotated), in one pass; q attends
     // over the cache up to itself.
-    ops::rope_kv_cache_forward(rec, a.q, a.k, a.v, a.k_cache, a.v_cache, run.positions, inv_freq, run.step,
-                               int32_t(kPastSlot));
+    if (!fold_rope)
+      ops::rope_kv_cache_forward(rec, a.q, a.k, a.v, a.k_cache, a.v_cache, run.positions, inv_freq, run.step,
+                                 int32_t(kPastSlot));
     ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale,
                                   s.window.value_or(0));
   } else {

@@ -12,7 +12,7 @@ namespace {
 struct MatvecNormParams {  // = `Params` in shaders/matvec_norm.comp
   uint32_t M, N, K, w_sn, y_sm;
   float eps;
-  uint32_t flags;
+  uint32_t flags, nw_type;
 };
 static_assert(sizeof(MatvecNormParams) <= 128);
 
@@ -33,7 +33,7 @@ void dispatch(vk::Recorder& rec, const vk::KernelFamily& family, const char* op,
   rec.dispatch(variant(family, {y.dtype(), w1.dtype()}, op),
                {in(x), in(norm_w), in(w1), in(w2.defined() ? w2 : w1), in(bias.defined() ? bias : w1), out(y)},
                MatvecNormParams{.M = M, .N = N, .K = K, .w_sn = K, .y_sm = N, .eps = eps,
-                                .flags = bias.defined() ? 1u : 0u},
+                                .flags = bias.defined() ? 1u : 0u, .nw_type = uint32_t(float_index(norm_w.dtype()))},
                {ceil_div(N, per_group), 1, 1}, {.local_x = kThreads});
 }
 }  // namespace
@@ -47,8 +47,12 @@ bool norm_matvec_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w, st
   if (M == 0 || M > kMaxRows || y.rows() != M || K == 0 || K % 8 != 0 || M * K > stage_values || N == 0 ||
       N > kMaxColumns)
     return false;
-  const DType wt = norm_w.dtype();
-  if ((wt != DType::f32 && wt != DType::f16 && wt != DType::bf16) || norm_w.numel() != K) return false;
+  if (float_index(norm_w.dtype()) > 2 || norm_w.numel() != K) return false;
+  const Tensor* first = nullptr;
+  for (const Tensor& w : weights)
+    if (!first && w.defined()) first = &w;
+  if (!first || float_index(first->dtype()) > 2) return false;
+  const DType wt = first->dtype();
   for (const Tensor& w : weights) {
     if (!w.defined()) continue;
     if (w.dtype() != wt) return false;
@@ -74,6 +78,65 @@ void norm_glu_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x
   const vk::KernelFamily& family =
       activation == GluActivation::silu ? vk::family::matvec_norm_silu : vk::family::matvec_norm_gelu;
   dispatch(rec, family, op, y, x, norm_w, eps, w_gate, w_up, Tensor());
+}
+
+namespace {
+struct MatvecNormQkvParams {  // = `Params` in shaders/matvec_norm_qkv.comp
+  uint32_t M, K, heads, kv_heads, half_d, cache_rows;
+  int32_t slot;
+  float eps;
+  uint32_t flags, nw_type;
+};
+static_assert(sizeof(MatvecNormQkvParams) <= 128);
+}  // namespace
+
+bool norm_qkv_rope_fits(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& x,
+                        const Tensor& norm_w, const QkvRope& r) {
+  if (!q.defined() || !k_cache.defined() || !v_cache.defined() || !x.defined() || q.rank() < 2 || k_cache.rank() < 2)
+    return false;
+  if (!r.wq.defined() || !r.wk.defined() || !r.wv.defined()) return false;
+  const bool biases = r.bq.defined();
+  if (r.bk.defined() != biases || r.bv.defined() != biases) return false;
+  const uint32_t H = q.dim(-2), D = q.dim(-1), KV = k_cache.dim(-2);
+  if (D % 2 != 0 || k_cache.dim(-1) != D || v_cache.shape() != k_cache.shape() || k_cache.dtype() != q.dtype() ||
+      v_cache.dtype() != q.dtype() || x.rank() < 1)
+    return false;
+  const uint64_t M = x.rows();
+  if (q.numel() != M * H * D) return false;
+  // q's rows stand for y: the staging, the weights' dtype and shapes as the plain product checks them
+  const Tensor y = q.reshape({uint32_t(M), H * D});
+  if (!norm_matvec_fits(y, x, norm_w, {r.wq, r.bq}) || r.wk.dtype() != r.wq.dtype() || r.wv.dtype() != r.wq.dtype())
+    return false;
+  for (const Tensor* w : {&r.wk, &r.wv})
+    if (w->rank() != 2 || w->rows() != uint64_t(KV) * D || w->cols() != x.cols()) return false;
+  for (const Tensor* b : {&r.bk, &r.bv})
+    if (biases && (b->dtype() != r.wq.dtype() || b->numel() != uint64_t(KV) * D)) return false;
+  return r.positions.defined() && r.positions.dtype() == DType::i32 && r.positions.numel() == M &&
+         r.inv_freq.defined() && r.inv_freq.dtype() == DType::f32 && r.inv_freq.numel() == D / 2 &&
+         r.offsets.defined() && r.offsets.dtype() == DType::i32 && r.slot >= 0 && uint64_t(r.slot) < r.offsets.numel() &&
+         uint64_t(H + 2 * KV) * (D / 2) <= kMaxColumns;
+}
+
+void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                           const Tensor& x, const Tensor& norm_w, float eps, const QkvRope& r) {
+  const char* op = "norm_qkv_rope_forward";
+  require(norm_qkv_rope_fits(q, k_cache, v_cache, x, norm_w, r), op,
+          "operands the fused kernel does not take: q " + q.describe() + ", k_cache " + k_cache.describe() + ", x " +
+              x.describe() + ", Wq " + r.wq.describe() + " (see ops::norm_qkv_rope_fits)");
+  require(std::isfinite(eps) && eps >= 0, op, "eps must be finite and >= 0");
+  const uint32_t H = q.dim(-2), D = q.dim(-1), KV = k_cache.dim(-2);
+  const uint64_t pairs = uint64_t(H + 2 * KV) * (D / 2);
+  const uint32_t per_group = std::max(1u, kThreads / std::max(1u, rec.device().report().subgroup_size));
+  const bool biases = r.bq.defined();
+  rec.dispatch(variant(vk::family::matvec_norm_qkv, {q.dtype(), r.wq.dtype()}, op),
+               {in(x), in(norm_w), in(r.wq), in(r.wk), in(r.wv), in(biases ? r.bq : r.wq), in(biases ? r.bk : r.wq),
+                in(biases ? r.bv : r.wq), in(r.positions), in(r.inv_freq), out(q), out(k_cache), out(v_cache),
+                in(r.offsets)},
+               MatvecNormQkvParams{.M = uint32_t(x.rows()), .K = x.cols(), .heads = H, .kv_heads = KV,
+                                   .half_d = D / 2, .cache_rows = uint32_t(k_cache.numel() / (uint64_t(KV) * D)),
+                                   .slot = r.slot, .eps = eps, .flags = biases ? 1u : 0u,
+                                   .nw_type = uint32_t(float_index(norm_w.dtype()))},
+               {ceil_div(pairs, per_group), 1, 1}, {.local_x = kThreads});
 }
 
 namespace ref {

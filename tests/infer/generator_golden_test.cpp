@@ -81,6 +81,29 @@ TEST_P(GeneratorGolden, TokenByTokenDecodeMatchesTransformers) {
   report("decode logits, token by token", all, e.logits);
 }
 
+// The decode program folds every layer's two norms into the products that read them, and RoPE with the KV-cache
+// write into the q, k, v pass (ops/matvec_norm.h): its only norm dispatch is the final one, no RoPE pass is left,
+// and a layer is two dispatches before attention's and two after (the logits checked above).
+TEST_P(GeneratorGolden, DecodeFoldsTheLayerNormsIntoTheProducts) {
+  const auto m = model::Model::load(dev(), fixture(GetParam()));
+  for (DType act : {DType::f32, DType::f16}) {
+    if (act == DType::f16 && !dev().report().float16) continue;
+    infer::Generator g(dev(), m, nullptr, {.context = 64, .act = act, .profile = true});
+    g.decode(1);
+    size_t norms = 0, ropes = 0, qkv = 0, glu = 0;
+    for (const vk::Timing& t : g.timings(1)) {
+      norms += t.kernel.starts_with("rms_norm");
+      ropes += t.kernel.starts_with("rope");
+      qkv += t.kernel.starts_with("matvec_norm_qkv");
+      glu += t.kernel.starts_with("matvec_norm_silu");
+    }
+    EXPECT_EQ(norms, 1u) << dtype_name(act);
+    EXPECT_EQ(ropes, 0u) << dtype_name(act);
+    EXPECT_EQ(qkv, m.config.num_layers) << dtype_name(act);
+    EXPECT_EQ(glu, m.config.num_layers) << dtype_name(act);
+  }
+}
+
 TEST_P(GeneratorGolden, ChunkedPrefillThenGreedyMatchesTransformers) {
   const auto dir = fixture(GetParam());
   const Expected e = load_expected(dir);

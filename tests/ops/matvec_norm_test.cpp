@@ -1,6 +1,8 @@
 // Decoding's norm-fused products (ops/matvec_norm.h) against the CPU reference and against the unfused ops
 // they replace (rms_norm_forward, then matmul_forward, then silu_mul / gelu_tanh_mul), on random data, for
-// 1 and 3 rows, f32 and f16 activations, f32 / f16 / bf16 weights. Tolerance (rel, scaled as
+// 1 and 3 rows, f32 and f16 activations, f32 / f16 / bf16 weights; and the q, k, v pass with RoPE and the KV-cache
+// write (norm_qkv_rope_forward) against the reference and the unfused ops (three norm_matvec_forward, then
+// rope_kv_cache_forward), every cache row compared, rows past the cache's end left alone. Tolerance (rel, scaled as
 // test::expect_close): f32 activations 2e-5 (the f32 sums' order); f16 activations 4e-3 against the reference
 // and the unfused path (a normed value or a product on a rounding boundary goes one f16 step either way).
 #include "ops/matvec_norm.h"
@@ -8,16 +10,18 @@
 #include "ops/activations.h"
 #include "ops/matmul.h"
 #include "ops/norms.h"
+#include "ops/rope.h"
 #include "support/testing.h"
 
 namespace ls {
 namespace {
 
-using Case = std::tuple<uint32_t, uint32_t, uint32_t, DType, DType>;  // M, K, N, activation, weight dtype
+// M, K, N, activation, weight dtype, norm weight dtype
+using Case = std::tuple<uint32_t, uint32_t, uint32_t, DType, DType, DType>;
 std::string case_name(const ::testing::TestParamInfo<Case>& c) {
-  auto [M, K, N, act, w] = c.param;
+  auto [M, K, N, act, w, nw] = c.param;
   return "m" + std::to_string(M) + "_k" + std::to_string(K) + "_n" + std::to_string(N) + "_" + dtype_name(act) + "_w" +
-         dtype_name(w);
+         dtype_name(w) + "_norm" + dtype_name(nw);
 }
 double tol(DType act) { return act == DType::f32 ? 2e-5 : 4e-3; }
 
@@ -25,16 +29,16 @@ class MatvecNormTest : public test::GpuTest, public ::testing::WithParamInterfac
  protected:
   void SetUp() override {
     test::GpuTest::SetUp();
-    auto [M, K, N, act, wt] = GetParam();
+    auto [M, K, N, act, wt, nwt] = GetParam();
     x0 = test::random_values(size_t(M) * K, 11 + K, 3.0f);
     norm0 = test::random_values(K, 12 + K, 0.5f);
     for (float& v : norm0) v += 1.0f;  // around 1, as trained norm weights are
-    norm0 = test::rounded(norm0, wt);
+    norm0 = test::rounded(norm0, nwt);
     wg0 = test::rounded(test::random_values(size_t(N) * K, 13 + N, 0.2f), wt);
     wu0 = test::rounded(test::random_values(size_t(N) * K, 14 + N, 0.2f), wt);
     bias0 = test::rounded(test::random_values(N, 15 + N), wt);
     x = test::tensor_from(dev(), {M, K}, DType::f32, x0);
-    norm_w = test::tensor_from(dev(), {K}, wt, norm0);
+    norm_w = test::tensor_from(dev(), {K}, nwt, norm0);
     wg = test::tensor_from(dev(), {N, K}, wt, wg0);
     wu = test::tensor_from(dev(), {N, K}, wt, wu0);
     bias = test::tensor_from(dev(), {N}, wt, bias0);
@@ -45,7 +49,7 @@ class MatvecNormTest : public test::GpuTest, public ::testing::WithParamInterfac
 };
 
 TEST_P(MatvecNormTest, ProductMatchesReferenceAndUnfusedOps) {
-  auto [M, K, N, act, wt] = GetParam();
+  auto [M, K, N, act, wt, nwt] = GetParam();
   auto y = test::poisoned(dev(), {M, N}, act);
   ASSERT_TRUE(ops::norm_matvec_fits(y.t, x, norm_w, {wg, bias}));
   test::run(dev(), [&](vk::Recorder& rec) { ops::norm_matvec_forward(rec, y.t, x, norm_w, kEps, wg, bias); });
@@ -65,7 +69,7 @@ TEST_P(MatvecNormTest, ProductMatchesReferenceAndUnfusedOps) {
 }
 
 TEST_P(MatvecNormTest, GatedProductsMatchReferenceAndUnfusedOps) {
-  auto [M, K, N, act, wt] = GetParam();
+  auto [M, K, N, act, wt, nwt] = GetParam();
   for (ops::GluActivation f : {ops::GluActivation::silu, ops::GluActivation::gelu_tanh}) {
     const char* name = f == ops::GluActivation::silu ? "silu" : "gelu_tanh";
     SCOPED_TRACE(name);
@@ -92,13 +96,107 @@ TEST_P(MatvecNormTest, GatedProductsMatchReferenceAndUnfusedOps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, MatvecNormTest,
-                         ::testing::Values(Case{1, 64, 40, DType::f32, DType::f32},
-                                           Case{3, 64, 40, DType::f32, DType::f32},
-                                           Case{1, 896, 100, DType::f16, DType::bf16},
-                                           Case{2, 896, 37, DType::f16, DType::f16},
-                                           Case{1, 1024, 72, DType::f32, DType::bf16},
-                                           Case{4, 2048, 33, DType::f16, DType::f32}),
+                         ::testing::Values(Case{1, 64, 40, DType::f32, DType::f32, DType::f32},
+                                           Case{3, 64, 40, DType::f32, DType::f32, DType::f32},
+                                           Case{1, 896, 100, DType::f16, DType::bf16, DType::bf16},
+                                           Case{1, 896, 100, DType::f16, DType::f16, DType::bf16},  // a tensor-core GPU's bf16 model
+                                           Case{2, 896, 37, DType::f16, DType::f16, DType::f16},
+                                           Case{1, 1024, 72, DType::f32, DType::bf16, DType::f32},
+                                           Case{4, 2048, 33, DType::f16, DType::f32, DType::f16}),
                          case_name);
+
+// M tokens, activation dtype, weight dtype, biases, the cache row of token 0 (rows past 16 are skipped)
+using QkvCase = std::tuple<uint32_t, DType, DType, bool, int32_t>;
+std::string qkv_case_name(const ::testing::TestParamInfo<QkvCase>& c) {
+  auto [M, act, wt, biases, row0] = c.param;
+  return "m" + std::to_string(M) + "_" + dtype_name(act) + "_w" + dtype_name(wt) + (biases ? "_bias" : "") + "_row" +
+         std::to_string(row0);
+}
+class NormQkvRopeTest : public test::GpuTest, public ::testing::WithParamInterface<QkvCase> {
+ protected:
+  std::vector<float> got_q, got_k, got_v;
+};
+
+TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
+  auto [M, act, wt, biases, row0] = GetParam();
+  constexpr uint32_t H = 4, KV = 2, D = 16, K = 64, S = 16;
+  constexpr float kTheta = 10000.0f, kEps = 1e-6f;
+  const std::vector<float> x0 = test::random_values(size_t(M) * K, 21, 3.0f);
+  std::vector<float> norm0 = test::random_values(K, 22, 0.5f);
+  for (float& v : norm0) v += 1.0f;
+  norm0 = test::rounded(norm0, DType::bf16);
+  auto weight = [&](uint32_t rows, uint32_t seed) { return test::rounded(test::random_values(size_t(rows) * K, seed, 0.2f), wt); };
+  const std::vector<float> wq0 = weight(H * D, 23), wk0 = weight(KV * D, 24), wv0 = weight(KV * D, 25);
+  const std::vector<float> bq0 = test::rounded(test::random_values(H * D, 26), wt),
+                           bk0 = test::rounded(test::random_values(KV * D, 27), wt),
+                           bv0 = test::rounded(test::random_values(KV * D, 28), wt);
+  std::vector<int32_t> positions(M);
+  for (uint32_t m = 0; m < M; ++m) positions[m] = 1000 + 37 * int32_t(m);  // angles past 2 pi
+  const std::vector<int32_t> offsets{7, row0};
+  const std::vector<float> cache0 = test::rounded(test::random_values(size_t(S) * KV * D, 29), act);
+
+  const Tensor x = test::tensor_from(dev(), {M, K}, DType::f32, x0), norm_w = test::tensor_from(dev(), {K}, DType::bf16, norm0);
+  ops::QkvRope r{.wq = test::tensor_from(dev(), {H * D, K}, wt, wq0), .wk = test::tensor_from(dev(), {KV * D, K}, wt, wk0),
+                 .wv = test::tensor_from(dev(), {KV * D, K}, wt, wv0),
+                 .positions = test::tensor_from_ints(dev(), {M}, positions),
+                 .inv_freq = test::tensor_from(dev(), {D / 2}, DType::f32, ops::rope_inv_freq(D, kTheta)),
+                 .offsets = test::tensor_from_ints(dev(), {2}, offsets), .slot = 1};
+  if (biases) {
+    r.bq = test::tensor_from(dev(), {H * D}, wt, bq0);
+    r.bk = test::tensor_from(dev(), {KV * D}, wt, bk0);
+    r.bv = test::tensor_from(dev(), {KV * D}, wt, bv0);
+  }
+  auto run_one = [&](bool fused) {
+    Tensor q = Tensor::empty(dev(), {1, M, H, D}, act, "q");
+    Tensor kc = test::tensor_from(dev(), {1, S, KV, D}, act, cache0), vc = test::tensor_from(dev(), {1, S, KV, D}, act, cache0);
+    ASSERT_TRUE(ops::norm_qkv_rope_fits(q, kc, vc, x, norm_w, r));
+    test::run(dev(), [&](vk::Recorder& rec) {
+      if (fused) return ops::norm_qkv_rope_forward(rec, q, kc, vc, x, norm_w, kEps, r);
+      Tensor k = Tensor::empty(dev(), {1, M, KV, D}, act, "k"), v = Tensor::empty(dev(), {1, M, KV, D}, act, "v");
+      ops::norm_matvec_forward(rec, q.reshape({M, H * D}), x, norm_w, kEps, r.wq, r.bq);
+      ops::norm_matvec_forward(rec, k.reshape({M, KV * D}), x, norm_w, kEps, r.wk, r.bk);
+      ops::norm_matvec_forward(rec, v.reshape({M, KV * D}), x, norm_w, kEps, r.wv, r.bv);
+      ops::rope_kv_cache_forward(rec, q, k, v, kc, vc, r.positions, r.inv_freq, r.offsets, r.slot);
+    });
+    got_q = download(q);
+    got_k = download(kc);
+    got_v = download(vc);
+  };
+  run_one(true);
+  if (HasFatalFailure()) return;
+  const std::vector<float> fq = got_q, fk = got_k, fv = got_v;
+
+  const bool f16 = act == DType::f16;
+  const std::vector<float> none;
+  std::vector<float> q(size_t(M) * H * D), k(size_t(M) * KV * D), v(size_t(M) * KV * D), kc = cache0, vc = cache0;
+  ops::ref::norm_matvec_forward(q, x0, norm0, kEps, wq0, biases ? bq0 : none, f16);
+  ops::ref::norm_matvec_forward(k, x0, norm0, kEps, wk0, biases ? bk0 : none, f16);
+  ops::ref::norm_matvec_forward(v, x0, norm0, kEps, wv0, biases ? bv0 : none, f16);
+  ops::ref::rope_kv_cache_forward(q, k, v, kc, vc, positions, offsets, 1, D, KV, kTheta);
+  const double tol = f16 ? 4e-3 : 2e-5;
+  test::expect_close(fq, test::rounded(q, act), tol, "q vs reference");
+  test::expect_close(fk, test::rounded(kc, act), tol, "k cache vs reference");
+  test::expect_close(fv, test::rounded(vc, act), tol, "v cache vs reference");
+  for (uint32_t row = 0; row < S; ++row) {  // rows no token lands on keep their contents
+    if (row >= uint32_t(row0) && row < uint32_t(row0) + M) continue;
+    for (uint32_t e = row * KV * D; e < (row + 1) * KV * D; ++e) {
+      ASSERT_EQ(fk[e], cache0[e]) << "k cache row " << row;
+      ASSERT_EQ(fv[e], cache0[e]) << "v cache row " << row;
+    }
+  }
+  run_one(false);
+  test::expect_close(fq, got_q, tol, "q vs the unfused ops");
+  test::expect_close(fk, got_k, tol, "k cache vs the unfused ops");
+  test::expect_close(fv, got_v, tol, "v cache vs the unfused ops");
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, NormQkvRopeTest,
+                         ::testing::Values(QkvCase{1, DType::f32, DType::f32, true, 5},
+                                           QkvCase{3, DType::f32, DType::bf16, false, 2},
+                                           QkvCase{1, DType::f16, DType::f16, true, 9},
+                                           QkvCase{3, DType::f16, DType::bf16, true, 14},  // the third token past the cache
+                                           QkvCase{4, DType::f16, DType::f32, false, 0}),
+                         qkv_case_name);
 
 class MatvecNormLimits : public test::GpuTest {};
 
@@ -108,7 +206,8 @@ TEST_F(MatvecNormLimits, FitsOnlyWhatTheKernelTakes) {
   EXPECT_TRUE(ops::norm_matvec_fits(y, x, nw, {w}));
   EXPECT_FALSE(ops::norm_matvec_fits(t({5, 40}, DType::f32), t({5, 64}, DType::f32), nw, {w}));     // rows > 4
   EXPECT_FALSE(ops::norm_matvec_fits(y, t({1, 60}, DType::f32), t({60}, DType::f32), {t({40, 60}, DType::f32)}));  // K % 8
-  EXPECT_FALSE(ops::norm_matvec_fits(y, x, nw, {t({40, 64}, DType::bf16)}));                       // weight dtypes differ
+  EXPECT_TRUE(ops::norm_matvec_fits(y, x, t({64}, DType::bf16), {w}));                             // norm weight's own dtype
+  EXPECT_FALSE(ops::norm_matvec_fits(y, x, nw, {w, t({40}, DType::bf16)}));                        // bias dtype differs
   EXPECT_FALSE(ops::norm_matvec_fits(y, t({1, 64}, DType::f16), nw, {w}));                         // x not f32
   EXPECT_FALSE(ops::norm_matvec_fits(t({1, 40}, DType::f32), t({1, 8192}, DType::f32), t({8192}, DType::f32),
                                      {t({40, 8192}, DType::f32)}));  // past the staging (f32: 4096 values)

@@ -1,0 +1,87 @@
+// The staging the norm-fused decode products share (shaders/matvec_norm.comp, matvec_norm_qkv.comp): the M rows of
+// x (f32, [M, K] contiguous) normalised as shaders/rms_norm.comp does and rounded to ACT_T into shared memory,
+// and the 16-byte weight loads. The includer declares binding X (vec4 x4[]), NormW (uint nw_words[]) and the
+// push constants M, K, eps, nw_type, and defines ACT_T (ACT_IS_F16) and W_T (W_IS_F32 / W_IS_BF16).
+#include "common/reduce.glsl"
+#include "common/f16_bits.glsl"
+
+const uint kMaxRows = 4u;
+// x̂ staged 8 values to a uvec4: f16 pairs, or f32 over two uvec4s. 16 KiB.
+const uint kStageWords = 1024u;
+shared uvec4 xs[kStageWords];
+shared float rstd_of[kMaxRows];
+
+void unpack8_half(uvec4 r, out vec4 lo, out vec4 hi) {
+  lo = vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y));
+  hi = vec4(unpackHalf2x16(r.z), unpackHalf2x16(r.w));
+}
+void unpack8_bf16(uvec4 r, out vec4 lo, out vec4 hi) {
+  lo = vec4(uintBitsToFloat(r.x << 16), uintBitsToFloat(r.x & 0xffff0000u), uintBitsToFloat(r.y << 16),
+            uintBitsToFloat(r.y & 0xffff0000u));
+  hi = vec4(uintBitsToFloat(r.z << 16), uintBitsToFloat(r.z & 0xffff0000u), uintBitsToFloat(r.w << 16),
+            uintBitsToFloat(r.w & 0xffff0000u));
+}
+
+#if defined(W_IS_F32)
+#define LOAD_W(buf, e, lo, hi) lo = uintBitsToFloat(buf[(e) / 4u]); hi = uintBitsToFloat(buf[(e) / 4u + 1u])
+#elif defined(W_IS_BF16)
+#define LOAD_W(buf, e, lo, hi) unpack8_bf16(buf[(e) / 8u], lo, hi)
+#else
+#define LOAD_W(buf, e, lo, hi) unpack8_half(buf[(e) / 8u], lo, hi)
+#endif
+
+float norm_weight(uint k) {
+  if (p.nw_type == 0u) return uintBitsToFloat(nw_words[k]);
+  const uint half_bits = (nw_words[k / 2u] >> (16u * (k & 1u))) & 0xffffu;
+  return p.nw_type == 1u ? unpackHalf2x16(half_bits).x : uintBitsToFloat(half_bits << 16);
+}
+
+// x̂'s 8 values from element e (a multiple of 8) of the staged rows.
+void load_x(uint e, out vec4 lo, out vec4 hi) {
+#if defined(ACT_IS_F16)
+  unpack8_half(xs[e / 8u], lo, hi);
+#else
+  lo = uintBitsToFloat(xs[e / 4u]);
+  hi = uintBitsToFloat(xs[e / 4u + 1u]);
+#endif
+}
+
+// f rounded to ACT_T, as a float: the value the unfused path stores (nearest even; integer arithmetic, since a
+// float -> float16_t -> float round trip in registers may be folded away by a driver).
+float round_act(float f) {
+#if defined(ACT_IS_F16)
+  return unpackHalf2x16(f16_from_f32(floatBitsToUint(f))).x;
+#else
+  return f;
+#endif
+}
+
+void stage_rows() {
+  const uint tid = gl_LocalInvocationID.x, K4 = p.K / 4u;
+  for (uint m = 0u; m < p.M; ++m) {
+    float sum_sq = 0.0;
+    for (uint i = tid; i < K4; i += gl_WorkGroupSize.x) {
+      vec4 v = x4[m * K4 + i];
+      sum_sq += dot(v, v);
+    }
+    const float r = 1.0 / sqrt(workgroup_sum(sum_sq) / float(p.K) + p.eps);
+    if (tid == 0u) rstd_of[m] = r;
+  }
+  barrier();
+  for (uint g = tid; g < p.M * p.K / 8u; g += gl_WorkGroupSize.x) {
+    const uint e = g * 8u, m = e / p.K, k = e % p.K;
+    const float r = rstd_of[m];
+    const vec4 lo = x4[e / 4u], hi = x4[e / 4u + 1u];
+    float v[8] = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+    for (uint i = 0u; i < 8u; ++i) v[i] = (v[i] * r) * norm_weight(k + i);
+#if defined(ACT_IS_F16)
+    xs[g] = uvec4(packFloat2x16(f16vec2(v[0], v[1])), packFloat2x16(f16vec2(v[2], v[3])),
+                  packFloat2x16(f16vec2(v[4], v[5])), packFloat2x16(f16vec2(v[6], v[7])));
+#else
+    xs[2u * g] = floatBitsToUint(vec4(v[0], v[1], v[2], v[3]));
+    xs[2u * g + 1u] = floatBitsToUint(vec4(v[4], v[5], v[6], v[7]));
+#endif
+  }
+  barrier();
+}
+

@@ -1,0 +1,104 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// A decoded token's attention inputs in one pass: the input norm (common/matvec_norm_stage.glsl), the q, k and v
+// products with their biases, RoPE on q and k, and k and v into the KV cache: what ops::norm_matvec_forward three
+// times and ops::rope_kv_cache_forward do, with the same roundings (each product rounded to ACT_T, as stored,
+// before it is rotated) and shaders/rope_kv.comp's rotation bit for bit. One subgroup per pair (i, i + D/2) of a
+// head of q, k or v: heads [0, H) of q, [H, H + KV) of k, then v. Token m: position pos[m], cache row
+// offsets[slot] + m (rows past the cache's end skipped, as rope_kv.comp does).
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/types.glsl"
+#include "common/rope_angle.glsl"
+
+layout(local_size_x = 256) in;
+
+layout(binding = 0) readonly buffer X { vec4 x4[]; };
+layout(binding = 1) readonly buffer NormW { uint nw_words[]; };  // of type p.nw_type
+layout(binding = 2) readonly buffer Wq { uvec4 wq[]; };
+layout(binding = 3) readonly buffer Wk { uvec4 wk[]; };
+layout(binding = 4) readonly buffer Wv { uvec4 wv[]; };
+layout(binding = 5) readonly buffer Bq { STORE(W_T) bq[]; };
+layout(binding = 6) readonly buffer Bk { STORE(W_T) bk[]; };
+layout(binding = 7) readonly buffer Bv { STORE(W_T) bv[]; };
+layout(binding = 8) readonly buffer Positions { int pos[]; };
+layout(binding = 9) readonly buffer InvFreq { float inv_freq[]; };
+layout(binding = 10) writeonly buffer Q { STORE(ACT_T) q[]; };
+layout(binding = 11) writeonly buffer KCache { STORE(ACT_T) k_cache[]; };
+layout(binding = 12) writeonly buffer VCache { STORE(ACT_T) v_cache[]; };
+layout(binding = 13) readonly buffer Offsets { int offsets[]; };
+layout(push_constant) uniform Params {
+  uint M, K;
+  uint heads, kv_heads;
+  uint half_d;      // D / 2
+  uint cache_rows;  // the caches' rows
+  int slot;
+  float eps;
+  uint flags;       // 1: biases
+  uint nw_type;     // as shaders/matvec_norm.comp
+} p;
+
+#include "common/matvec_norm_stage.glsl"
+
+void main() {
+  stage_rows();
+  const uint pair = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
+  const uint head = pair / p.half_d, i = pair % p.half_d, D = 2u * p.half_d;
+  if (head >= p.heads + 2u * p.kv_heads) return;  // uniform over the subgroup, after the workgroup's barriers
+  // which product, and the head's rows in it
+  const uint which = head < p.heads ? 0u : head < p.heads + p.kv_heads ? 1u : 2u;
+  const uint h = which == 0u ? head : which == 1u ? head - p.heads : head - p.heads - p.kv_heads;
+  const uint lo = h * D + i, hi = lo + p.half_d;
+  float acc_lo[kMaxRows], acc_hi[kMaxRows];
+  for (uint m = 0u; m < kMaxRows; ++m) acc_lo[m] = acc_hi[m] = 0.0;
+  for (uint k = gl_SubgroupInvocationID * 8u; k < p.K; k += gl_SubgroupSize * 8u) {
+    vec4 al, ah, bl, bh;
+    if (which == 0u) {
+      LOAD_W(wq, lo * p.K + k, al, ah);
+      LOAD_W(wq, hi * p.K + k, bl, bh);
+    } else if (which == 1u) {
+      LOAD_W(wk, lo * p.K + k, al, ah);
+      LOAD_W(wk, hi * p.K + k, bl, bh);
+    } else {
+      LOAD_W(wv, lo * p.K + k, al, ah);
+      LOAD_W(wv, hi * p.K + k, bl, bh);
+    }
+    for (uint m = 0u; m < p.M; ++m) {
+      vec4 xl, xh;
+      load_x(m * p.K + k, xl, xh);
+      acc_lo[m] += dot(xl, al) + dot(xh, ah);
+      acc_hi[m] += dot(xl, bl) + dot(xh, bh);
+    }
+  }
+  const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
+  for (uint m = 0u; m < p.M; ++m) {
+    float x0 = subgroupAdd(acc_lo[m]), x1 = subgroupAdd(acc_hi[m]);
+    if (!subgroupElect()) continue;
+    if ((p.flags & 1u) != 0u) {
+      x0 += TO_F32(W_T, which == 0u ? bq[lo] : which == 1u ? bk[lo] : bv[lo]);
+      x1 += TO_F32(W_T, which == 0u ? bq[hi] : which == 1u ? bk[hi] : bv[hi]);
+    }
+    x0 = round_act(x0);  // the products as stored before RoPE reads them
+    x1 = round_act(x1);
+    if (which == 2u) {
+      if (d0 + m < p.cache_rows) {
+        const uint c = (d0 + m) * p.kv_heads * D;
+        v_cache[c + lo] = FROM_F32(ACT_T, x0);
+        v_cache[c + hi] = FROM_F32(ACT_T, x1);
+      }
+      continue;
+    }
+    precise float a = float(pos[m]) * inv_freq[i];
+    vec2 sc = sin_cos(a);
+    const float r0 = x0 * sc.y - x1 * sc.x, r1 = x1 * sc.y + x0 * sc.x;
+    if (which == 0u) {
+      const uint row = m * p.heads * D;
+      q[row + lo] = FROM_F32(ACT_T, r0);
+      q[row + hi] = FROM_F32(ACT_T, r1);
+    } else if (d0 + m < p.cache_rows) {
+      const uint c = (d0 + m) * p.kv_heads * D;
+      k_cache[c + lo] = FROM_F32(ACT_T, r0);
+      k_cache[c + hi] = FROM_F32(ACT_T, r1);
+    }
+  }
+}
