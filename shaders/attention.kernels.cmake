@@ -7,7 +7,11 @@ ls_kernel(attention_backward_dq attention_backward.comp BACKWARD_DQ)
 ls_kernel(attention_backward_dkdv attention_backward.comp BACKWARD_DKDV)
 # Decoding over a KV cache split across the keys (flash-decoding): partials, then their combination.
 foreach(t f32 f16)
-  ls_kernel(attention_split_partial_${t} attention_split.comp T=${t} PARTIAL)
+  if(t STREQUAL "f16")
+    ls_kernel(attention_split_partial_${t} attention_split.comp T=${t} PARTIAL T_IS_F16)
+  else()
+    ls_kernel(attention_split_partial_${t} attention_split.comp T=${t} PARTIAL)
+  endif()
   ls_kernel(attention_split_combine_${t} attention_split.comp T=${t})
 endforeach()
 # Attention through batched matrix products (tensor cores): row steps over [B, H, T, T] score matrices,

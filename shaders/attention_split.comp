@@ -5,7 +5,10 @@
 // query row (b, t, h) sees keys j <= past + t. Two kernels:
 //   PARTIAL: workgroup (row, s) takes keys [s * WG, s * WG + WG) ∩ [0, n_keys): thread j scores key j,
 //     m = max score, l = sum exp(s_j - m), o[d] = sum exp(s_j - m) v_j[d]; writes (m, l, o) to scratch
-//     [rows, splits, D + 2] (l = 0 when the split holds no key).
+//     [rows, splits, D + 2] (l = 0 when the split holds no key). With kVec (constant 1; D a multiple of 8) the
+//     keys and values are read 16 bytes at a time: a thread scores its key in D/8 loads, and o is summed by
+//     (8 values of d) × (a subset of the keys) per thread, the subsets then added in order: a chain of D/8 + 8
+//     loads a thread instead of 2·D (session 20: 17 us a layer at 0.5B on the H200, 30 at 7B, one load at a time).
 //   COMBINE: workgroup per row: M = max m_s, L = sum l_s exp(m_s - M), o = sum o_s exp(m_s - M) / L.
 #include "common/types.glsl"
 #include "common/reduce.glsl"
@@ -24,6 +27,24 @@ layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint
 
 shared float q_row[MAX_D];
 shared float probs[WG];
+
+layout(constant_id = 1) const uint kVec = 0u;
+// k and v 16 bytes at a time (kVec)
+layout(binding = 1) readonly buffer K16 { uvec4 k16[]; };
+layout(binding = 2) readonly buffer V16 { uvec4 v16[]; };
+shared float pv[WG * 8u];  // [key subset][D] partial sums of o (kVec)
+
+// The 8 values of k or v from element e (a multiple of 8).
+void load8(bool from_k, uint e, out vec4 lo, out vec4 hi) {
+#if defined(T_IS_F16)
+  const uvec4 r = from_k ? k16[e / 8u] : v16[e / 8u];
+  lo = vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y));
+  hi = vec4(unpackHalf2x16(r.z), unpackHalf2x16(r.w));
+#else
+  lo = uintBitsToFloat(from_k ? k16[e / 4u] : v16[e / 4u]);
+  hi = uintBitsToFloat(from_k ? k16[e / 4u + 1u] : v16[e / 4u + 1u]);
+#endif
+}
 
 void main() {
   const uint row = gl_WorkGroupID.x;  // = (b * T + t) * H + h
@@ -45,7 +66,16 @@ void main() {
   const uint j = first + tid;
   const bool live = j < n_keys;
   float score = -3.0e38;
-  if (live) {
+  if (live && kVec != 0u) {
+    vec4 acc = vec4(0.0);
+    for (uint i = 0u; i < p.D; i += 8u) {
+      vec4 lo, hi;
+      load8(true, key0 + j * key_stride + i, lo, hi);
+      acc += vec4(q_row[i], q_row[i + 1u], q_row[i + 2u], q_row[i + 3u]) * lo;
+      acc += vec4(q_row[i + 4u], q_row[i + 5u], q_row[i + 6u], q_row[i + 7u]) * hi;
+    }
+    score = p.scale * ((acc.x + acc.y) + (acc.z + acc.w));
+  } else if (live) {
     precise vec4 acc = vec4(0.0);
     for (uint i = 0u; i < p.D; ++i) acc[i & 3u] += q_row[i] * TO_F32(T, k[key0 + j * key_stride + i]);
     score = p.scale * ((acc.x + acc.y) + (acc.z + acc.w));
@@ -56,10 +86,33 @@ void main() {
   probs[tid] = e;
   barrier();
   const uint count = min(uint(WG), n_keys - first);
-  for (uint d = tid; d < p.D; d += WG) {
-    float a = 0.0;
-    for (uint jj = 0u; jj < count; ++jj) a += probs[jj] * TO_F32(T, v[key0 + (first + jj) * key_stride + d]);
-    part[base + d] = a;
+  if (kVec != 0u) {
+    const uint chunks = p.D / 8u, subsets = WG / chunks, c = tid % chunks, set = tid / chunks;
+    vec4 lo_sum = vec4(0.0), hi_sum = vec4(0.0);
+    if (set < subsets) {
+      for (uint jj = set; jj < count; jj += subsets) {
+        vec4 lo, hi;
+        load8(false, key0 + (first + jj) * key_stride + c * 8u, lo, hi);
+        lo_sum += probs[jj] * lo;
+        hi_sum += probs[jj] * hi;
+      }
+      for (uint i = 0u; i < 4u; ++i) {
+        pv[set * p.D + c * 8u + i] = lo_sum[i];
+        pv[set * p.D + c * 8u + 4u + i] = hi_sum[i];
+      }
+    }
+    barrier();
+    for (uint d = tid; d < p.D; d += WG) {
+      float a = 0.0;
+      for (uint i = 0u; i < subsets; ++i) a += pv[i * p.D + d];
+      part[base + d] = a;
+    }
+  } else {
+    for (uint d = tid; d < p.D; d += WG) {
+      float a = 0.0;
+      for (uint jj = 0u; jj < count; ++jj) a += probs[jj] * TO_F32(T, v[key0 + (first + jj) * key_stride + d]);
+      part[base + d] = a;
+    }
   }
   if (tid == 0u) {
     part[base + p.D] = m;

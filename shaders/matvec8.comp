@@ -1,10 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // The few-rows matmul (M <= 4: decoding, LoRA on one token) when rows are K-contiguous and K, the row
-// strides and the bindings are multiples of 8 elements: one subgroup per output column n reads W's row
-// 16 bytes per lane per step (8 f16/bf16 values, or 2 × 4 f32), the activation rows likewise, and
-// subgroupAdd sums the lanes: no shared memory, no barriers. Same bindings, push constants and
-// epilogue as shaders/matmul.comp.
+// strides and the bindings are multiples of 8 elements: kSplit subgroups per output column n (constant 1:
+// 1, 2, 4 or 8, dividing the workgroup's subgroups) each read every kSplit-th 16-byte piece of W's row per lane
+// (8 f16/bf16 values, or 2 × 4 f32), two pieces in flight, the activation rows likewise; subgroupAdd sums the
+// lanes and the column's first subgroup the kSplit partial sums, in order. Splitting a column keeps enough
+// loads in flight when the columns are few and long (a decoded token's o and down products: at 0.5B one
+// subgroup a column left each SM 7 warps of one 512-byte load each, ~0.6 TB/s). Same bindings, push constants
+// and epilogue as shaders/matmul.comp.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common/types.glsl"
@@ -51,22 +54,46 @@ void load_b(uint e, out vec4 lo, out vec4 hi) {
 #endif
 }
 
+layout(constant_id = 1) const uint kSplit = 1u;
+shared float partial_sums[256u / 8u][kMaxRows];  // [subgroup][row], subgroups of 8 lanes at the least
+
 void main() {
-  const uint n = (gl_WorkGroupID.y * 65535u + gl_WorkGroupID.x) * gl_NumSubgroups + gl_SubgroupID;
-  if (n >= p.N) return;  // uniform over the subgroup
+  const uint cols = gl_NumSubgroups / kSplit, part = gl_SubgroupID % kSplit;
+  const uint n = (gl_WorkGroupID.y * 65535u + gl_WorkGroupID.x) * cols + gl_SubgroupID / kSplit;
+  const bool live = n < p.N;  // uniform over the subgroup; every subgroup reaches the barrier below
   float acc[kMaxRows];
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = 0.0;
-  for (uint k = gl_SubgroupInvocationID * 8u; k < p.K; k += gl_SubgroupSize * 8u) {
-    vec4 wl, wh;
+  const uint step = gl_SubgroupSize * 8u * kSplit;
+  for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; live && k < p.K; k += 2u * step) {
+    // two pieces of W's row in flight (the second one zero past K)
+    const bool second = k + step < p.K;
+    vec4 wl, wh, vl = vec4(0.0), vh = vec4(0.0);
     load_b(n * p.b_sn + k, wl, wh);
+    if (second) load_b(n * p.b_sn + k + step, vl, vh);
     for (uint m = 0u; m < p.M; ++m) {
       vec4 xl, xh;
       load_a(m * p.a_sm + k, xl, xh);
       acc[m] += dot(xl, wl) + dot(xh, wh);
+      if (second) {
+        load_a(m * p.a_sm + k + step, xl, xh);
+        acc[m] += dot(xl, vl) + dot(xh, vh);
+      }
     }
   }
   for (uint m = 0u; m < p.M; ++m) {
     float s = subgroupAdd(acc[m]);
-    if (subgroupElect()) gemm_store(m, n, s, 0u);
+    if (kSplit == 1u) {
+      if (live && subgroupElect()) gemm_store(m, n, s, 0u);
+    } else if (subgroupElect()) {
+      partial_sums[gl_SubgroupID][m] = s;
+    }
+  }
+  if (kSplit == 1u) return;
+  barrier();
+  if (!live || part != 0u || !subgroupElect()) return;
+  for (uint m = 0u; m < p.M; ++m) {
+    float s = 0.0;
+    for (uint i = 0u; i < kSplit; ++i) s += partial_sums[gl_SubgroupID + i][m];
+    gemm_store(m, n, s, 0u);
   }
 }

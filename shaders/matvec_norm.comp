@@ -44,19 +44,11 @@ float act(float g) { return gelu_tanh(g); }
 
 void main() {
   stage_rows();
-  const uint n = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
-  if (n >= p.N) return;  // uniform over the subgroup, after the workgroup's barriers
-  float acc[kMaxRows];
-#if defined(GLU_SILU) || defined(GLU_GELU)
-  float acc_up[kMaxRows];
-#endif
-  for (uint m = 0u; m < kMaxRows; ++m) {
-    acc[m] = 0.0;
-#if defined(GLU_SILU) || defined(GLU_GELU)
-    acc_up[m] = 0.0;
-#endif
-  }
-  for (uint k = gl_SubgroupInvocationID * 8u; k < p.K; k += gl_SubgroupSize * 8u) {
+  const uint n = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
+  const bool live = n < p.N;  // uniform over the subgroup
+  vec2 acc[kMaxRows];  // (x̂·W(n), and GLU: x̂·Wu(n))
+  for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(0.0);
+  for (uint k = split_k0(); live && k < p.K; k += split_k_step()) {
     vec4 wl, wh;
     LOAD_W(w1, n * p.w_sn + k, wl, wh);
 #if defined(GLU_SILU) || defined(GLU_GELU)
@@ -66,20 +58,20 @@ void main() {
     for (uint m = 0u; m < p.M; ++m) {
       vec4 xl, xh;
       load_x(m * p.K + k, xl, xh);
-      acc[m] += dot(xl, wl) + dot(xh, wh);
+      acc[m].x += dot(xl, wl) + dot(xh, wh);
 #if defined(GLU_SILU) || defined(GLU_GELU)
-      acc_up[m] += dot(xl, ul) + dot(xh, uh);
+      acc[m].y += dot(xl, ul) + dot(xh, uh);
 #endif
     }
   }
+  if (!column_sums(acc, live)) return;
   for (uint m = 0u; m < p.M; ++m) {
-    float s = subgroupAdd(acc[m]);
 #if defined(GLU_SILU) || defined(GLU_GELU)
-    float u = subgroupAdd(acc_up[m]);
-    if (subgroupElect()) y[m * p.y_sm + n] = FROM_F32(ACT_T, act(round_act(s)) * round_act(u));
+    y[m * p.y_sm + n] = FROM_F32(ACT_T, act(round_act(acc[m].x)) * round_act(acc[m].y));
 #else
+    float s = acc[m].x;
     if ((p.flags & 1u) != 0u) s += TO_F32(W_T, bias[n]);
-    if (subgroupElect()) y[m * p.y_sm + n] = FROM_F32(ACT_T, s);
+    y[m * p.y_sm + n] = FROM_F32(ACT_T, s);
 #endif
   }
 }

@@ -42,16 +42,16 @@ layout(push_constant) uniform Params {
 
 void main() {
   stage_rows();
-  const uint pair = gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID;
+  const uint pair = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
   const uint head = pair / p.half_d, i = pair % p.half_d, D = 2u * p.half_d;
-  if (head >= p.heads + 2u * p.kv_heads) return;  // uniform over the subgroup, after the workgroup's barriers
+  const bool live = head < p.heads + 2u * p.kv_heads;  // uniform over the subgroup
   // which product, and the head's rows in it
   const uint which = head < p.heads ? 0u : head < p.heads + p.kv_heads ? 1u : 2u;
   const uint h = which == 0u ? head : which == 1u ? head - p.heads : head - p.heads - p.kv_heads;
   const uint lo = h * D + i, hi = lo + p.half_d;
-  float acc_lo[kMaxRows], acc_hi[kMaxRows];
-  for (uint m = 0u; m < kMaxRows; ++m) acc_lo[m] = acc_hi[m] = 0.0;
-  for (uint k = gl_SubgroupInvocationID * 8u; k < p.K; k += gl_SubgroupSize * 8u) {
+  vec2 acc[kMaxRows];  // (row lo, row hi)
+  for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(0.0);
+  for (uint k = split_k0(); live && k < p.K; k += split_k_step()) {
     vec4 al, ah, bl, bh;
     if (which == 0u) {
       LOAD_W(wq, lo * p.K + k, al, ah);
@@ -66,14 +66,14 @@ void main() {
     for (uint m = 0u; m < p.M; ++m) {
       vec4 xl, xh;
       load_x(m * p.K + k, xl, xh);
-      acc_lo[m] += dot(xl, al) + dot(xh, ah);
-      acc_hi[m] += dot(xl, bl) + dot(xh, bh);
+      acc[m].x += dot(xl, al) + dot(xh, ah);
+      acc[m].y += dot(xl, bl) + dot(xh, bh);
     }
   }
+  if (!column_sums(acc, live)) return;
   const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
   for (uint m = 0u; m < p.M; ++m) {
-    float x0 = subgroupAdd(acc_lo[m]), x1 = subgroupAdd(acc_hi[m]);
-    if (!subgroupElect()) continue;
+    float x0 = acc[m].x, x1 = acc[m].y;
     if ((p.flags & 1u) != 0u) {
       x0 += TO_F32(W_T, which == 0u ? bq[lo] : which == 1u ? bk[lo] : bv[lo]);
       x1 += TO_F32(W_T, which == 0u ? bq[hi] : which == 1u ? bk[hi] : bv[hi]);

@@ -110,8 +110,10 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
     } sp{d.B, d.T, d.S, d.H, d.KV, d.D, scale, splits};
     static_assert(sizeof(SplitParams) <= 128);
     Tensor part = Tensor::empty(rec.device(), {uint32_t(rows), splits, d.D + 2}, DType::f32, "attention partials");
+    vk::Spec partial_spec{.local_x = kThreads};
+    partial_spec.constants = {d.D % 8 == 0 && d.D / 8 <= kThreads ? 1u : 0u};  // 16-byte loads (kVec)
     rec.dispatch(variant(vk::family::attention_split_partial, {q.dtype()}, op), {in(q), in(k_cache), in(v_cache), in(o), out(part), in(past)}, sp,
-                 {uint32_t(rows), splits, 1}, {.local_x = kThreads});
+                 {uint32_t(rows), splits, 1}, partial_spec);
     rec.dispatch(variant(vk::family::attention_split_combine, {q.dtype()}, op), {in(q), in(k_cache), in(v_cache), out(o), in(part), in(past)}, sp,
                  {uint32_t(rows), 1, 1}, {.local_x = kThreads});
     return;

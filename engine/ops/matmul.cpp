@@ -248,11 +248,14 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   }
   if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1 && K % 8 == 0 && g.a_sm % 8 == 0 &&
       g.b_sn % 8 == 0) {
-    // One subgroup per output column, 16-byte loads.
-    const uint32_t per_group = std::max(1u, 256u / std::max(1u, rec.device().report().subgroup_size));
-    uint32_t groups = ceil_div(N, per_group);
+    // kSplit subgroups per output column, 16-byte loads (shaders/matvec8.comp).
+    const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), subgroups = std::max(1u, 256u / sg);
+    const uint32_t split = matvec_split(N, K, sg, subgroups);
+    uint32_t groups = ceil_div(N, subgroups / split);
+    vk::Spec spec{.local_x = 256};
+    spec.constants = {split};
     d.run(variant(vk::family::matvec8, {a.dtype(), b.dtype(), c.dtype()}, g.op), a, params,
-          {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, {.local_x = 256});
+          {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, spec);
     return;
   }
   if (M <= kMatvecMaxRows && g.a_sk == 1 && g.b_sk == 1 && g.batch == 1) {
@@ -368,6 +371,20 @@ uint32_t rows_with_cols(const Tensor& t, uint32_t cols, const char* op, const ch
 }  // namespace
 
 namespace detail {
+
+uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups) {
+  const uint32_t steps = std::max(1u, K / (8 * subgroup_size));  // a lane's pieces along K
+  // LORASTUDIO_MATVEC_SPLIT=n caps the split at n (measurement: 1 is session 19's one subgroup a column)
+  static const uint32_t cap = [] {
+    const char* v = std::getenv("LORASTUDIO_MATVEC_SPLIT");
+    return v ? uint32_t(std::clamp(std::atoi(v), 1, 8)) : 8u;
+  }();
+  uint32_t split = 1;
+  while (split < cap && split * 2 <= subgroups && split * 2 <= steps &&
+         ceil_div(N, subgroups / split) < kMatvecMinGroups)
+    split *= 2;
+  return split;
+}
 
 uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {
   constexpr uint64_t kWantTiles = 256;

@@ -28,6 +28,12 @@ struct GemmParams {  // = `Params` in shaders/matmul.comp
 };
 static_assert(sizeof(GemmParams) <= 128);
 constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4, kLoraByRank = 8;
+
+// The few-row products (shaders/matvec8.comp, matvec_norm*.comp) split an output column over 1, 2, 4 or 8
+// subgroups: the fewest that give kMatvecMinGroups workgroups (two an SM on an H100 or H200), no more than a
+// workgroup's `subgroups` nor than the K / (8 · subgroup_size) 16-byte pieces a lane reads allow.
+constexpr uint32_t kMatvecMinGroups = 264;
+uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups);
 // The scalar GEMM's output tile (shaders/matmul.comp).
 constexpr uint32_t kTile = 64;
 

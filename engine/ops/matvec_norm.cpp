@@ -5,6 +5,7 @@
 
 #include "ops/activations.h"
 #include "ops/common.h"
+#include "ops/matmul_detail.h"
 
 namespace ls::ops {
 
@@ -22,6 +23,19 @@ constexpr uint32_t kThreads = 256;
 // Output columns a workgroup computes: one per subgroup, 4 with 64-wide subgroups at the least.
 constexpr uint64_t kMaxColumns = 65535ull * 4;
 
+// The workgroups and the specialisation (kThreads, kSplit) for N output columns (or pairs) along K.
+struct ColumnGroups {
+  vk::Groups groups;
+  vk::Spec spec;
+};
+ColumnGroups column_groups(vk::Recorder& rec, uint32_t N, uint32_t K) {
+  const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), subgroups = std::max(1u, kThreads / sg);
+  const uint32_t split = detail::matvec_split(N, K, sg, subgroups);
+  ColumnGroups g{.groups = {ceil_div(N, subgroups / split), 1, 1}, .spec = {.local_x = kThreads}};
+  g.spec.constants = {split};
+  return g;
+}
+
 void dispatch(vk::Recorder& rec, const vk::KernelFamily& family, const char* op, const Tensor& y, const Tensor& x,
               const Tensor& norm_w, float eps, const Tensor& w1, const Tensor& w2, const Tensor& bias) {
   require(norm_matvec_fits(y, x, norm_w, {w1, w2, bias}), op,
@@ -29,12 +43,12 @@ void dispatch(vk::Recorder& rec, const vk::KernelFamily& family, const char* op,
               norm_w.describe() + ", weight " + w1.describe() + " (see ops::norm_matvec_fits)");
   require(std::isfinite(eps) && eps >= 0, op, "eps must be finite and >= 0");
   const uint32_t M = uint32_t(x.rows()), K = x.cols(), N = y.cols();
-  const uint32_t per_group = std::max(1u, kThreads / std::max(1u, rec.device().report().subgroup_size));
+  const ColumnGroups cg = column_groups(rec, N, K);
   rec.dispatch(variant(family, {y.dtype(), w1.dtype()}, op),
                {in(x), in(norm_w), in(w1), in(w2.defined() ? w2 : w1), in(bias.defined() ? bias : w1), out(y)},
                MatvecNormParams{.M = M, .N = N, .K = K, .w_sn = K, .y_sm = N, .eps = eps,
                                 .flags = bias.defined() ? 1u : 0u, .nw_type = uint32_t(float_index(norm_w.dtype()))},
-               {ceil_div(N, per_group), 1, 1}, {.local_x = kThreads});
+               cg.groups, cg.spec);
 }
 }  // namespace
 
@@ -126,8 +140,8 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
   require(std::isfinite(eps) && eps >= 0, op, "eps must be finite and >= 0");
   const uint32_t H = q.dim(-2), D = q.dim(-1), KV = k_cache.dim(-2);
   const uint64_t pairs = uint64_t(H + 2 * KV) * (D / 2);
-  const uint32_t per_group = std::max(1u, kThreads / std::max(1u, rec.device().report().subgroup_size));
   const bool biases = r.bq.defined();
+  const ColumnGroups cg = column_groups(rec, uint32_t(pairs), x.cols());
   rec.dispatch(variant(vk::family::matvec_norm_qkv, {q.dtype(), r.wq.dtype()}, op),
                {in(x), in(norm_w), in(r.wq), in(r.wk), in(r.wv), in(biases ? r.bq : r.wq), in(biases ? r.bk : r.wq),
                 in(biases ? r.bv : r.wq), in(r.positions), in(r.inv_freq), out(q), out(k_cache), out(v_cache),
@@ -136,7 +150,7 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
                                    .half_d = D / 2, .cache_rows = uint32_t(k_cache.numel() / (uint64_t(KV) * D)),
                                    .slot = r.slot, .eps = eps, .flags = biases ? 1u : 0u,
                                    .nw_type = uint32_t(float_index(norm_w.dtype()))},
-               {ceil_div(pairs, per_group), 1, 1}, {.local_x = kThreads});
+               cg.groups, cg.spec);
 }
 
 namespace ref {

@@ -1,6 +1,7 @@
 // The staging the norm-fused decode products share (shaders/matvec_norm.comp, matvec_norm_qkv.comp): the M rows of
 // x (f32, [M, K] contiguous) normalised as shaders/rms_norm.comp does and rounded to ACT_T into shared memory,
-// and the 16-byte weight loads. The includer declares binding X (vec4 x4[]), NormW (uint nw_words[]) and the
+// the 16-byte weight loads, and the sums of an output column split over kSplit subgroups (constant 1: 1, 2, 4 or 8,
+// dividing the workgroup's subgroups; ops::detail::matvec_split, as shaders/matvec8.comp). The includer declares binding X (vec4 x4[]), NormW (uint nw_words[]) and the
 // push constants M, K, eps, nw_type, and defines ACT_T (ACT_IS_F16) and W_T (W_IS_F32 / W_IS_BF16).
 #include "common/reduce.glsl"
 #include "common/f16_bits.glsl"
@@ -85,3 +86,30 @@ void stage_rows() {
   barrier();
 }
 
+
+layout(constant_id = 1) const uint kSplit = 1u;
+shared vec2 split_sums[256u / 8u][kMaxRows];  // [subgroup][row], subgroups of 8 lanes at the least
+
+// The workgroup's columns, this subgroup's column and its part of the column's K pieces.
+uint split_columns() { return gl_NumSubgroups / kSplit; }
+uint split_part() { return gl_SubgroupID % kSplit; }
+// The first K index of this lane, and the stride between its pieces.
+uint split_k0() { return (split_part() * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; }
+uint split_k_step() { return gl_SubgroupSize * 8u * kSplit; }
+
+// A column's two sums per row over its lanes and subgroups (in order), into acc of the lane that returns true
+// (one per live column). Every invocation of the workgroup calls it (a barrier when the column is split).
+bool column_sums(inout vec2 acc[kMaxRows], bool live) {
+  for (uint m = 0u; m < p.M; ++m) acc[m] = vec2(subgroupAdd(acc[m].x), subgroupAdd(acc[m].y));
+  if (kSplit == 1u) return live && subgroupElect();
+  if (subgroupElect())
+    for (uint m = 0u; m < p.M; ++m) split_sums[gl_SubgroupID][m] = acc[m];
+  barrier();
+  if (!live || split_part() != 0u || !subgroupElect()) return false;
+  for (uint m = 0u; m < p.M; ++m) {
+    vec2 t = vec2(0.0);
+    for (uint i = 0u; i < kSplit; ++i) t += split_sums[gl_SubgroupID + i][m];
+    acc[m] = t;
+  }
+  return true;
+}

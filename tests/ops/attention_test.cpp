@@ -480,12 +480,15 @@ class AttentionCached : public test::GpuTest, public ::testing::WithParamInterfa
 TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
   const DType dtype = GetParam();
   // T = 3: the split-keys decoding kernels (S = 137: three splits of 64 keys); T = 6 and 20: the flash
-  // kernels where they fit (20: on tensor cores too), else one workgroup per query.
+  // kernels where they fit (20: on tensor cores too), else one workgroup per query. The split kernels also at
+  // the models' head sizes, 64 and 128 (their 16-byte loads sum o over 8 and 4 key subsets).
   for (uint32_t W : {0u, 11u})
   for (uint32_t T : {3u, 6u, 20u})
+  for (uint32_t D : {16u, 64u, 128u})
   for (uint32_t S : {37u, 137u}) {
-  const AttentionDims cache{.B = 1, .T = T, .S = S, .H = 4, .KV = 2, .D = 16, .window = W};
-  const Inputs x(AttentionDims{.B = 1, .T = S, .S = S, .H = 4, .KV = 2, .D = 16}, dtype, 71);
+  if (D != 16 && (T != 3 || W != 0)) continue;
+  const AttentionDims cache{.B = 1, .T = T, .S = S, .H = 4, .KV = 2, .D = D, .window = W};
+  const Inputs x(AttentionDims{.B = 1, .T = S, .S = S, .H = 4, .KV = 2, .D = D}, dtype, 71);
   auto k = test::tensor_from(dev(), kv_shape(cache), dtype, x.k);
   auto v = test::tensor_from(dev(), kv_shape(cache), dtype, x.v);
   std::vector<float> q_values(x.q.begin(), x.q.begin() + numel(q_shape(cache)));
@@ -522,7 +525,8 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
     const bool f16_products =
         T > 4 && dtype == DType::f16 && ops::detail::attention_flash_coopmat_fit(dev(), cache, dtype);
     check(got, expected, f16_products ? std::max(tol(dtype), kProductsTol) : tol(dtype),
-          "cached o T=" + std::to_string(T) + " W=" + std::to_string(W) + " past=" + std::to_string(p), q_shape(d));
+          "cached o T=" + std::to_string(T) + " D=" + std::to_string(D) + " W=" + std::to_string(W) + " past=" +
+              std::to_string(p), q_shape(d));
   }
   o.expect_guards_intact("cached attention o");
   }

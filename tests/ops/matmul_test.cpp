@@ -102,6 +102,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{3, 40, 136, DType::f16, DType::f16, DType::f16}, Case{4, 37, 64, DType::f16, DType::bf16, DType::f32},
                       Case{2, 9, 24, DType::f32, DType::f32, DType::f16}, Case{1, 300, 8, DType::f16, DType::bf16, DType::f16},
                       Case{2, 5, 12, DType::f16, DType::f16, DType::f32},
+                      // ... with a column split over 2 to 8 subgroups (shaders/matvec8.comp kSplit), K past the last
+                      // split's pieces
+                      Case{4, 37, 1000, DType::f16, DType::bf16, DType::f32}, Case{1, 33, 4864, DType::f32, DType::f16, DType::f32},
                       Case{64, 4864, 896, DType::f16, DType::bf16, DType::f16},
                       // Few output tiles and a long K: split-K (partial sums, then an ordered reduction).
                       Case{40, 72, 4096, DType::f32, DType::f32, DType::f32}, Case{70, 136, 2048, DType::f16, DType::bf16, DType::f32},
