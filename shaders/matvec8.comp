@@ -3,10 +3,11 @@
 // The few-rows matmul (M <= 4: decoding, LoRA on one token) when rows are K-contiguous and K, the row
 // strides and the bindings are multiples of 8 elements: kSplit subgroups per output column n (constant 1:
 // 1, 2, 4 or 8, dividing the workgroup's subgroups) each read every kSplit-th 16-byte piece of W's row per lane
-// (8 f16/bf16 values, or 2 × 4 f32), two pieces in flight, the activation rows likewise; subgroupAdd sums the
+// (8 f16/bf16 values, or 2 × 4 f32), the activation rows likewise; subgroupAdd sums the
 // lanes and the column's first subgroup the kSplit partial sums, in order. Splitting a column keeps enough
 // loads in flight when the columns are few and long (a decoded token's o and down products: at 0.5B one
-// subgroup a column left each SM 7 warps of one 512-byte load each, ~0.6 TB/s). Same bindings, push constants
+// subgroup a column left each SM 7 warps of one 512-byte load each, ~0.6 TB/s). Two pieces a lane in flight
+// were slower at 7B (session 20, call 3: the o and down products 36.8 -> 45.6 us on the H200). Same bindings, push constants
 // and epilogue as shaders/matmul.comp.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -63,20 +64,14 @@ void main() {
   const bool live = n < p.N;  // uniform over the subgroup; every subgroup reaches the barrier below
   float acc[kMaxRows];
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = 0.0;
-  const uint step = gl_SubgroupSize * 8u * kSplit;
-  for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; live && k < p.K; k += 2u * step) {
-    // two pieces of W's row in flight (the second one zero past K)
-    const bool second = k + step < p.K;
-    vec4 wl, wh, vl = vec4(0.0), vh = vec4(0.0);
-    load_b(n * p.b_sn + k, wl, wh);
-    if (second) load_b(n * p.b_sn + k + step, vl, vh);
-    for (uint m = 0u; m < p.M; ++m) {
-      vec4 xl, xh;
-      load_a(m * p.a_sm + k, xl, xh);
-      acc[m] += dot(xl, wl) + dot(xh, wh);
-      if (second) {
-        load_a(m * p.a_sm + k + step, xl, xh);
-        acc[m] += dot(xl, vl) + dot(xh, vh);
+  if (live) {
+    for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; k < p.K; k += gl_SubgroupSize * 8u * kSplit) {
+      vec4 wl, wh;
+      load_b(n * p.b_sn + k, wl, wh);
+      for (uint m = 0u; m < p.M; ++m) {
+        vec4 xl, xh;
+        load_a(m * p.a_sm + k, xl, xh);
+        acc[m] += dot(xl, wl) + dot(xh, wh);
       }
     }
   }

@@ -48,20 +48,22 @@ void main() {
   const bool live = n < p.N;  // uniform over the subgroup
   vec2 acc[kMaxRows];  // (x̂·W(n), and GLU: x̂·Wu(n))
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(0.0);
-  for (uint k = split_k0(); live && k < p.K; k += split_k_step()) {
-    vec4 wl, wh;
-    LOAD_W(w1, n * p.w_sn + k, wl, wh);
+  if (live) {
+    for (uint k = split_k0(); k < p.K; k += split_k_step()) {
+      vec4 wl, wh;
+      LOAD_W(w1, n * p.w_sn + k, wl, wh);
 #if defined(GLU_SILU) || defined(GLU_GELU)
-    vec4 ul, uh;
-    LOAD_W(w2, n * p.w_sn + k, ul, uh);
+      vec4 ul, uh;
+      LOAD_W(w2, n * p.w_sn + k, ul, uh);
 #endif
-    for (uint m = 0u; m < p.M; ++m) {
-      vec4 xl, xh;
-      load_x(m * p.K + k, xl, xh);
-      acc[m].x += dot(xl, wl) + dot(xh, wh);
+      for (uint m = 0u; m < p.M; ++m) {
+        vec4 xl, xh;
+        load_x(m * p.K + k, xl, xh);
+        acc[m].x += dot(xl, wl) + dot(xh, wh);
 #if defined(GLU_SILU) || defined(GLU_GELU)
-      acc[m].y += dot(xl, ul) + dot(xh, uh);
+        acc[m].y += dot(xl, ul) + dot(xh, uh);
 #endif
+      }
     }
   }
   if (!column_sums(acc, live)) return;

@@ -51,23 +51,25 @@ void main() {
   const uint lo = h * D + i, hi = lo + p.half_d;
   vec2 acc[kMaxRows];  // (row lo, row hi)
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(0.0);
-  for (uint k = split_k0(); live && k < p.K; k += split_k_step()) {
-    vec4 al, ah, bl, bh;
-    if (which == 0u) {
-      LOAD_W(wq, lo * p.K + k, al, ah);
-      LOAD_W(wq, hi * p.K + k, bl, bh);
-    } else if (which == 1u) {
-      LOAD_W(wk, lo * p.K + k, al, ah);
-      LOAD_W(wk, hi * p.K + k, bl, bh);
-    } else {
-      LOAD_W(wv, lo * p.K + k, al, ah);
-      LOAD_W(wv, hi * p.K + k, bl, bh);
-    }
-    for (uint m = 0u; m < p.M; ++m) {
-      vec4 xl, xh;
-      load_x(m * p.K + k, xl, xh);
-      acc[m].x += dot(xl, al) + dot(xh, ah);
-      acc[m].y += dot(xl, bl) + dot(xh, bh);
+  if (live) {
+    for (uint k = split_k0(); k < p.K; k += split_k_step()) {
+      vec4 al, ah, bl, bh;
+      if (which == 0u) {
+        LOAD_W(wq, lo * p.K + k, al, ah);
+        LOAD_W(wq, hi * p.K + k, bl, bh);
+      } else if (which == 1u) {
+        LOAD_W(wk, lo * p.K + k, al, ah);
+        LOAD_W(wk, hi * p.K + k, bl, bh);
+      } else {
+        LOAD_W(wv, lo * p.K + k, al, ah);
+        LOAD_W(wv, hi * p.K + k, bl, bh);
+      }
+      for (uint m = 0u; m < p.M; ++m) {
+        vec4 xl, xh;
+        load_x(m * p.K + k, xl, xh);
+        acc[m].x += dot(xl, al) + dot(xh, ah);
+        acc[m].y += dot(xl, bl) + dot(xh, bh);
+      }
     }
   }
   if (!column_sums(acc, live)) return;
