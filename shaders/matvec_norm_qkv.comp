@@ -49,8 +49,8 @@ void main() {
   const uint which = head < p.heads ? 0u : head < p.heads + p.kv_heads ? 1u : 2u;
   const uint h = which == 0u ? head : which == 1u ? head - p.heads : head - p.heads - p.kv_heads;
   const uint lo = h * D + i, hi = lo + p.half_d;
-  vec2 acc[kMaxRows];  // (row lo, row hi)
-  for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(0.0);
+  float acc_lo[kMaxRows], acc_hi[kMaxRows];  // float, not vec2 (as shaders/matvec_norm.comp)
+  for (uint m = 0u; m < kMaxRows; ++m) acc_lo[m] = acc_hi[m] = 0.0;
   if (live) {
     for (uint k = split_k0(); k < p.K; k += split_k_step()) {
       vec4 al, ah, bl, bh;
@@ -67,11 +67,13 @@ void main() {
       for (uint m = 0u; m < p.M; ++m) {
         vec4 xl, xh;
         load_x(m * p.K + k, xl, xh);
-        acc[m].x += dot(xl, al) + dot(xh, ah);
-        acc[m].y += dot(xl, bl) + dot(xh, bh);
+        acc_lo[m] += dot(xl, al) + dot(xh, ah);
+        acc_hi[m] += dot(xl, bl) + dot(xh, bh);
       }
     }
   }
+  vec2 acc[kMaxRows];  // (row lo, row hi)
+  for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(acc_lo[m], acc_hi[m]);
   if (!column_sums(acc, live)) return;
   const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
   for (uint m = 0u; m < p.M; ++m) {
