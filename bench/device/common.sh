@@ -5,7 +5,8 @@
 #   R  $OUT/r, the results folder (a script tars it into $OUT at its end)
 #   W  /tmp/w, the unpacked files; B  $W/bin, the binaries
 #   T  .gpu/carry/tok, the tokenizer files peers/make_model.py puts beside a model
-# and offers the steps only some scripts take: unpack_gemm_peer, unpack_old_bench, link_source_dir.
+# and offers the steps only some scripts take: unpack_gemm_peer, unpack_old_bench, link_source_dir, and (session 20 on)
+# make_models, gpu_tests, infer.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .gpu/env.sh
 R=$OUT/r; mkdir -p $R
@@ -23,3 +24,23 @@ unpack_old_bench() {
 }
 # The test binaries find their fixtures under the source folder they were built in (LS_SOURCE_DIR).
 link_source_dir() { [ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }; }
+
+# The 0.5B and 7B shape models into /tmp/q05 and /tmp/q7, in the background (wait $MK before using them).
+make_models() {
+  local p=$PWD/.gpu/carry/peers
+  (cd $p && python3 make_model.py /tmp/q05 $T > $R/make_model05.txt 2>&1 && python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "models rc=$?" >> $R/make_model7.txt) &
+  MK=$!
+}
+# Runs each named test binary of $B (120 s each), its log in $R, its verdict printed.
+gpu_tests() {
+  local t
+  for t in "$@"; do
+    timeout 120 $B/$t > $R/$t.txt 2>&1; echo "$t rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]" $R/$t.txt | head -6
+  done
+}
+# lorastudio-bench inference: name, binary, args...; the log in $R/name.txt, its decode and prefill lines printed.
+infer() {
+  local n=$1 bin=$2; shift 2
+  timeout 120 $bin inference "$@" > $R/$n.txt 2>&1
+  echo "$n rc=$? at ${SECONDS}s"; grep -E "^prefill|^decode|profiled" $R/$n.txt | head -4
+}

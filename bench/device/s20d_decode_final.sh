@@ -9,20 +9,11 @@ source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
 link_source_dir
 unpack_old_bench
-P=$PWD/.gpu/carry/peers
 LC=$PWD/.gpu/llamacpp/pack
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm --format=csv > $R/gpu.txt 2>&1; cat $R/gpu.txt
-(cd $P && python3 make_model.py /tmp/q05 $T > $R/make_model05.txt 2>&1 && python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "models rc=$?" >> $R/make_model7.txt) &
-MK=$!
-for t in matvec_norm_test generator_golden_test arch_golden_test quantized_model_test matmul_test attention_test training_test; do
-  timeout 120 $B/$t > $R/$t.txt 2>&1; echo "$t rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]" $R/$t.txt | head -6
-done
+make_models
+gpu_tests matvec_norm_test generator_golden_test arch_golden_test quantized_model_test matmul_test attention_test training_test
 wait $MK; tail -1 $R/make_model7.txt; echo "models at ${SECONDS}s"
-infer() {  # name, binary, args...
-  local n=$1 bin=$2; shift 2
-  timeout 120 $bin inference "$@" > $R/$n.txt 2>&1
-  echo "$n rc=$? at ${SECONDS}s"; grep -E "^prefill|^decode|profiled" $R/$n.txt | head -4
-}
 infer infer_q05_old $W/old/lorastudio-bench --model /tmp/q05
 infer infer_q05 $B/lorastudio-bench --model /tmp/q05
 LORASTUDIO_MATVEC_SPLIT=1 infer infer_q05_split1 $B/lorastudio-bench --model /tmp/q05
