@@ -481,10 +481,11 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
   const DType dtype = GetParam();
   // T = 3: the split-keys decoding kernels (S = 137: three splits of 64 keys); T = 6 and 20: the flash
   // kernels where they fit (20: on tensor cores too), else one workgroup per query. The split kernels also at
-  // the models' head sizes, 64 and 128 (their 16-byte loads sum o over 8 and 4 key subsets).
+  // the models' head sizes, 64 and 128 (their 16-byte loads sum o over 8 and 4 key subsets), and at 12, not a
+  // multiple of 8 (the element-by-element partial pass).
   for (uint32_t W : {0u, 11u})
   for (uint32_t T : {3u, 6u, 20u})
-  for (uint32_t D : {16u, 64u, 128u})
+  for (uint32_t D : {16u, 12u, 64u, 128u})
   for (uint32_t S : {37u, 137u}) {
   if (D != 16 && (T != 3 || W != 0)) continue;
   const AttentionDims cache{.B = 1, .T = T, .S = S, .H = 4, .KV = 2, .D = D, .window = W};
