@@ -15,9 +15,12 @@
 #include "ops/attention_flash.h"
 #include "ops/attention_products.h"
 #include "ops/matmul.h"
+#include "ops/matvec_norm.h"
 #include "ops/norms.h"
 #include "ops/optimizer.h"
+#include "ops/quant.h"
 #include "ops/softmax.h"
+#include "tensor/quant.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
@@ -125,6 +128,49 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
     cases.push_back({name + "_dx", an + " dy, " + dims, 2.0 * M * N * K, 4.0 * M * K + 2.0 * N * K + 4.0 * M * N,
                      [=](vk::Recorder& rec) { ops::matmul_backward_x(rec, dx, dy, w, false); }});
   };
+  // A decoded token's MLP products (one row, f16 activations): the post-attention norm with gate, up and SiLU·up
+  // in one pass (I = intermediate, C = hidden), and down accumulating into the f32 residual stream; on f16
+  // weights and on nf4 / q8 ones read packed. Bytes: the weights' (packed: codes and absmax codes).
+  Tensor map;
+  auto decode_mlp = [&](std::string name, uint32_t C, uint32_t I, QuantType q) {
+    name += std::string("_") + (q == QuantType::none ? "f16" : quant_name(q));
+    if (filter.empty() || (name + "_glu").find(filter) == std::string::npos) {
+      if (filter.empty() || (name + "_down").find(filter) == std::string::npos) return;
+    }
+    auto x = random_tensor(dev, {1, C}, DT::f32, seed++), norm = random_tensor(dev, {C}, DT::bf16, seed++);
+    auto gated = random_tensor(dev, {1, I}, DT::f16, seed++);
+    auto y = Tensor::empty(dev, {1, I}, DT::f16), res = random_tensor(dev, {1, C}, DT::f32, seed++);
+    const double weights = 3.0 * C * I * (q == QuantType::none ? 2.0 : q == QuantType::nf4 ? 0.5 + 1.0 / 64 : 1.0 + 4.0 / 64);
+    const std::string dims = "C " + std::to_string(C) + ", I " + std::to_string(I);
+    if (q == QuantType::none) {
+      auto wg = random_tensor(dev, {I, C}, DT::f16, seed++, 0.05f), wu = random_tensor(dev, {I, C}, DT::f16, seed++, 0.05f);
+      auto wd = random_tensor(dev, {C, I}, DT::f16, seed++, 0.05f);
+      cases.push_back({name + "_glu", dims, 4.0 * C * I, weights * 2 / 3, [=](vk::Recorder& rec) {
+                         ops::norm_glu_matvec_forward(rec, y, x, norm, 1e-6f, wg, wu, ops::GluActivation::silu);
+                       }});
+      cases.push_back({name + "_down", dims, 2.0 * C * I, weights / 3,
+                       [=](vk::Recorder& rec) { ops::matmul_forward(rec, res, gated, wd, Tensor(), true); }});
+      return;
+    }
+    if (!map.defined()) map = ops::upload_dynamic_map(dev);
+    auto packed = [&](uint32_t rows, uint32_t cols) {
+      std::mt19937 gen(seed++);
+      std::uniform_real_distribution<float> d(-0.05f, 0.05f);
+      std::vector<float> v(size_t(rows) * cols);
+      for (auto& e : v) e = d(gen);
+      return ops::upload_quantized(dev, quantize(q, v), rows, cols, map);
+    };
+    const ops::QuantWeight wg = packed(I, C), wu = packed(I, C), wd = packed(C, I);
+    cases.push_back({name + "_glu", dims, 4.0 * C * I, weights * 2 / 3, [=](vk::Recorder& rec) {
+                       ops::norm_glu_matvec_forward(rec, y, x, norm, 1e-6f, wg, wu, ops::GluActivation::silu);
+                     }});
+    cases.push_back({name + "_down", dims, 2.0 * C * I, weights / 3,
+                     [=](vk::Recorder& rec) { ops::quant_matvec_forward(rec, res, gated, wd, Tensor(), true); }});
+  };
+  for (QuantType q : {QuantType::none, QuantType::nf4, QuantType::q8}) {
+    decode_mlp("decode_05b", 896, 4864, q);
+    decode_mlp("decode_7b", 3584, 18944, q);
+  }
   train_matmul("train_512x896x4864", 512, 896, 4864);
   train_matmul("train_512x4864x896", 512, 4864, 896);
   train_matmul("train_512x896x896", 512, 896, 896);

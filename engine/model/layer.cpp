@@ -70,7 +70,8 @@ void project(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_
 }
 
 // Decoding (inference, a few rows): whether the norm of x before these projections runs inside their products
-// (ops/matvec_norm.h), which needs plain weights and no adapter term on any of them; y is each one's output.
+// (ops/matvec_norm.h), which needs no adapter term on any of them and their weights all plain or all quantized
+// in one format; y is each one's output.
 struct NormedProjection {
   LoraTarget target;
   const LinearWeights& w;
@@ -78,10 +79,14 @@ struct NormedProjection {
 };
 bool norm_folds(const LayerSpec& s, const LayerRun& run, uint32_t layer, const LayerActs& a, const Tensor& x,
                 const Tensor& norm_w, std::initializer_list<NormedProjection> projections) {
-  if (!a.k_cache.defined()) return false;
-  for (const NormedProjection& p : projections)
-    if (lora_of(s, run, layer, p.target) || p.w.q.defined() || !ops::norm_matvec_fits(p.y, x, norm_w, {p.w.w, p.w.b}))
-      return false;
+  if (!a.k_cache.defined() || projections.size() == 0) return false;
+  const QuantType format = projections.begin()->w.q.type;
+  for (const NormedProjection& p : projections) {
+    if (lora_of(s, run, layer, p.target) || p.w.q.type != format) return false;
+    const bool fits = p.w.q.defined() ? ops::norm_matvec_fits(p.y, x, norm_w, {&p.w.q}, p.w.b)
+                                      : ops::norm_matvec_fits(p.y, x, norm_w, {p.w.w, p.w.b});
+    if (!fits) return false;
+  }
   return true;
 }
 
@@ -177,8 +182,10 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     ops::norm_qkv_rope_forward(rec, a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, s.norm.eps, qkv_rope);
   } else if (fold_input_norm) {
     // Decoding: the input norm inside each product (one stage for the norm and q, k, v, not two)
-    for (const auto& [lw, y] : {std::pair<const LinearWeights&, Tensor>{w.q, q_out}, {w.k, k_out}, {w.v, v_out}})
-      ops::norm_matvec_forward(rec, y, a.x_in, w.input_norm, s.norm.eps, lw.w, lw.b);
+    for (const auto& [lw, y] : {std::pair<const LinearWeights&, Tensor>{w.q, q_out}, {w.k, k_out}, {w.v, v_out}}) {
+      if (lw.q.defined()) ops::norm_matvec_forward(rec, y, a.x_in, w.input_norm, s.norm.eps, lw.q, lw.b);
+      else ops::norm_matvec_forward(rec, y, a.x_in, w.input_norm, s.norm.eps, lw.w, lw.b);
+    }
   } else {
     project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, q_out, a.h1);
     project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, k_out, a.h1);
@@ -231,9 +238,12 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   }
   group.emplace(rec, kGroupMlp);
   if (fold_post_norm) {
-    ops::norm_glu_matvec_forward(rec, a.gated, a.x_mid, w.post_attention_norm, s.norm.eps, w.gate.w, w.up.w,
-                                 s.activation == MlpActivation::silu ? ops::GluActivation::silu
-                                                                     : ops::GluActivation::gelu_tanh);  // (M, I)
+    const ops::GluActivation act =
+        s.activation == MlpActivation::silu ? ops::GluActivation::silu : ops::GluActivation::gelu_tanh;
+    if (w.gate.q.defined())
+      ops::norm_glu_matvec_forward(rec, a.gated, a.x_mid, w.post_attention_norm, s.norm.eps, w.gate.q, w.up.q, act);
+    else
+      ops::norm_glu_matvec_forward(rec, a.gated, a.x_mid, w.post_attention_norm, s.norm.eps, w.gate.w, w.up.w, act);
   } else {
     project(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.gate, a.h2);  // (M, I)
     project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);        // (M, I)

@@ -95,6 +95,80 @@ void norm_glu_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x
 }
 
 namespace {
+struct QuantMatvecNormParams {  // = `Params` in shaders/quant_matvec_norm.comp
+  uint32_t M, N, K, w_sn, y_sm;
+  float eps;
+  uint32_t flags, nw_type;
+  float offset1, offset2;
+};
+static_assert(sizeof(QuantMatvecNormParams) <= 128);
+
+const vk::KernelFamily& quant_family(QuantType t, bool glu, GluActivation activation) {
+  const bool nf4 = t == QuantType::nf4;
+  if (!glu) return nf4 ? vk::family::qmatvec_norm_nf4 : vk::family::qmatvec_norm_q8;
+  if (activation == GluActivation::silu) return nf4 ? vk::family::qmatvec_norm_silu_nf4 : vk::family::qmatvec_norm_silu_q8;
+  return nf4 ? vk::family::qmatvec_norm_gelu_nf4 : vk::family::qmatvec_norm_gelu_q8;
+}
+
+void quant_dispatch(vk::Recorder& rec, const char* op, const Tensor& y, const Tensor& x, const Tensor& norm_w,
+                    float eps, const QuantWeight& w1, const QuantWeight* w2, const Tensor& bias,
+                    GluActivation activation) {
+  require(norm_matvec_fits(y, x, norm_w, {&w1, w2}, bias), op,
+          "operands the fused kernel does not take: y " + y.describe() + ", x " + x.describe() + ", norm weight " +
+              norm_w.describe() + ", a [" + std::to_string(w1.rows) + ", " + std::to_string(w1.cols) + "] " +
+              quant_name(w1.type) + " weight (see ops::norm_matvec_fits)");
+  require(std::isfinite(eps) && eps >= 0, op, "eps must be finite and >= 0");
+  const uint32_t M = uint32_t(x.rows()), K = x.cols(), N = y.cols();
+  // the kernel's kPieces (2) pieces a lane a step count as one for the column split
+  const ColumnGroups cg = column_groups(rec, N, std::max(8u, K / 2));
+  const QuantWeight& up = w2 ? *w2 : w1;
+  const DType bias_type = bias.defined() ? bias.dtype() : y.dtype();
+  rec.dispatch(variant(quant_family(w1.type, w2 != nullptr, activation), {y.dtype(), bias_type}, op),
+               {in(x), in(norm_w), in(w1.codes), in(up.codes), in(bias.defined() ? bias : w1.absmax), out(y),
+                in(w1.absmax), in(w1.scales), in(up.absmax), in(up.scales), in(w1.map)},
+               QuantMatvecNormParams{.M = M, .N = N, .K = K, .w_sn = K, .y_sm = N, .eps = eps,
+                                     .flags = bias.defined() ? 1u : 0u,
+                                     .nw_type = uint32_t(float_index(norm_w.dtype())), .offset1 = w1.offset,
+                                     .offset2 = up.offset},
+               cg.groups, cg.spec);
+}
+}  // namespace
+
+bool norm_matvec_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w,
+                      std::initializer_list<const QuantWeight*> weights, const Tensor& bias) {
+  // the staging and the shapes as for plain weights, with a stand-in of the quantized weights' shape
+  const QuantWeight* first = nullptr;
+  for (const QuantWeight* w : weights)
+    if (w && !first) first = w;
+  if (!first || !first->defined() || first->cols % 8 != 0 || !first->codes.defined() || !first->map.defined())
+    return false;
+  for (const QuantWeight* w : weights)
+    if (w && (w->type != first->type || w->rows != first->rows || w->cols != first->cols)) return false;
+  if (!y.defined() || !x.defined() || !norm_w.defined() || x.dtype() != DType::f32 || x.rank() < 1 || y.rank() < 1 ||
+      x.cols() != first->cols || y.cols() != first->rows)
+    return false;
+  if (bias.defined() && (bias.rank() != 1 || bias.numel() != first->rows ||
+                         (bias.dtype() != DType::f32 && bias.dtype() != DType::f16)))
+    return false;
+  // norm_matvec_fits with a weight tensor of that shape (shape checks only: nothing is read from it)
+  if (y.dtype() != DType::f32 && y.dtype() != DType::f16) return false;
+  const uint64_t M = x.rows(), K = x.cols();
+  const uint64_t stage_values = y.dtype() == DType::f16 ? kStageBytes / 2 : kStageBytes / 4;
+  return M > 0 && M <= kMaxRows && y.rows() == M && M * K <= stage_values && first->rows <= kMaxColumns &&
+         float_index(norm_w.dtype()) <= 2 && norm_w.numel() == K;
+}
+
+void norm_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& norm_w, float eps,
+                         const QuantWeight& w, const Tensor& bias) {
+  quant_dispatch(rec, "norm_matvec_forward", y, x, norm_w, eps, w, nullptr, bias, GluActivation::silu);
+}
+
+void norm_glu_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& norm_w, float eps,
+                             const QuantWeight& w_gate, const QuantWeight& w_up, GluActivation activation) {
+  quant_dispatch(rec, "norm_glu_matvec_forward", y, x, norm_w, eps, w_gate, &w_up, Tensor(), activation);
+}
+
+namespace {
 struct MatvecNormQkvParams {  // = `Params` in shaders/matvec_norm_qkv.comp
   uint32_t M, K, heads, kv_heads, half_d, cache_rows;
   int32_t slot;

@@ -12,6 +12,7 @@
 // the f32 sums.
 #include <span>
 
+#include "ops/quant_weight.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
@@ -28,6 +29,17 @@ void norm_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, co
                          const Tensor& w, const Tensor& bias);
 void norm_glu_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& norm_w, float eps,
                              const Tensor& w_gate, const Tensor& w_up, GluActivation activation);
+
+// The same on quantized weights (QLoRA bases, read in their packed form: shaders/quant_matvec_norm.comp): one
+// format for gate and up, K a multiple of 8, the bias (optional) f32 or f16. The results equal
+// norm_matvec_forward's on the dequantized weights up to the order of the f32 sums and the block scale applied
+// to a piece's sum (quant_matvec_forward's rounding).
+bool norm_matvec_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w,
+                      std::initializer_list<const QuantWeight*> weights, const Tensor& bias = Tensor());
+void norm_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& norm_w, float eps,
+                         const QuantWeight& w, const Tensor& bias);
+void norm_glu_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& norm_w, float eps,
+                             const QuantWeight& w_gate, const QuantWeight& w_up, GluActivation activation);
 
 // A decoded token's attention inputs in one dispatch (shaders/matvec_norm_qkv.comp): x̂ as above, then
 //   q = rope(x̂·Wqᵀ + bq), k = rope(x̂·Wkᵀ + bk), v = x̂·Wvᵀ + bv, each product rounded to the activation type

@@ -20,16 +20,35 @@ const float kNf4Values[16] = float[16](-1.0, -0.6961928009986877, -0.52507305145
                                        0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
                                        0.7229568362236023, 1.0);
 shared float kNf4[16];
+#if defined(QUANT_SHARED_MAP)
+shared float map_s[256];  // the dynamic map, read once per workgroup (a few-row product looks it up a piece)
+#define QUANT_MAP(code) map_s[code]
+#else
+#define QUANT_MAP(code) qmap[code]
+#endif
 void quant_init() {
   if (gl_LocalInvocationIndex < 16u) kNf4[gl_LocalInvocationIndex] = kNf4Values[gl_LocalInvocationIndex];
+#if defined(QUANT_SHARED_MAP)
+  for (uint i = gl_LocalInvocationIndex; i < 256u; i += gl_WorkGroupSize.x) map_s[i] = qmap[i];
+#endif
   barrier();
 }
 
-float block_scale(uint b, float offset) {
-  uint code = (qabsmax[b >> 2] >> (8u * (b & 3u))) & 0xffu;
-  precise float scaled = qmap[code] * qscales[b >> 8];  // two roundings, never fused, as on the host
+// Block b's scale from its word of absmax codes and its second-level scale (the arguments loaded by the caller).
+float nf4_block_scale(uint absmax_word, uint b, float scale2, float offset) {
+  uint code = (absmax_word >> (8u * (b & 3u))) & 0xffu;
+  precise float scaled = QUANT_MAP(code) * scale2;  // two roundings, never fused, as on the host
   precise float s = scaled + offset;
   return s;
+}
+float block_scale(uint b, float offset) { return nf4_block_scale(qabsmax[b >> 2], b, qscales[b >> 8], offset); }
+// A piece: 8 values (elements 8i .. 8i+7 of the flattened weight), one word of codes.
+void piece_values(uvec2 piece, out vec4 lo, out vec4 hi) {
+  const uint w = piece.x;
+  lo = vec4(kNf4[bitfieldExtract(w, 4, 4)], kNf4[bitfieldExtract(w, 0, 4)], kNf4[bitfieldExtract(w, 12, 4)],
+            kNf4[bitfieldExtract(w, 8, 4)]);
+  hi = vec4(kNf4[bitfieldExtract(w, 20, 4)], kNf4[bitfieldExtract(w, 16, 4)], kNf4[bitfieldExtract(w, 28, 4)],
+            kNf4[bitfieldExtract(w, 24, 4)]);
 }
 // Two values a byte, the first in the high nibble: value i (0 .. 7) of a word of codes.
 float word_value(uint word, uint i) {
@@ -57,6 +76,11 @@ layout(binding = QB_MAP) readonly buffer QMap { float qmap[]; };
 
 void quant_init() {}
 float block_scale(uint b, float offset) { return qabsmax[b]; }
+// A piece: 8 values (elements 8i .. 8i+7 of the flattened weight), two words of codes.
+void piece_values(uvec2 piece, out vec4 lo, out vec4 hi) {
+  lo = vec4(ivec4(piece.x << 24, piece.x << 16, piece.x << 8, piece.x) >> 24);
+  hi = vec4(ivec4(piece.y << 24, piece.y << 16, piece.y << 8, piece.y) >> 24);
+}
 // Value i (0 .. 3) of a word of int8 codes.
 float word_value(uint word, uint i) { return float(int(word << (24u - 8u * i)) >> 24); }
 const uint kQuantValuesPerWord = 4u;

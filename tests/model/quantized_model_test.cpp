@@ -157,6 +157,26 @@ TEST_P(QuantizedModel, DecodeLogitsMatchWithAndWithoutAnAdapter) {
   }
 }
 
+// Without an adapter the layer norms run inside the packed products (shaders/quant_matvec_norm.comp): q, k and v
+// each with the input norm, gate and up with the post-attention norm and the activation; with one on every
+// projection, the unfused path.
+TEST_P(QuantizedModel, DecodeFoldsTheNormsIntoThePackedProducts) {
+  const model::LoraAdapter adapter = test::random_adapter(dev(), quantized_->config, 4, 50);
+  const std::string plain = std::string("qmatvec_norm_") + quant_name(GetParam().quant);
+  for (const model::LoraAdapter* a : {static_cast<const model::LoraAdapter*>(nullptr), &adapter}) {
+    infer::Generator q(dev(), *quantized_, a, {.context = 32, .profile = true});
+    q.decode(ids_[0]);
+    size_t products = 0, gated = 0;
+    for (const vk::Timing& t : q.timings(1)) {
+      products += t.kernel.starts_with(plain);
+      gated += t.kernel.starts_with("qmatvec_norm_silu") || t.kernel.starts_with("qmatvec_norm_gelu");
+    }
+    const size_t layers = quantized_->config.num_layers;
+    EXPECT_EQ(products, a ? 0 : 3 * layers) << what(a ? "with an adapter" : "no adapter");
+    EXPECT_EQ(gated, a ? 0 : layers) << what(a ? "with an adapter" : "no adapter");
+  }
+}
+
 TEST_P(QuantizedModel, TrainingStepMatchesTheDequantizedModel) {
   const model::LoraAdapter adapter = test::random_adapter(dev(), quantized_->config, 2, 100);
   const uint32_t B = 2, T = 6;

@@ -5,13 +5,17 @@
 // rope_kv_cache_forward), every cache row compared, rows past the cache's end left alone. Tolerance (rel, scaled as
 // test::expect_close): f32 activations 2e-5 (the f32 sums' order); f16 activations 4e-3 against the reference
 // and the unfused path (a normed value or a product on a rounding boundary goes one f16 step either way).
+// The same products on quantized weights (nf4, q8; K a multiple of 64 or not, a column split over subgroups)
+// against the reference on the dequantized weights and against rms_norm_forward + quant_matvec_forward.
 #include "ops/matvec_norm.h"
 
 #include "ops/activations.h"
 #include "ops/matmul.h"
 #include "ops/norms.h"
+#include "ops/quant.h"
 #include "ops/rope.h"
 #include "support/testing.h"
+#include "tensor/quant.h"
 
 namespace ls {
 namespace {
@@ -222,6 +226,86 @@ TEST_F(MatvecNormLimits, FitsOnlyWhatTheKernelTakes) {
       },
       "norm_matvec_forward");
 }
+
+// M, K, N, activation dtype, the weights' format, norm weight dtype
+using QuantCase = std::tuple<uint32_t, uint32_t, uint32_t, DType, QuantType, DType>;
+std::string quant_case_name(const ::testing::TestParamInfo<QuantCase>& c) {
+  auto [M, K, N, act, q, nw] = c.param;
+  return "m" + std::to_string(M) + "_k" + std::to_string(K) + "_n" + std::to_string(N) + "_" + dtype_name(act) + "_" +
+         quant_name(q) + "_norm" + dtype_name(nw);
+}
+class QuantMatvecNormTest : public test::GpuTest, public ::testing::WithParamInterface<QuantCase> {};
+
+TEST_P(QuantMatvecNormTest, MatchesReferenceOnTheDequantizedWeightsAndUnfusedOps) {
+  auto [M, K, N, act, qt, nwt] = GetParam();
+  constexpr float kEps = 1e-6f;
+  const auto x0 = test::random_values(size_t(M) * K, 21 + K, 3.0f);
+  auto norm0 = test::random_values(K, 22 + K, 0.5f);
+  for (float& v : norm0) v += 1.0f;
+  norm0 = test::rounded(norm0, nwt);
+  const DType bt = ops::dequantized_dtype(dev());  // a quantized layer's bias, as the model keeps it
+  const auto bias0 = test::rounded(test::random_values(N, 23 + N), bt);
+  auto wg_host = test::rounded(test::random_values(size_t(N) * K, 24 + N, 0.2f), DType::bf16);
+  wg_host[wg_host.size() / 3] = 2.5f;  // an outlier block
+  const QuantizedHost hg = quantize(qt, wg_host), hu = quantize(qt, test::random_values(size_t(N) * K, 25 + N, 0.2f));
+  const std::vector<float> wg0 = dequantize(hg), wu0 = dequantize(hu);
+  const Tensor map = ops::upload_dynamic_map(dev());
+  const ops::QuantWeight wg = ops::upload_quantized(dev(), hg, N, K, map), wu = ops::upload_quantized(dev(), hu, N, K, map);
+  const Tensor x = test::tensor_from(dev(), {M, K}, DType::f32, x0), norm_w = test::tensor_from(dev(), {K}, nwt, norm0);
+  const Tensor bias = test::tensor_from(dev(), {N}, bt, bias0);
+  const std::string what = std::string(quant_name(qt)) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
+
+  auto y = test::poisoned(dev(), {M, N}, act);
+  auto gated = test::poisoned(dev(), {M, N}, act);
+  ASSERT_TRUE(ops::norm_matvec_fits(y.t, x, norm_w, {&wg}, bias));
+  ASSERT_TRUE(ops::norm_matvec_fits(gated.t, x, norm_w, {&wg, &wu}));
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::norm_matvec_forward(rec, y.t, x, norm_w, kEps, wg, bias);
+    ops::norm_glu_matvec_forward(rec, gated.t, x, norm_w, kEps, wg, wu, ops::GluActivation::silu);
+  });
+  const std::vector<float> got = download(y.t), got_gated = download(gated.t);
+  std::vector<float> want(size_t(M) * N), want_gated(want.size());
+  ops::ref::norm_matvec_forward(want, x0, norm0, kEps, wg0, bias0, act == DType::f16);
+  ops::ref::norm_glu_matvec_forward(want_gated, x0, norm0, kEps, wg0, wu0, ops::GluActivation::silu, act == DType::f16);
+  test::expect_close(got, want, tol(act), "quantized norm_matvec_forward vs reference, " + what, {M, N});
+  test::expect_close(got_gated, want_gated, tol(act), "quantized norm_glu_matvec_forward vs reference, " + what, {M, N});
+  y.expect_guards_intact("quantized norm_matvec_forward");
+  gated.expect_guards_intact("quantized norm_glu_matvec_forward");
+
+  Tensor h = Tensor::empty(dev(), {M, K}, act, "h"), rstd = Tensor::empty(dev(), {M}, DType::f32, "rstd");
+  Tensor y2 = Tensor::empty(dev(), {M, N}, act, "y unfused");
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::rms_norm_forward(rec, h, rstd, x, norm_w, kEps);
+    ops::quant_matvec_forward(rec, y2, h, wg, bias);
+  });
+  test::expect_close(got, download(y2), tol(act), "quantized norm_matvec_forward vs rms_norm + quant_matvec, " + what,
+                     {M, N});
+}
+
+TEST(QuantMatvecNormFits, RefusesMixedFormatsAndShapes) {
+  vk::Device& d = test::device();
+  const Tensor map = ops::upload_dynamic_map(d);
+  const auto w0 = test::random_values(64 * 40, 31, 0.2f);
+  const ops::QuantWeight nf4 = ops::upload_quantized(d, quantize(QuantType::nf4, w0), 40, 64, map);
+  const ops::QuantWeight q8 = ops::upload_quantized(d, quantize(QuantType::q8, w0), 40, 64, map);
+  const ops::QuantWeight wide = ops::upload_quantized(d, quantize(QuantType::nf4, w0), 20, 128, map);
+  const Tensor x = Tensor::empty(d, {1, 64}, DType::f32, "x"), norm_w = Tensor::empty(d, {64}, DType::f32, "norm");
+  const Tensor y = Tensor::empty(d, {1, 40}, DType::f32, "y");
+  EXPECT_TRUE(ops::norm_matvec_fits(y, x, norm_w, {&nf4, &nf4}));
+  EXPECT_FALSE(ops::norm_matvec_fits(y, x, norm_w, {&nf4, &q8}));
+  EXPECT_FALSE(ops::norm_matvec_fits(y, x, norm_w, {&wide}));
+  EXPECT_FALSE(ops::norm_matvec_fits(y, x, norm_w, {&nf4}, Tensor::empty(d, {41}, DType::f32, "bias")));
+  EXPECT_FALSE(ops::norm_matvec_fits(y, x, norm_w, {&nf4}, Tensor::empty(d, {40}, DType::bf16, "bias")));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, QuantMatvecNormTest,
+                         ::testing::Values(QuantCase{1, 64, 40, DType::f32, QuantType::nf4, DType::f32},
+                                           QuantCase{3, 192, 37, DType::f32, QuantType::q8, DType::f32},
+                                           QuantCase{1, 72, 50, DType::f32, QuantType::nf4, DType::f32},
+                                           QuantCase{2, 896, 100, DType::f16, QuantType::nf4, DType::bf16},
+                                           QuantCase{1, 2048, 33, DType::f16, QuantType::q8, DType::f16},
+                                           QuantCase{4, 1024, 72, DType::f32, QuantType::nf4, DType::f16}),
+                         quant_case_name);
 
 }  // namespace
 }  // namespace ls

@@ -1,0 +1,130 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// shaders/matvec_norm.comp for quantized weights (QLoRA bases, read in their packed form): RMSNorm of the f32
+// residual stream folded into the few-row products that read it. As there, kSplit subgroups per output column
+// and consecutive lanes on consecutive pieces of 8 values (nf4: one word of codes, q8: two), so that x̂'s matching
+// 8 values are one conflict-free 16- or 32-byte read of the staging; a lane loads kPieces pieces and their block
+// scales before it uses any. (A lane on 32 consecutive values, as shaders/quant_matvec16.comp reads them, would
+// read the staging with 4- to 8-way bank conflicts.)
+//   plain:               y(m, n) = x̂·deq(W)(n)ᵀ (+ bias(n) with flag 1)
+//   GLU_SILU, GLU_GELU:  y(m, n) = act(g)·u, g = x̂·deq(Wg)(n)ᵀ and u = x̂·deq(Wu)(n)ᵀ each rounded to ACT_T first
+// W_T: the bias's storage type. Q_NF4 or Q_Q8: the weights' format (gate and up share it). K a multiple of 8.
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/types.glsl"
+#include "common/glu.glsl"
+
+layout(local_size_x = 256) in;
+
+layout(binding = 0) readonly buffer X { vec4 x4[]; };
+layout(binding = 1) readonly buffer NormW { uint nw_words[]; };  // of type p.nw_type
+layout(binding = 4) readonly buffer Bias { STORE(W_T) bias[]; };
+layout(binding = 5) writeonly buffer Y { STORE(ACT_T) y[]; };
+layout(push_constant) uniform Params {
+  uint M, N, K;
+  uint w_sn;   // the weights' row stride (elements)
+  uint y_sm;   // y's row stride
+  float eps;
+  uint flags;    // 1: bias
+  uint nw_type;  // the norm weight's storage type: 0 f32, 1 f16, 2 bf16
+  float offset1, offset2;  // the weights' nf4 absmax offsets
+} p;
+
+// The first weight (gate) through common/quant.glsl's bindings, the second (up) through its own.
+#define QB_ABSMAX 6
+#define QB_SCALES 7
+#define QB_MAP 10
+#define QUANT_SHARED_MAP
+#include "common/quant.glsl"
+#if defined(Q_NF4)
+layout(binding = 2) readonly buffer W1 { uint w1[]; };
+layout(binding = 3) readonly buffer W2 { uint w2[]; };  // up (GLU); bound to W1 otherwise, unread
+layout(binding = 8) readonly buffer QAbsmax2 { uint qabsmax2[]; };
+layout(binding = 9) readonly buffer QScales2 { float qscales2[]; };
+uvec2 piece1(uint e) { return uvec2(w1[e >> 3], 0u); }
+uvec2 piece2(uint e) { return uvec2(w2[e >> 3], 0u); }
+float block_scale2(uint b) { return nf4_block_scale(qabsmax2[b >> 2], b, qscales2[b >> 8], p.offset2); }
+#else
+layout(binding = 2) readonly buffer W1 { uvec2 w1[]; };
+layout(binding = 3) readonly buffer W2 { uvec2 w2[]; };
+layout(binding = 8) readonly buffer QAbsmax2 { float qabsmax2[]; };
+layout(binding = 9) readonly buffer QScales2 { float qscales2[]; };  // unread: bound alike for both formats
+uvec2 piece1(uint e) { return w1[e >> 3]; }
+uvec2 piece2(uint e) { return w2[e >> 3]; }
+float block_scale2(uint b) { return qabsmax2[b]; }
+#endif
+
+#include "common/matvec_norm_stage.glsl"
+
+#if defined(GLU_SILU)
+float act(float g) { return silu(g); }
+#elif defined(GLU_GELU)
+float act(float g) { return gelu_tanh(g); }
+#endif
+#if defined(GLU_SILU) || defined(GLU_GELU)
+#define GLU 1
+#endif
+
+// Pieces a lane loads before it uses any: on the H200 (session 21, s21b) the 7B gated product took 84.9 us with 2,
+// 91.2 with 4 or 1, 108.2 with 8 (nf4; q8 75.4, 85.6, 78.5, 95.6).
+const uint kPieces = 2u;
+
+void main() {
+  quant_init();
+  stage_rows();
+  const uint n = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
+  const bool live = n < p.N;  // uniform over the subgroup
+  float acc[kMaxRows], acc_up[kMaxRows];
+  for (uint m = 0u; m < kMaxRows; ++m) acc[m] = acc_up[m] = 0.0;
+  if (live) {
+    const uint step = split_k_step(), row = n * p.w_sn;
+    for (uint k = split_k0(); k < p.K; k += kPieces * step) {
+      uvec2 pw[kPieces];
+      float sw[kPieces];
+#if defined(GLU)
+      uvec2 pu[kPieces];
+      float su[kPieces];
+#endif
+      [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
+        const uint e = row + min(k + i * step, p.K - 8u);  // past K: the row's last piece again, unused
+        pw[i] = piece1(e);
+        sw[i] = block_scale(e >> 6, p.offset1);
+#if defined(GLU)
+        pu[i] = piece2(e);
+        su[i] = block_scale2(e >> 6);
+#endif
+      }
+      [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
+        const uint ki = k + i * step;
+        if (ki >= p.K) break;
+        vec4 wl, wh;
+        piece_values(pw[i], wl, wh);
+#if defined(GLU)
+        vec4 ul, uh;
+        piece_values(pu[i], ul, uh);
+#endif
+        for (uint m = 0u; m < p.M; ++m) {
+          vec4 xl, xh;
+          load_x(m * p.K + ki, xl, xh);
+          acc[m] = fma(dot(xl, wl) + dot(xh, wh), sw[i], acc[m]);
+#if defined(GLU)
+          acc_up[m] = fma(dot(xl, ul) + dot(xh, uh), su[i], acc_up[m]);
+#endif
+        }
+      }
+    }
+  }
+  vec2 sums[kMaxRows];  // (x̂·W(n), and GLU: x̂·Wu(n))
+  for (uint m = 0u; m < kMaxRows; ++m) sums[m] = vec2(acc[m], acc_up[m]);
+  if (!column_sums(sums, live)) return;
+  for (uint m = 0u; m < p.M; ++m) {
+#if defined(GLU)
+    y[m * p.y_sm + n] = FROM_F32(ACT_T, act(round_act(sums[m].x)) * round_act(sums[m].y));
+#else
+    float s = sums[m].x;
+    if ((p.flags & 1u) != 0u) s += TO_F32(W_T, bias[n]);
+    y[m * p.y_sm + n] = FROM_F32(ACT_T, s);
+#endif
+  }
+}
