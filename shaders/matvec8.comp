@@ -9,6 +9,7 @@
 // subgroup a column left each SM 7 warps of one 512-byte load each, ~0.6 TB/s). Two pieces a lane in flight
 // were slower at 7B (session 20, call 3: the o and down products 36.8 -> 45.6 us on the H200). Same bindings, push constants
 // and epilogue as shaders/matmul.comp.
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common/types.glsl"
@@ -68,14 +69,16 @@ void main() {
     for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; k < p.K; k += gl_SubgroupSize * 8u * kSplit) {
       vec4 wl, wh;
       load_b(n * p.b_sn + k, wl, wh);
-      for (uint m = 0u; m < p.M; ++m) {
+      [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+        if (m >= p.M) break;
         vec4 xl, xh;
         load_a(m * p.a_sm + k, xl, xh);
         acc[m] += dot(xl, wl) + dot(xh, wh);
       }
     }
   }
-  for (uint m = 0u; m < p.M; ++m) {
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+    if (m >= p.M) break;
     float s = subgroupAdd(acc[m]);
     if (kSplit == 1u) {
       if (live && subgroupElect()) gemm_store(m, n, s, 0u);
@@ -86,7 +89,8 @@ void main() {
   if (kSplit == 1u) return;
   barrier();
   if (!live || part != 0u || !subgroupElect()) return;
-  for (uint m = 0u; m < p.M; ++m) {
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+    if (m >= p.M) break;
     float s = 0.0;
     for (uint i = 0u; i < kSplit; ++i) s += partial_sums[gl_SubgroupID + i][m];
     gemm_store(m, n, s, 0u);

@@ -11,6 +11,7 @@
 //                        the unfused path stores gate and up before shaders/silu_mul.comp reads them.
 // W_T: the storage type of the weights and the bias. x: [M, K] rows contiguous; M*K fits
 // the staging (kStageWords); K, the weights' row stride and their bindings multiples of 8 elements.
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common/types.glsl"
@@ -57,7 +58,8 @@ void main() {
       vec4 ul, uh;
       LOAD_W(w2, n * p.w_sn + k, ul, uh);
 #endif
-      for (uint m = 0u; m < p.M; ++m) {
+      [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+        if (m >= p.M) break;
         vec4 xl, xh;
         load_x(m * p.K + k, xl, xh);
         acc[m] += dot(xl, wl) + dot(xh, wh);
@@ -70,7 +72,8 @@ void main() {
   vec2 sums[kMaxRows];  // (x̂·W(n), and GLU: x̂·Wu(n))
   for (uint m = 0u; m < kMaxRows; ++m) sums[m] = vec2(acc[m], acc_up[m]);
   if (!column_sums(sums, live)) return;
-  for (uint m = 0u; m < p.M; ++m) {
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+    if (m >= p.M) break;
 #if defined(GLU_SILU) || defined(GLU_GELU)
     y[m * p.y_sm + n] = FROM_F32(ACT_T, act(round_act(sums[m].x)) * round_act(sums[m].y));
 #else

@@ -6,6 +6,7 @@
 // before it is rotated) and shaders/rope_kv.comp's rotation bit for bit. One subgroup per pair (i, i + D/2) of a
 // head of q, k or v: heads [0, H) of q, [H, H + KV) of k, then v. Token m: position pos[m], cache row
 // offsets[slot] + m (rows past the cache's end skipped, as rope_kv.comp does).
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common/types.glsl"
@@ -64,7 +65,8 @@ void main() {
         LOAD_W(wv, lo * p.K + k, al, ah);
         LOAD_W(wv, hi * p.K + k, bl, bh);
       }
-      for (uint m = 0u; m < p.M; ++m) {
+      [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+        if (m >= p.M) break;
         vec4 xl, xh;
         load_x(m * p.K + k, xl, xh);
         acc_lo[m] += dot(xl, al) + dot(xh, ah);
@@ -76,7 +78,8 @@ void main() {
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(acc_lo[m], acc_hi[m]);
   if (!column_sums(acc, live)) return;
   const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
-  for (uint m = 0u; m < p.M; ++m) {
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+    if (m >= p.M) break;
     float x0 = acc[m].x, x1 = acc[m].y;
     if ((p.flags & 1u) != 0u) {
       x0 += TO_F32(W_T, which == 0u ? bq[lo] : which == 1u ? bk[lo] : bv[lo]);

@@ -104,7 +104,8 @@ void main() {
         vec4 ul, uh;
         piece_values(pu[i], ul, uh);
 #endif
-        for (uint m = 0u; m < p.M; ++m) {
+        [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+          if (m >= p.M) break;
           vec4 xl, xh;
           load_x(m * p.K + ki, xl, xh);
           acc[m] = fma(dot(xl, wl) + dot(xh, wh), sw[i], acc[m]);
@@ -118,7 +119,8 @@ void main() {
   vec2 sums[kMaxRows];  // (x̂·W(n), and GLU: x̂·Wu(n))
   for (uint m = 0u; m < kMaxRows; ++m) sums[m] = vec2(acc[m], acc_up[m]);
   if (!column_sums(sums, live)) return;
-  for (uint m = 0u; m < p.M; ++m) {
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+    if (m >= p.M) break;
 #if defined(GLU)
     y[m * p.y_sm + n] = FROM_F32(ACT_T, act(round_act(sums[m].x)) * round_act(sums[m].y));
 #else

@@ -99,14 +99,23 @@ uint split_k_step() { return gl_SubgroupSize * 8u * kSplit; }
 
 // A column's two sums per row over its lanes and subgroups (in order), into acc of the lane that returns true
 // (one per live column). Every invocation of the workgroup calls it (a barrier when the column is split).
+// (Loops over the rows run to the constant kMaxRows, so that acc is indexed by constants and stays in registers.)
 bool column_sums(inout vec2 acc[kMaxRows], bool live) {
-  for (uint m = 0u; m < p.M; ++m) acc[m] = vec2(subgroupAdd(acc[m].x), subgroupAdd(acc[m].y));
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
+    if (m >= p.M) break;
+    acc[m] = vec2(subgroupAdd(acc[m].x), subgroupAdd(acc[m].y));
+  }
   if (kSplit == 1u) return live && subgroupElect();
-  if (subgroupElect())
-    for (uint m = 0u; m < p.M; ++m) split_sums[gl_SubgroupID][m] = acc[m];
+  if (subgroupElect()) {
+    [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
+      if (m >= p.M) break;
+      split_sums[gl_SubgroupID][m] = acc[m];
+    }
+  }
   barrier();
   if (!live || split_part() != 0u || !subgroupElect()) return false;
-  for (uint m = 0u; m < p.M; ++m) {
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+    if (m >= p.M) break;
     vec2 t = vec2(0.0);
     for (uint i = 0u; i < kSplit; ++i) t += split_sums[gl_SubgroupID + i][m];
     acc[m] = t;
