@@ -13,6 +13,12 @@ foreach(q nf4 q8)
         ls_kernel(qmatvec_${q}_${a}_${w}_${c} quant_matvec.comp Q_${Q} A_T=${a} W_T=${w} C_T=${c})
         # K a multiple of 64: 16-byte loads of codes, several outputs a subgroup.
         ls_kernel(qmatvec16_${q}_${a}_${w}_${c} quant_matvec16.comp Q_${Q} A_T=${a} W_T=${w} C_T=${c})
+        # Any K a multiple of 8, one piece of 8 values a lane, as matvec8.comp.
+        set(defs Q_${Q} A_T=${a} W_T=${w} C_T=${c})
+        if(a STREQUAL "f32")
+          list(APPEND defs A_IS_F32=1)
+        endif()
+        ls_kernel(qmatvec8_${q}_${a}_${w}_${c} quant_matvec8.comp ${defs})
       endforeach()
     endforeach()
   endforeach()

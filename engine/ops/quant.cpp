@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/common.h"
+#include "ops/matmul_detail.h"
 
 namespace ls::ops {
 
@@ -53,27 +54,34 @@ const vk::KernelFamily& matvec_family(QuantType t) {
 const vk::KernelFamily& matvec16_family(QuantType t) {
   return t == QuantType::nf4 ? vk::family::qmatvec16_nf4 : vk::family::qmatvec16_q8;
 }
+const vk::KernelFamily& matvec8_family(QuantType t) {
+  return t == QuantType::nf4 ? vk::family::qmatvec8_nf4 : vk::family::qmatvec8_q8;
+}
 
 // shaders/quant_matvec16.comp's outputs a subgroup: the most of 4, 2, 1 that still leaves kMatvecMinSubgroups
-// subgroups (two workgroups of 8 on each of an H100's 132 SMs); LORASTUDIO_QMATVEC_ROWS forces one (tuning).
+// subgroups (two workgroups of 8 on each of an H100's 132 SMs).
 constexpr uint32_t kMatvecMinSubgroups = 2048;
 uint32_t matvec16_rows(uint32_t N) {
-  static const uint32_t forced = [] {
-    const char* v = std::getenv("LORASTUDIO_QMATVEC_ROWS");
-    return v && *v ? std::clamp<uint32_t>(uint32_t(std::strtoul(v, nullptr, 10)), 1, 4) : 0u;
-  }();
-  if (forced) return forced;
   for (uint32_t rows : {4u, 2u})
     if (ceil_div(N, rows) >= kMatvecMinSubgroups) return rows;
   return 1;
 }
-// Whether the 16-byte kernel takes a weight of K columns (LORASTUDIO_QMATVEC=1: the one-word kernel, measurement).
-bool matvec16_fits(uint32_t K) {
-  static const bool off = [] {
+
+// The few-row kernel. nf4: shaders/quant_matvec8.comp (pieces of 8 values, x read coalesced), any K a multiple of
+// 8: on the H200 (session 21, s21d) the 7B o and down products took 29.9 us against 38.0 with the 16-byte kernel,
+// decode 195.1 against 179.0 tok/s. q8: quant_matvec16.comp where K is a multiple of 64 (there it ran the 7B down
+// product in 36.1 us against 41.7 as pieces, decode 221.3 against 216.0 tok/s, s21c/s21d), else pieces.
+// LORASTUDIO_QMATVEC=16 picks the earlier kernels for both (measurement): quant_matvec16.comp where K is a multiple
+// of 64, else the one-word quant_matvec.comp.
+enum class MatvecKernel { pieces, wide, word };
+MatvecKernel matvec_kernel(QuantType t, uint32_t K) {
+  static const bool earlier = [] {
     const char* v = std::getenv("LORASTUDIO_QMATVEC");
-    return v && std::string_view(v) == "1";
+    return v && std::string_view(v) == "16";
   }();
-  return K % kQuantBlock == 0 && !off;
+  const bool whole_blocks = K % kQuantBlock == 0;
+  if (earlier) return whole_blocks ? MatvecKernel::wide : MatvecKernel::word;
+  return t == QuantType::q8 && whole_blocks ? MatvecKernel::wide : MatvecKernel::pieces;
 }
 
 void require_quantized(const QuantWeight& q, const char* op) {
@@ -178,18 +186,30 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
   const DType wt = dequantized_dtype(rec.device());
   if (bias.defined()) require_dtype(bias, {wt}, op, "bias");
   require(!bias.defined() || bias.numel() == N, op, "bias is " + bias.describe());
-  const bool wide = matvec16_fits(K);
-  const vk::Kernel kernel = variant(wide ? matvec16_family(q.type) : matvec_family(q.type), {x.dtype(), wt, y.dtype()}, op);
+  const MatvecKernel which = matvec_kernel(q.type, K);
+  const vk::Kernel kernel = variant(which == MatvecKernel::pieces ? matvec8_family(q.type)
+                                    : which == MatvecKernel::wide ? matvec16_family(q.type)
+                                                                  : matvec_family(q.type),
+                                    {x.dtype(), wt, y.dtype()}, op);
   const Tensor& b = bias.defined() ? bias : q.absmax;  // a placeholder binding when there is no bias
-  const uint32_t rows = wide ? matvec16_rows(N) : 1;  // outputs a subgroup
-  const uint32_t per_group = std::max(1u, kThreads / std::max(1u, rec.device().report().subgroup_size));
-  const uint32_t groups = ceil_div(ceil_div(N, rows), per_group);
+  const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), per_group = std::max(1u, kThreads / sg);
+  vk::Spec spec{.local_x = kThreads};
+  uint32_t groups = 0;
+  if (which == MatvecKernel::pieces) {
+    // kSplit subgroups a column (the kernel's 2 pieces a lane a step count as one)
+    const uint32_t split = detail::matvec_split(N, std::max(8u, K / 2), sg, per_group);
+    spec.constants = {split};
+    groups = ceil_div(N, per_group / split);
+  } else {
+    const uint32_t rows = which == MatvecKernel::wide ? matvec16_rows(N) : 1;  // outputs a subgroup
+    if (which == MatvecKernel::wide) spec.constants = {rows};
+    groups = ceil_div(ceil_div(N, rows), per_group);
+  }
   rec.dispatch(kernel, {in(x), accumulate ? inout(y) : out(y), in(b), in(q.codes), in(q.absmax), in(q.scales), in(q.map)},
                QuantMatvecParams{.M = M, .N = N, .K = K, .a_sm = K, .c_sm = N,
                                  .flags = (bias.defined() ? kBias : 0) | (accumulate ? kAccumulate : 0),
                                  .offset = q.offset},
-               {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1},
-               wide ? vk::Spec{.local_x = kThreads, .constants = {rows}} : vk::Spec{.local_x = kThreads});
+               {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, spec);
 }
 
 void quant_linear_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const QuantWeight& q, const Tensor& bias,

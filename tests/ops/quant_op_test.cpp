@@ -2,8 +2,8 @@
 // - dequantize_forward into f32 is bit-equal to ls::dequantize, into f16/bf16 bit-equal to its rounding
 //   (f32_to_f16 / f32_to_bf16), for irregular shapes (blocks across row ends, a partial last block, more
 //   than 256 blocks), from a row offset, and split into several dispatches past the binding limit;
-// - quant_matvec_forward (M <= 4, the packed codes read directly; the one-word kernel and, for K a multiple
-//   of 64, the 16-byte one with 1, 2 and 4 outputs a subgroup) matches the double-accumulating reference on
+// - quant_matvec_forward (M <= 4, the packed codes read directly: the pieces kernel, the 16-byte one with 1, 2
+//   and 4 outputs a subgroup, and with LORASTUDIO_QMATVEC=16 the one-word kernel) matches the double-accumulating reference on
 //   the dequantized weight within 1e-5 (f32 out) / 2e-3 (f16 out), with and without bias and accumulation;
 // - quant_linear_forward and quant_lora_forward for many rows (dequantized into the scratch) and few rows
 //   match the references the same way;
@@ -66,11 +66,14 @@ TEST_P(QuantOpTest, DequantizeIsBitEqualToTheHost) {
 
 TEST_P(QuantOpTest, MatvecMatchesTheReferenceOnTheDequantizedWeight) {
   const QuantType t = GetParam();
-  // K a multiple of 8, not of 64: blocks cross rows, the one-word kernel (shaders/quant_matvec.comp); 136: 8
-  // values a lane a step, 96 (a multiple of 32 and 16). K a multiple of 64: shaders/quant_matvec16.comp, with
-  // 1 output a subgroup (300 rows), 2 (4099: the last subgroup's second row past N) and 4 (8195: three rows
-  // of the last subgroup).
-  for (const Shape2 s : {Shape2{300, 136}, Shape2{70, 96}, Shape2{300, 192}, Shape2{4099, 128}, Shape2{8195, 64}}) {
+  // The pieces kernel (shaders/quant_matvec8.comp: nf4, and q8 where K is not a multiple of 64) on K a multiple of
+  // 8, not of 64 (blocks cross rows; 136, 96), and of 64; 2048 with 40 rows: each column split over several
+  // subgroups. q8 where K is a multiple of 64: shaders/quant_matvec16.comp with 1 output a subgroup (300 rows), 2
+  // (4099: the last subgroup's second row past N) and 4 (8195: three rows of the last subgroup). With
+  // LORASTUDIO_QMATVEC=16 (a second run in the suite, tests/CMakeLists.txt) nf4 takes those too, and the one-word
+  // shaders/quant_matvec.comp where K is not a multiple of 64.
+  for (const Shape2 s : {Shape2{300, 136}, Shape2{70, 96}, Shape2{300, 192}, Shape2{4099, 128}, Shape2{8195, 64},
+                         Shape2{40, 2048}}) {
     const auto w0 = weights(size_t(s.rows) * s.cols, 12);
     const QuantizedHost hq = quantize(t, w0);
     const std::vector<float> wd = dequantize(hq);

@@ -1,0 +1,113 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// y [M <= 4, N] (+)= x [M, K] · deq(W)ᵀ (+ bias) with W a quantized weight [N, K] read in its packed form, laid
+// out as shaders/matvec8.comp reads a plain weight: kSplit subgroups per output column n (constant 1: 1, 2, 4 or 8,
+// dividing the workgroup's subgroups), each lane a piece of 8 values at a time (nf4: one word of codes, q8: two),
+// consecutive lanes on consecutive pieces, so that x's matching 8 values are one coalesced 16- or 32-byte load.
+// (shaders/quant_matvec16.comp's lane reads 32 consecutive values of x, each load of a subgroup spread over 16-32
+// cache lines.) A lane loads kPieces pieces and their block scales before it uses any. K a multiple of 8: a piece
+// lies in one block of 64. A_T: the activations, W_T: the bias, C_T: the output.
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "common/types.glsl"
+
+layout(local_size_x = 256) in;
+layout(constant_id = 1) const uint kSplit = 1u;
+
+layout(push_constant) uniform Params {
+  uint M, N, K;
+  uint a_sm, c_sm;
+  uint flags;  // 1: bias, 2: accumulate into y
+  float offset;
+} p;
+
+layout(binding = 0) readonly buffer A16 { uvec4 a16[]; };  // K and a_sm multiples of 8
+layout(binding = 1) buffer BufC { STORE(C_T) c[]; };
+layout(binding = 2) readonly buffer BufBias { STORE(W_T) bias[]; };
+#define QB_ABSMAX 4
+#define QB_SCALES 5
+#define QB_MAP 6
+#define QUANT_SHARED_MAP
+#include "common/quant.glsl"
+#if defined(Q_NF4)
+layout(binding = 3) readonly buffer QPieces { uint qpieces[]; };
+uvec2 load_piece(uint e) { return uvec2(qpieces[e >> 3], 0u); }
+#else
+layout(binding = 3) readonly buffer QPieces { uvec2 qpieces[]; };
+uvec2 load_piece(uint e) { return qpieces[e >> 3]; }
+#endif
+
+const uint kMaxRows = 4u, kPieces = 2u;
+
+void load_a(uint e, out vec4 lo, out vec4 hi) {
+#if defined(A_IS_F32)
+  lo = uintBitsToFloat(a16[e / 4u]);
+  hi = uintBitsToFloat(a16[e / 4u + 1u]);
+#else
+  const uvec4 r = a16[e / 8u];
+  lo = vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y));
+  hi = vec4(unpackHalf2x16(r.z), unpackHalf2x16(r.w));
+#endif
+}
+
+shared float partial_sums[256u / 8u][kMaxRows];  // [subgroup][row], subgroups of 8 lanes at the least
+
+void store(uint m, uint n, float v) {
+  if ((p.flags & 1u) != 0u) v += TO_F32(W_T, bias[n]);
+  const uint ci = m * p.c_sm + n;
+  if ((p.flags & 2u) != 0u) v += TO_F32(C_T, c[ci]);
+  c[ci] = FROM_F32(C_T, v);
+}
+
+// (Loops over the rows run to the constant kMaxRows, so that acc is indexed by constants and stays in registers.)
+void main() {
+  quant_init();
+  const uint cols = gl_NumSubgroups / kSplit, part = gl_SubgroupID % kSplit;
+  const uint n = (gl_WorkGroupID.y * 65535u + gl_WorkGroupID.x) * cols + gl_SubgroupID / kSplit;
+  const bool live = n < p.N;  // uniform over the subgroup; every subgroup reaches the barrier below
+  float acc[kMaxRows];
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) acc[m] = 0.0;
+  if (live) {
+    const uint step = gl_SubgroupSize * 8u * kSplit, row = n * p.K;
+    for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; k < p.K; k += kPieces * step) {
+      uvec2 piece[kPieces];
+      float scale[kPieces];
+      [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
+        const uint e = row + min(k + i * step, p.K - 8u);  // past K: the row's last piece again, unused
+        piece[i] = load_piece(e);
+        scale[i] = block_scale(e >> 6, p.offset);
+      }
+      [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
+        const uint ki = k + i * step;
+        if (ki >= p.K) break;
+        vec4 wl, wh;
+        piece_values(piece[i], wl, wh);
+        [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
+          if (m >= p.M) break;
+          vec4 xl, xh;
+          load_a(m * p.a_sm + ki, xl, xh);
+          acc[m] = fma(dot(xl, wl) + dot(xh, wh), scale[i], acc[m]);
+        }
+      }
+    }
+  }
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
+    if (m >= p.M) break;
+    const float s = subgroupAdd(acc[m]);
+    if (kSplit == 1u) {
+      if (live && subgroupElect()) store(m, n, s);
+    } else if (subgroupElect()) {
+      partial_sums[gl_SubgroupID][m] = s;
+    }
+  }
+  if (kSplit == 1u) return;
+  barrier();
+  if (!live || part != 0u || !subgroupElect()) return;
+  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
+    if (m >= p.M) break;
+    float s = 0.0;
+    for (uint i = 0u; i < kSplit; ++i) s += partial_sums[gl_SubgroupID + i][m];
+    store(m, n, s);
+  }
+}
