@@ -134,9 +134,9 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   Tensor map;
   auto decode_mlp = [&](std::string name, uint32_t C, uint32_t I, QuantType q) {
     name += std::string("_") + (q == QuantType::none ? "f16" : quant_name(q));
-    if (filter.empty() || (name + "_glu").find(filter) == std::string::npos) {
-      if (filter.empty() || (name + "_down").find(filter) == std::string::npos) return;
-    }
+    if (!filter.empty() && (name + "_glu").find(filter) == std::string::npos &&
+        (name + "_down").find(filter) == std::string::npos)
+      return;
     auto x = random_tensor(dev, {1, C}, DT::f32, seed++), norm = random_tensor(dev, {C}, DT::bf16, seed++);
     auto gated = random_tensor(dev, {1, I}, DT::f16, seed++);
     auto y = Tensor::empty(dev, {1, I}, DT::f16), res = random_tensor(dev, {1, C}, DT::f32, seed++);

@@ -50,9 +50,10 @@ void dispatch(vk::Recorder& rec, const vk::KernelFamily& family, const char* op,
                                 .flags = bias.defined() ? 1u : 0u, .nw_type = uint32_t(float_index(norm_w.dtype()))},
                cg.groups, cg.spec);
 }
-}  // namespace
 
-bool norm_matvec_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w, std::initializer_list<Tensor> weights) {
+// What the plain and the packed kernels both need of x, y and the norm's weight: few rows, x̂ fitting the staging,
+// K a multiple of 8, a columns count the workgroups cover.
+bool staging_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w) {
   if (!y.defined() || !x.defined() || !norm_w.defined() || x.dtype() != DType::f32 || x.rank() < 1 || y.rank() < 1)
     return false;
   if (y.dtype() != DType::f32 && y.dtype() != DType::f16) return false;
@@ -61,7 +62,13 @@ bool norm_matvec_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w, st
   if (M == 0 || M > kMaxRows || y.rows() != M || K == 0 || K % 8 != 0 || M * K > stage_values || N == 0 ||
       N > kMaxColumns)
     return false;
-  if (float_index(norm_w.dtype()) > 2 || norm_w.numel() != K) return false;
+  return float_index(norm_w.dtype()) <= 2 && norm_w.numel() == K;
+}
+}  // namespace
+
+bool norm_matvec_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w, std::initializer_list<Tensor> weights) {
+  if (!staging_fits(y, x, norm_w)) return false;
+  const uint64_t K = x.cols(), N = y.cols();
   const Tensor* first = nullptr;
   for (const Tensor& w : weights)
     if (!first && w.defined()) first = &w;
@@ -136,26 +143,17 @@ void quant_dispatch(vk::Recorder& rec, const char* op, const Tensor& y, const Te
 
 bool norm_matvec_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w,
                       std::initializer_list<const QuantWeight*> weights, const Tensor& bias) {
-  // the staging and the shapes as for plain weights, with a stand-in of the quantized weights' shape
+  if (!staging_fits(y, x, norm_w)) return false;
   const QuantWeight* first = nullptr;
   for (const QuantWeight* w : weights)
     if (w && !first) first = w;
-  if (!first || !first->defined() || first->cols % 8 != 0 || !first->codes.defined() || !first->map.defined())
+  if (!first || !first->defined() || !first->codes.defined() || !first->map.defined() || first->cols != x.cols() ||
+      first->rows != y.cols())
     return false;
   for (const QuantWeight* w : weights)
     if (w && (w->type != first->type || w->rows != first->rows || w->cols != first->cols)) return false;
-  if (!y.defined() || !x.defined() || !norm_w.defined() || x.dtype() != DType::f32 || x.rank() < 1 || y.rank() < 1 ||
-      x.cols() != first->cols || y.cols() != first->rows)
-    return false;
-  if (bias.defined() && (bias.rank() != 1 || bias.numel() != first->rows ||
-                         (bias.dtype() != DType::f32 && bias.dtype() != DType::f16)))
-    return false;
-  // norm_matvec_fits with a weight tensor of that shape (shape checks only: nothing is read from it)
-  if (y.dtype() != DType::f32 && y.dtype() != DType::f16) return false;
-  const uint64_t M = x.rows(), K = x.cols();
-  const uint64_t stage_values = y.dtype() == DType::f16 ? kStageBytes / 2 : kStageBytes / 4;
-  return M > 0 && M <= kMaxRows && y.rows() == M && M * K <= stage_values && first->rows <= kMaxColumns &&
-         float_index(norm_w.dtype()) <= 2 && norm_w.numel() == K;
+  return !bias.defined() || (bias.rank() == 1 && bias.numel() == first->rows &&
+                             (bias.dtype() == DType::f32 || bias.dtype() == DType::f16));
 }
 
 void norm_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const Tensor& norm_w, float eps,

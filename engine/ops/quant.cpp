@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -59,9 +60,14 @@ const vk::KernelFamily& matvec8_family(QuantType t) {
 }
 
 // shaders/quant_matvec16.comp's outputs a subgroup: the most of 4, 2, 1 that still leaves kMatvecMinSubgroups
-// subgroups (two workgroups of 8 on each of an H100's 132 SMs).
+// subgroups (two workgroups of 8 on each of an H100's 132 SMs); LORASTUDIO_QMATVEC_ROWS forces one (tuning).
 constexpr uint32_t kMatvecMinSubgroups = 2048;
 uint32_t matvec16_rows(uint32_t N) {
+  static const uint32_t forced = [] {
+    const char* v = std::getenv("LORASTUDIO_QMATVEC_ROWS");
+    return v && *v ? std::clamp<uint32_t>(uint32_t(std::strtoul(v, nullptr, 10)), 1, 4) : 0u;
+  }();
+  if (forced) return forced;
   for (uint32_t rows : {4u, 2u})
     if (ceil_div(N, rows) >= kMatvecMinSubgroups) return rows;
   return 1;
@@ -71,16 +77,17 @@ uint32_t matvec16_rows(uint32_t N) {
 // 8: on the H200 (session 21, s21d) the 7B o and down products took 29.9 us against 38.0 with the 16-byte kernel,
 // decode 195.1 against 179.0 tok/s. q8: quant_matvec16.comp where K is a multiple of 64 (there it ran the 7B down
 // product in 36.1 us against 41.7 as pieces, decode 221.3 against 216.0 tok/s, s21c/s21d), else pieces.
-// LORASTUDIO_QMATVEC=16 picks the earlier kernels for both (measurement): quant_matvec16.comp where K is a multiple
-// of 64, else the one-word quant_matvec.comp.
+// Measurement: LORASTUDIO_QMATVEC=16 picks the earlier kernels for both formats (quant_matvec16.comp where K is a
+// multiple of 64, else the one-word quant_matvec.comp); =1 the one-word kernel everywhere.
 enum class MatvecKernel { pieces, wide, word };
 MatvecKernel matvec_kernel(QuantType t, uint32_t K) {
-  static const bool earlier = [] {
+  static const std::string forced = [] {
     const char* v = std::getenv("LORASTUDIO_QMATVEC");
-    return v && std::string_view(v) == "16";
+    return std::string(v ? v : "");
   }();
   const bool whole_blocks = K % kQuantBlock == 0;
-  if (earlier) return whole_blocks ? MatvecKernel::wide : MatvecKernel::word;
+  if (forced == "1") return MatvecKernel::word;
+  if (forced == "16") return whole_blocks ? MatvecKernel::wide : MatvecKernel::word;
   return t == QuantType::q8 && whole_blocks ? MatvecKernel::wide : MatvecKernel::pieces;
 }
 

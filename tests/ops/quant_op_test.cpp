@@ -3,8 +3,9 @@
 //   (f32_to_f16 / f32_to_bf16), for irregular shapes (blocks across row ends, a partial last block, more
 //   than 256 blocks), from a row offset, and split into several dispatches past the binding limit;
 // - quant_matvec_forward (M <= 4, the packed codes read directly: the pieces kernel, the 16-byte one with 1, 2
-//   and 4 outputs a subgroup, and with LORASTUDIO_QMATVEC=16 the one-word kernel) matches the double-accumulating reference on
-//   the dequantized weight within 1e-5 (f32 out) / 2e-3 (f16 out), with and without bias and accumulation;
+//   and 4 outputs a subgroup, and with LORASTUDIO_QMATVEC=16 the one-word kernel) matches the
+//   double-accumulating reference on the dequantized weight within 1e-5 (f32 out) / 2e-3 (f16 out), with and
+//   without bias and accumulation;
 // - quant_linear_forward and quant_lora_forward for many rows (dequantized into the scratch) and few rows
 //   match the references the same way;
 // - matmul_forward, lora_forward and matmul_backward_x with the quantized weight as operand (read packed on
