@@ -5,8 +5,9 @@
 // dividing the workgroup's subgroups), each lane a piece of 8 values at a time (nf4: one word of codes, q8: two),
 // consecutive lanes on consecutive pieces, so that x's matching 8 values are one coalesced 16- or 32-byte load.
 // (shaders/quant_matvec16.comp's lane reads 32 consecutive values of x, each load of a subgroup spread over 16-32
-// cache lines.) A lane loads kPieces pieces and their block scales before it uses any. K a multiple of 8: a piece
-// lies in one block of 64. A_T: the activations, W_T: the bias, C_T: the output.
+// cache lines.) A subgroup computes kCols adjacent columns; a lane loads kPieces pieces of each and their block
+// scales before it uses any. K a multiple of 8: a piece lies in one block of 64. A_T: the activations, W_T: the
+// bias, C_T: the output.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -39,6 +40,10 @@ uvec2 load_piece(uint e) { return qpieces[e >> 3]; }
 #endif
 
 const uint kMaxRows = 4u, kPieces = 2u;
+// Adjacent output columns a subgroup computes side by side, each lane reading x's 8 values once for all of them
+// (ops/quant.cpp's choice, 1 to kMaxCols).
+layout(constant_id = 2) const uint kCols = 1u;
+const uint kMaxCols = 4u;
 
 void load_a(uint e, out vec4 lo, out vec4 hi) {
 #if defined(A_IS_F32)
@@ -51,7 +56,7 @@ void load_a(uint e, out vec4 lo, out vec4 hi) {
 #endif
 }
 
-shared float partial_sums[256u / 8u][kMaxRows];  // [subgroup][row], subgroups of 8 lanes at the least
+shared float partial_sums[256u / 8u][kMaxCols * kMaxRows];  // [subgroup][column, row], subgroups of 8 lanes at the least
 
 void store(uint m, uint n, float v) {
   if ((p.flags & 1u) != 0u) v += TO_F32(W_T, bias[n]);
@@ -64,50 +69,61 @@ void store(uint m, uint n, float v) {
 void main() {
   quant_init();
   const uint cols = gl_NumSubgroups / kSplit, part = gl_SubgroupID % kSplit;
-  const uint n = (gl_WorkGroupID.y * 65535u + gl_WorkGroupID.x) * cols + gl_SubgroupID / kSplit;
-  const bool live = n < p.N;  // uniform over the subgroup; every subgroup reaches the barrier below
-  float acc[kMaxRows];
-  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) acc[m] = 0.0;
+  const uint n0 = ((gl_WorkGroupID.y * 65535u + gl_WorkGroupID.x) * cols + gl_SubgroupID / kSplit) * kCols;
+  const bool live = n0 < p.N;  // uniform over the subgroup; every subgroup reaches the barrier below
+  float acc[kCols * kMaxRows];
+  [[unroll]] for (uint i = 0u; i < kCols * kMaxRows; ++i) acc[i] = 0.0;
   if (live) {
-    const uint step = gl_SubgroupSize * 8u * kSplit, row = n * p.K;
+    const uint step = gl_SubgroupSize * 8u * kSplit;
+    uint row[kCols];
+    [[unroll]] for (uint c = 0u; c < kCols; ++c) row[c] = min(n0 + c, p.N - 1u) * p.K;  // past N: read, unused
     for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; k < p.K; k += kPieces * step) {
-      uvec2 piece[kPieces];
-      float scale[kPieces];
+      uvec2 piece[kPieces * kCols];
+      float scale[kPieces * kCols];
       [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
-        const uint e = row + min(k + i * step, p.K - 8u);  // past K: the row's last piece again, unused
-        piece[i] = load_piece(e);
-        scale[i] = block_scale(e >> 6, p.offset);
+        [[unroll]] for (uint c = 0u; c < kCols; ++c) {
+          const uint e = row[c] + min(k + i * step, p.K - 8u);  // past K: the row's last piece again, unused
+          piece[i * kCols + c] = load_piece(e);
+          scale[i * kCols + c] = block_scale(e >> 6, p.offset);
+        }
       }
       [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
         const uint ki = k + i * step;
         if (ki >= p.K) break;
-        vec4 wl, wh;
-        piece_values(piece[i], wl, wh);
         [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
           if (m >= p.M) break;
           vec4 xl, xh;
           load_a(m * p.a_sm + ki, xl, xh);
-          acc[m] = fma(dot(xl, wl) + dot(xh, wh), scale[i], acc[m]);
+          [[unroll]] for (uint c = 0u; c < kCols; ++c) {
+            vec4 wl, wh;
+            piece_values(piece[i * kCols + c], wl, wh);
+            acc[c * kMaxRows + m] = fma(dot(xl, wl) + dot(xh, wh), scale[i * kCols + c], acc[c * kMaxRows + m]);
+          }
         }
       }
     }
   }
-  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
-    if (m >= p.M) break;
-    const float s = subgroupAdd(acc[m]);
-    if (kSplit == 1u) {
-      if (live && subgroupElect()) store(m, n, s);
-    } else if (subgroupElect()) {
-      partial_sums[gl_SubgroupID][m] = s;
+  [[unroll]] for (uint c = 0u; c < kCols; ++c) {
+    [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
+      if (m >= p.M) break;
+      const float s = subgroupAdd(acc[c * kMaxRows + m]);
+      if (kSplit == 1u) {
+        if (live && n0 + c < p.N && subgroupElect()) store(m, n0 + c, s);
+      } else if (subgroupElect()) {
+        partial_sums[gl_SubgroupID][c * kMaxRows + m] = s;
+      }
     }
   }
   if (kSplit == 1u) return;
   barrier();
   if (!live || part != 0u || !subgroupElect()) return;
-  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
-    if (m >= p.M) break;
-    float s = 0.0;
-    for (uint i = 0u; i < kSplit; ++i) s += partial_sums[gl_SubgroupID + i][m];
-    store(m, n, s);
+  [[unroll]] for (uint c = 0u; c < kCols; ++c) {
+    if (n0 + c >= p.N) break;
+    [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
+      if (m >= p.M) break;
+      float s = 0.0;
+      for (uint i = 0u; i < kSplit; ++i) s += partial_sums[gl_SubgroupID + i][c * kMaxRows + m];
+      store(m, n0 + c, s);
+    }
   }
 }

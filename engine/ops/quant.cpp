@@ -91,6 +91,18 @@ MatvecKernel matvec_kernel(QuantType t, uint32_t K) {
   return t == QuantType::q8 && whole_blocks ? MatvecKernel::wide : MatvecKernel::pieces;
 }
 
+// shaders/quant_matvec8.comp's adjacent columns a subgroup. On the H200 (session 22, s22a, 7B nf4 decode profiled)
+// o and down took 27.5 us each with 2 against 32.6 with 1 (micro, 7B down: 4 37.9 us, 2 37.3, 1 41.4). The
+// norm-fused products, tried the same way, lost (gate/up 83.6 against 69.6 us: 94 registers against 54).
+// LORASTUDIO_QCOLS=1..4 forces it (measurement).
+uint32_t matvec8_cols() {
+  static const uint32_t forced = [] {
+    const char* v = std::getenv("LORASTUDIO_QCOLS");
+    return v && *v ? uint32_t(std::clamp(std::atoi(v), 1, 4)) : 0u;
+  }();
+  return forced ? forced : 2u;
+}
+
 void require_quantized(const QuantWeight& q, const char* op) {
   require(q.defined() && q.codes.defined() && q.absmax.defined() && q.scales.defined() && q.map.defined(), op,
           "the weight is not a quantized weight");
@@ -203,10 +215,11 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
   vk::Spec spec{.local_x = kThreads};
   uint32_t groups = 0;
   if (which == MatvecKernel::pieces) {
-    // kSplit subgroups a column (the kernel's 2 pieces a lane a step count as one)
-    const uint32_t split = detail::matvec_split(N, std::max(8u, K / 2), sg, per_group);
-    spec.constants = {split};
-    groups = ceil_div(N, per_group / split);
+    // kSplit subgroups a group of kCols columns (the kernel's 2 pieces a lane a step count as one)
+    const uint32_t cols = matvec8_cols(), column_groups = ceil_div(N, cols);
+    const uint32_t split = detail::matvec_split(column_groups, std::max(8u, K / 2), sg, per_group);
+    spec.constants = {split, cols};
+    groups = ceil_div(column_groups, per_group / split);
   } else {
     const uint32_t rows = which == MatvecKernel::wide ? matvec16_rows(N) : 1;  // outputs a subgroup
     if (which == MatvecKernel::wide) spec.constants = {rows};

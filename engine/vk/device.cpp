@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -216,6 +217,7 @@ Device::Device(const DeviceInit& init) : owns_(false) {
   const DeviceRequirements needs(physical_, report_);
   coopmat_ = needs.coopmat();
   coopmat2_ = needs.coopmat2();
+  pipeline_stats_ = needs.pipeline_stats();
   finish_setup("");
 }
 
@@ -226,6 +228,14 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
   features_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11_};
   f11_.storageBuffer16BitAccess = VK_TRUE;
   f12_.shaderFloat16 = report.float16;
+  if (env_flag("LORASTUDIO_PIPELINE_STATS") &&
+      device_has_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {  // measurement
+    extensions_.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    executable_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+                   .pNext = &f11_, .pipelineExecutableInfo = VK_TRUE};
+    features_.pNext = &executable_;
+    pipeline_stats_ = true;
+  }
   f12_.vulkanMemoryModel = report.memory_model;
   features_.features.shaderInt16 = VK_TRUE;
   // Only read (vk/memory_budget.h); enabled so that reading its properties is valid use.
@@ -267,6 +277,7 @@ void Device::create_logical_device(const DeviceOptions& options) {
   const DeviceRequirements needs(physical_, report_);
   coopmat_ = needs.coopmat();
   coopmat2_ = needs.coopmat2();
+  pipeline_stats_ = needs.pipeline_stats();
   std::vector<const char*> extensions = needs.extensions();
   for (const auto& e : options.device_extensions) {
     if (!device_has_extension(physical_, e.c_str())) throw Error("device " + report_.name + " lacks " + e);
@@ -293,7 +304,10 @@ void Device::finish_setup(const std::string& cache) {
       cache_file = dir / key;
     }
   }
-  pipelines_ = std::make_unique<Pipelines>(device_, cache_file);
+  if (env_flag("LORASTUDIO_PIPELINE_STATS") && !pipeline_stats_)
+    std::fprintf(stderr, "LORASTUDIO_PIPELINE_STATS: %s lacks VK_KHR_pipeline_executable_properties; no statistics\n",
+                 report_.name.c_str());
+  pipelines_ = std::make_unique<Pipelines>(device_, cache_file, pipeline_stats_);
   VkCommandPoolCreateInfo pinfo{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                 .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                 .queueFamilyIndex = report_.queue_family};

@@ -69,9 +69,13 @@ class DeviceRequirements {
   // The workgroup-scope tensor-core GEMM (VK_NV_cooperative_matrix2, shaders/matmul_coopmat2.comp) runs:
   // the device offers it and its kernels were built (a glslang >= 14); LORASTUDIO_NO_COOPMAT2=1 turns it off.
   bool coopmat2() const { return coopmat2_; }
+  // VK_KHR_pipeline_executable_properties is on (LORASTUDIO_PIPELINE_STATS=1 where the device offers it):
+  // every pipeline's compiler statistics (registers, shared memory, ...) go to stderr as it is created.
+  bool pipeline_stats() const { return pipeline_stats_; }
 
  private:
   std::vector<const char*> extensions_;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_{};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_{};
   CooperativeMatrixFeaturesKhr coop_khr_{};
   CooperativeMatrix2FeaturesNv coop2_{};
@@ -80,6 +84,7 @@ class DeviceRequirements {
   VkPhysicalDeviceFeatures2 features_{};
   bool coopmat_ = false;
   bool coopmat2_ = false;
+  bool pipeline_stats_ = false;
 };
 
 // The objects a window already created, for Device to adopt without owning them. The device must have
@@ -154,6 +159,7 @@ class Device {
   bool owns_ = true;
   bool coopmat_ = false;
   bool coopmat2_ = false;
+  bool pipeline_stats_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;

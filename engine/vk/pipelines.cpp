@@ -1,6 +1,8 @@
 #include "vk/pipelines.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <fstream>
 #include <iterator>
 
@@ -15,8 +17,8 @@ std::filesystem::path cache_directory() {
   return {};
 }
 
-Pipelines::Pipelines(VkDevice device, std::filesystem::path cache_file)
-    : device_(device), cache_file_(std::move(cache_file)) {
+Pipelines::Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats)
+    : device_(device), capture_stats_(capture_stats), cache_file_(std::move(cache_file)) {
   std::vector<char> initial;
   if (!cache_file_.empty()) {
     std::ifstream in(cache_file_, std::ios::binary);
@@ -100,11 +102,47 @@ VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) {
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                 .module = module, .pName = "main", .pSpecializationInfo = &sinfo},
       .layout = layout_};
+  if (capture_stats_) pinfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkResult r = vkCreateComputePipelines(device_, cache_, 1, &pinfo, nullptr, &pipeline);
   if (r != VK_SUCCESS) throw Error(std::string("creating the pipeline for kernel ") + info.name + ": " + result_name(r));
   pipelines_[key] = pipeline;
+  if (capture_stats_) print_stats(pipeline, info.name, spec);
   return pipeline;
+}
+
+// One line a pipeline executable: "pipeline stats: NAME [local_x c1 c2 ...]: statistic=value, ..."
+void Pipelines::print_stats(VkPipeline pipeline, const char* name, const Spec& spec) const {
+  auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
+  auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!properties || !statistics) return;
+  VkPipelineInfoKHR pinfo{.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = pipeline};
+  uint32_t executables = 0;
+  if (properties(device_, &pinfo, &executables, nullptr) != VK_SUCCESS) return;
+  std::string constants = std::to_string(spec.local_x);
+  for (uint32_t c : spec.constants) constants += " " + std::to_string(c);
+  for (uint32_t e = 0; e < executables; ++e) {
+    VkPipelineExecutableInfoKHR einfo{.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, .pipeline = pipeline,
+                                      .executableIndex = e};
+    uint32_t count = 0;
+    if (statistics(device_, &einfo, &count, nullptr) != VK_SUCCESS) continue;
+    std::vector<VkPipelineExecutableStatisticKHR> stats(count, {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (statistics(device_, &einfo, &count, stats.data()) != VK_SUCCESS) continue;
+    std::string line = std::string("pipeline stats: ") + name + " [" + constants + "]:";
+    for (const auto& st : stats) {
+      line += std::string(" ") + st.name + "=";
+      switch (st.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: line += st.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: line += std::to_string(st.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: line += std::to_string(st.value.u64); break;
+        default: line += std::to_string(st.value.f64); break;
+      }
+      line += ";";
+    }
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
 }
 
 }  // namespace ls::vk

@@ -25,7 +25,9 @@ struct Spec {
 
 class Pipelines {
  public:
-  Pipelines(VkDevice device, std::filesystem::path cache_file);
+  // capture_stats: VK_KHR_pipeline_executable_properties is enabled; each new pipeline's compiler statistics go
+  // to stderr (measurement, LORASTUDIO_PIPELINE_STATS=1).
+  Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats = false);
   ~Pipelines();
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
@@ -37,7 +39,9 @@ class Pipelines {
 
  private:
   void save_cache();
+  void print_stats(VkPipeline pipeline, const char* name, const Spec& spec) const;
   VkDevice device_;
+  bool capture_stats_ = false;
   std::filesystem::path cache_file_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
