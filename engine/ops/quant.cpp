@@ -91,16 +91,18 @@ MatvecKernel matvec_kernel(QuantType t, uint32_t K) {
   return t == QuantType::q8 && whole_blocks ? MatvecKernel::wide : MatvecKernel::pieces;
 }
 
-// shaders/quant_matvec8.comp's adjacent columns a subgroup. On the H200 (session 22, s22a, 7B nf4 decode profiled)
-// o and down took 27.5 us each with 2 against 32.6 with 1 (micro, 7B down: 4 37.9 us, 2 37.3, 1 41.4). The
-// norm-fused products, tried the same way, lost (gate/up 83.6 against 69.6 us: 94 registers against 54).
-// LORASTUDIO_QCOLS=1..4 forces it (measurement).
-uint32_t matvec8_cols() {
+// shaders/quant_matvec8.comp's adjacent columns a subgroup: 2 for weights of 8M values or more. On the H200
+// (session 22, s22c, profiled decode, the mean of o and down) the 7B nf4 products took 27.5 us with 2 against 32.3
+// with 1 (decode 200.2 / 201.0 tok/s against 191.0 / 188.2), but the 0.5B shape's (0.8M and 4.4M values) 8.6
+// against 8.0. The norm-fused products, tried the same way (s22a), lost at 7B: gate/up 83.6 against 69.6 us (94
+// registers against 54). LORASTUDIO_QCOLS=1..4 forces it (measurement; the suite runs quant_op_test with 3).
+uint32_t matvec8_cols(uint32_t N, uint32_t K) {
   static const uint32_t forced = [] {
     const char* v = std::getenv("LORASTUDIO_QCOLS");
     return v && *v ? uint32_t(std::clamp(std::atoi(v), 1, 4)) : 0u;
   }();
-  return forced ? forced : 2u;
+  constexpr uint64_t kTwoColumnsFrom = uint64_t(8) << 20;
+  return forced ? forced : uint64_t(N) * K >= kTwoColumnsFrom ? 2u : 1u;
 }
 
 void require_quantized(const QuantWeight& q, const char* op) {
@@ -216,7 +218,7 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
   uint32_t groups = 0;
   if (which == MatvecKernel::pieces) {
     // kSplit subgroups a group of kCols columns (the kernel's 2 pieces a lane a step count as one)
-    const uint32_t cols = matvec8_cols(), column_groups = ceil_div(N, cols);
+    const uint32_t cols = matvec8_cols(N, K), column_groups = ceil_div(N, cols);
     const uint32_t split = detail::matvec_split(column_groups, std::max(8u, K / 2), sg, per_group);
     spec.constants = {split, cols};
     groups = ceil_div(column_groups, per_group / split);
