@@ -56,7 +56,8 @@ void load_a(uint e, out vec4 lo, out vec4 hi) {
 #endif
 }
 
-shared float partial_sums[256u / 8u][kMaxCols * kMaxRows];  // [subgroup][column, row], subgroups of 8 lanes at the least
+// [subgroup][column, row], subgroups of 8 lanes at the least
+shared float partial_sums[256u / 8u][kMaxCols * kMaxRows];
 
 void store(uint m, uint n, float v) {
   if ((p.flags & 1u) != 0u) v += TO_F32(W_T, bias[n]);

@@ -2,9 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <fstream>
 #include <iterator>
+#include <string>
 
 #include "error.h"
 #include "util/atomic_file.h"
