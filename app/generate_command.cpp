@@ -9,10 +9,10 @@
 #include <fstream>
 
 #include "error.h"
-#include "infer/generator.h"
+#include "generate_batch.h"
+#include "generate_session.h"
 #include "infer/chat_session.h"
-#include "model/peft_adapter.h"
-#include "vk/device.h"
+#include "infer/generator.h"
 
 namespace ls::app {
 
@@ -46,44 +46,6 @@ void add_generation_options(CLI::App& cmd, GenerateArgs& a) {
 
 namespace {
 
-QuantType quant_of(const GenerateArgs& a) {
-  const auto q = parse_quant(a.quantize);
-  if (!q) throw Error("--quantize: \"" + a.quantize + "\" is not nf4, q8 or none");
-  return *q;
-}
-
-struct Session {
-  vk::Device device;
-  model::Model model;
-  infer::ChatModelFiles files;
-  std::optional<model::LoraAdapter> adapter;
-
-  explicit Session(const GenerateArgs& a)
-      : device({.select = a.device}),
-        model(model::Model::load(device, a.model, quant_of(a))),
-        files(infer::ChatModelFiles::load(a.model, model.config)) {
-    for (const auto& w : files.warnings) std::cerr << "lorastudio: warning: " << w << "\n";
-    if (!a.adapter.empty()) adapter = model::load_peft_adapter(device, model.config, a.adapter);
-    if (a.ignore_eos) files.eos.clear();
-  }
-
-  DType act(const GenerateArgs& a) const {
-    if (a.act == "f32") return DType::f32;
-    if (a.act == "f16") return DType::f16;
-    return device.report().float16 && device.coopmat() ? DType::f16 : DType::f32;
-  }
-};
-
-infer::GenerateOptions generate_options(const GenerateArgs& a, const Session& s) {
-  infer::GenerateOptions o;
-  o.max_new_tokens = a.max_tokens;
-  o.sampling = {.temperature = a.temperature, .top_k = a.top_k, .top_p = a.top_p, .min_p = a.min_p,
-                .repetition_penalty = a.repetition_penalty, .seed = a.seed};
-  infer::validate(o.sampling);
-  o.stop_ids = s.files.eos;
-  return o;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -107,9 +69,16 @@ bool print_piece(std::string_view piece) {
 }  // namespace
 
 int run_generate(const GenerateArgs& a) {
+  if (!a.prompts.empty()) {
+    if (!a.prompt.empty()) throw Error("generate: give --prompt or --prompts, not both");
+    if (a.raw || !a.dump_logits.empty()) throw Error("generate --prompts: --raw and --dump-logits apply to --prompt only");
+    return run_generate_batch(a);
+  }
+  if (a.prompt.empty()) throw Error("generate needs --prompt TEXT (one reply, streamed) or --prompts FILE.jsonl (a reply to each)");
+  if (!a.out.empty() || a.compare_base) throw Error("generate: --out and --compare-base go with --prompts FILE.jsonl");
   const auto start = std::chrono::steady_clock::now();
-  Session s(a);
-  const auto options = generate_options(a, s);
+  GenerateSession s(a);
+  const auto options = generation_options(a, s);
   infer::Generator g(s.device, s.model, s.adapter ? &*s.adapter : nullptr, {.context = a.context, .act = s.act(a)});
   std::fprintf(stderr, "[model loaded in %.2f s]\n", seconds_since(start));
   const auto asked = std::chrono::steady_clock::now();
@@ -142,8 +111,8 @@ int run_generate(const GenerateArgs& a) {
 
 int run_chat(const GenerateArgs& a) {
   const auto start = std::chrono::steady_clock::now();
-  Session s(a);
-  const auto options = generate_options(a, s);
+  GenerateSession s(a);
+  const auto options = generation_options(a, s);
   infer::Generator g(s.device, s.model, s.adapter ? &*s.adapter : nullptr, {.context = a.context, .act = s.act(a)});
   std::fprintf(stderr, "[model loaded in %.2f s]\n", seconds_since(start));
   std::vector<tok::ChatMessage> messages;

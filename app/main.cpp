@@ -55,9 +55,18 @@ int main(int argc, char** argv) {
   ls::app::GenerateArgs gen_args, chat_args;
   auto* generate = app.add_subcommand("generate", "Generate a reply to a prompt, streamed to stdout");
   ls::app::add_generation_options(*generate, gen_args);
-  generate->add_option("--prompt", gen_args.prompt, "the user message (or, with --raw, the exact text to continue)")
-      ->required();
+  generate->add_option("--prompt", gen_args.prompt, "the user message (or, with --raw, the exact text to continue)");
   generate->add_flag("--raw", gen_args.raw, "continue the prompt text as is, without the chat template");
+  generate->add_option("--prompts", gen_args.prompts,
+                       "instead of --prompt: a JSON Lines file of prompts in the training formats (messages: the "
+                       "conversation before its last assistant message; prompt/completion: the prompt; text: the "
+                       "text), each answered; the replies as JSON Lines, beside the file's own answers")
+      ->check(CLI::ExistingFile);
+  generate->add_option("--out", gen_args.out, "--prompts: write the replies to this JSON Lines file (default: stdout)");
+  generate->add_option("--batch-size", gen_args.batch_size, "--prompts: sequences decoding together")
+      ->capture_default_str();
+  generate->add_flag("--compare-base", gen_args.compare_base,
+                     "--prompts with --adapter: also the base model's reply to each prompt (base_reply)");
   auto* chat = app.add_subcommand("chat", "Interactive chat in the terminal, with the model's chat template");
   ls::app::add_generation_options(*chat, chat_args);
   chat_args.temperature = 0.7f;

@@ -22,7 +22,8 @@ layout(binding = 2) readonly buffer V { STORE(T) v[]; };
 layout(binding = 3) writeonly buffer O { STORE(T) o[]; };
 layout(binding = 4) writeonly buffer Lse { float lse[]; };
 // With past_on_device, k and v are KV caches of capacity S (keys past .. past + T - 1 already hold this
-// call's tokens) and past = past_buf[0], written by the host before each run of a recorded program.
+// call's tokens) and past = past_buf[0], written by the host before each run of a recorded program; with
+// past_on_device = 2 each batch row b is a sequence of its own, past = past_buf[b] (batched generation).
 layout(binding = 5) readonly buffer Past { int past_buf[]; };
 // window > 0: a sliding window, query t sees only keys past + t - window < j (ops/attention.h).
 layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint past_on_device; uint window; } p;
@@ -47,7 +48,7 @@ void main() {
   uint h = row % p.H, t = (row / p.H) % p.T, b = row / (p.H * p.T);
   uint g = h / (p.H / p.KV);
   uint tid = gl_LocalInvocationID.x;
-  uint past = p.past_on_device != 0u ? uint(max(past_buf[0], 0)) : p.S - p.T;
+  uint past = p.past_on_device != 0u ? uint(max(past_buf[p.past_on_device == 2u ? b : 0u], 0)) : p.S - p.T;
   uint n_keys = min(past + t + 1u, p.S);         // keys 0 .. past + t
   uint first = p.window != 0u && past + t + 1u > p.window ? past + t + 1u - p.window : 0u;  // (window)
   uint key_stride = p.KV * p.D;                  // from key j to key j + 1 of the same kv head

@@ -2,7 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 // Decoding attention over a KV cache, split over the keys (flash-decoding) so that a handful of query
 // rows still fill the GPU. Same math as shaders/attention.comp with past read from the device:
-// query row (b, t, h) sees keys j <= past + t. Two kernels:
+// query row (b, t, h) sees keys j <= past + t, past = past_buf[0], or past_buf[b] with per_seq (batched
+// generation: each batch row a sequence of its own, with its own fill level). Two kernels:
 //   PARTIAL: workgroup (row, s) takes keys [s * WG, s * WG + WG) ∩ [0, n_keys): thread j scores key j,
 //     m = max score, l = sum exp(s_j - m), o[d] = sum exp(s_j - m) v_j[d]; writes (m, l, o) to scratch
 //     [rows, splits, D + 2] (l = 0 when the split holds no key). With kVec (constant 1; D a multiple of 8) the
@@ -23,7 +24,7 @@ layout(binding = 2) readonly buffer V { STORE(T) v[]; };
 layout(binding = 3) buffer O { STORE(T) o[]; };
 layout(binding = 4) buffer Scratch { float part[]; };
 layout(binding = 5) readonly buffer Past { int past_buf[]; };
-layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint splits; } p;
+layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint splits, per_seq; } p;
 
 shared float q_row[MAX_D];
 shared float probs[WG];
@@ -50,7 +51,7 @@ void main() {
   const uint row = gl_WorkGroupID.x;  // = (b * T + t) * H + h
   const uint tid = gl_LocalInvocationID.x;
   const uint h = row % p.H, t = (row / p.H) % p.T, b = row / (p.H * p.T);
-  const uint n_keys = min(uint(max(past_buf[0], 0)) + t + 1u, p.S);
+  const uint n_keys = min(uint(max(past_buf[p.per_seq != 0u ? b : 0u], 0)) + t + 1u, p.S);
 #if defined(PARTIAL)
   const uint s = gl_WorkGroupID.y;
   const uint g = h / (p.H / p.KV);

@@ -44,6 +44,8 @@ class Generator {
 
   uint32_t position() const { return position_; }
   uint32_t capacity() const { return cache_.capacity; }
+  // The KV cache, holding the context's keys and values in its first position() rows (BatchGenerator copies it).
+  const model::KvCache& cache() const { return cache_; }
   const GeneratorOptions& options() const { return options_; }
   void reset() { truncate(0); }
   // The token ids the KV cache holds, in order (the newest generated token is not among them until it

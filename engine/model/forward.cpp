@@ -6,21 +6,24 @@
 
 namespace ls::model {
 
-KvCache KvCache::allocate(vk::Device& device, const ModelConfig& c, uint32_t capacity, DType act) {
+KvCache KvCache::allocate(vk::Device& device, const ModelConfig& c, uint32_t capacity, DType act, uint32_t sequences) {
   KvCache cache;
   cache.capacity = capacity;
+  cache.sequences = sequences;
   for (uint32_t i = 0; i < c.num_layers; ++i) {
-    cache.k.push_back(Tensor::empty(device, layer_shape(c, capacity), act, "kv cache"));
-    cache.v.push_back(Tensor::empty(device, layer_shape(c, capacity), act, "kv cache"));
+    cache.k.push_back(Tensor::empty(device, layer_shape(c, capacity, sequences), act, "kv cache"));
+    cache.v.push_back(Tensor::empty(device, layer_shape(c, capacity, sequences), act, "kv cache"));
   }
   return cache;
 }
 
-Shape KvCache::layer_shape(const ModelConfig& c, uint32_t capacity) { return {1, capacity, c.num_kv_heads, c.head_dim}; }
+Shape KvCache::layer_shape(const ModelConfig& c, uint32_t capacity, uint32_t sequences) {
+  return {sequences, capacity, c.num_kv_heads, c.head_dim};
+}
 
-uint64_t KvCache::bytes(const ModelConfig& c, uint32_t capacity, DType act) {
+uint64_t KvCache::bytes(const ModelConfig& c, uint32_t capacity, DType act, uint32_t sequences) {
   uint64_t one = dtype_size(act);
-  for (uint32_t d : layer_shape(c, capacity)) one *= d;
+  for (uint32_t d : layer_shape(c, capacity, sequences)) one *= d;
   return 2 * uint64_t(c.num_layers) * vk::Memory::footprint(one);
 }
 
@@ -31,7 +34,15 @@ void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* ad
   vk::Device& dev = rec.device();
   const uint32_t T = uint32_t(in.ids.numel()), C = c.hidden_size;
   if (cache.k.size() != c.num_layers) throw Error("record_forward: the KV cache has the wrong number of layers");
-  if (cache.capacity < T) throw Error("record_forward: a chunk of " + std::to_string(T) + " tokens is longer than the KV cache");
+  if (in.rows_are_sequences) {
+    if (cache.sequences != T || logits.rows() != T)
+      throw Error("record_forward: " + std::to_string(T) + " sequences of one token each need as many caches (" +
+                  std::to_string(cache.sequences) + ") and logits rows (" + logits.describe() + ")");
+  } else if (cache.capacity < T) {
+    throw Error("record_forward: a chunk of " + std::to_string(T) + " tokens is longer than the KV cache");
+  } else if (cache.sequences != 1) {
+    throw Error("record_forward: a chunk of one sequence on " + std::to_string(cache.sequences) + " caches");
+  }
   const bool all_rows = logits.rows() == T;  // (T = 1: the one row either way)
 
   const ModelSpec spec = model_spec(c);
@@ -41,7 +52,8 @@ void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* ad
                      .inv_freq = in.long_rope ? w.inv_freq_long : w.inv_freq,
                      .inv_freq_local = w.inv_freq_local,
                      .step = in.step,
-                     .adapter = adapter};
+                     .adapter = adapter,
+                     .rows_are_sequences = in.rows_are_sequences};
   embed_tokens(rec, spec, acts[0].x_in, w.embed, in.ids);
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     acts[i].k_cache = cache.k[i];

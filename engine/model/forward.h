@@ -23,13 +23,15 @@ namespace ls::model {
 // The slots of the i32 `step` tensor the host writes before each run: kPastSlot, kLastRowSlot (model/layer.h).
 
 struct KvCache {
-  std::vector<Tensor> k, v;  // per layer [1, capacity, KV, D] of the activation dtype
-  uint32_t capacity = 0;
-  static KvCache allocate(vk::Device& device, const ModelConfig& c, uint32_t capacity, DType act);
-  // The shape of one layer's k (and v): [1, capacity, KV, D].
-  static Shape layer_shape(const ModelConfig& c, uint32_t capacity);
+  std::vector<Tensor> k, v;  // per layer [sequences, capacity, KV, D] of the activation dtype
+  uint32_t capacity = 0;     // tokens a sequence
+  uint32_t sequences = 1;    // > 1: batched generation, one cache a sequence (ForwardInputs::rows_are_sequences)
+  static KvCache allocate(vk::Device& device, const ModelConfig& c, uint32_t capacity, DType act,
+                          uint32_t sequences = 1);
+  // The shape of one layer's k (and v): [sequences, capacity, KV, D].
+  static Shape layer_shape(const ModelConfig& c, uint32_t capacity, uint32_t sequences = 1);
   // The device bytes allocate() takes (every tensor rounded as the allocator rounds it), for memory plans.
-  static uint64_t bytes(const ModelConfig& c, uint32_t capacity, DType act);
+  static uint64_t bytes(const ModelConfig& c, uint32_t capacity, DType act, uint32_t sequences = 1);
 };
 
 struct ForwardInputs {
@@ -39,6 +41,9 @@ struct ForwardInputs {
   // longrope: RoPE with the long factors (ModelWeights::inv_freq_long), for a forward that reaches past
   // original_max_position_embeddings (rope_uses_long_factors); a program is recorded for each choice.
   bool long_rope = false;
+  // Batched generation: token r is the next token of sequence r (the cache's sequences, one token each), at
+  // position positions[r], which is also that sequence's fill level; step is not read. Logits [T, V].
+  bool rows_are_sequences = false;
 };
 
 // Records the forward of T = ids.numel() tokens. logits: [T, V] f32 (all rows) or [1, V] f32 (the row

@@ -172,7 +172,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   const ops::QkvRope qkv_rope{.wq = w.q.w, .wk = w.k.w, .wv = w.v.w, .bq = w.q.b, .bk = w.k.b, .bv = w.v.b,
                               .positions = run.positions, .inv_freq = inv_freq, .offsets = run.step,
                               .slot = int32_t(kPastSlot)};
-  const bool fold_rope = fold_input_norm && !s.qk_norm &&
+  const bool fold_rope = fold_input_norm && !s.qk_norm && !run.rows_are_sequences &&
                          ops::norm_qkv_rope_fits(a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, qkv_rope);
   group.emplace(rec, kGroupNorms);
   if (!fold_input_norm) norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);  // (M, C)
@@ -196,7 +196,14 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     norm_forward(rec, s.norm, a.q.reshape({M * H, D}), a.rstd_q, a.q_proj.reshape({M * H, D}), w.q_norm);
     norm_forward(rec, s.norm, a.k.reshape({M * KV, D}), a.rstd_k, a.k_proj.reshape({M * KV, D}), w.k_norm);
   }
-  if (a.k_cache.defined()) {
+  if (a.k_cache.defined() && run.rows_are_sequences) {
+    // Batched generation: row r is sequence r's next token, at position positions[r], which is also how many
+    // tokens its cache (cache r of [M, S, KV, D]) holds; it attends over that cache alone.
+    ops::rope_kv_cache_forward(rec, a.q, a.k, a.v, a.k_cache, a.v_cache, run.positions, inv_freq, run.positions, 0,
+                               1);
+    ops::attention_cached_forward(rec, a.attn.reshape({M, 1, H, D}), a.q.reshape({M, 1, H, D}), a.k_cache,
+                                  a.v_cache, run.positions, s.attention_scale, s.window.value_or(0), true);
+  } else if (a.k_cache.defined()) {
     // Inference: RoPE on q, and k and v into the cache at step[kPastSlot] (k rotated), in one pass; q attends
     // over the cache up to itself.
     if (!fold_rope)

@@ -55,6 +55,7 @@ struct LayerRun {
   Tensor dropout_seed;                    // [2] i32, when dropout > 0
   float grad_unscale = 1;                 // training: undoes the loss scale the activation gradients carry
   bool recomputing = false;               // training: each layer's forward runs again before its backward
+  bool rows_are_sequences = false;        // inference: row r is sequence r's next token (model::ForwardInputs)
 };
 
 // x = embed[ids] · spec.embedding_scale. x (M, C) f32; ids (M) i32.

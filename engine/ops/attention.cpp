@@ -89,25 +89,28 @@ void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, co
 }
 
 void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
-                              const Tensor& v_cache, const Tensor& past, float scale, uint32_t window) {
+                              const Tensor& v_cache, const Tensor& past, float scale, uint32_t window,
+                              bool per_sequence) {
   const char* op = "attention_cached_forward";
   AttentionDims d = attention_dims(q, k_cache, v_cache, {DType::f32, DType::f16}, op);
   d.window = window && window < d.S ? window : 0;  // shorter than the cache: the row kernel applies it
   require_shape(o, q.shape(), op, "o");
   require(o.dtype() == q.dtype(), op, "o is " + o.describe() + "; expected the dtype of q " + q.describe());
   require_dtype(past, {DType::i32}, op, "past");
-  require(past.numel() >= 1, op, "past is empty");
+  require(past.numel() >= (per_sequence ? d.B : 1), op,
+          "past is " + past.describe() + (per_sequence ? ", not one fill level a sequence" : ""));
   AttentionParams params = params_for(d, scale);
-  params.past_on_device = 1;
+  params.past_on_device = per_sequence ? 2 : 1;
   const uint64_t rows = uint64_t(d.B) * d.T * d.H;
+  require(!per_sequence || d.T <= kSplitMaxQueries, op, "sequences of their own take at most 4 queries each");
   if (!d.window && d.T <= kSplitMaxQueries && rows <= 65535) {
     // A few query rows (decoding): split the keys over workgroups, then combine.
     const uint32_t splits = ceil_div(d.S, kThreads);
     struct SplitParams {  // = `Params` in shaders/attention_split.comp
       uint32_t B, T, S, H, KV, D;
       float scale;
-      uint32_t splits;
-    } sp{d.B, d.T, d.S, d.H, d.KV, d.D, scale, splits};
+      uint32_t splits, per_seq;
+    } sp{d.B, d.T, d.S, d.H, d.KV, d.D, scale, splits, per_sequence ? 1u : 0u};
     static_assert(sizeof(SplitParams) <= 128);
     Tensor part = Tensor::empty(rec.device(), {uint32_t(rows), splits, d.D + 2}, DType::f32, "attention partials");
     vk::Spec partial_spec{.local_x = kThreads};
@@ -120,7 +123,7 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
   }
   // The log-sum-exp is not needed at inference; the kernel writes it to a scratch the program keeps.
   Tensor lse = Tensor::empty(rec.device(), {d.B, d.H, d.T}, DType::f32, "attention lse (unused)");
-  if (!d.window && detail::attention_flash_fit(rec.device(), d, q.dtype())) {
+  if (!d.window && !per_sequence && detail::attention_flash_fit(rec.device(), d, q.dtype())) {
     // Prefill. f32 activations ask for exact inference (the golden tests against transformers): f32 math.
     detail::attention_forward_flash(rec, o, lse, q, k_cache, v_cache, d, scale, past, q.dtype() != DType::f32);
     return;

@@ -20,6 +20,7 @@ static_assert(sizeof(RopeParams) <= 128);
 struct RopeKvParams {  // = `Params` in shaders/rope_kv.comp
   uint32_t tokens, heads, kv_heads, half_d, cache_rows;
   int32_t slot;
+  uint32_t seq_tokens;
 };
 
 constexpr uint32_t kThreads = 256;
@@ -83,7 +84,7 @@ void rope_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const 
 
 void rope_kv_cache_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
                            const Tensor& v_cache, const Tensor& positions, const Tensor& inv_freq, const Tensor& offsets,
-                           int32_t slot) {
+                           int32_t slot, uint32_t seq_tokens) {
   const char* op = "rope_kv_cache_forward";
   require_dtype(q, {DType::f32, DType::f16}, op, "q");
   for (const auto& [t, name] : {std::pair{&k, "k"}, {&v, "v"}, {&k_cache, "k_cache"}, {&v_cache, "v_cache"}})
@@ -105,14 +106,21 @@ void rope_kv_cache_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k, 
   require_dtype(inv_freq, {DType::f32}, op, "inv_freq");
   require_numel(inv_freq, head_dim / 2, op, "inv_freq");
   require_dtype(offsets, {DType::i32}, op, "offsets");
-  require(slot < 0 || uint64_t(slot) < offsets.numel(), op,
+  // With seq_tokens, sequence b's tokens go to cache b of k_cache [sequences, S, KV, D] at offsets[slot + b].
+  const uint64_t sequences = seq_tokens ? tokens / seq_tokens : 1;
+  if (seq_tokens) {
+    require(tokens % seq_tokens == 0 && k_cache.rank() == 4 && k_cache.dim(0) == sequences && slot >= 0, op,
+            std::to_string(tokens) + " tokens in sequences of " + std::to_string(seq_tokens) + " for caches " +
+                k_cache.describe() + " (one [S, KV, D] cache a sequence) and slot " + std::to_string(slot));
+  }
+  require(slot < 0 || uint64_t(slot) + sequences <= offsets.numel(), op,
           "slot " + std::to_string(slot) + " is past " + offsets.describe());
-  const uint64_t cache_rows = k_cache.numel() / (uint64_t(kv_heads) * head_dim);
+  const uint64_t cache_rows = k_cache.numel() / (uint64_t(kv_heads) * head_dim) / sequences;
   const uint64_t pairs = tokens * (heads + kv_heads) * (head_dim / 2);
   rec.dispatch(variant(vk::family::rope_kv, {q.dtype()}, op),
                {inout(q), in(k), in(v), in(positions), in(inv_freq), out(k_cache), out(v_cache), in(offsets)},
                RopeKvParams{.tokens = uint32_t(tokens), .heads = heads, .kv_heads = kv_heads, .half_d = head_dim / 2,
-                            .cache_rows = uint32_t(cache_rows), .slot = slot},
+                            .cache_rows = uint32_t(cache_rows), .slot = slot, .seq_tokens = seq_tokens},
                {std::min<uint32_t>(ceil_div(pairs, kThreads), 4096), 1, 1}, {.local_x = kThreads});
 }
 
@@ -167,16 +175,20 @@ void rope_backward(std::span<double> dx, std::span<const double> dy, std::span<c
 void rope_kv_cache_forward(std::span<float> q, std::span<const float> k, std::span<const float> v,
                            std::span<float> k_cache, std::span<float> v_cache, std::span<const int32_t> positions,
                            std::span<const int32_t> offsets, int32_t slot, uint32_t head_dim, uint32_t kv_heads,
-                           float theta) {
+                           float theta, uint32_t seq_tokens) {
   const std::vector<float> q_in(q.begin(), q.end());
   rotate<float>(q, q_in, positions, head_dim, theta, 1.0f);
   std::vector<float> k_rot(k.size());
   rotate<float>(k_rot, k, positions, head_dim, theta, 1.0f);
-  const size_t row = size_t(kv_heads) * head_dim, d0 = slot >= 0 ? size_t(std::max(offsets[size_t(slot)], 0)) : 0;
-  for (size_t t = 0; t < positions.size(); ++t) {
-    if ((d0 + t + 1) * row > k_cache.size()) break;  // past the cache's end
-    std::copy_n(k_rot.begin() + long(t * row), row, k_cache.begin() + long((d0 + t) * row));
-    std::copy_n(v.begin() + long(t * row), row, v_cache.begin() + long((d0 + t) * row));
+  const size_t tokens = positions.size(), per_seq = seq_tokens ? seq_tokens : tokens;
+  const size_t row = size_t(kv_heads) * head_dim, cache_rows = k_cache.size() / row / (tokens / per_seq);
+  for (size_t t = 0; t < tokens; ++t) {
+    const size_t b = t / per_seq, i = t % per_seq;
+    const size_t d0 = slot >= 0 ? size_t(std::max(offsets[size_t(slot) + b], 0)) : 0;
+    if (d0 + i >= cache_rows) continue;  // past the cache's end
+    const size_t at = (b * cache_rows + d0 + i) * row;
+    std::copy_n(k_rot.begin() + long(t * row), row, k_cache.begin() + long(at));
+    std::copy_n(v.begin() + long(t * row), row, v_cache.begin() + long(at));
   }
 }
 }  // namespace ref

@@ -30,9 +30,11 @@ void rope_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const 
 // rotated into k_cache [1, S, KV, D] and v [tokens, KV, D] copied into v_cache, token t at cache row
 // offsets[slot] + t (offsets: i32 on the device, written between replays; slot < 0: row t); rows past S are
 // skipped. All five f32 or f16, one dtype. Bit for bit rope_forward on q and k, then ops::copy_rows of k and v.
+// seq_tokens > 0 (batched generation): the tokens are sequences of seq_tokens each, each with a cache of its own,
+// k_cache and v_cache [sequences, S, KV, D]: token b·seq_tokens + i goes to row offsets[slot + b] + i of cache b.
 void rope_kv_cache_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& k_cache,
                            const Tensor& v_cache, const Tensor& positions, const Tensor& inv_freq, const Tensor& offsets,
-                           int32_t slot);
+                           int32_t slot, uint32_t seq_tokens = 0);
 
 // A device copy of inverse frequencies for the overloads above.
 Tensor rope_inv_freq_tensor(vk::Device& device, std::span<const float> inv_freq);
@@ -53,11 +55,12 @@ void rope_backward(std::span<float> dx, std::span<const float> dy, std::span<con
 void rope_backward(std::span<double> dx, std::span<const double> dy, std::span<const int32_t> positions,
                    uint32_t head_dim, float theta);
 // rope_kv_cache_forward: q [tokens·H, D] in place; k_cache, v_cache [S·KV, D] from row (d0 + t)·KV, d0 =
-// offsets[slot] (0 for slot < 0, negatives clamped to 0 as on the device).
+// offsets[slot] (0 for slot < 0, negatives clamped to 0 as on the device); with seq_tokens, [sequences·S·KV, D],
+// token b·seq_tokens + i at row b·S + offsets[slot + b] + i.
 void rope_kv_cache_forward(std::span<float> q, std::span<const float> k, std::span<const float> v,
                            std::span<float> k_cache, std::span<float> v_cache, std::span<const int32_t> positions,
                            std::span<const int32_t> offsets, int32_t slot, uint32_t head_dim, uint32_t kv_heads,
-                           float theta);
+                           float theta, uint32_t seq_tokens = 0);
 }  // namespace ref
 
 }  // namespace ls::ops

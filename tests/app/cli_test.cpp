@@ -79,6 +79,54 @@ TEST_F(Cli, GeneratePrintsTransformersGreedyText) {
   }
 }
 
+// generate --prompts: every line of a JSON Lines file answered, several decoding together; the fixture's
+// conversation (its reference answer dropped) gets transformers' greedy text among other prompts, the lines in the
+// file's order, through "<out>.partial" into --out.
+TEST_F(Cli, GeneratePromptsAnswersEveryLine) {
+  for (const char* name : {"qwen2_tiny", "llama_tiny"}) {
+    auto expected = nlohmann::json::parse(read_text(kFixtures / name / "expected.json"));
+    const fs::path prompts = dir_ / "prompts.jsonl", out = dir_ / "replies.jsonl";
+    nlohmann::json chat = {{"messages", expected["messages"]}};
+    chat["messages"].push_back({{"role", "assistant"}, {"content", "the reference"}});
+    write_text(prompts, R"({"prompt": "one two three", "completion": " four"})" "\n" + chat.dump() + "\n" +
+                            R"({"text": "a b c d e f g"})" "\n\n" + R"({"messages": [{"role": "user", "content": "hi"}]})" "\n");
+    auto r = run({"generate", "--model", (kFixtures / name).string(), "--prompts", prompts.string(), "--out",
+                  out.string(), "--max-tokens", "20", "--ignore-eos", "--act", "f32", "--batch-size", "2"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("4 prompts"), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out.string() + ".partial"));
+    std::istringstream lines(read_text(out));
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_EQ(rows[0]["line"], 1);
+    EXPECT_EQ(rows[0]["reference"], " four");
+    EXPECT_EQ(rows[1]["reference"], "the reference");
+    EXPECT_EQ(rows[1]["reply"], expected["greedy_text"].get<std::string>()) << name;
+    EXPECT_EQ(rows[1]["new_tokens"], 20);
+    EXPECT_EQ(rows[1]["stop"], "max tokens");
+    EXPECT_FALSE(rows[2].contains("reference"));
+    EXPECT_EQ(rows[3]["line"], 5) << "the blank line counted";
+    // The one-prompt command's reply to the last line's message is the batched one.
+    auto one = run({"generate", "--model", (kFixtures / name).string(), "--prompt", "hi", "--max-tokens", "20",
+                    "--ignore-eos", "--act", "f32"});
+    EXPECT_EQ(one.out, rows[3]["reply"].get<std::string>() + "\n");
+  }
+  // A bad line names the file and line; --compare-base without an adapter, --prompt with --prompts refused.
+  write_text(dir_ / "bad.jsonl", "{\"text\": \"fine\"}\n{\"text\": 3}\n");
+  auto bad = run({"generate", "--model", (kFixtures / "qwen2_tiny").string(), "--prompts", (dir_ / "bad.jsonl").string()});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("bad.jsonl:2"), std::string::npos) << bad.err;
+  auto no_adapter = run({"generate", "--model", (kFixtures / "qwen2_tiny").string(), "--prompts",
+                         (dir_ / "prompts.jsonl").string(), "--compare-base"});
+  EXPECT_EQ(no_adapter.code, 1);
+  EXPECT_NE(no_adapter.err.find("--compare-base needs --adapter"), std::string::npos) << no_adapter.err;
+  auto both = run({"generate", "--model", (kFixtures / "qwen2_tiny").string(), "--prompts",
+                   (dir_ / "prompts.jsonl").string(), "--prompt", "hi"});
+  EXPECT_EQ(both.code, 1);
+  EXPECT_NE(both.err.find("not both"), std::string::npos) << both.err;
+}
+
 TEST_F(Cli, TruncatedWeights) {
   auto s = read_text(dir_ / "model.safetensors");
   write_text(dir_ / "model.safetensors", s.substr(0, s.size() / 2));

@@ -536,6 +536,45 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionCached, ::testing::Values(DType::f32, DType::f16),
                          [](const auto& p) { return std::string(dtype_name(p.param)); });
 
+// Batched generation: batch row b is a sequence of its own, its query at position past[b] over its own cache's keys
+// 0 .. past[b] (whatever the rows past them hold: NaN here), on the split kernels and (window 5) the row kernel.
+TEST_P(AttentionCached, EachSequenceSeesItsOwnFillLevel) {
+  const DType dtype = GetParam();
+  const std::vector<int32_t> pasts{5, 0, 36, 17};
+  for (uint32_t W : {0u, 5u})
+  for (uint32_t D : {16u, 64u}) {
+    const AttentionDims all{.B = 4, .T = 1, .S = 37, .H = 4, .KV = 2, .D = D, .window = W};
+    const Inputs x(AttentionDims{.B = 4, .T = 37, .S = 37, .H = 4, .KV = 2, .D = D}, dtype, 91);
+    const size_t kv_row = size_t(all.KV) * D, cache = size_t(all.S) * kv_row, q_row = size_t(all.H) * D;
+    std::vector<float> k_poisoned = x.k, v_poisoned = x.v;
+    for (uint32_t b = 0; b < all.B; ++b) {
+      std::fill(k_poisoned.begin() + long(b * cache + (pasts[b] + 1) * kv_row), k_poisoned.begin() + long((b + 1) * cache), NAN);
+      std::fill(v_poisoned.begin() + long(b * cache + (pasts[b] + 1) * kv_row), v_poisoned.begin() + long((b + 1) * cache), NAN);
+    }
+    auto k = test::tensor_from(dev(), kv_shape(all), dtype, k_poisoned);
+    auto v = test::tensor_from(dev(), kv_shape(all), dtype, v_poisoned);
+    std::vector<float> q_values(x.q.begin(), x.q.begin() + numel(q_shape(all)));
+    auto q = test::tensor_from(dev(), q_shape(all), dtype, q_values);
+    auto o = test::poisoned(dev(), q_shape(all), dtype);
+    auto past = test::tensor_from_ints(dev(), {all.B}, pasts);
+    const float scale = default_scale(all);
+    test::run(dev(), [&](vk::Recorder& rec) { ops::attention_cached_forward(rec, o.t, q, k, v, past, scale, W, true); });
+    const auto got = download(o.t);
+    for (uint32_t b = 0; b < all.B; ++b) {
+      AttentionDims d{.B = 1, .T = 1, .S = uint32_t(pasts[b]) + 1, .H = 4, .KV = 2, .D = D, .window = W};
+      if (W >= d.S) d.window = 0;
+      std::vector<float> kp(x.k.begin() + long(b * cache), x.k.begin() + long(b * cache + d.S * kv_row));
+      std::vector<float> vp(x.v.begin() + long(b * cache), x.v.begin() + long(b * cache + d.S * kv_row));
+      std::vector<float> qp(q_values.begin() + long(b * q_row), q_values.begin() + long((b + 1) * q_row));
+      std::vector<float> expected(q_row), lse(numel(lse_shape(d)));
+      ops::ref::attention_forward(expected, lse, qp, kp, vp, d, scale);
+      check(std::span(got).subspan(b * q_row, q_row), expected, tol(dtype),
+            "sequence " + std::to_string(b) + " D=" + std::to_string(D) + " W=" + std::to_string(W), q_shape(d));
+    }
+    o.expect_guards_intact("per-sequence attention o");
+  }
+}
+
 TEST_F(AttentionCached, RejectsBadPast) {
   const AttentionDims d{.B = 1, .T = 2, .S = 8, .H = 2, .KV = 1, .D = 8};
   auto q = Tensor::empty(dev(), q_shape(d), DType::f32);

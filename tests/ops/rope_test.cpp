@@ -181,6 +181,42 @@ TEST_F(RopeMiscTest, KvCacheForwardMatchesRopeThenCopy) {
   }
 }
 
+// Batched generation: three sequences of two tokens, each into its own cache at offsets[slot + b] (the last one's
+// second token past its cache's end, skipped), against the CPU reference; the other rows of the caches kept.
+TEST_F(RopeMiscTest, KvCacheForwardPerSequence) {
+  for (DType dt : {DType::f32, DType::f16}) {
+    const uint32_t seqs = 3, per = 2, tokens = seqs * per, H = 4, KV = 2, D = 32, S = 6;
+    const float theta = 1e4f;
+    const auto q0 = test::rounded(test::random_values(tokens * H * D, 41), dt);
+    const auto k0 = test::rounded(test::random_values(tokens * KV * D, 42), dt);
+    const auto v0 = test::rounded(test::random_values(tokens * KV * D, 43), dt);
+    const auto c0 = test::rounded(test::random_values(seqs * S * KV * D, 44), dt);
+    const std::vector<int32_t> offsets0{9, 3, 0, 5}, pos0{3, 4, 0, 1, 5, 6};
+    auto inv = ops::rope_inv_freq_tensor(dev(), ops::rope_inv_freq(D, theta));
+    auto pos = test::tensor_from_ints(dev(), {tokens}, pos0);
+    auto offsets = test::tensor_from_ints(dev(), {4}, offsets0);
+    auto q = test::tensor_from(dev(), {seqs, per, H, D}, dt, q0);
+    auto k = test::tensor_from(dev(), {seqs, per, KV, D}, dt, k0), v = test::tensor_from(dev(), {seqs, per, KV, D}, dt, v0);
+    auto kc = test::tensor_from(dev(), {seqs, S, KV, D}, dt, c0), vc = test::tensor_from(dev(), {seqs, S, KV, D}, dt, c0);
+    test::run(dev(), [&](vk::Recorder& r) { ops::rope_kv_cache_forward(r, q, k, v, kc, vc, pos, inv, offsets, 1, per); });
+    std::vector<float> want_q = q0, want_k = c0, want_v = c0;
+    ops::ref::rope_kv_cache_forward(want_q, k0, v0, want_k, want_v, pos0, offsets0, 1, D, KV, theta, per);
+    const double t = dt == DType::f32 ? 1e-5 : 2e-3;
+    test::expect_close(download(q), test::rounded(want_q, dt), t, "per-sequence rope_kv q", q.shape());
+    test::expect_close(download(kc), test::rounded(want_k, dt), t, "per-sequence rope_kv k_cache", kc.shape());
+    EXPECT_EQ(download(vc), want_v) << dtype_name(dt);
+    // The reference itself: sequence 0's tokens at rows 3 and 4 of cache 0, sequence 1's first at row 0 of cache 1,
+    // sequence 2's first at the last row of cache 2 and its second (row 6) skipped.
+    const size_t row = size_t(KV) * D;
+    auto v_row = [&](const std::vector<float>& m, size_t r) { return std::vector<float>(m.begin() + long(r * row), m.begin() + long((r + 1) * row)); };
+    EXPECT_EQ(v_row(want_v, 3), v_row(v0, 0));
+    EXPECT_EQ(v_row(want_v, 4), v_row(v0, 1));
+    EXPECT_EQ(v_row(want_v, S), v_row(v0, 2));
+    EXPECT_EQ(v_row(want_v, 2 * S + 5), v_row(v0, 4));
+    EXPECT_EQ(v_row(want_v, 2 * S + 4), v_row(c0, 2 * S + 4)) << "rows not written are kept";
+  }
+}
+
 // The reference backward is the gradient of L = sum(dy * y(x)), by central differences in double.
 TEST(RopeReference, BackwardMatchesFiniteDifferences) {
   const uint32_t tokens = 3, heads = 2, d = 8, n = tokens * heads * d;
