@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
                "Try lorastudio with nothing downloaded: train a LoRA adapter on a tiny built-in model (random weights) "
                "and data set in a few minutes, then print its answers before and after (--steps, --out, --store apply)");
   ls::app::GenerateArgs gen_args, chat_args;
-  auto* generate = app.add_subcommand("generate", "Generate a reply to a prompt, streamed to stdout");
+  auto* generate = app.add_subcommand("generate", "Generate a reply to a prompt, streamed to stdout, or (--prompts) to every prompt "
+                                                 "of a JSON Lines file, several decoding together");
   ls::app::add_generation_options(*generate, gen_args);
   generate->add_option("--prompt", gen_args.prompt, "the user message (or, with --raw, the exact text to continue)");
   generate->add_flag("--raw", gen_args.raw, "continue the prompt text as is, without the chat template");

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.h"
+#include "infer/batch_generator.h"
 #include "infer/generator.h"
 
 namespace ls::bench {
@@ -120,6 +121,33 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
   print_profile("one decode token", decode_profile);
   print_profile("prefill of " + std::to_string(o.prefill_tokens) + " tokens", prefill_profile);
 
+  // Batched greedy generation: B prompts decoding together, every step one pass over the weights for B tokens.
+  nlohmann::json batched = nlohmann::json::array();
+  double b1_tps = 0;
+  for (uint32_t B : o.batches) {
+    infer::BatchGenerator bg(device, model, nullptr, {.context = context, .act = act}, B);
+    std::vector<std::vector<int32_t>> prompts;
+    for (uint32_t b = 0; b < B; ++b) prompts.push_back(random_ids(o.prompt_tokens));
+    const infer::GenerateOptions bo{.max_new_tokens = o.new_tokens};
+    auto none = [](size_t, int32_t) { return true; };
+    auto done = [](size_t, infer::BatchReply&&) {};
+    bg.generate(prompts, bo, none, done);  // warm-up: the programs are recorded, the pipelines made
+    const infer::BatchStats st = bg.generate(prompts, bo, none, done);
+    const double tps = st.decode_tokens_per_second();
+    if (B == 1) b1_tps = tps;
+    std::printf("batched B%u: %u prompts of %u tokens, %u new tokens in %u steps: %.3f ms/step -> %.1f tok/s decode "
+                "(%.2fx B1), %.1f tok/s with the prefills\n",
+                B, st.prompts, o.prompt_tokens, st.new_tokens, st.steps, st.decode_seconds * 1e3 / std::max(1u, st.steps),
+                tps, b1_tps > 0 ? tps / b1_tps : 0.0, st.tokens_per_second());
+    batched.push_back({{"batch", B},
+                       {"steps", st.steps},
+                       {"new_tokens", st.new_tokens},
+                       {"ms_per_step", st.decode_seconds * 1e3 / std::max(1u, st.steps)},
+                       {"decode_tok_s", tps},
+                       {"prefill_s", st.prefill_seconds},
+                       {"tok_s_with_prefill", st.tokens_per_second()}});
+  }
+
   if (!o.json.empty()) {
     nlohmann::json j = {{"model", o.model_dir},
                         {"device", device.report().name},
@@ -137,6 +165,7 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
     for (const auto& [name, v] : decode_profile.by_kernel) j["decode_gpu_us_by_kernel"][name] = v.first / 1e3;
     for (const auto& [name, ns] : prefill_profile.by_label) j["prefill_gpu_us_by_group"][name] = ns / 1e3;
     for (const auto& [name, v] : prefill_profile.by_kernel) j["prefill_gpu_us_by_kernel"][name] = v.first / 1e3;
+    if (!batched.empty()) j["batched"] = batched;
     std::ofstream(o.json) << j.dump(1) << "\n";
   }
   return 0;

@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 #include "vk/device.h"
 
@@ -13,6 +14,7 @@ struct InferenceBenchOptions {
   uint32_t new_tokens = 100;       // decode: timed tokens (peer: --new-tokens 100)
   uint32_t repeats = 5;            // prefill runs (median)
   std::string act = "auto";        // f32 | f16 | auto (f16 where the device has f16 arithmetic)
+  std::vector<uint32_t> batches;  // batched generation (infer::BatchGenerator) at each of these batch sizes
   std::string json;
 };
 

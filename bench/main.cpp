@@ -28,6 +28,11 @@ int main(int argc, char** argv) {
   inference->add_option("--new-tokens", inf.new_tokens, "decode: tokens timed")->check(CLI::Range(1, 1 << 16));
   inference->add_option("--act", inf.act, "activations: f32, f16 or auto")->check(CLI::IsMember({"f32", "f16", "auto"}));
   inference->add_option("--json", inf.json, "also write the results as JSON to this file");
+  inference->add_option("--batches", inf.batches,
+                        "also batched greedy generation, B prompts of --prompt tokens decoding --new-tokens each "
+                        "together, at each B given (e.g. 1,4,16): aggregate tok/s")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256));
   ls::bench::TrainBenchOptions tr;
   auto* train = app.add_subcommand("train", "LoRA training steps/s on a model folder (random tokens)");
   train->add_option("--model", tr.model_dir, "Hugging Face model folder")->required();
