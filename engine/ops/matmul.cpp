@@ -54,28 +54,29 @@ CoopmatTile coopmat_tile(DType a, DType b, DType c, bool big) {
 
 // The workgroup-scope kernels of VK_NV_cooperative_matrix2 (shaders/matmul_coopmat2.comp), by tile
 // (BM rows of C, the tokens, × BN columns, the output features).
-enum class Cm2Tile : uint32_t { l, t, m, s, w, h };
+enum class Cm2Tile : uint32_t { l, t, m, s, w, h, d };
 struct Cm2TileShape {
   uint32_t bm, bn, threads;
 };
 constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 256},
-                                      {64, 64, 128},   {64, 128, 128},  {128, 64, 128}};
+                                      {64, 64, 128},   {64, 128, 128},  {128, 64, 128}, {16, 128, 128}};
 constexpr uint32_t kCm2K = 64;  // the kernels' BK
 
 // B f16, or (q) a quantized weight decoded as each tile loads (matmul.kernels.cmake's gemm_cm2q_<format>_*).
 vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = QuantType::none) {
   namespace f = vk::family;
-  static constexpr const vk::KernelFamily* families[3][2][6] = {
-      {{&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s, &f::gemm_cm2_w, &f::gemm_cm2_h},
-       {&f::gemm_cm2_ln, &f::gemm_cm2_tn, &f::gemm_cm2_mn, &f::gemm_cm2_sn, &f::gemm_cm2_wn, &f::gemm_cm2_hn}},
+  static constexpr const vk::KernelFamily* families[3][2][7] = {
+      {{&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s, &f::gemm_cm2_w, &f::gemm_cm2_h, &f::gemm_cm2_d},
+       {&f::gemm_cm2_ln, &f::gemm_cm2_tn, &f::gemm_cm2_mn, &f::gemm_cm2_sn, &f::gemm_cm2_wn, &f::gemm_cm2_hn,
+        &f::gemm_cm2_dn}},
       {{&f::gemm_cm2q_nf4_l, &f::gemm_cm2q_nf4_t, &f::gemm_cm2q_nf4_m, &f::gemm_cm2q_nf4_s, &f::gemm_cm2q_nf4_w,
-        &f::gemm_cm2q_nf4_h},
+        &f::gemm_cm2q_nf4_h, &f::gemm_cm2q_nf4_d},
        {&f::gemm_cm2q_nf4_ln, &f::gemm_cm2q_nf4_tn, &f::gemm_cm2q_nf4_mn, &f::gemm_cm2q_nf4_sn, &f::gemm_cm2q_nf4_wn,
-        &f::gemm_cm2q_nf4_hn}},
+        &f::gemm_cm2q_nf4_hn, &f::gemm_cm2q_nf4_dn}},
       {{&f::gemm_cm2q_q8_l, &f::gemm_cm2q_q8_t, &f::gemm_cm2q_q8_m, &f::gemm_cm2q_q8_s, &f::gemm_cm2q_q8_w,
-        &f::gemm_cm2q_q8_h},
+        &f::gemm_cm2q_q8_h, &f::gemm_cm2q_q8_d},
        {&f::gemm_cm2q_q8_ln, &f::gemm_cm2q_q8_tn, &f::gemm_cm2q_q8_mn, &f::gemm_cm2q_q8_sn, &f::gemm_cm2q_q8_wn,
-        &f::gemm_cm2q_q8_hn}}};
+        &f::gemm_cm2q_q8_hn, &f::gemm_cm2q_q8_dn}}};
   const uint32_t format = q == QuantType::nf4 ? 1 : q == QuantType::q8 ? 2 : 0;
   return variant(*families[format][b_along_n][uint32_t(tile)], {DType::f16, DType::f16, c}, "matmul");
 }
@@ -93,6 +94,19 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = Quant
 // reductions' rule for every product (session 14's), for measurement.
 constexpr uint64_t kCm2HalfGpu = 66;
 constexpr uint32_t kCm2ShortK = 4864;
+// A few rows (batched generation: a token of each of up to 32 sequences): the 16-row tile, K in slices of about
+// kCm2FewRowsSlice (cm2_split_k), so that each workgroup's chain of dependent K steps stays short and the
+// weight, read once, streams through many workgroups at once. The tiles for hundreds of rows left B16 decoding of
+// the 7B shape at 25 ms a step on the H200, 3.6x the tokens of one sequence's 5.8 ms (session 23).
+// LORASTUDIO_CM2_FEW_ROWS=0 keeps the earlier tiles, for measurement.
+constexpr uint32_t kCm2FewRows = 32, kCm2FewRowsSlice = 512;
+bool few_rows_rule() {
+  static const bool on = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_FEW_ROWS");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return on;
+}
 Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
   static const char* forced = std::getenv("LORASTUDIO_CM2_TILE");
   if (forced && *forced) {
@@ -102,8 +116,10 @@ Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
     if (f == "m") return Cm2Tile::m;
     if (f == "w") return Cm2Tile::w;
     if (f == "h") return Cm2Tile::h;
+    if (f == "d") return Cm2Tile::d;
     return Cm2Tile::s;
   }
+  if (M <= kCm2FewRows && few_rows_rule()) return Cm2Tile::d;
   static const bool short_k_rule = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_SHORT_K");
     return !(v && std::string_view(v) == "0");
@@ -117,7 +133,8 @@ Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
 
 // Split-K for a product of `tiles` output tiles that fill under half of an H100's SMs: slices of K (each a
 // multiple of the kernel's BK, at least 256 long, the last one possibly shorter) until about one wave of
-// workgroups, at most 16. Returns the number of slices and sets kc, the slices' length.
+// workgroups, at most 16; with a few rows (kCm2FewRows), slices of about kCm2FewRowsSlice whatever the tile count.
+// Returns the number of slices and sets kc, the slices' length.
 // LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning.
 uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding, uint32_t& kc) {
   static const uint64_t below = [] {
@@ -125,8 +142,13 @@ uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_
     return v && *v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : kCm2HalfGpu;
   }();
   kc = K;
-  if (tiles >= below || K < 512) return 1;
-  uint64_t want = std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
+  uint64_t want;
+  if (M <= kCm2FewRows && few_rows_rule()) {
+    want = std::min<uint64_t>(16, ceil_div(K, kCm2FewRowsSlice));
+  } else {
+    if (tiles >= below || K < 512) return 1;
+    want = std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
+  }
   while (want > 1 && want * M * N * 4 > max_binding) --want;
   if (want <= 1) return 1;
   kc = ceil_div(ceil_div(K, uint32_t(want)), kCm2K) * kCm2K;

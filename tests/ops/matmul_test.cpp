@@ -139,7 +139,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{64, 128, 192, DType::f16, DType::f16, DType::f16},
                       Case{256, 256, 4096, DType::f32, DType::f16, DType::f32},
                       // split-K into slices of 384 with a last one of 232 (its K tail clamped)
-                      Case{64, 128, 1000, DType::f32, DType::f16, DType::f32}),
+                      Case{64, 128, 1000, DType::f32, DType::f16, DType::f32},
+                      // a few rows (batched generation): the 16-row tile, K in slices of about 512 (two of 512 and
+                      // 488, the tail clamped; four of 512 over two row tiles, the second half past M)
+                      Case{16, 264, 1000, DType::f16, DType::f16, DType::f16},
+                      Case{24, 136, 2048, DType::f32, DType::f16, DType::f32}),
     [](const auto& param_info) {
       std::ostringstream o;
       o << param_info.param;
@@ -280,6 +284,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, LoraTest,
                                            LoraCase{200, 264, 136, 8, DType::f16}, LoraCase{136, 72, 520, 16, DType::f16},
                                            // the 128×128 tile (over 512 rows, 81 tiles: no split-K), rank 20
                                            LoraCase{1030, 1048, 200, 20, DType::f16},
+                                           // a few rows with a bias and the adapter's term (the 16-row tile, split)
+                                           LoraCase{16, 136, 1024, 8, DType::f16},
                                            // f16 inputs: t = x·Aᵀ and dA = dtᵀ·x on the skinny kernels' f16 forms
                                            LoraCase{256, 128, 448, 8, DType::bf16, DType::f16},
                                            LoraCase{160, 448, 96, 8, DType::f16, DType::f16}));
