@@ -116,8 +116,9 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
   const double decode_tps = stats.decode_tokens_per_second();
   std::printf("prefill %u tokens: %.2f ms median of %u -> %.0f tok/s\n", o.prefill_tokens, prefill_median * 1e3,
               o.repeats, prefill_tps);
-  std::printf("decode %u tokens after a %u-token prompt: %.3f ms/token -> %.1f tok/s\n", stats.new_tokens,
-              o.prompt_tokens, stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens), decode_tps);
+  std::printf("decode %u tokens after a %u-token prompt: %.3f ms/token -> %.1f tok/s; first token after %.2f ms\n",
+              stats.new_tokens, o.prompt_tokens, stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens), decode_tps,
+              stats.first_token_seconds * 1e3);
   print_profile("one decode token", decode_profile);
   print_profile("prefill of " + std::to_string(o.prefill_tokens) + " tokens", prefill_profile);
 
@@ -159,6 +160,7 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
                         {"decode_tokens", stats.new_tokens},
                         {"decode_ms_per_token", stats.decode_seconds * 1e3 / std::max(1u, stats.new_tokens)},
                         {"decode_tok_s", decode_tps},
+                        {"first_token_ms", stats.first_token_seconds * 1e3},
                         {"decode_dispatches", decode_profile.dispatches},
                         {"decode_gpu_us_by_group", nlohmann::json::object()}};
     for (const auto& [name, ns] : decode_profile.by_label) j["decode_gpu_us_by_group"][name] = ns / 1e3;

@@ -98,10 +98,11 @@ void Studio::apply(Event& event) {
             auto& r = chat_.turns[e.turn].reply[e.side];
             r.streaming = false;
             r.text = e.reply.text;
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "%u tokens, %.1f tok/s (prefill %u: %.0f tok/s), stop: %s%s",
-                          e.reply.stats.new_tokens, e.reply.stats.decode_tokens_per_second(), e.reply.stats.prompt_tokens,
-                          e.reply.stats.prefill_tokens_per_second(), e.reply.stats.stop_reason.c_str(),
+            char buf[200];
+            const auto& st = e.reply.stats;
+            std::snprintf(buf, sizeof buf, "%u tokens, %.1f tok/s (prefill %u: %.0f tok/s, first token after %.0f ms), stop: %s%s",
+                          st.new_tokens, st.decode_tokens_per_second(), st.prompt_tokens, st.prefill_tokens_per_second(),
+                          st.first_token_seconds * 1e3, st.stop_reason.c_str(),
                           e.reply.history_dropped ? " (context full: earlier turns dropped)" : "");
             r.stats = buf;
             const auto& turn = chat_.turns[e.turn];

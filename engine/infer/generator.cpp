@@ -145,7 +145,8 @@ GenerateStats Generator::generate(std::span<const int32_t> prompt, const Generat
   std::optional<GpuSampler> gpu;
   if (cpu_sampling_forced()) cpu.emplace(options.sampling);
   else gpu.emplace(device_, logits_, options.sampling);
-  auto t0 = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
+  auto t0 = start;
   prefill(prompt);
   stats.prompt_tokens = uint32_t(prompt.size());
   stats.prefill_seconds = seconds_since(t0);
@@ -153,6 +154,7 @@ GenerateStats Generator::generate(std::span<const int32_t> prompt, const Generat
   stats.stop_reason = "max tokens";
   for (uint32_t i = 0; i < options.max_new_tokens; ++i) {
     const int32_t id = cpu ? cpu->sample(logits(), history_) : gpu->sample(history_, i);
+    if (i == 0) stats.first_token_seconds = seconds_since(start);
     if (std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end()) {
       stats.stop_reason = "eos";
       break;

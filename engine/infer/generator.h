@@ -31,6 +31,7 @@ struct GenerateOptions {
 struct GenerateStats {
   uint32_t prompt_tokens = 0, new_tokens = 0;
   double prefill_seconds = 0, decode_seconds = 0;
+  double first_token_seconds = 0;  // from generate()'s call to its first new token chosen: prefill and one sample
   std::string stop_reason;        // "eos", "max tokens", "context full", "stopped"
   double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
   double decode_tokens_per_second() const { return decode_seconds > 0 ? new_tokens / decode_seconds : 0; }

@@ -202,12 +202,15 @@ TEST_P(GeneratorGolden, GpuSamplingFollowsTheContext) {
   auto run = [&](std::span<const int32_t> prompt, const infer::SamplerOptions& o) {
     std::vector<int32_t> got;
     int mismatches = 0;
-    g.generate(prompt, {.max_new_tokens = 12, .sampling = o}, [&](int32_t id) {
+    const auto st = g.generate(prompt, {.max_new_tokens = 12, .sampling = o}, [&](int32_t id) {
       if (o.temperature == 0.0f && id != infer::Sampler(o).sample(g.logits(), g.context())) ++mismatches;
       got.push_back(id);
       return true;
     });
     EXPECT_EQ(mismatches, 0) << "GPU ids that are not the CPU Sampler's";
+    // The time to the first token: the prefill and one sample, within the whole call.
+    EXPECT_GE(st.first_token_seconds, st.prefill_seconds);
+    EXPECT_LE(st.first_token_seconds, st.prefill_seconds + st.decode_seconds + 1e-3);
     return got;
   };
   const auto first = run(e.ids, penalised);
