@@ -128,10 +128,13 @@ bool flash_shapes(vk::Device& device, const AttentionDims& d) {
 }  // namespace
 
 // Where B·H·T/32 workgroups (of 2 subgroups) leave most of a large GPU's schedulers idle, split to about
-// kFlashTargetGroups. Measured on the H100 (132 SMs; call s11b): the 0.5B shape at B1 (224 workgroups, head
-// dim 64) went from 2.01 + 2.07 to 1.32 + 1.52 ms a step with 4 splits, plus 0.6 ms of sums; the 7B shape
-// (448 workgroups, head dim 128) lost time with 3 (4.93 + 5.18 -> 5.11 + 5.66 ms, plus sums).
-constexpr uint32_t kFlashSplitBelowGroups = 256, kFlashTargetGroups = 1024, kFlashMaxSplits = 4;
+// kFlashTargetGroups. Measured on the H100 (132 SMs; call s11b) with the GL_NV_cooperative_matrix kernels: the 0.5B
+// shape at B1 (224 workgroups, head dim 64) went from 2.01 + 2.07 to 1.32 + 1.52 ms a step with 4 splits, plus 0.6
+// ms of sums; the 7B shape (448 workgroups, head dim 128) lost time with 3 (4.93 + 5.18 -> 5.11 + 5.66 ms, plus
+// sums). The cooperative-matrix-2 kernels' 64-row blocks give those shapes 112 and 224 workgroups, and unsplit they
+// are faster (H200, session 23 call s23d, LORASTUDIO_FLASH_SPLITS=1 against the 4 of a threshold of 256 in the
+// same call): 0.5B B1 16.87 / 17.02 -> 16.75 ms a step, 7B 87.97 / 87.83 -> 85.55 ms. Only smaller grids split.
+constexpr uint32_t kFlashSplitBelowGroups = 100, kFlashTargetGroups = 1024, kFlashMaxSplits = 4;
 
 uint32_t attention_flash_backward_splits(const AttentionDims& d, bool cm2) {
   static const char* forced = std::getenv("LORASTUDIO_FLASH_SPLITS");  // measurement: a fixed count
