@@ -40,6 +40,11 @@ struct ChatOpened { store::ChatInfo chat; std::vector<store::ChatMessage> messag
 struct DeviceMemory { vk::MemoryStats stats; vk::MemoryBudget budget; };  // read on a worker: the allocator's lock may be busy
 struct Status { std::string text; };
 struct Failure { std::string title, message; };
+// The evaluation's prompts (rows without replies), then each reply as it comes, then the end.
+struct EvalPrompts { int64_t run; std::vector<infer::EvalRow> rows; bool compared; };
+struct EvalReplied { ChatSide side; size_t row; infer::EvalReply reply; };
+struct EvalDone { std::filesystem::path saved; std::string summary; };
+struct EvalFailed { std::string error; };  // "stopped" when asked to stop
 struct DemoReady { std::filesystem::path model_dir; demo::DemoData data; };  // made or found intact
 }  // namespace ev
 
@@ -47,7 +52,8 @@ using Event = std::variant<ev::ModelLoaded, ev::ModelFailed, ev::DataLoaded, ev:
                            ev::TrainDone, ev::TrainFailed, ev::ChatPiece, ev::ChatDone, ev::ChatFailed, ev::ChatMemory,
                            ev::RunsListed, ev::RunMetrics, ev::RunCheckpoints, ev::ChatsListed, ev::ChatOpened,
                            ev::DeviceMemory, ev::Status,
-                           ev::Failure, ev::DemoReady>;
+                           ev::Failure, ev::DemoReady, ev::EvalPrompts, ev::EvalReplied, ev::EvalDone,
+                           ev::EvalFailed>;
 using Events = EventQueue<Event>;
 
 }  // namespace ls::ui

@@ -17,6 +17,7 @@ struct Tile {
   int column = 0;       // 0, 1, 2: left to right (kColumnWidths)
   float height = 0.5f;  // fraction of the column's height (scaled down where a column's add up past 1);
                         // the column's last panel takes what is left
+  bool floating = false;  // in no column: centred over the others, most of the display
 };
 
 // Fractions of the display's width; the last column takes what is left.

@@ -10,9 +10,10 @@ void draw_charts_panel(PanelContext& ctx, const char* title, bool* p_open);
 void draw_gpu_panel(PanelContext& ctx, const char* title, bool* p_open);
 void draw_chat_panel(PanelContext& ctx, const char* title, bool* p_open);
 void draw_runs_panel(PanelContext& ctx, const char* title, bool* p_open);
+void draw_eval_panel(PanelContext& ctx, const char* title, bool* p_open);
 
 std::vector<Panel> make_panels() {
-  // Three columns: Model / Data / Train  |  Charts / GPU timing  |  Chat / Runs.
+  // Three columns: Model / Data / Train  |  Charts / GPU timing  |  Chat / Runs; Evaluate floats.
   return {
       {.title = "Model", .key = "model", .tile = {.column = 0, .height = 0.27f}, .draw = draw_model_panel},
       {.title = "Data", .key = "data", .tile = {.column = 0, .height = 0.27f}, .draw = draw_data_panel},
@@ -21,6 +22,8 @@ std::vector<Panel> make_panels() {
       {.title = "GPU timing", .key = "gpu", .tile = {.column = 1, .height = 0.42f}, .draw = draw_gpu_panel},
       {.title = "Chat", .key = "chat", .tile = {.column = 2, .height = 0.64f}, .draw = draw_chat_panel},
       {.title = "Runs", .key = "runs", .tile = {.column = 2, .height = 0.36f}, .draw = draw_runs_panel},
+      // Over the others, opened by the Runs panel's Evaluate.
+      {.title = "Evaluate", .key = "eval", .tile = {.floating = true}, .draw = draw_eval_panel, .open = false},
   };
 }
 

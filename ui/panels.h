@@ -38,12 +38,17 @@ struct RunsPanelState {
   int gguf_type = 0;  // Export GGUF's weights: model::GgufFileType (f16, bf16, q8_0, q4_k_m)
 };
 
+struct EvalPanelState {
+  int page = 0;  // of the rows shown
+};
+
 // The panels' widget state between frames (the studio reads some of it: exports, the --ui-script state).
 struct PanelStates {
   ChartsPanelState charts;
   GpuPanelState gpu;
   ChatPanelState chat;
   RunsPanelState runs;
+  EvalPanelState eval;
 };
 
 // What the panels draw from and write to, handed to each open panel every frame. A panel draws its window
@@ -55,8 +60,10 @@ struct PanelContext {
   const RunsView& runs;
   const ChatView& chat;
   const MemoryView& memory;
+  const EvalView& eval;
   TrainSettings& train_settings;  // edited by Train
   ChatSettings& chat_settings;    // edited by Chat
+  EvalSettings& eval_settings;    // edited by Evaluate
   PanelStates& state;
   PanelIo& io;
 };

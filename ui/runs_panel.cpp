@@ -1,6 +1,6 @@
 // [SECTION] Runs panel: every run of the run store (GUI and --batch runs alike, also one still running
 // in another process, refreshed live); show a run's charts, compare two runs' loss, chat with a run's
-// adapter, export it, resume an interrupted one from its latest checkpoint.
+// adapter, evaluate it on its held-out examples, export it, resume an interrupted one from its latest checkpoint.
 #include <cfloat>
 
 #include <imgui.h>
@@ -55,6 +55,12 @@ void draw_runs_panel(PanelContext& ctx, const char* title, bool* p_open) {
     io.send(cmd::UseAdapter{sel->out_dir / "adapter", sel->name + " (final)"});
   io.tag("runs.chat");
   tooltip("Use this run's final adapter in Chat.");
+  same_line_if_fits(button_width("Evaluate"));
+  if (ImGui::Button("Evaluate") && sel) io.send(cmd::EvaluateRun{sel->id});
+  io.tag("runs.evaluate");
+  tooltip("The adapter and the base model answer every example this run held out for validation, side by side with "
+          "the reference answers (greedy); the rows are written to the run folder as eval-<time>.jsonl (as `lorastudio "
+          "generate --prompts ... --compare-base`).");
   same_line_if_fits(button_width("Export adapter..."));
   if (ImGui::Button("Export adapter...") && sel) io.send(cmd::Browse{cmd::BrowseFor::export_adapter, sel->id});
   io.tag("runs.export");

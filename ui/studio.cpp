@@ -1,8 +1,9 @@
-// Studio, in four files by concern:
+// Studio, in five files by concern:
 //   ui/studio.cpp           construction, the workers, the frame loop, frame statistics, settings
 //   ui/studio_events.cpp    events (workers -> UI)
 //   ui/studio_commands.cpp  commands (panels -> workers) and the work they start
 //   ui/studio_menus.cpp     the menu bar, the status bar, the error dialog, the file browser
+//   ui/studio_eval.cpp      evaluating a run's adapter on its held-out examples
 // Index of this file:
 // [SECTION] Construction and the workers
 // [SECTION] Frame
@@ -64,6 +65,7 @@ Studio::Studio(vk::Device& device, StudioOptions options) : device_(device), opt
     store_.poll();
   });
   loader_ = std::make_unique<Worker>(on_error);
+  evaluator_ = std::make_unique<Worker>(on_error);
   chat_worker_ = std::make_unique<ChatWorker>(
       device_, ChatWorker::Callbacks{
                    .on_piece = [this](size_t t, ChatSide s, const std::string& p) { events_.push(ev::ChatPiece{t, s, p}); },
@@ -81,6 +83,8 @@ Studio::Studio(vk::Device& device, StudioOptions options) : device_(device), opt
 Studio::~Studio() {
   if (trainer_ && trainer_->active()) trainer_->stop();
   trainer_.reset();  // joins: the run writes its checkpoint and adapter
+  if (eval_stop_) *eval_stop_ = true;
+  evaluator_.reset();  // joins: the evaluation stops at its next token
   chat_worker_.reset();
   loader_.reset();
   store_worker_.reset();
@@ -122,6 +126,11 @@ StudioState Studio::state() const {
     s.runs.push_back({r.id, r.name, store::run_status_name(r.status), m == runs_.metrics.end() ? 0 : m->second.size(),
                       c == runs_.checkpoints.end() ? 0 : c->second.size()});
   }
+  s.eval_running = eval_.running;
+  s.eval_rows = eval_.rows.size();
+  s.eval_replies = eval_.replies;
+  s.eval_file = eval_.saved.string();
+  s.eval_error = eval_.error;
   return s;
 }
 
@@ -166,7 +175,8 @@ void Studio::frame() {
   draw_menu();
   const std::vector<WindowPlace> places = layout_.places(panels_);
   PanelContext ctx{.model = model_, .data = data_, .train = train_, .runs = runs_, .chat = chat_, .memory = memory_,
-                   .train_settings = train_settings_, .chat_settings = chat_settings_, .state = panel_states_, .io = io_};
+                   .eval = eval_, .train_settings = train_settings_, .chat_settings = chat_settings_,
+                   .eval_settings = eval_settings_, .state = panel_states_, .io = io_};
   for (size_t i = 0; i < panels_.size(); ++i) {
     Panel& p = panels_[i];
     if (!p.open) continue;

@@ -5,11 +5,13 @@
 //   loader  loads models and data sets, exports adapters (PEFT, merged models) and charts
 //   trainer train::train on its own thread (pause, resume, stop, checkpoint now)
 //   chat    generators for the base model and the adapter, one reply at a time
+//   evaluator  a run's adapter and the base answering its held-out examples, batched (the Evaluate panel)
 //   store   the run store: lists runs and polls their metrics (also runs of other processes), saves
 //           chats and settings
 // The UI thread never waits on any of them or on their GPU work. Studio's own code is in ui/studio*.cpp
 // (see ui/studio.cpp); the panels (ui/panel_registry.h), their layout (ui/layout.h), the demo's steps
 // (ui/demo_flow.h) and the store thread's side (ui/store_sync.h) are their own.
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -70,6 +72,9 @@ struct StudioState {
     size_t checkpoints = 0;  // its checkpoints the UI has read (Resume needs one)
   };
   std::vector<SeenRun> runs;
+  bool eval_running = false;
+  size_t eval_rows = 0, eval_replies = 0;
+  std::string eval_file, eval_error;
 };
 
 class Studio {
@@ -118,6 +123,8 @@ class Studio {
   void export_adapter(int64_t run, const std::filesystem::path& dir, store::ExportFormat format,
                       model::GgufFileType gguf_type = model::GgufFileType::f16);
   void export_chart(bool png);
+  // The run's final adapter and the base model answer the run's held-out examples (ui/studio_eval.cpp).
+  void evaluate_run(int64_t run);
   void fail(std::string title, std::string message);
 
   vk::Device& device_;
@@ -136,6 +143,9 @@ class Studio {
   ChatSettings chat_settings_;
   ChatView chat_;
   MemoryView memory_;
+  EvalSettings eval_settings_;
+  EvalView eval_;
+  std::shared_ptr<std::atomic<bool>> eval_stop_;  // the running evaluation's: set to stop it
   vk::MemoryStats memory_stats_;
   vk::MemoryBudget memory_budget_;
   uint64_t chat_kv_bytes_ = 0, chat_lora_bytes_ = 0;
@@ -159,7 +169,7 @@ class Studio {
   StoreSync store_{events_};  // the store thread's once the workers run
 
   // Last, so that they stop before everything above goes.
-  std::unique_ptr<Worker> store_worker_, loader_;
+  std::unique_ptr<Worker> store_worker_, loader_, evaluator_;
   std::unique_ptr<ChatWorker> chat_worker_;
   std::unique_ptr<TrainWorker> trainer_;
 };

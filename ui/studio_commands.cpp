@@ -101,6 +101,10 @@ void Studio::run(Command& command) {
                  [&](cmd::Status& c) { status_ = c.text; },
                  [&](cmd::Failure& c) { fail(c.title, c.message); },
                  [&](cmd::TryDemo&) { try_demo(); },
+                 [&](cmd::EvaluateRun& c) { evaluate_run(c.run); },
+                 [&](cmd::StopEvaluation&) {
+                   if (eval_stop_) *eval_stop_ = true;
+                 },
              },
              command);
 }

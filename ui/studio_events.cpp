@@ -138,6 +138,34 @@ void Studio::apply(Event& event) {
           },
           [&](ev::Status& e) { status_ = std::move(e.text); },
           [&](ev::Failure& e) { fail(std::move(e.title), std::move(e.message)); },
+          [&](ev::EvalPrompts& e) {
+            if (e.run != eval_.run) return;
+            eval_.rows = std::move(e.rows);
+            eval_.compared = e.compared;
+            for (int side : {kBase, kTuned}) eval_.answered[side].assign(eval_.rows.size(), 0);
+            eval_.wanted = eval_.rows.size() * (e.compared ? 2 : 1);
+          },
+          [&](ev::EvalReplied& e) {
+            if (e.row >= eval_.rows.size()) return;
+            (e.side == kTuned ? eval_.rows[e.row].reply : eval_.rows[e.row].base) = std::move(e.reply);
+            eval_.answered[e.side][e.row] = 1;
+            ++eval_.replies;
+          },
+          [&](ev::EvalDone& e) {
+            eval_.running = false;
+            eval_.saved = std::move(e.saved);
+            eval_.summary = std::move(e.summary);
+            status_ = "Evaluation of " + eval_.run_name + " written to " + eval_.saved.string();
+          },
+          [&](ev::EvalFailed& e) {
+            eval_.running = false;
+            eval_.error = std::move(e.error);
+            if (eval_.error == "stopped") {
+              status_ = "Evaluation stopped: the replies so far stay in the Evaluate panel (not written).";
+              return;
+            }
+            fail("The evaluation failed", eval_.error);
+          },
           [&](ev::DemoReady& e) {
             model_.loading = false;
             use_demo_options(e, train_settings_, chat_settings_);

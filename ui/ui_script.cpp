@@ -191,6 +191,7 @@ bool UiScript::condition(const std::string& what, const Studio& studio) const {
   if (what == "training") return s.train == TrainState::running;
   if (what == "trained") return s.train == TrainState::finished || s.train == TrainState::stopped;
   if (what == "chat_done") return s.chat_turns > 0 && !s.chat_generating;
+  if (what == "eval_done") return !s.eval_running && (!s.eval_file.empty() || !s.eval_error.empty());
   if (what.rfind("steps>=", 0) == 0) return s.step >= uint32_t(std::atoi(what.c_str() + 7));
   if (what.rfind("file:", 0) == 0) return fs::exists(what.substr(5));
   // run_metrics:NAME>=N, run_checkpoints:NAME>=N: what the Runs panel has read of a run.
@@ -253,7 +254,9 @@ void UiScript::write_state(const fs::path& file, const Studio& studio) const {
         {"its_cpu_wait_ms", f.max_frame_cpu_wait_ms},
         {"max_frame_ms_less_cpu_wait_while_training", f.max_frame_ms_on_cpu},
         {"max_stale_ms_while_training", f.max_stale_ms}}},
-      {"screenshots", screenshots_}};
+      {"screenshots", screenshots_},
+      {"eval", {{"running", s.eval_running}, {"rows", s.eval_rows}, {"replies", s.eval_replies}, {"file", s.eval_file},
+                {"error", s.eval_error}}}};
   j["runs"] = nlohmann::json::array();
   for (const auto& r : s.runs)
     j["runs"].push_back(

@@ -11,7 +11,7 @@
 //   key KEY                enter, escape, tab, backspace or ctrl+a
 //   drop PATH              PATH dropped on the window (a model folder, a JSONL file, an adapter folder)
 //   resize WIDTHxHEIGHT    the window's size, as a user drags its border
-//   wait_for CONDITION [SECONDS]  model | data | training | trained | chat_done | steps>=N | file:PATH |
+//   wait_for CONDITION [SECONDS]  model | data | training | trained | chat_done | eval_done | steps>=N | file:PATH |
 //                          run_metrics:NAME>=N (the Runs list has read N steps of run NAME),
 //                          run_checkpoints:NAME>=N (... N of its checkpoints) (default 60 s)
 //   frames N               let N frames pass
@@ -23,7 +23,7 @@
 // State: model/data loaded, training state and steps, points on the loss chart, op groups in the GPU
 // timing table, chat turns and tokens and the last replies, validation messages, every error dialog,
 // frame statistics while training ran, screenshots written, the runs listed (name, status, steps read),
-// script_error.
+// the evaluation (running, rows, replies, the file written, its error), script_error.
 #include <chrono>
 #include <filesystem>
 #include <functional>

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "infer/chat_session.h"
+#include "infer/eval_set.h"
 #include "model/gguf_mix.h"
 #include "infer/sampler.h"
 #include "model/weights.h"
@@ -147,6 +148,28 @@ struct ChatView {
   std::vector<store::ChatInfo> history;  // the stored chats, newest first (the Chat panel's History)
 };
 
+// [SECTION] Evaluation
+
+// A run's adapter and the base model answering the run's held-out validation examples side by side (the
+// Evaluate panel); the rows are written to the run folder as JSON Lines when all replies are in.
+struct EvalSettings {
+  uint32_t max_tokens = 128;  // new tokens a reply (greedy decoding)
+  bool compare_base = true;   // the base model answers too
+  uint32_t batch = 16;        // sequences decoding together
+};
+
+struct EvalView {
+  bool running = false;
+  int64_t run = 0;
+  std::string run_name;
+  bool compared = false;              // rows hold the base model's replies too
+  std::vector<infer::EvalRow> rows;   // the prompts and references first, each reply as it comes
+  std::vector<uint8_t> answered[2];   // per side (ChatSide), per row: its reply is in
+  size_t replies = 0, wanted = 0;     // replies in, replies asked for
+  fs::path saved;                     // the JSON Lines file written, once complete
+  std::string summary, error;         // "4 examples: adapter 2.1 s, base 1.9 s"; why it failed or "stopped"
+};
+
 // [SECTION] Device memory
 
 struct MemoryView {
@@ -186,12 +209,15 @@ struct Browse {
 struct ExportChart { bool png; };                      // the loss chart of the shown run
 struct Status { std::string text; };
 struct Failure { std::string title, message; };
-struct TryDemo {};  // the demo model and data, training, then base and adapter answer a held-out question
+struct TryDemo {};
+struct EvaluateRun { int64_t run; };  // its adapter (and the base) on its held-out examples
+struct StopEvaluation {};  // the demo model and data, training, then base and adapter answer a held-out question
 }  // namespace cmd
 
 using Command = std::variant<cmd::OpenModel, cmd::OpenData, cmd::StartTraining, cmd::PauseTraining, cmd::ResumeTraining,
                              cmd::StopTraining, cmd::CheckpointNow, cmd::SendChat, cmd::StopChat, cmd::ClearChat,
                              cmd::OpenChat, cmd::UseAdapter, cmd::ShowRun, cmd::ResumeRun, cmd::OverlayRun, cmd::ExportAdapter, cmd::Browse,
-                             cmd::ExportChart, cmd::Status, cmd::Failure, cmd::TryDemo>;
+                             cmd::ExportChart, cmd::Status, cmd::Failure, cmd::TryDemo, cmd::EvaluateRun,
+                             cmd::StopEvaluation>;
 
 }  // namespace ls::ui

@@ -11,6 +11,7 @@
 #include "error.h"
 #include "infer/batch_generator.h"
 #include "model/safetensors.h"
+#include "support/tensor_values.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -126,20 +127,12 @@ INSTANTIATE_TEST_SUITE_P(Models, BatchGeneratorTest,
                          ::testing::Values("qwen2_tiny", "llama_tiny", "qwen3_tiny", "phi3_tiny", "gemma3_tiny"),
                          [](const auto& p) { return p.param; });
 
-template <class T>
-std::vector<T> values(const model::SafeTensors& st, const char* name) {
-  const auto& info = st.at(name);
-  std::vector<T> v(info.bytes.size() / sizeof(T));
-  std::memcpy(v.data(), info.bytes.data(), v.size() * sizeof(T));
-  return v;
-}
-
 // transformers' 20 greedy tokens after the fixture's prompt, from a slot beside others (f32 activations).
 class BatchGeneratorGolden : public test::GpuTest, public ::testing::WithParamInterface<std::string> {};
 TEST_P(BatchGeneratorGolden, GreedyMatchesTransformersBesideOtherSequences) {
   const auto dir = fixture(GetParam());
   auto st = model::SafeTensors::open(dir / "expected.safetensors");
-  const auto ids = values<int32_t>(st, "ids"), greedy = values<int32_t>(st, "greedy");
+  const auto ids = test::tensor_values<int32_t>(st, "ids"), greedy = test::tensor_values<int32_t>(st, "greedy");
   const auto m = model::Model::load(dev(), dir);
   auto prompts = prompts_for(m.config.vocab_size);
   prompts.insert(prompts.begin() + 2, ids);

@@ -14,6 +14,7 @@
 #include "infer/generator.h"
 #include "model/peft_adapter.h"
 #include "model/safetensors.h"
+#include "support/tensor_values.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -28,18 +29,10 @@ struct Expected {
   std::vector<float> logits, greedy_logits;  // [T, V], [20, V]
 };
 
-template <class T>
-std::vector<T> values(const model::SafeTensors& st, const char* name) {
-  const auto& info = st.at(name);
-  std::vector<T> v(info.bytes.size() / sizeof(T));
-  std::memcpy(v.data(), info.bytes.data(), v.size() * sizeof(T));
-  return v;
-}
-
 Expected load_expected(const fs::path& dir) {
   auto st = model::SafeTensors::open(dir / "expected.safetensors");
-  return {values<int32_t>(st, "ids"), values<int32_t>(st, "greedy"), values<float>(st, "logits"),
-          values<float>(st, "greedy_logits")};
+  return {test::tensor_values<int32_t>(st, "ids"), test::tensor_values<int32_t>(st, "greedy"), test::tensor_values<float>(st, "logits"),
+          test::tensor_values<float>(st, "greedy_logits")};
 }
 
 std::vector<float> row(const std::vector<float>& m, size_t r, size_t cols) {
@@ -175,7 +168,7 @@ TEST_F(GeneratorGoldenAdapter, PeftAdapterLogitsMatchPeft) {
   EXPECT_EQ(adapter.rank, 4u);
   EXPECT_EQ(adapter.targets.size(), 7u);
   auto st = model::SafeTensors::open(dir / "expected_adapter.safetensors");
-  const auto expected = values<float>(st, "logits");
+  const auto expected = test::tensor_values<float>(st, "logits");
   infer::Generator g(dev(), m, &adapter, {.context = 128});
   auto logits = g.logits_of_every_position(e.ids);
   test::expect_close(logits, expected, 1e-4, "adapter logits");

@@ -41,6 +41,7 @@
 #include "ops/attention_products.h"
 #include "support/reference_model.h"
 #include "model/model_files.h"
+#include "support/tensor_values.h"
 #include "support/testing.h"
 #include "train/optimizer_update.h"
 
@@ -50,14 +51,6 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path fixture(const std::string& name) { return fs::path(LS_SOURCE_DIR) / "tests/fixtures/models" / name; }
-
-template <class T>
-std::vector<T> values(const model::SafeTensors& st, const std::string& name) {
-  const auto& info = st.at(name);
-  std::vector<T> v(info.bytes.size() / sizeof(T));
-  std::memcpy(v.data(), info.bytes.data(), v.size() * sizeof(T));
-  return v;
-}
 
 void report(const char* what, std::span<const float> a, std::span<const float> e) {
   auto s = test::compare(a, e);
@@ -69,7 +62,7 @@ class ArchGolden : public test::GpuTest, public ::testing::WithParamInterface<st
   void SetUp() override {
     dir_ = fixture(GetParam());
     expected_ = std::make_unique<model::SafeTensors>(model::SafeTensors::open(dir_ / "expected.safetensors"));
-    ids_ = values<int32_t>(*expected_, "ids");
+    ids_ = test::tensor_values<int32_t>(*expected_, "ids");
     model_ = std::make_unique<model::Model>(model::Model::load(dev(), dir_));
   }
   fs::path dir_;
@@ -79,7 +72,7 @@ class ArchGolden : public test::GpuTest, public ::testing::WithParamInterface<st
 };
 
 TEST_P(ArchGolden, PrefillAndDecodeLogitsMatchTransformers) {
-  const auto want = values<float>(*expected_, "logits");
+  const auto want = test::tensor_values<float>(*expected_, "logits");
   const uint32_t T = uint32_t(ids_.size()), V = model_->config.vocab_size;
   infer::Generator g(dev(), *model_, nullptr, {.context = 128, .max_chunk = 16});
   const auto got = g.logits_of_every_position(ids_);
@@ -96,8 +89,8 @@ TEST_P(ArchGolden, PrefillAndDecodeLogitsMatchTransformers) {
 }
 
 TEST_P(ArchGolden, GreedyTokensAndTheirLogitsMatchTransformers) {
-  const auto greedy = values<int32_t>(*expected_, "greedy");
-  const auto greedy_logits = values<float>(*expected_, "greedy_logits");
+  const auto greedy = test::tensor_values<int32_t>(*expected_, "greedy");
+  const auto greedy_logits = test::tensor_values<float>(*expected_, "greedy_logits");
   const size_t T = ids_.size(), V = model_->config.vocab_size;
   // Step k's logits come from a forward ending at T + k: the steps before longrope's switch (all of them
   // without longrope) against transformers.
@@ -144,8 +137,8 @@ class Phi3Golden : public test::GpuTest {};
 TEST_F(Phi3Golden, LongSequenceLogitsMatchTransformers) {
   const auto m = model::Model::load(dev(), fixture("phi3_tiny"));
   const auto expected = model::SafeTensors::open(fixture("phi3_tiny") / "expected.safetensors");
-  const auto ids = values<int32_t>(expected, "long_ids");
-  const auto want = values<float>(expected, "long_logits");
+  const auto ids = test::tensor_values<int32_t>(expected, "long_ids");
+  const auto want = test::tensor_values<float>(expected, "long_logits");
   const uint32_t T = uint32_t(ids.size()), V = m.config.vocab_size;
   ASSERT_TRUE(model::rope_uses_long_factors(m.config, T));
   infer::Generator g(dev(), m, nullptr, {.context = 128, .max_chunk = 16});
@@ -163,7 +156,7 @@ TEST_F(Phi3Golden, LongSequenceLogitsMatchTransformers) {
 TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
   const auto adapter = model::load_peft_adapter(dev(), model_->config, dir_ / "adapter");
   const auto st = model::SafeTensors::open(dir_ / "expected_adapter.safetensors");
-  const auto want = values<float>(st, "logits");
+  const auto want = test::tensor_values<float>(st, "logits");
   const uint32_t T = uint32_t(ids_.size()), V = model_->config.vocab_size;
   infer::Generator g(dev(), *model_, &adapter, {.context = 128});
   const auto got = g.logits_of_every_position(ids_);
@@ -184,7 +177,7 @@ TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
   train::record_zero_grads(rec, grads);
   model::record_train_step(rec, *model_, adapter, grads, batch, loss);
   rec.finish().run();
-  const double want_loss = values<float>(st, "loss")[0], got_loss = download(loss)[0];
+  const double want_loss = test::tensor_values<float>(st, "loss")[0], got_loss = download(loss)[0];
   std::printf("  [measured] loss %.7f, PEFT %.7f\n", got_loss, want_loss);
   // On a device with tensor cores, training's attention rounds q, k, v and the probabilities to f16 where the
   // head dim is a multiple of 16 and the sequence has 16 tokens or more (qwen3_tiny, gemma3_tiny on the H100:
@@ -204,7 +197,7 @@ TEST_P(ArchGolden, PeftAdapterLogitsAndGradientsMatchPeft) {
       for (bool b : {false, true}) {
         const std::string key = model::peft_key(i, t, b);
         const auto have = download(b ? grads.layers[i][size_t(t)].b : grads.layers[i][size_t(t)].a);
-        const auto want_g = values<float>(st, "grad." + key);
+        const auto want_g = test::tensor_values<float>(st, "grad." + key);
         if (f16_attention) {  // each matrix within grad_tol of its largest gradient (elements near 0 included)
           const test::ErrorStats c = test::compare(have, want_g);
           double largest = 0;
@@ -227,7 +220,7 @@ TEST_P(ArchGolden, MergedAdapterGivesPeftLogits) {
   test::TempDir tmp;
   model::merge_adapter(dir_, dir_ / "adapter", tmp / "merged");
   const auto merged = model::Model::load(dev(), tmp / "merged");
-  const auto want = values<float>(model::SafeTensors::open(dir_ / "expected_adapter.safetensors"), "logits");
+  const auto want = test::tensor_values<float>(model::SafeTensors::open(dir_ / "expected_adapter.safetensors"), "logits");
   infer::Generator g(dev(), merged, nullptr, {.context = 128});
   const auto got = g.logits_of_every_position(ids_);
   test::expect_close(got, want, 1e-4, "merged model logits", {uint32_t(ids_.size()), merged.config.vocab_size});
@@ -265,12 +258,12 @@ void expect_multimodal_layout_loads(vk::Device& dev, const std::string& prefix) 
   EXPECT_EQ(m.config.architecture_name, "Gemma3ForConditionalGeneration");
   const auto plain = model::Model::load(dev, src);
   const auto expected = model::SafeTensors::open(src / "expected.safetensors");
-  const auto ids = values<int32_t>(expected, "ids");
+  const auto ids = test::tensor_values<int32_t>(expected, "ids");
   infer::Generator g(dev, m, nullptr, {.context = 128, .max_chunk = 16});
   infer::Generator g_plain(dev, plain, nullptr, {.context = 128, .max_chunk = 16});
   const auto got = g.logits_of_every_position(ids);
   EXPECT_EQ(got, g_plain.logits_of_every_position(ids)) << prefix;
-  test::expect_close(got, values<float>(expected, "logits"), 1e-4, "multimodal layout logits");
+  test::expect_close(got, test::tensor_values<float>(expected, "logits"), 1e-4, "multimodal layout logits");
 
   const auto adapter = model::load_peft_adapter(dev, m.config, adapter_dir);
   const auto plain_adapter = model::load_peft_adapter(dev, plain.config, src / "adapter");
@@ -285,7 +278,7 @@ void expect_multimodal_layout_loads(vk::Device& dev, const std::string& prefix) 
   EXPECT_NE(model::SafeTensors::open(tmp / "merged").find(vision), nullptr);
   const auto merged = model::Model::load(dev, tmp / "merged");
   infer::Generator gm(dev, merged, nullptr, {.context = 128});
-  const auto want = values<float>(model::SafeTensors::open(src / "expected_adapter.safetensors"), "logits");
+  const auto want = test::tensor_values<float>(model::SafeTensors::open(src / "expected_adapter.safetensors"), "logits");
   test::expect_close(gm.logits_of_every_position(ids), want, 1e-4, "merged multimodal folder vs PEFT");
 }
 

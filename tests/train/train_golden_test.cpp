@@ -12,6 +12,7 @@
 #include "model/safetensors.h"
 #include "model/training.h"
 #include "ops/optimizer.h"
+#include "support/tensor_values.h"
 #include "support/testing.h"
 #include "train/optimizer_update.h"
 #include "train/schedule.h"
@@ -20,14 +21,6 @@ namespace ls {
 namespace {
 
 namespace fs = std::filesystem;
-
-template <class T>
-std::vector<T> values(const model::SafeTensors& st, const std::string& name) {
-  const auto& info = st.at(name);
-  std::vector<T> v(info.bytes.size() / sizeof(T));
-  std::memcpy(v.data(), info.bytes.data(), v.size() * sizeof(T));
-  return v;
-}
 
 // flat: the adapter's matrices in one allocation as the trainer holds them (model::flat_like), so the zeroing
 // and the update each take one dispatch over the whole; else a tensor each, as loaded.
@@ -44,8 +37,8 @@ TEST_P(TrainGolden, LossGradientsAndTwentyStepsMatchPeft) {
   auto grads = model::zero_grads_like(dev(), adapter), m1 = model::zero_grads_like(dev(), adapter),
        m2 = model::zero_grads_like(dev(), adapter);
   const auto expected = model::SafeTensors::open(dir / "expected_train.safetensors");
-  const auto ids = values<int32_t>(expected, "ids"), labels = values<int32_t>(expected, "labels");
-  const auto losses = values<float>(expected, "losses");
+  const auto ids = test::tensor_values<int32_t>(expected, "ids"), labels = test::tensor_values<int32_t>(expected, "labels");
+  const auto losses = test::tensor_values<float>(expected, "losses");
   const uint32_t B = 2, T = 8, M = B * T;
   // HF shifts the labels inside the model: position t predicts labels[t + 1].
   std::vector<int32_t> targets(M), positions(M);
@@ -82,7 +75,7 @@ TEST_P(TrainGolden, LossGradientsAndTwentyStepsMatchPeft) {
           if (adapter.layers[i][t].defined())
             for (bool b : {false, true}) {
               const std::string key = model::peft_key(i, model::LoraTarget(t), b);
-              const auto want = values<float>(expected, "grad." + key);
+              const auto want = test::tensor_values<float>(expected, "grad." + key);
               const auto have = download(b ? grads.layers[i][t].b : grads.layers[i][t].a);
               test::expect_close(have, want, 1e-4, "gradient " + key);
               auto s = test::compare(have, want);

@@ -40,15 +40,10 @@ TEST(GuiCjk, ChineseJapaneseAndKoreanTextHaveTheirGlyphs) {
                                       << "state " << (out / "state.json").string() << "\n"
                                       << "quit\n";
   const char* binary = std::getenv("LS_APP_BINARY") ? std::getenv("LS_APP_BINARY") : LS_APP_BINARY;
-  std::string cmd = "'" + std::string(binary) + "' --validation --ui-script '" + (out / "scenario.txt").string() +
-                    "' --geometry 1280x720 --store '" + (out / "runs.sqlite").string() + "'";
-  const auto shown = test::on_a_display(cmd, 1280, 720);
-  ASSERT_TRUE(shown) << "no DISPLAY and no Xvfb: apt-get install xvfb xauth";
-  cmd = *shown + " >'" + (out / "log.txt").string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
-  const std::string log = test::read_text(out / "log.txt");
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log;
-  const auto state = nlohmann::json::parse(test::read_text(out / "state.json"));
+  test::ScriptRun app;
+  ASSERT_NO_FATAL_FAILURE(test::run_scenario(binary, out, out / "runs.sqlite", 1280, 720, app));
+  const std::string& log = app.log;
+  const nlohmann::json& state = app.state;
   EXPECT_EQ(state["script_error"], "");
   EXPECT_EQ(state["validation_messages"], 0) << log;
   ASSERT_NE(state["cjk_font"], "") << "no CJK font found: apt-get install fonts-wqy-microhei (scripts/deps.sh does)";

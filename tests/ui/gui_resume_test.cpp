@@ -68,15 +68,10 @@ TEST(GuiResume, ResumeButtonContinuesAnInterruptedRun) {
                                       << "frames 3\n"
                                       << "state " << (out / "state.json").string() << "\n"
                                       << "quit\n";
-  std::string cmd = "'" + std::string(binary) + "' --validation --ui-script '" + (out / "scenario.txt").string() +
-                    "' --geometry 1280x720 --store '" + store.string() + "'";
-  const auto shown = test::on_a_display(cmd, 1280, 720);
-  ASSERT_TRUE(shown) << "no DISPLAY and no Xvfb: apt-get install xvfb xauth";
-  cmd = *shown + " >'" + (out / "log.txt").string() + "' 2>&1";
-  const int status = std::system(cmd.c_str());
-  const std::string log = test::read_text(out / "log.txt");
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd << "\n" << log;
-  const auto state = nlohmann::json::parse(test::read_text(out / "state.json"));
+  test::ScriptRun app;
+  ASSERT_NO_FATAL_FAILURE(test::run_scenario(binary, out, store, 1280, 720, app));
+  const std::string& log = app.log;
+  const nlohmann::json& state = app.state;
   EXPECT_EQ(state["script_error"], "");
   EXPECT_EQ(state["validation_messages"], 0) << log;
   ASSERT_EQ(state["runs"].size(), 1u) << state.dump(2);
