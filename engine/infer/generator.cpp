@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 
 #include "error.h"
-#include "infer/gpu_sampler.h"
+#include "ops/decode_advance.h"
 
 namespace ls::infer {
 
@@ -136,15 +137,91 @@ std::vector<float> Generator::logits_of_every_position(std::span<const int32_t> 
   return download(logits);
 }
 
+GpuSampler& Generator::sampler(const SamplerOptions& options) {
+  if (!sampler_ || !sampler_->same_settings(options)) {
+    burst_.reset();  // it records the sampler's draw
+    sampler_.reset();
+    sampler_.emplace(device_, logits_, options);
+  }
+  sampler_->set_seed(options.seed);
+  return *sampler_;
+}
+
+uint32_t Generator::burst_size(uint32_t i, const GenerateOptions& options) const {
+  static const int forced = [] {
+    const char* v = std::getenv("LORASTUDIO_DECODE_BURST");
+    return v && *v ? std::atoi(v) : -1;
+  }();
+  const uint32_t n = forced >= 0 ? uint32_t(std::min(forced, 64)) : options_.burst;
+  // The first token alone (the time to it is the user's wait); a burst's last token is followed by another draw, so
+  // its decode is needed; the cache holds all n; longrope's factors stay those of the cached keys.
+  if (n < 2 || i == 0 || options_.profile || !sampler_ || uint64_t(i) + n >= options.max_new_tokens ||
+      uint64_t(position_) + n > cache_.capacity ||
+      model::rope_uses_long_factors(model_.config, uint64_t(position_) + n) != long_cache_)
+    return 0;
+  return n;
+}
+
+bool Generator::run_burst(uint32_t n, uint32_t i, const GenerateOptions& options,
+                          const std::function<bool(int32_t)>& on_token, GenerateStats& stats) {
+  Chunk& c = chunk(1, long_cache_);
+  if (!burst_ || burst_->n != n || burst_->long_rope != long_cache_) {
+    burst_.reset();
+    Burst b{.out = Tensor::empty_host(device_, {n}, DType::i32, "burst ids"), .n = n, .long_rope = long_cache_};
+    vk::Recorder rec(device_);
+    for (uint32_t k = 0; k < n; ++k) {
+      sampler_->record(rec);
+      ops::decode_advance(rec, sampler_->ids(), c.in.ids, c.in.positions, c.in.step, model::kPastSlot, sampler_->rng(),
+                          sampler_->seen(), sampler_->penalty(), sampler_->vocab(), b.out, k);
+      model::record_forward(rec, model_, adapter_, cache_, c.in, logits_, options_.act);
+    }
+    b.program = rec.finish();
+    burst_ = std::move(b);
+  }
+  std::vector<int32_t> step(model::kStepSlots, 0);
+  step[model::kPastSlot] = int32_t(position_);
+  upload(c.in.positions, std::vector<int32_t>{int32_t(position_)});
+  upload(c.in.step, step);
+  sampler_->prime(history_, i);
+  burst_->program.run();
+  ++stats.bursts;
+  const auto* out = static_cast<const int32_t*>(burst_->out.mapped());
+  const std::vector<int32_t> ids(out, out + n);
+  sampler_->marked(ids);
+  has_logits_ = false;  // they are the burst's last token's, not those of a token on_token is shown
+  // The cache holds all n tokens; the context keeps those before a stop (the rest is overwritten later).
+  auto keep = [&](uint32_t k) {
+    position_ += k;
+    history_.insert(history_.end(), ids.begin(), ids.begin() + k);
+    has_logits_ = k == n;  // the logits are those of the burst's last token
+    logits_copied_ = false;
+  };
+  for (uint32_t k = 0; k < n; ++k) {
+    if (std::find(options.stop_ids.begin(), options.stop_ids.end(), ids[k]) != options.stop_ids.end()) {
+      stats.stop_reason = "eos";
+      keep(k);
+      return true;
+    }
+    ++stats.new_tokens;
+    if (!on_token(ids[k])) {
+      stats.stop_reason = "stopped";
+      keep(k);
+      return true;
+    }
+  }
+  keep(n);
+  return false;
+}
+
 GenerateStats Generator::generate(std::span<const int32_t> prompt, const GenerateOptions& options,
                                   const std::function<bool(int32_t)>& on_token) {
   GenerateStats stats;
   validate(options.sampling);
   // The sampling program is recorded before the prompt runs (it reads logits_ wherever they come from).
   std::optional<Sampler> cpu;
-  std::optional<GpuSampler> gpu;
+  GpuSampler* gpu = nullptr;
   if (cpu_sampling_forced()) cpu.emplace(options.sampling);
-  else gpu.emplace(device_, logits_, options.sampling);
+  else gpu = &sampler(options.sampling);
   const auto start = std::chrono::steady_clock::now();
   auto t0 = start;
   prefill(prompt);
@@ -152,7 +229,12 @@ GenerateStats Generator::generate(std::span<const int32_t> prompt, const Generat
   stats.prefill_seconds = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   stats.stop_reason = "max tokens";
-  for (uint32_t i = 0; i < options.max_new_tokens; ++i) {
+  for (uint32_t i = 0; i < options.max_new_tokens;) {
+    if (const uint32_t n = gpu ? burst_size(i, options) : 0) {
+      if (run_burst(n, i, options, on_token, stats)) break;
+      i += n;
+      continue;
+    }
     const int32_t id = cpu ? cpu->sample(logits(), history_) : gpu->sample(history_, i);
     if (i == 0) stats.first_token_seconds = seconds_since(start);
     if (std::find(options.stop_ids.begin(), options.stop_ids.end(), id) != options.stop_ids.end()) {
@@ -164,7 +246,7 @@ GenerateStats Generator::generate(std::span<const int32_t> prompt, const Generat
       stats.stop_reason = "stopped";
       break;
     }
-    if (i + 1 == options.max_new_tokens) break;  // the last token's logits are never needed
+    if (++i == options.max_new_tokens) break;  // the last token's logits are never needed
     if (position_ >= cache_.capacity) {
       stats.stop_reason = "context full";
       break;

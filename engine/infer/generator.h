@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "infer/gpu_sampler.h"
 #include "infer/sampler.h"
 #include "model/forward.h"
 #include "vk/recorder.h"
@@ -20,6 +22,11 @@ struct GeneratorOptions {
   DType act = DType::f32;         // activations entering matmuls: f32, or f16 (tensor cores)
   uint32_t max_chunk = 512;       // longest prefill chunk; prompts go in chunks of powers of two up to it
   bool profile = false;           // timestamps around every dispatch (timings())
+  // Tokens decoded a submit after the first new token: one program runs `burst` times the sampler, the step that
+  // feeds its token to the forward (ops::decode_advance) and the forward, and the host reads the ids once (no
+  // round trip a token). 1: a submit a token. Not with profile, CPU sampling, or across longrope's switch.
+  // LORASTUDIO_DECODE_BURST=N overrides it (measurement).
+  uint32_t burst = 8;
 };
 
 struct GenerateOptions {
@@ -33,6 +40,7 @@ struct GenerateStats {
   double prefill_seconds = 0, decode_seconds = 0;
   double first_token_seconds = 0;  // from generate()'s call to its first new token chosen: prefill and one sample
   std::string stop_reason;        // "eos", "max tokens", "context full", "stopped"
+  uint32_t bursts = 0;            // programs that decoded several tokens (GeneratorOptions::burst)
   double prefill_tokens_per_second() const { return prefill_seconds > 0 ? prompt_tokens / prefill_seconds : 0; }
   double decode_tokens_per_second() const { return decode_seconds > 0 ? new_tokens / decode_seconds : 0; }
 };
@@ -72,7 +80,8 @@ class Generator {
   // Prefills the prompt (appended to the current context), then samples up to max_new_tokens,
   // calling on_token with each new id; on_token returns false to stop. The history the repetition
   // penalty sees is the whole context. Every new token but the last one returned is in the context
-  // afterwards. Sampling runs on the device and reads back only the id (infer/gpu_sampler.h); with
+  // afterwards. With bursts (GeneratorOptions::burst), on_token sees a burst's tokens after it ran, and
+  // logits() throws inside on_token after the first token (options.burst = 1 keeps them each token's). Sampling runs on the device and reads back only the id (infer/gpu_sampler.h); with
   // LORASTUDIO_CPU_SAMPLING=1 on the CPU from downloaded logits (infer::Sampler). Greedy picks the same
   // token either way; a seeded draw reproduces its tokens on each path, not across them.
   GenerateStats generate(std::span<const int32_t> prompt, const GenerateOptions& options,
@@ -89,6 +98,20 @@ class Generator {
   };
   Chunk& chunk(uint32_t size, bool long_rope);
   void run_chunk(std::span<const int32_t> ids, bool long_rope);
+  // The device sampler for these options (kept between calls while they draw alike).
+  GpuSampler& sampler(const SamplerOptions& options);
+  // Tokens a burst may decode now for new token i (0: none: the single-token path).
+  uint32_t burst_size(uint32_t i, const GenerateOptions& options) const;
+  // Runs a burst of n tokens from new token i; true when generation ended inside it (stats.stop_reason set).
+  bool run_burst(uint32_t n, uint32_t i, const GenerateOptions& options, const std::function<bool(int32_t)>& on_token,
+                 GenerateStats& stats);
+
+  struct Burst {
+    vk::Program program;
+    Tensor out;  // [n] i32 host-visible: the tokens sampled
+    uint32_t n = 0;
+    bool long_rope = false;
+  };
 
   vk::Device& device_;
   const model::Model& model_;
@@ -103,6 +126,8 @@ class Generator {
   mutable bool logits_copied_ = false; // logits_copy_ holds logits_
   mutable std::vector<float> logits_copy_;
   std::vector<int32_t> history_;
+  std::optional<GpuSampler> sampler_;
+  std::optional<Burst> burst_;  // recorded for sampler_ and one size
 };
 
 }  // namespace ls::infer

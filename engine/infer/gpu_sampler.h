@@ -22,13 +22,30 @@ class GpuSampler {
   // marked again from scratch). counter: the draw's index in the seeded stream.
   int32_t sample(std::span<const int32_t> history, uint32_t counter);
 
+  // For a program that samples several times (infer::Generator's bursts): record() records one draw into `rec`
+  // (the id into ids(), the counter from rng()[2]); prime() readies the seen set and the counter before such a
+  // program runs, as sample() does before its own; marked() tells the sampler which ids the program marked in
+  // seen() itself (ops::decode_advance).
+  void record(vk::Recorder& rec) const;
+  void prime(std::span<const int32_t> history, uint32_t counter);
+  void marked(std::span<const int32_t> ids);
+  const Tensor& ids() const { return ids_; }
+  const Tensor& rng() const { return rng_; }
+  const Tensor& seen() const { return seen_; }
+  bool penalty() const { return penalty_; }
+  uint32_t vocab() const { return vocab_; }
+  // Whether `options` draw as this sampler does (the seed aside: set_seed changes it).
+  bool same_settings(const SamplerOptions& options) const;
+  void set_seed(uint64_t seed) { seed_ = seed; }
+
  private:
   void mark(std::span<const int32_t> history);
 
   uint32_t vocab_;
   uint64_t seed_;
   bool penalty_;
-  Tensor ids_, seen_, rng_, work_;
+  SamplerOptions options_;
+  Tensor logits_row_, ids_, seen_, rng_, work_;
   vk::Program program_;
   std::vector<int32_t> marked_;  // the history whose ids the seen bits hold
 };

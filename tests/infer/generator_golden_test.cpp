@@ -103,7 +103,7 @@ TEST_P(GeneratorGolden, ChunkedPrefillThenGreedyMatchesTransformers) {
   const auto m = model::Model::load(dev(), dir);
   const size_t V = m.config.vocab_size, T = e.ids.size();
   // Chunks of at most 16 tokens, the last padded: 66 tokens go as 16 + 16 + 16 + 16 + 2.
-  infer::Generator g(dev(), m, nullptr, {.context = 128, .max_chunk = 16});
+  infer::Generator g(dev(), m, nullptr, {.context = 128, .max_chunk = 16, .burst = 1});  // logits every token
   g.prefill(std::span(e.ids).first(T / 2));
   g.prefill(std::span(e.ids).subspan(T / 2));
   auto last = std::vector<float>(g.logits().begin(), g.logits().end());
@@ -190,7 +190,7 @@ TEST_P(GeneratorGolden, GpuSamplingFollowsTheContext) {
   const auto dir = fixture(GetParam());
   const Expected e = load_expected(dir);
   const auto m = model::Model::load(dev(), dir);
-  infer::Generator g(dev(), m, nullptr, {.context = 128});
+  infer::Generator g(dev(), m, nullptr, {.context = 128, .burst = 1});  // the CPU sampler reads each token's logits
   const infer::SamplerOptions penalised{.repetition_penalty = 1.8f};
   auto run = [&](std::span<const int32_t> prompt, const infer::SamplerOptions& o) {
     std::vector<int32_t> got;
@@ -215,6 +215,69 @@ TEST_P(GeneratorGolden, GpuSamplingFollowsTheContext) {
   const auto a = run(e.ids, sampled);
   g.reset();
   EXPECT_EQ(run(e.ids, sampled), a);
+}
+
+// Bursts (several tokens decoded a submit, the sampled token fed to the next forward on the device) give the tokens,
+// contexts and stop reasons of one token a submit: greedy, greedy with a repetition penalty, seeded top-p draws; a
+// stop inside a burst (eos, on_token) keeps the tokens before it in the context; then more turns go on from there.
+TEST_P(GeneratorGolden, BurstsDecodeWhatOneTokenASubmitDecodes) {
+  const auto dir = fixture(GetParam());
+  const Expected e = load_expected(dir);
+  const auto m = model::Model::load(dev(), dir);
+  infer::Generator single(dev(), m, nullptr, {.context = 128, .burst = 1});
+  infer::Generator burst(dev(), m, nullptr, {.context = 128, .burst = 4});
+  struct Turn {
+    std::vector<int32_t> ids;
+    infer::GenerateStats stats;
+  };
+  // stop_after: on_token returns false at that token (0: never).
+  auto turn = [&](infer::Generator& g, std::span<const int32_t> prompt, const infer::GenerateOptions& o, size_t stop_after) {
+    Turn t;
+    t.stats = g.generate(prompt, o, [&](int32_t id) {
+      t.ids.push_back(id);
+      return stop_after == 0 || t.ids.size() < stop_after;
+    });
+    return t;
+  };
+  auto same = [&](const Turn& a, const Turn& b, const std::string& what) {
+    EXPECT_EQ(a.ids, b.ids) << what;
+    EXPECT_EQ(a.stats.stop_reason, b.stats.stop_reason) << what;
+    EXPECT_EQ(a.stats.new_tokens, b.stats.new_tokens) << what;
+    EXPECT_EQ(single.position(), burst.position()) << what;
+    EXPECT_TRUE(std::ranges::equal(single.context(), burst.context())) << what;
+  };
+  const infer::SamplerOptions greedy{}, penalised{.repetition_penalty = 1.8f},
+      sampled{.temperature = 1.0f, .top_p = 0.95f, .seed = 11};
+  for (const auto& o : {greedy, penalised, sampled}) {
+    single.reset();
+    burst.reset();
+    const infer::GenerateOptions go{.max_new_tokens = 19, .sampling = o};
+    const Turn a = turn(single, e.ids, go, 0), b = turn(burst, e.ids, go, 0);
+    same(a, b, "19 tokens");
+    EXPECT_EQ(a.stats.bursts, 0u);
+    EXPECT_EQ(b.stats.bursts, 4u) << "the first token alone, then 4 bursts of 4, then 2 alone";
+    if (o.temperature == 0.0f && o.repetition_penalty == 1.0f) {
+      EXPECT_EQ(a.ids, std::vector(e.greedy.begin(), e.greedy.begin() + 19));
+    }
+    // A second turn on the kept context, stopped by on_token at its 6th token (inside the second burst).
+    const std::vector<int32_t> more = {e.ids[1], e.ids[2], e.ids[3]};
+    same(turn(single, more, go, 6), turn(burst, more, go, 6), "stopped at the 6th token");
+    // A third whose eos is its 7th token: the 7th token of a run with no eos.
+    infer::GenerateOptions with_eos = go;
+    const Turn probe = turn(single, more, go, 0);
+    single.truncate(single.position() - uint32_t(more.size()) - (probe.stats.new_tokens - 1));
+    burst.truncate(single.position());
+    ASSERT_TRUE(std::ranges::equal(single.context(), burst.context()));
+    with_eos.stop_ids = {probe.ids.at(6)};
+    same(turn(single, more, with_eos, 0), turn(burst, more, with_eos, 0), "eos as the 7th token");
+  }
+  // Near the end of the cache: the burst stops where one token a submit says "context full".
+  single.reset();
+  burst.reset();
+  const infer::GenerateOptions go{.max_new_tokens = 200};
+  const Turn a = turn(single, e.ids, go, 0), b = turn(burst, e.ids, go, 0);
+  same(a, b, "to the end of the cache");
+  EXPECT_EQ(a.stats.stop_reason, "context full");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GeneratorGolden, ::testing::Values("qwen2_tiny", "llama_tiny"),

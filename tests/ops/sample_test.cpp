@@ -19,6 +19,7 @@
 #include <set>
 
 #include "infer/sampler.h"
+#include "ops/decode_advance.h"
 #include "ops/sample.h"
 #include "support/testing.h"
 
@@ -249,6 +250,43 @@ TEST_F(Sample, SeedAndCounterReproduceTheDraw) {
   // Another seed, same counters: other ids.
   const auto other = draw(inputs(logits, {}, seed + 1, 40), o, 16);
   EXPECT_NE(other, many);
+}
+
+// ops::decode_advance (between two decode steps of one program) against its CPU reference, on random (never zero)
+// ids, positions, steps, counters and seen bits: the first step and a later one, with and without marking; exact.
+TEST_F(Sample, DecodeAdvanceFeedsTheSampledToken) {
+  const uint32_t V = 1000, words = ops::sample_seen_words(V), past_slot = 0, steps = 3;
+  for (const bool mark : {false, true})
+    for (const uint32_t k : {0u, 2u}) {
+      const int32_t sampled = test::random_ints(1, 90 + k, 1, int32_t(V) - 1)[0];
+      auto ids = test::random_ints(1, 1 + k, 1, 5000), positions = test::random_ints(1, 2 + k, 1, 5000),
+           step = test::random_ints(steps, 3 + k, 1, 5000), rng = test::random_ints(ops::kSampleRngElems, 4 + k, 1, 1 << 30),
+           seen = test::random_ints(words, 5 + k, 1, 1 << 30), out = test::random_ints(k + 2, 6 + k, 1, 5000);
+      auto t = [&](const std::vector<int32_t>& v) {
+        Tensor x = Tensor::empty(dev(), {uint32_t(v.size())}, DType::i32);
+        upload(x, v);
+        return x;
+      };
+      const Tensor t_sampled = t({sampled}), t_ids = t(ids), t_pos = t(positions), t_step = t(step), t_rng = t(rng),
+                   t_seen = t(seen), t_out = t(out);
+      test::run(dev(), [&](vk::Recorder& rec) {
+        ops::decode_advance(rec, t_sampled, t_ids, t_pos, t_step, past_slot, t_rng, t_seen, mark, V, t_out, k);
+      });
+      ops::ref::decode_advance(sampled, ids, positions, step, past_slot, rng, seen, mark, V, out, k);
+      EXPECT_EQ(download_i32(t_ids), ids);
+      EXPECT_EQ(download_i32(t_pos), positions);
+      EXPECT_EQ(download_i32(t_step), step);
+      EXPECT_EQ(download_i32(t_rng), rng);
+      EXPECT_EQ(download_i32(t_seen), seen);
+      EXPECT_EQ(download_i32(t_out), out);
+      EXPECT_EQ(out[k], sampled);
+    }
+  vk::Recorder rec(dev());
+  auto one = Tensor::empty(dev(), {1}, DType::i32), seen = Tensor::empty(dev(), {words}, DType::i32),
+       rng = Tensor::empty(dev(), {ops::kSampleRngElems}, DType::i32), f = Tensor::empty(dev(), {1}, DType::f32);
+  test::expect_error_naming([&] { ops::decode_advance(rec, one, one, one, one, 0, rng, seen, true, V, one, 1); }, "out_ids");
+  test::expect_error_naming([&] { ops::decode_advance(rec, f, one, one, one, 0, rng, seen, true, V, one, 0); }, "sampled");
+  test::expect_error_naming([&] { ops::decode_advance(rec, one, one, one, one, 0, rng, one, true, V, one, 0); }, "seen");
 }
 
 TEST_F(Sample, BadInputsRaiseErrors) {
