@@ -11,6 +11,9 @@
 //     (8 values of d) × (a subset of the keys) per thread, the subsets then added in order: a chain of D/8 + 8
 //     loads a thread instead of 2·D (session 20: 17 us a layer at 0.5B on the H200, 30 at 7B, one load at a time).
 //   COMBINE: workgroup per row: M = max m_s, L = sum l_s exp(m_s - M), o = sum o_s exp(m_s - M) / L.
+//   With kLastCombines (PARTIAL; constant 2), the combine is not a dispatch of its own: each workgroup with keys
+//   counts itself done in done[row] after its partials are visible, and the last of the row's combines them and
+//   sets the count back to 0 for the next run (one dependent stage a layer less when decoding).
 #include "common/types.glsl"
 #include "common/reduce.glsl"
 
@@ -22,14 +25,17 @@ layout(binding = 0) readonly buffer Q { STORE(T) q[]; };
 layout(binding = 1) readonly buffer K { STORE(T) k[]; };
 layout(binding = 2) readonly buffer V { STORE(T) v[]; };
 layout(binding = 3) buffer O { STORE(T) o[]; };
-layout(binding = 4) buffer Scratch { float part[]; };
+layout(binding = 4) coherent buffer Scratch { float part[]; };
 layout(binding = 5) readonly buffer Past { int past_buf[]; };
+layout(binding = 6) coherent buffer Done { uint done[]; };  // kLastCombines: workgroups of a row done, then 0
 layout(push_constant) uniform Params { uint B, T, S, H, KV, D; float scale; uint splits, per_seq; } p;
 
 shared float q_row[MAX_D];
 shared float probs[WG];
 
 layout(constant_id = 1) const uint kVec = 0u;
+layout(constant_id = 2) const uint kLastCombines = 0u;
+shared bool last_of_row;
 // k and v 16 bytes at a time (kVec)
 layout(binding = 1) readonly buffer K16 { uvec4 k16[]; };
 layout(binding = 2) readonly buffer V16 { uvec4 v16[]; };
@@ -45,6 +51,26 @@ void load8(bool from_k, uint e, out vec4 lo, out vec4 hi) {
   lo = uintBitsToFloat(from_k ? k16[e / 4u] : v16[e / 4u]);
   hi = uintBitsToFloat(from_k ? k16[e / 4u + 1u] : v16[e / 4u + 1u]);
 #endif
+}
+
+// o[row] from the row's partials (COMBINE, or the last partial workgroup of the row).
+void combine(uint row, uint n_keys, uint tid) {
+  const uint used = min(p.splits, (n_keys + WG - 1u) / WG);
+  float mx = -3.0e38;
+  for (uint s = 0u; s < used; ++s) mx = max(mx, part[(row * p.splits + s) * (p.D + 2u) + p.D]);
+  float total = 0.0;
+  for (uint s = 0u; s < used; ++s) {
+    const uint base = (row * p.splits + s) * (p.D + 2u);
+    total += part[base + p.D + 1u] * exp(part[base + p.D] - mx);
+  }
+  for (uint d = tid; d < p.D; d += WG) {
+    float acc = 0.0;
+    for (uint s = 0u; s < used; ++s) {
+      const uint base = (row * p.splits + s) * (p.D + 2u);
+      acc += part[base + d] * exp(part[base + p.D] - mx);
+    }
+    o[row * p.D + d] = FROM_F32(T, acc / total);
+  }
 }
 
 void main() {
@@ -119,22 +145,21 @@ void main() {
     part[base + p.D] = m;
     part[base + p.D + 1u] = l;
   }
-#else  // COMBINE
-  const uint used = min(p.splits, (n_keys + WG - 1u) / WG);
-  float mx = -3.0e38;
-  for (uint s = 0u; s < used; ++s) mx = max(mx, part[(row * p.splits + s) * (p.D + 2u) + p.D]);
-  float total = 0.0;
-  for (uint s = 0u; s < used; ++s) {
-    const uint base = (row * p.splits + s) * (p.D + 2u);
-    total += part[base + p.D + 1u] * exp(part[base + p.D] - mx);
-  }
-  for (uint d = tid; d < p.D; d += WG) {
-    float acc = 0.0;
-    for (uint s = 0u; s < used; ++s) {
-      const uint base = (row * p.splits + s) * (p.D + 2u);
-      acc += part[base + d] * exp(part[base + p.D] - mx);
+  if (kLastCombines != 0u) {
+    memoryBarrierBuffer();  // this workgroup's partials, visible before it counts itself done
+    barrier();
+    if (tid == 0u) {
+      const uint used = min(p.splits, (n_keys + WG - 1u) / WG);
+      last_of_row = atomicAdd(done[row], 1u) + 1u == used;
+      if (last_of_row) done[row] = 0u;  // the others of the row have all counted: ready for the next run
     }
-    o[row * p.D + d] = FROM_F32(T, acc / total);
+    barrier();
+    if (last_of_row) {
+      memoryBarrierBuffer();
+      combine(row, n_keys, tid);
+    }
   }
+#else  // COMBINE
+  combine(row, n_keys, tid);
 #endif
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -88,6 +89,20 @@ void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, co
     detail::attention_forward_rows(rec, o, lse, q, k, v, d, scale);
 }
 
+namespace {
+// Decoding's split attention combines its partials in the last workgroup of each row (shaders/attention_split.comp,
+// kLastCombines) rather than in a dispatch of its own. LORASTUDIO_ATTN_COMBINE=1 keeps the combine dispatch
+// (measurement, and the suite tests both).
+// It needs device-scope barriers and atomics (vulkanMemoryModelDeviceScope).
+bool last_workgroup_combines(const vk::Device& device) {
+  static const bool separate = [] {
+    const char* v = std::getenv("LORASTUDIO_ATTN_COMBINE");
+    return v && std::string(v) == "1";
+  }();
+  return !separate && device.report().memory_model_device_scope;
+}
+}  // namespace
+
 void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
                               const Tensor& v_cache, const Tensor& past, float scale, uint32_t window,
                               bool per_sequence) {
@@ -113,12 +128,20 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
     } sp{d.B, d.T, d.S, d.H, d.KV, d.D, scale, splits, per_sequence ? 1u : 0u};
     static_assert(sizeof(SplitParams) <= 128);
     Tensor part = Tensor::empty(rec.device(), {uint32_t(rows), splits, d.D + 2}, DType::f32, "attention partials");
+    // The partial workgroups of a row count themselves done here; the last combines (and sets it back to 0).
+    Tensor done = Tensor::empty(rec.device(), {uint32_t(rows)}, DType::i32, "attention splits done");
+    upload(done, std::vector<int32_t>(rows, 0));
+    const bool last_combines = last_workgroup_combines(rec.device());
     vk::Spec partial_spec{.local_x = kThreads};
-    partial_spec.constants = {d.D % 8 == 0 && d.D / 8 <= kThreads ? 1u : 0u};  // 16-byte loads (kVec)
-    rec.dispatch(variant(vk::family::attention_split_partial, {q.dtype()}, op), {in(q), in(k_cache), in(v_cache), in(o), out(part), in(past)}, sp,
-                 {uint32_t(rows), splits, 1}, partial_spec);
-    rec.dispatch(variant(vk::family::attention_split_combine, {q.dtype()}, op), {in(q), in(k_cache), in(v_cache), out(o), in(part), in(past)}, sp,
-                 {uint32_t(rows), 1, 1}, {.local_x = kThreads});
+    partial_spec.constants = {d.D % 8 == 0 && d.D / 8 <= kThreads ? 1u : 0u,  // 16-byte loads (kVec)
+                              last_combines ? 1u : 0u};                         // kLastCombines
+    rec.dispatch(variant(vk::family::attention_split_partial, {q.dtype()}, op),
+                 {in(q), in(k_cache), in(v_cache), last_combines ? out(o) : in(o), inout(part), in(past), inout(done)},
+                 sp, {uint32_t(rows), splits, 1}, partial_spec);
+    if (!last_combines)
+      rec.dispatch(variant(vk::family::attention_split_combine, {q.dtype()}, op),
+                   {in(q), in(k_cache), in(v_cache), out(o), in(part), in(past)}, sp, {uint32_t(rows), 1, 1},
+                   {.local_x = kThreads});
     return;
   }
   // The log-sum-exp is not needed at inference; the kernel writes it to a scratch the program keeps.

@@ -237,6 +237,7 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
     pipeline_stats_ = true;
   }
   f12_.vulkanMemoryModel = report.memory_model;
+  f12_.vulkanMemoryModelDeviceScope = report.memory_model_device_scope;
   features_.features.shaderInt16 = VK_TRUE;
   // Only read (vk/memory_budget.h); enabled so that reading its properties is valid use.
   if (report.memory_budget) extensions_.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);

@@ -84,6 +84,7 @@ DeviceReport read_device_report(VkInstance instance, VkPhysicalDevice physical, 
     r.storage16 = f11.storageBuffer16BitAccess;
     r.int16 = f.features.shaderInt16;
     r.memory_model = f12.vulkanMemoryModel;
+    r.memory_model_device_scope = f12.vulkanMemoryModel && f12.vulkanMemoryModelDeviceScope;
     r.buffer_device_address = f12.bufferDeviceAddress;
   }
 

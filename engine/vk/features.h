@@ -24,6 +24,7 @@ struct DeviceReport {
   bool storage16 = false;         // storageBuffer16BitAccess
   bool int16 = false;             // shaderInt16
   bool memory_model = false;      // vulkanMemoryModel
+  bool memory_model_device_scope = false;  // vulkanMemoryModelDeviceScope (device-scope barriers and atomics)
   bool buffer_device_address = false;  // bufferDeviceAddress
   uint32_t subgroup_size = 0;
   uint32_t shared_memory = 0;     // maxComputeSharedMemorySize, bytes

@@ -96,7 +96,7 @@ TEST_P(ArchGolden, GreedyTokensAndTheirLogitsMatchTransformers) {
   // without longrope) against transformers.
   size_t before = 0;
   while (before < greedy.size() && !model::rope_uses_long_factors(model_->config, T + before)) ++before;
-  infer::Generator g(dev(), *model_, nullptr, {.context = 128, .max_chunk = 16});
+  infer::Generator g(dev(), *model_, nullptr, {.context = 128, .max_chunk = 16, .burst = 1});
   std::vector<int32_t> got;
   std::vector<float> step_logits;
   infer::GenerateOptions opts{.max_new_tokens = uint32_t(before)};
