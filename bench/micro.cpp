@@ -209,12 +209,14 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   // Training attention (causal, S = T) by each path: flash kernels, batched products (tensor cores only)
   // and the row kernels. FLOPs counted as the causal half of the four (forward: two) T×T×D products per
   // head; the backward recomputes the scores (five products).
-  auto attention = [&](std::string name, ops::AttentionDims d) {
+  // io f16: q, k, v and o in f16 as training keeps them (dO and the gradients f32); flash kernels only.
+  auto attention = [&](std::string name, ops::AttentionDims d, DT io = DT::f32) {
     if (!filter.empty() && name.find(filter) == std::string::npos) return;
+    if (io == DT::f16 && !ops::detail::attention_flash_backward_f16_fit(dev, d)) return;
     const Shape qs{d.B, d.T, d.H, d.D}, ks{d.B, d.S, d.KV, d.D};
-    auto q = random_tensor(dev, qs, DT::f32, seed++), k = random_tensor(dev, ks, DT::f32, seed++);
-    auto v = random_tensor(dev, ks, DT::f32, seed++), dout = random_tensor(dev, qs, DT::f32, seed++);
-    auto o = Tensor::empty(dev, qs, DT::f32), lse = Tensor::empty(dev, {d.B, d.H, d.T}, DT::f32);
+    auto q = random_tensor(dev, qs, io, seed++), k = random_tensor(dev, ks, io, seed++);
+    auto v = random_tensor(dev, ks, io, seed++), dout = random_tensor(dev, qs, DT::f32, seed++);
+    auto o = Tensor::empty(dev, qs, io), lse = Tensor::empty(dev, {d.B, d.H, d.T}, DT::f32);
     auto dq = Tensor::empty(dev, qs, DT::f32), dk = Tensor::empty(dev, ks, DT::f32), dv = Tensor::empty(dev, ks, DT::f32);
     const float scale = 1.0f / std::sqrt(float(d.D));
     {  // o and lse of these inputs, for the backward cases
@@ -225,26 +227,27 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
     const double pair = 2.0 * d.B * d.H * double(d.T) * d.S * d.D / 2;  // one causal product
     const std::string what = "B" + std::to_string(d.B) + " T" + std::to_string(d.T) + " H" + std::to_string(d.H) +
                              "/" + std::to_string(d.KV) + " D" + std::to_string(d.D);
-    const double io = 8.0 * double(q.numel() + k.numel());
-    if (ops::detail::attention_flash_fit(dev, d, DT::f32)) {
-      cases.push_back({name + "_fwd_flash", what, 2 * pair, io, [=](vk::Recorder& rec) {
+    const double io_bytes = 8.0 * double(q.numel() + k.numel());
+    if (ops::detail::attention_flash_fit(dev, d, io)) {
+      cases.push_back({name + "_fwd_flash", what, 2 * pair, io_bytes, [=](vk::Recorder& rec) {
                          ops::detail::attention_forward_flash(rec, o, lse, q, k, v, d, scale);
                        }});
-      cases.push_back({name + "_bwd_flash", what, 5 * pair, 2 * io, [=](vk::Recorder& rec) {
+      cases.push_back({name + "_bwd_flash", what, 5 * pair, 2 * io_bytes, [=](vk::Recorder& rec) {
                          ops::detail::attention_backward_flash(rec, dq, dk, dv, dout, q, k, v, o, lse, d, scale);
                        }});
     }
-    cases.push_back({name + "_fwd_rows", what, 2 * pair, io, [=](vk::Recorder& rec) {
+    if (io == DT::f16) return;
+    cases.push_back({name + "_fwd_rows", what, 2 * pair, io_bytes, [=](vk::Recorder& rec) {
                        ops::detail::attention_forward_rows(rec, o, lse, q, k, v, d, scale);
                      }});
-    cases.push_back({name + "_bwd_rows", what, 5 * pair, 2 * io, [=](vk::Recorder& rec) {
+    cases.push_back({name + "_bwd_rows", what, 5 * pair, 2 * io_bytes, [=](vk::Recorder& rec) {
                        ops::detail::attention_backward_rows(rec, dq, dk, dv, dout, q, k, v, o, lse, d, scale);
                      }});
     if (ops::detail::attention_products_fit(dev, d, DT::f32)) {
-      cases.push_back({name + "_fwd_products", what, 2 * pair, io, [=](vk::Recorder& rec) {
+      cases.push_back({name + "_fwd_products", what, 2 * pair, io_bytes, [=](vk::Recorder& rec) {
                          ops::detail::attention_forward_products(rec, o, lse, q, k, v, d, scale);
                        }});
-      cases.push_back({name + "_bwd_products", what, 5 * pair, 2 * io, [=](vk::Recorder& rec) {
+      cases.push_back({name + "_bwd_products", what, 5 * pair, 2 * io_bytes, [=](vk::Recorder& rec) {
                          ops::detail::attention_backward_products(rec, dq, dk, dv, dout, q, k, v, o, lse, d, scale);
                        }});
     }
@@ -283,6 +286,10 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   attention("attention_05b_T512", {.B = 1, .T = 512, .S = 512, .H = 14, .KV = 2, .D = 64});
   attention("attention_05b_B8_T512", {.B = 8, .T = 512, .S = 512, .H = 14, .KV = 2, .D = 64});
   attention("attention_7b_T512", {.B = 1, .T = 512, .S = 512, .H = 28, .KV = 4, .D = 128});
+  // As training runs them (f16 q, k, v, o: model::layer_acts).
+  attention("attention16_05b_T512", {.B = 1, .T = 512, .S = 512, .H = 14, .KV = 2, .D = 64}, DT::f16);
+  attention("attention16_05b_B8_T512", {.B = 8, .T = 512, .S = 512, .H = 14, .KV = 2, .D = 64}, DT::f16);
+  attention("attention16_7b_T512", {.B = 1, .T = 512, .S = 512, .H = 28, .KV = 4, .D = 128}, DT::f16);
   softmax("softmax_1024", 1, 1024);
   {
     auto x = random_tensor(dev, {1, 1024}, DT::f32, seed++);

@@ -4,8 +4,9 @@
 // shaders/flash_attention_coopmat.comp (same bindings, push constants and outputs) with workgroup-scope
 // matrices that the driver loads from global memory itself, and the softmax's element-wise steps, row
 // maxima and row sums done on the matrices in registers (coopMatPerElementNV, coopMatReduceNV) instead
-// of through shared memory. f16 × f16 → f32 products; f32 (or, IO_F16, f16) q, k, v and o are loaded as
-// accumulator matrices and converted to f16 operands; do and the gradients are f32 either way. Head dims D a
+// of through shared memory. f16 × f16 → f32 products; f32 q, k, v and o are loaded as accumulator matrices and
+// converted to f16 operands, f16 ones (IO_F16) straight into the operands (kDirect); the backward reads dO's f16
+// copy (shaders/flash_delta.comp), the gradients are f32. Block sizes are specialization constants. Head dims D a
 // multiple of 16 up to DMAX; rows and columns past T, S or D load as zeros and are not stored (clamped tensor
 // layouts).
 //   FORWARD        workgroup: BR queries of head h; one pass over the key blocks with the output rescaled
@@ -30,12 +31,15 @@
 
 layout(local_size_x_id = 0) in;  // 128 or 256 (ops/attention_flash.cpp)
 
-#ifndef BR
-#define BR 64  // the workgroup's queries (FORWARD, BACKWARD_DQ), or the queries of a step (BACKWARD_DKDV)
-#endif
-#ifndef BC
-#define BC 64  // the keys of a step, or the workgroup's keys (BACKWARD_DKDV)
-#endif
+// Specialization constants (ops/attention_flash.cpp's FlashCm2Knobs):
+layout(constant_id = 1) const uint BR = 32;  // the workgroup's queries (FORWARD, BACKWARD_DQ), or a step's (BACKWARD_DKDV)
+layout(constant_id = 2) const uint BC = 64;  // the keys of a step, or the workgroup's keys (BACKWARD_DKDV)
+// f16 inputs (IO_F16, and dO in the backward) loaded by the driver straight into the operand matrices, not into an
+// accumulator matrix converted to one (a change of layout among the workgroup's subgroups).
+layout(constant_id = 3) const uint kDirect = 1u;
+// FORWARD, BACKWARD_DQ: workgroup x takes query block (blocks - 1 - x), so that the blocks with the most keys
+// (the last queries, under the causal mask) start first and the short ones fill the tail.
+layout(constant_id = 4) const uint kHeavyFirst = 1u;
 
 #define ACC(R, C) coopmat<float, gl_ScopeWorkgroup, R, C, gl_MatrixUseAccumulator>
 #define MAT_A(R, C) coopmat<float16_t, gl_ScopeWorkgroup, R, C, gl_MatrixUseA>
@@ -81,6 +85,63 @@ layout(push_constant) uniform Params {
     coopMatLoadTensorNV(n_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));       \
     BN = MAT_B(R, DMAX)(n_);                                                          \
   }
+// The same from an f16 buffer: straight into the operands where kDirect, else as above.
+#define LOAD_T16(BT, buf, base, L, r0, R)                                                                 \
+  if (kDirect != 0u)                                                                                    \
+    coopMatLoadTensorNV(BT, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX), transposed);             \
+  else                                                                                                  \
+    LOAD_T(float16_t, BT, buf, base, L, r0, R)
+#define LOAD_BOTH16(BT, BN, buf, base, L, r0, R)                                                          \
+  if (kDirect != 0u) {                                                                                  \
+    coopMatLoadTensorNV(BT, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX), transposed);             \
+    coopMatLoadTensorNV(BN, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                         \
+  } else                                                                                                \
+    LOAD_BOTH(float16_t, BT, BN, buf, base, L, r0, R)
+// An A operand (R × DMAX) from rows r0.. of an f16 buffer.
+#define LOAD_A16(MA, buf, base, L, r0, R)                                                                 \
+  if (kDirect != 0u)                                                                                    \
+    coopMatLoadTensorNV(MA, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                         \
+  else {                                                                                                \
+    coopmat<float16_t, gl_ScopeWorkgroup, R, DMAX, gl_MatrixUseAccumulator> in_;                        \
+    coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                        \
+    MA = MAT_A(R, DMAX)(in_);                                                                           \
+  }
+// The inputs q, k, v: f16 (IO_F16) through the above, f32 through an accumulator matrix.
+#if defined(IO_F16)
+#define LOAD_T_IN(BT, buf, base, L, r0, R) LOAD_T16(BT, buf, base, L, r0, R)
+#define LOAD_BOTH_IN(BT, BN, buf, base, L, r0, R) LOAD_BOTH16(BT, BN, buf, base, L, r0, R)
+#define LOAD_A_IN(MA, buf, base, L, r0, R) LOAD_A16(MA, buf, base, L, r0, R)
+#else
+#define LOAD_T_IN(BT, buf, base, L, r0, R) LOAD_T(float, BT, buf, base, L, r0, R)
+#define LOAD_BOTH_IN(BT, BN, buf, base, L, r0, R) LOAD_BOTH(float, BT, BN, buf, base, L, r0, R)
+#define LOAD_A_IN(MA, buf, base, L, r0, R)                                                                \
+  {                                                                                                     \
+    IN(R, DMAX) in_;                                                                                    \
+    coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                        \
+    MA = MAT_A(R, DMAX)(in_);                                                                           \
+  }
+#endif
+// The value block of keys r0.. (R × DMAX) as a B operand.
+#if defined(IO_F16)
+#define LOAD_V(VB, buf, base, L, r0, R)                                                                   \
+  if (kDirect != 0u)                                                                                    \
+    coopMatLoadTensorNV(VB, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                         \
+  else {                                                                                                \
+    IN(R, DMAX) in_;                                                                                    \
+    coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                        \
+    VB = MAT_B(R, DMAX)(in_);                                                                           \
+  }
+#else
+#define LOAD_V(VB, buf, base, L, r0, R)                                                                   \
+  {                                                                                                     \
+    IN(R, DMAX) in_;                                                                                    \
+    coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                        \
+    VB = MAT_B(R, DMAX)(in_);                                                                           \
+  }
+#endif
+
+// Query block x of the grid's, heaviest first where kHeavyFirst (FORWARD, BACKWARD_DQ).
+uint query_block() { return kHeavyFirst != 0u ? gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x : gl_WorkGroupID.x; }
 
 float max_of(const in float a, const in float b) { return max(a, b); }
 float sum_of(const in float a, const in float b) { return a + b; }
@@ -133,7 +194,7 @@ float store_row(const in uint r, const in uint c, const in float e, const in uin
 }
 
 void main() {
-  const uint q0 = gl_WorkGroupID.x * BR, h = gl_WorkGroupID.y;
+  const uint q0 = query_block() * BR, h = gl_WorkGroupID.y;
   const uint b = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
   const uint g = h / (p.H / p.KV);
   const uint past = p.past_on_device != 0u ? uint(max(past_buf[0], 0)) : p.S - p.T;
@@ -155,9 +216,11 @@ void main() {
   // Each row's running maximum and sum of exponentials, the same in every column of the row.
   ACC(BR, BC) m = ACC(BR, BC)(kMasked), l = ACC(BR, BC)(0.0);
   const MAT_B(BC, BC) ones = MAT_B(BC, BC)(1.0);
+  // (Loading the next block's K and this block's V before the softmax was slower on the H200: 7B 55 -> 65 us,
+  // session 25.)
   for (uint k0 = k_begin; k0 < k_end; k0 += BC) {
     MAT_B(DMAX, BC) kt;
-    LOAD_T(IN_T, kt, k, k_base, lk, k0, BC);
+    LOAD_T_IN(kt, k, k_base, lk, k0, BC);
     ACC(BR, BC) s = coopMatMulAdd(qa, kt, ACC(BR, BC)(0.0));
     if (k0 + BC > past + q0 + 1u || k0 + BC > p.S)  // a block on the diagonal or at the end of the keys
       coopMatPerElementNV(s, s, mask_scores, q0, k0, past);
@@ -172,9 +235,9 @@ void main() {
     ACC(BR, DMAX) rescale_rows;
     coopMatReduceNV(rescale_rows, rescale, gl_CooperativeMatrixReduceRowNV, first_of);
     acc = acc * rescale_rows;
-    IN(BC, DMAX) v_in;
-    coopMatLoadTensorNV(v_in, v, k_base, sliceTensorLayoutNV(lk, k0, BC, 0, DMAX));
-    acc = coopMatMulAdd(pa, MAT_B(BC, DMAX)(v_in), acc);
+    MAT_B(BC, DMAX) vb;
+    LOAD_V(vb, v, k_base, lk, k0, BC);
+    acc = coopMatMulAdd(pa, vb, acc);
   }
 #if defined(SPLIT)
   // A split without keys leaves m at kMasked and l, acc at 0: it weighs nothing in the combination.
@@ -202,7 +265,7 @@ layout(binding = 1) readonly buffer K { IN_T k[]; };
 layout(binding = 2) readonly buffer V { IN_T v[]; };
 // Binding 3 (o) is unused: delta comes computed (binding 7), so that the dk/dv kernel, which reads it too, need
 // not wait for this one (session 19: one stage for both).
-layout(binding = 4) readonly buffer DO { float do_[]; };
+layout(binding = 4) readonly buffer DO { float16_t do_[]; };  // dO's f16 copy (shaders/flash_delta.comp)
 layout(binding = 5) readonly buffer Lse { float lse[]; };
 layout(binding = 6) writeonly buffer DQ { float dq[]; };
 layout(binding = 7) readonly buffer Delta { float delta[]; };
@@ -216,7 +279,7 @@ float load_delta(const in uint r, const in uint c, const in float e, const in ui
 }
 
 void main() {
-  const uint q0 = gl_WorkGroupID.x * BR, h = gl_WorkGroupID.y;
+  const uint q0 = query_block() * BR, h = gl_WorkGroupID.y;
   const uint b = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits, out_b = split * p.B + b;
   const uint g = h / (p.H / p.KV), past = p.S - p.T, stat = (b * p.H + h) * p.T;
   HEAD_LAYOUT(lq, p.T, p.H);
@@ -224,14 +287,12 @@ void main() {
   tensorViewNV<2, false, 1, 0> transposed = createTensorViewNV(2, false, 1, 0);
   const uint q_base = (b * p.T * p.H + h) * p.D, k_base = (b * p.S * p.KV + g) * p.D;
 
-  IN(BR, DMAX) q_in;
-  ACC(BR, DMAX) do_in;
-  coopMatLoadTensorNV(q_in, q, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
-  coopMatLoadTensorNV(do_in, do_, q_base, sliceTensorLayoutNV(lq, q0, BR, 0, DMAX));
+  MAT_A(BR, DMAX) qa, doa;
+  LOAD_A_IN(qa, q, q_base, lq, q0, BR);
+  LOAD_A16(doa, do_, q_base, lq, q0, BR);
   ACC(BR, BC) dl = ACC(BR, BC)(0.0), row_lse = ACC(BR, BC)(0.0);
   coopMatPerElementNV(dl, dl, load_delta, stat, q0);
   coopMatPerElementNV(row_lse, row_lse, load_lse, stat, q0);
-  const MAT_A(BR, DMAX) qa = MAT_A(BR, DMAX)(q_in), doa = MAT_A(BR, DMAX)(do_in);
 
   ACC(BR, DMAX) acc = ACC(BR, DMAX)(0.0);
   const uint n_keys = min(past + min(q0 + BR, p.T), p.S);
@@ -241,10 +302,10 @@ void main() {
     ACC(BR, BC) s, pr, dp;
     MAT_B(DMAX, BC) kt, vt;
     MAT_B(BC, DMAX) kb;
-    LOAD_BOTH(IN_T, kt, kb, k, k_base, lk, k0, BC);
+    LOAD_BOTH_IN(kt, kb, k, k_base, lk, k0, BC);
     s = coopMatMulAdd(qa, kt, ACC(BR, BC)(0.0));
     coopMatPerElementNV(pr, s * p.scale - row_lse, exp_seen, q0, k0, past);
-    LOAD_T(IN_T, vt, v, k_base, lk, k0, BC);
+    LOAD_T_IN(vt, v, k_base, lk, k0, BC);
     dp = coopMatMulAdd(doa, vt, ACC(BR, BC)(0.0));
     acc = coopMatMulAdd(MAT_A(BR, BC)(pr * (dp - dl)), kb, acc);
   }
@@ -261,7 +322,7 @@ void main() {
 layout(binding = 0) readonly buffer Q { IN_T q[]; };
 layout(binding = 1) readonly buffer K { IN_T k[]; };
 layout(binding = 2) readonly buffer V { IN_T v[]; };
-layout(binding = 3) readonly buffer DO { float do_[]; };
+layout(binding = 3) readonly buffer DO { float16_t do_[]; };  // dO's f16 copy (shaders/flash_delta.comp)
 layout(binding = 4) readonly buffer Lse { float lse[]; };
 layout(binding = 5) readonly buffer Delta { float delta[]; };
 layout(binding = 6) writeonly buffer DKOut { float dk[]; };
@@ -287,13 +348,8 @@ void main() {
   const uint q_base = (b * p.T * p.H + h) * p.D, k_base = (b * p.S * p.KV + g) * p.D;
 
   MAT_A(BC, DMAX) ka, va;
-  {
-    IN(BC, DMAX) k_in, v_in;
-    coopMatLoadTensorNV(k_in, k, k_base, sliceTensorLayoutNV(lk, j0, BC, 0, DMAX));
-    coopMatLoadTensorNV(v_in, v, k_base, sliceTensorLayoutNV(lk, j0, BC, 0, DMAX));
-    ka = MAT_A(BC, DMAX)(k_in);
-    va = MAT_A(BC, DMAX)(v_in);
-  }
+  LOAD_A_IN(ka, k, k_base, lk, j0, BC);
+  LOAD_A_IN(va, v, k_base, lk, j0, BC);
   ACC(BC, DMAX) dk_acc = ACC(BC, DMAX)(0.0), dv_acc = ACC(BC, DMAX)(0.0);
   const uint t_start = (j0 > past ? (j0 - past) / BR : 0u) * BR;  // the first block with a query that sees j0
   const uint blocks = (p.T - min(t_start, p.T) + BR - 1u) / BR;   // this split's share of them
@@ -309,11 +365,11 @@ void main() {
     ACC(BC, BR) s, pr, dp, ds;
     MAT_B(DMAX, BR) qt, dot;
     MAT_B(BR, DMAX) qb, dob;
-    LOAD_BOTH(IN_T, qt, qb, q, q_base, lq, t0, BR);
+    LOAD_BOTH_IN(qt, qb, q, q_base, lq, t0, BR);
     s = coopMatMulAdd(ka, qt, ACC(BC, BR)(0.0));
     coopMatPerElementNV(s, s * p.scale, minus_col_lse);
     coopMatPerElementNV(pr, s, exp_seen_by_col, j0, t0, past);
-    LOAD_BOTH(float, dot, dob, do_, q_base, lq, t0, BR);
+    LOAD_BOTH16(dot, dob, do_, q_base, lq, t0, BR);
     dp = coopMatMulAdd(va, dot, ACC(BC, BR)(0.0));
     coopMatPerElementNV(ds, dp, ds_of_col, pr);
     dv_acc = coopMatMulAdd(MAT_A(BC, BR)(pr), dob, dv_acc);

@@ -5,7 +5,9 @@
 // so that the cooperative-matrix-2 dq and dk/dv kernels (shaders/flash_attention_cm2.comp) both read it and run
 // in one stage, instead of dk/dv waiting for the dq kernel to write it. do f32, o in T (f32 or f16), both
 // [B, T, H, D]; delta [B, H, T] f32. kLanes invocations share a row, reading it in contiguous runs; their sums are
-// added in a fixed tree in shared memory. Workgroups may span two dimensions (x fastest).
+// added in a fixed tree in shared memory. Workgroups may span two dimensions (x fastest). With p.do16, it also
+// writes do's f16 copy [B, T, H, D] for those kernels, which round dO to f16 for their products anyway: half the
+// bytes at each of their reads, and the same results.
 #include "common/types.glsl"
 layout(local_size_x = 256) in;
 const uint kLanes = 16u, kRowsPerGroup = 256u / kLanes;
@@ -13,8 +15,10 @@ const uint kLanes = 16u, kRowsPerGroup = 256u / kLanes;
 layout(binding = 0) readonly buffer DO { float do_[]; };
 layout(binding = 1) readonly buffer O { STORE(T) o[]; };
 layout(binding = 2) writeonly buffer Delta { float delta[]; };
+layout(binding = 3) writeonly buffer DO16 { float16_t do16[]; };
 layout(push_constant) uniform Params {
   uint B, T, H, D;
+  uint do16;  // 1: write do16
 } p;
 
 shared float sums[256];
@@ -26,7 +30,11 @@ void main() {
   const bool inside = row < p.B * p.T * p.H;
   float acc = 0.0;
   if (inside)
-    for (uint d = lane; d < p.D; d += kLanes) acc += do_[row * p.D + d] * TO_F32(T, o[row * p.D + d]);
+    for (uint d = lane; d < p.D; d += kLanes) {
+      const float g = do_[row * p.D + d];
+      acc += g * TO_F32(T, o[row * p.D + d]);
+      if (p.do16 != 0u) do16[row * p.D + d] = float16_t(g);
+    }
   sums[gl_LocalInvocationID.x] = acc;
   barrier();
   for (uint half_ = kLanes / 2u; half_ > 0u; half_ /= 2u) {

@@ -6,7 +6,7 @@
 #   W  /tmp/w, the unpacked files; B  $W/bin, the binaries
 #   T  .gpu/carry/tok, the tokenizer files peers/make_model.py puts beside a model
 # and offers the steps only some scripts take: unpack_gemm_peer, unpack_old_bench, link_source_dir, and (session 20 on)
-# make_models, gpu_tests, infer.
+# make_models, gpu_tests, infer, (session 25 on) micro_env, train_env, prefill_env.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .gpu/env.sh
 R=$OUT/r; mkdir -p $R
@@ -43,4 +43,23 @@ infer() {
   local n=$1 bin=$2; shift 2
   timeout 120 $bin inference "$@" > $R/$n.txt 2>&1
   echo "$n rc=$? at ${SECONDS}s"; grep -E "^prefill|^decode|profiled" $R/$n.txt | head -4
+}
+# lorastudio-bench micro: name, filter, environment assignments...; the log in $R/micro_name.txt, its cases printed
+# (name, gpu us/op, wall us, GFLOP/s).
+micro_env() {
+  local n=$1 f=$2; shift 2
+  env "$@" timeout 60 $B/lorastudio-bench micro --filter $f --iters 20 > $R/micro_$n.txt 2>&1
+  echo "micro $n rc=$? at ${SECONDS}s"; grep -E "^$f" $R/micro_$n.txt | cut -c1-33,78-112
+}
+# lorastudio-bench train: name, "environment assignments" (one word, may be empty), args...; its step and memory lines.
+train_env() {
+  local n=$1 e=$2; shift 2
+  env $e timeout 100 $B/lorastudio-bench train "$@" > $R/$n.txt 2>&1
+  echo "$n rc=$? at ${SECONDS}s"; grep -E "tok/s|memory held" $R/$n.txt | head -2
+}
+# lorastudio-bench inference's prefill figure: name, "environment assignments", args...
+prefill_env() {
+  local n=$1 e=$2; shift 2
+  env $e timeout 100 $B/lorastudio-bench inference "$@" > $R/$n.txt 2>&1
+  echo "$n rc=$? at ${SECONDS}s"; grep -E "^prefill 512" $R/$n.txt
 }

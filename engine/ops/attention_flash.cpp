@@ -1,7 +1,9 @@
 #include "ops/attention_flash.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "ops/attention_group_sum.h"
@@ -36,8 +38,6 @@ constexpr uint32_t kCoopmatForwardThreads = 128, kCoopmatDqThreads = 64;
 // s13a) 256 invocations beat 128 on every micro case but the 0.5B B8 forward (7B backward 322.8 against
 // 471.8 us), and both beat the GL_NV_cooperative_matrix kernels: 7B forward 72.0 against 97.1 us, 0.5B
 // B1 31.7 against 56.5, 0.5B B8 backward 367.0 against 467.3.
-constexpr uint32_t kCm2Rows = 64;
-
 uint32_t cm2_threads() {
   static const uint32_t threads = [] {
     const char* forced = std::getenv("LORASTUDIO_FLASH_CM2_THREADS");
@@ -47,12 +47,65 @@ uint32_t cm2_threads() {
   return threads;
 }
 
+// The cooperative-matrix-2 kernels' specialization constants (shaders/flash_attention_cm2.comp): each kernel's
+// block sizes (forward and dq: the workgroup's queries × a step's keys; dk/dv: the workgroup's keys × a step's
+// queries) and the switches kDirect, kHeavyFirst. Measured on the H200 (session 25, calls s25a-s25c, micro with f16
+// q/k/v/o): against session 24's kernels (64 × 64 everywhere, f32 dO, f16 inputs through accumulator matrices) the 7B
+// shape's forward went 70.6 -> 55.2 us and its backward 290 -> 160, the 0.5B shape's at B1 35.7 -> 21.0 and
+// 87.2 -> 58.8, at B8 119 -> 85 and 371 -> 217. Most of it is kDirect (alone, at 64 rows: 7B backward 295 ->
+// 180 us, call s25a); 32-row blocks took the registers from 255 (spilling) to 128-252 and gave the rest; 128-key
+// steps and 128-row blocks were slower; 16-row blocks looked faster still but their forward gave wrong outputs
+// (attention_test, call s25c), so blocks start at 32. Measurement: LORASTUDIO_FLASH_FWD_TILE, _DQ_TILE,
+// _DKDV_TILE ("32x64") and LORASTUDIO_FLASH_DIRECT, _HEAVY_FIRST (0 or 1) override them.
+struct FlashCm2Knobs {
+  uint32_t fwd_rows = 32, fwd_step = 64, dq_rows = 32, dq_step = 64, dkdv_rows = 32, dkdv_step = 64;
+  uint32_t direct = 1, heavy_first = 1;
+};
+
+const FlashCm2Knobs& cm2_knobs() {
+  static const FlashCm2Knobs knobs = [] {
+    FlashCm2Knobs k;
+    auto tile = [](const char* name, uint32_t& rows, uint32_t& step) {
+      const char* v = std::getenv(name);
+      unsigned a = 0, b = 0;
+      if (v && std::sscanf(v, "%ux%u", &a, &b) == 2 && a >= 32 && b >= 32 && a <= 128 && b <= 128 && a % 16 == 0 &&
+          b % 16 == 0) {
+        rows = a;
+        step = b;
+      }
+    };
+    auto flag = [](const char* name, uint32_t& value) {
+      const char* v = std::getenv(name);
+      if (v && *v) value = std::string_view(v) == "0" ? 0u : 1u;
+    };
+    tile("LORASTUDIO_FLASH_FWD_TILE", k.fwd_rows, k.fwd_step);
+    tile("LORASTUDIO_FLASH_DQ_TILE", k.dq_rows, k.dq_step);
+    tile("LORASTUDIO_FLASH_DKDV_TILE", k.dkdv_rows, k.dkdv_step);
+    flag("LORASTUDIO_FLASH_DIRECT", k.direct);
+    flag("LORASTUDIO_FLASH_HEAVY_FIRST", k.heavy_first);
+    return k;
+  }();
+  return knobs;
+}
+
+// Constants 1-4 of a cm2 kernel: BR, BC, kDirect, kHeavyFirst.
+vk::Spec cm2_spec(uint32_t threads, uint32_t br, uint32_t bc) {
+  const FlashCm2Knobs& k = cm2_knobs();
+  return {.local_x = threads, .constants = {br, bc, k.direct, k.heavy_first}};
+}
+
 bool small_heads(const AttentionDims& d) { return d.D <= 64; }
 
 struct FlashPlan {
   FlashKernels kernels;
   FlashTiles tiles;
   uint32_t forward_threads, dq_threads;
+  // The cm2 kernels' specialization constants; the others take only their workgroup size.
+  std::optional<vk::Spec> forward_spec = {}, dq_spec = {}, dkdv_spec = {};
+
+  vk::Spec forward() const { return forward_spec ? *forward_spec : vk::Spec{.local_x = forward_threads}; }
+  vk::Spec dq() const { return dq_spec ? *dq_spec : vk::Spec{.local_x = dq_threads}; }
+  vk::Spec dkdv() const { return dkdv_spec ? *dkdv_spec : vk::Spec{.local_x = tiles.dkdv_threads}; }
 };
 
 // Whether these are the cooperative-matrix-2 kernels, whose dq reads delta (ops::detail::flash_delta) instead of
@@ -82,10 +135,14 @@ FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool
           K::flash_attention_cm2_backward_dkdv_f16_d128}}};
     const K* row = kernels[small ? 0 : 1][dtype == DType::f16 ? 1 : 0];
     const uint32_t threads = cm2_threads();
+    const FlashCm2Knobs& k = cm2_knobs();
     return {{row[0], row[1], row[2]},
-            {kCm2Rows, kCm2Rows, kCm2Rows, threads},
+            {k.fwd_rows, k.dq_rows, k.dkdv_rows, threads},
             threads,
-            threads};
+            threads,
+            cm2_spec(threads, k.fwd_rows, k.fwd_step),
+            cm2_spec(threads, k.dq_rows, k.dq_step),
+            cm2_spec(threads, k.dkdv_step, k.dkdv_rows)};
   }
   if ((tensor_cores || dtype != DType::f32) && attention_flash_coopmat_fit(device, d, dtype)) {
     const FlashKernels k = small ? FlashKernels{vk::Kernel::flash_attention_coopmat_forward_d64,
@@ -138,7 +195,7 @@ constexpr uint32_t kFlashSplitBelowGroups = 100, kFlashTargetGroups = 1024, kFla
 
 uint32_t attention_flash_backward_splits(const AttentionDims& d, bool cm2) {
   static const char* forced = std::getenv("LORASTUDIO_FLASH_SPLITS");  // measurement: a fixed count
-  const uint32_t rows = cm2 ? kCm2Rows : kTilesCoopmat.dq_rows;
+  const uint32_t rows = cm2 ? cm2_knobs().dq_rows : kTilesCoopmat.dq_rows;
   const uint64_t groups = uint64_t(ceil_div(d.T, rows)) * d.H * d.B;
   const uint32_t blocks = ceil_div(d.T, rows);  // blocks of the other operand
   uint32_t splits = groups >= kFlashSplitBelowGroups
@@ -185,7 +242,7 @@ uint32_t attention_flash_forward_splits(const AttentionDims& d, bool cm2_kernels
   static const char* forced = std::getenv("LORASTUDIO_FLASH_FORWARD_SPLITS");  // measurement: 1 turns it off
   if (!cm2_kernels) return 1;
   if (forced && *forced) return uint32_t(std::clamp(std::atoi(forced), 1, 16));
-  const uint32_t blocks = ceil_div(d.T, kCm2Rows);
+  const uint32_t blocks = ceil_div(d.T, cm2_knobs().fwd_rows);
   const uint64_t groups = uint64_t(blocks) * d.H * d.B;
   if (groups >= kFlashForwardSplitBelowGroups) return 1;
   const uint32_t splits = uint32_t(std::min<uint64_t>(ceil_div(kFlashForwardTargetGroups, groups), kFlashMaxSplits));
@@ -200,13 +257,19 @@ uint64_t flash_forward_stat_bytes(const AttentionDims& d, uint32_t splits) {  //
   return splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * 2 * 4 : 0;
 }
 
-void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, const Tensor& o, const AttentionDims& d) {
+void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, const Tensor& o, const AttentionDims& d,
+                 const Tensor& do16) {
   struct DeltaParams {  // = Params in shaders/flash_delta.comp
-    uint32_t B, T, H, D;
-  } dp{d.B, d.T, d.H, d.D};
+    uint32_t B, T, H, D, do16;
+  } dp{d.B, d.T, d.H, d.D, do16.defined() ? 1u : 0u};
+  if (do16.defined())
+    require(do16.dtype() == DType::f16 && do16.numel() == do_.numel(), "attention",
+            "dO's f16 copy is " + do16.describe() + "; expected the shape of " + do_.describe() + " in f16");
   const uint64_t groups = ceil_div(uint64_t(d.B) * d.T * d.H, 16);  // its kRowsPerGroup
   const uint32_t x = uint32_t(std::min<uint64_t>(groups, 65535));
-  rec.dispatch(variant(vk::family::flash_delta, {o.dtype()}, "attention"), {in(do_), in(o), out(delta)}, dp,
+  // Without the copy, binding 3 is unwritten; delta stands in for it.
+  rec.dispatch(variant(vk::family::flash_delta, {o.dtype()}, "attention"),
+               {in(do_), in(o), out(delta), do16.defined() ? out(do16) : out(delta)}, dp,
                {x, uint32_t(ceil_div(groups, uint64_t(x))), 1}, {.local_x = 256});
 }
 
@@ -243,15 +306,15 @@ void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& l
     // Without a device-side past, binding 5 is unused; q stands in for it.
     rec.dispatch(kSplit[small_heads(d) ? 0 : 1][q.dtype() == DType::f16 ? 1 : 0],
                  {in(q), in(k), in(v), out(part), out(ml), in(past.defined() ? past : q)},
-                 params_for(d, scale, false, past.defined(), splits), {ceil_div(d.T, kCm2Rows), d.H, d.B * splits},
-                 {.local_x = plan.forward_threads});
+                 params_for(d, scale, false, past.defined(), splits), {ceil_div(d.T, plan.tiles.forward_rows), d.H, d.B * splits},
+                 plan.forward());
     flash_combine(rec, o, lse, part, ml, d, splits);
     return;
   }
   // Without a device-side past, binding 5 is unused; lse stands in for it.
   rec.dispatch(plan.kernels.forward, {in(q), in(k), in(v), out(o), out(lse), in(past.defined() ? past : lse)},
                params_for(d, scale, false, past.defined()), {ceil_div(d.T, plan.tiles.forward_rows), d.H, d.B},
-               {.local_x = plan.forward_threads});
+               plan.forward());
 }
 
 void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
@@ -261,28 +324,38 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
   const FlashPlan plan = plan_for(dev, d, q.dtype());
   const bool tensor_cores = attention_flash_coopmat_fit(dev, d, DType::f32);
   const uint32_t splits = tensor_cores ? attention_flash_backward_splits(d, flash_cm2_enabled(dev.coopmat2())) : 1;
-  // kScratchAttention: delta [B, H, T], then (split) dq's partials [splits·B, H, T, D].
+  // The cooperative-matrix-2 kernels read delta from a pass of its own, so that dk/dv need not wait for dq:
+  // both run in one stage (session 19); that pass also leaves dO's f16 copy, which they read. The others' dq
+  // kernel writes delta for dk/dv.
+  const bool delta_first = cm2_backward(plan.kernels);
+  // kScratchAttention: delta [B, H, T], then (split) dq's partials [splits·B, H, T, D], then (cm2) dO in f16.
   const uint64_t delta_floats = flash_delta_floats(d);
   const uint64_t dq_floats = splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * d.D : 0;
-  const Tensor slot = Tensor::view(dev, rec.scratch((delta_floats + dq_floats) * 4, vk::Recorder::kScratchAttention),
-                                   {uint32_t(delta_floats + dq_floats), 1}, DType::f32);
+  const uint64_t do16_bytes = flash_do16_bytes(d, delta_first);
+  const std::shared_ptr<vk::Allocation> scratch =
+      rec.scratch((delta_floats + dq_floats) * 4 + do16_bytes, vk::Recorder::kScratchAttention);
+  const Tensor slot = Tensor::view(dev, scratch, {uint32_t(delta_floats + dq_floats), 1}, DType::f32);
   const Tensor delta = slot.slice_rows(0, uint64_t(d.B) * d.H * d.T).reshape({d.B, d.H, d.T});
   const Tensor dq_out =
       splits > 1 ? slot.slice_rows(delta_floats, delta_floats + dq_floats).reshape({splits * d.B, d.H, d.T, d.D}) : dq;
-  // The cooperative-matrix-2 kernels read delta from a pass of its own, so that dk/dv need not wait for dq:
-  // both run in one stage (session 19). The others' dq kernel writes delta for dk/dv.
-  const bool delta_first = cm2_backward(plan.kernels);
-  if (delta_first) flash_delta(rec, delta, do_, o, d);
+  Tensor do_read = do_;  // the dO the dq and dk/dv kernels read
+  if (delta_first) {
+    const uint64_t first = (delta_floats + dq_floats) * 2, n = uint64_t(d.B) * d.T * d.H * d.D;
+    do_read = Tensor::view(dev, scratch, {uint32_t(first + n), 1}, DType::f16)
+                  .slice_rows(first, first + n)
+                  .reshape({d.B, d.T, d.H, d.D});
+    flash_delta(rec, delta, do_, o, d, do_read);
+  }
   rec.dispatch(plan.kernels.dq,
-               {in(q), in(k), in(v), in(o), in(do_), in(lse), out(dq_out), delta_first ? in(delta) : out(delta)},
+               {in(q), in(k), in(v), in(o), in(do_read), in(lse), out(dq_out), delta_first ? in(delta) : out(delta)},
                params_for(d, scale, splits > 1, false, splits), {ceil_div(d.T, plan.tiles.dq_rows), d.H, d.B * splits},
-               {.local_x = plan.dq_threads});
+               plan.dq());
 
   const vk::Kernel dkdv = plan.kernels.dkdv;
   const vk::Groups groups{ceil_div(d.S, plan.tiles.dkdv_rows), d.H, d.B * splits};
   if (d.H == d.KV && splits == 1) {  // one query head per kv head: the gradients go straight to dk and dv
-    rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk), out(dv)},
-                 params_for(d, scale, false), groups, {.local_x = plan.tiles.dkdv_threads});
+    rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_read), in(lse), in(delta), out(dk), out(dv)},
+                 params_for(d, scale, false), groups, plan.dkdv());
     return;
   }
   const Shape per_head_shape{splits * d.B, d.H, d.S, d.D};
@@ -291,8 +364,8 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
       Tensor::view(dev, rec.scratch(per_head_bytes, vk::Recorder::kScratchAttention + 1), per_head_shape, DType::f32);
   const Tensor dv_head =
       Tensor::view(dev, rec.scratch(per_head_bytes, vk::Recorder::kScratchAttention + 2), per_head_shape, DType::f32);
-  rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_), in(lse), in(delta), out(dk_head), out(dv_head)},
-               params_for(d, scale, true, false, splits), groups, {.local_x = plan.tiles.dkdv_threads});
+  rec.dispatch(dkdv, {in(q), in(k), in(v), in(do_read), in(lse), in(delta), out(dk_head), out(dv_head)},
+               params_for(d, scale, true, false, splits), groups, plan.dkdv());
   // The sums after both kernels: dq's would otherwise put a barrier between them.
   if (splits > 1) group_sum(rec, dq, dq_out, d.B, d.T, d.H, d.H, d.D, splits);
   group_sum(rec, dk, dk_head, d.B, d.S, d.H, d.KV, d.D, splits);
@@ -301,6 +374,10 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
 
 uint64_t flash_delta_floats(const AttentionDims& d) {  // delta's floats, rounded up to keep what follows aligned
   return (uint64_t(d.B) * d.H * d.T + 63) / 64 * 64;
+}
+
+uint64_t flash_do16_bytes(const AttentionDims& d, bool cm2_backward) {
+  return cm2_backward ? (uint64_t(d.B) * d.T * d.H * d.D * 2 + 255) / 256 * 256 : 0;
 }
 
 uint64_t flash_per_head_bytes(const AttentionDims& d, uint32_t splits) {

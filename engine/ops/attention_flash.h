@@ -48,11 +48,15 @@ uint64_t flash_forward_stat_bytes(const AttentionDims& d, uint32_t splits);
 // lse [B, H, T].
 void flash_combine(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& part, const Tensor& ml,
                    const AttentionDims& d, uint32_t splits);
-// delta [B, H, T] = rowsum(do ∘ o) (shaders/flash_delta.comp): do f32, o f32 or f16, both [B, T, H, D].
-void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, const Tensor& o, const AttentionDims& d);
+// delta [B, H, T] = rowsum(do ∘ o) (shaders/flash_delta.comp): do f32, o f32 or f16, both [B, T, H, D]; with do16
+// defined (f16, do's shape), also do rounded to f16 there.
+void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, const Tensor& o, const AttentionDims& d,
+                 const Tensor& do16 = Tensor());
 // delta's floats at the start of slot kScratchAttention (B·H·T rounded up to 64, so dq's partials after it
 // start aligned), and the bytes of each per-head gradient (slots kScratchAttention + 1 and + 2).
 uint64_t flash_delta_floats(const AttentionDims& d);
+// The bytes of dO's f16 copy after delta and dq's partials in kScratchAttention (cooperative-matrix-2 backward).
+uint64_t flash_do16_bytes(const AttentionDims& d, bool cm2_backward);
 uint64_t flash_per_head_bytes(const AttentionDims& d, uint32_t splits);
 
 // The row kernels.

@@ -197,7 +197,9 @@ class StepWalk {
         const uint32_t splits =
             dev_.coopmat ? ops::detail::attention_flash_backward_splits(d, ops::detail::flash_cm2_enabled(dev_.coopmat2)) : 1;
         const uint64_t dq_partials = splits > 1 ? uint64_t(splits) * o_.B * s.heads * o_.T * s.head_dim : 0;
-        slots_.request(Rec::kScratchAttention, (ops::detail::flash_delta_floats(d) + dq_partials) * 4);
+        const bool cm2 = dev_.coopmat && ops::detail::flash_cm2_enabled(dev_.coopmat2);
+        slots_.request(Rec::kScratchAttention,
+                       (ops::detail::flash_delta_floats(d) + dq_partials) * 4 + ops::detail::flash_do16_bytes(d, cm2));
         if (s.heads != s.kv_heads || splits > 1) {
           slots_.request(Rec::kScratchAttention + 1, ops::detail::flash_per_head_bytes(d, splits));
           slots_.request(Rec::kScratchAttention + 2, ops::detail::flash_per_head_bytes(d, splits));

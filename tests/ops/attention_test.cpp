@@ -206,7 +206,7 @@ TEST(FlashCombine, AddsSplitPartialsIntoOutputAndLse) {
 
 // delta = rowsum(do ∘ o) for the cooperative-matrix-2 backward kernels, against double sums; o in f32 and f16 (the
 // reference reads the same rounded o). D 72 is not a multiple of the kernel's 16 lanes; 1,111 rows leave the last
-// workgroup part empty.
+// workgroup part empty. With the f16 copy asked for, it is do rounded to f16, exactly.
 TEST(FlashDelta, RowSumsOfDoTimesO) {
   vk::Device& dev = test::device();
   for (const AttentionDims d : {AttentionDims{.B = 2, .T = 5, .S = 5, .H = 3, .KV = 1, .D = 8},
@@ -226,10 +226,20 @@ TEST(FlashDelta, RowSumsOfDoTimesO) {
           }
       auto do_t = test::tensor_from(dev, q_shape(d), DType::f32, do_);
       auto o_t = test::tensor_from(dev, q_shape(d), dtype, o);
-      auto delta = test::poisoned(dev, lse_shape(d), DType::f32);
-      test::run(dev, [&](vk::Recorder& rec) { ops::detail::flash_delta(rec, delta.t, do_t, o_t, d); });
-      delta.expect_guards_intact("delta");
-      check(download(delta.t), want, 1e-5, std::string("flash_delta ") + dtype_name(dtype), lse_shape(d));
+      for (bool copy : {false, true}) {
+        auto delta = test::poisoned(dev, lse_shape(d), DType::f32);
+        auto do16 = test::poisoned(dev, q_shape(d), DType::f16);
+        test::run(dev, [&](vk::Recorder& rec) {
+          ops::detail::flash_delta(rec, delta.t, do_t, o_t, d, copy ? do16.t : Tensor());
+        });
+        delta.expect_guards_intact("delta");
+        do16.expect_guards_intact("do16");
+        const std::string what = std::string("flash_delta ") + dtype_name(dtype) + (copy ? " with dO's f16 copy" : "");
+        check(download(delta.t), want, 1e-5, what, lse_shape(d));
+        if (copy) {
+          EXPECT_EQ(download(do16.t), test::rounded(do_, DType::f16)) << what;
+        }
+      }
     }
   }
 }
