@@ -68,21 +68,29 @@ void chat_fields(S& s, Visit&& visit) {
   visit("system", ch.system);
 }
 
+template <class S, class Visit>
+void eval_fields(S& s, Visit&& visit) {
+  visit("max_tokens", s.eval.max_tokens);
+  visit("compare_base", s.eval.compare_base);
+  visit("batch", s.eval.batch);
+}
+
 }  // namespace
 
 std::string settings_json(const UiSettings& s) {
   const auto& c = s.train.config;
-  json train = json::object(), chat = json::object();
+  json train = json::object(), chat = json::object(), eval = json::object();
   train_fields(s, [&](const char* key, const auto& value) { train[key] = value; });
   chat_fields(s, [&](const char* key, const auto& value) { chat[key] = value; });
+  eval_fields(s, [&](const char* key, const auto& value) { eval[key] = value; });
   json targets = json::array();
   for (size_t i = 0; i < model::kLoraTargetCount; ++i)
     if (s.train.targets[i]) targets.push_back(std::string(model::kLoraTargetNames[i]));
   train["targets"] = targets;
   train["quantize"] = quant_name(c.quantize);
   train["val_data"] = c.data_options.validation_file.string();
-  return json{{"train", train}, {"chat", chat}, {"model", s.model.string()}, {"data", s.data.string()},
-              {"panels", s.panels}}.dump();
+  return json{{"train", train}, {"chat", chat}, {"eval", eval}, {"model", s.model.string()},
+              {"data", s.data.string()}, {"panels", s.panels}}.dump();
 }
 
 void read_settings(const std::string& text, UiSettings& s) {
@@ -113,6 +121,14 @@ void read_settings(const std::string& text, UiSettings& s) {
   if (j.contains("chat")) {
     const json& t = j["chat"];
     chat_fields(s, [&](const char* key, auto& value) { get(t, key, value); });
+  }
+  if (j.contains("eval")) {
+    const EvalSettings defaults;
+    EvalSettings& e = s.eval;
+    eval_fields(s, [&](const char* key, auto& value) { get(j["eval"], key, value); });
+    // The Evaluate panel's ranges (ui/eval_panel.cpp); out of them, the default.
+    if (e.max_tokens < 1 || e.max_tokens > 8192) e.max_tokens = defaults.max_tokens;
+    if (e.batch < 1 || e.batch > 64) e.batch = defaults.batch;
   }
   get_path(j, "model", s.model);
   get_path(j, "data", s.data);

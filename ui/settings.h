@@ -1,6 +1,7 @@
 #pragma once
 // The UI's settings between launches, kept in the run store's settings table under kSettingsKey as
-// JSON: {"train": {option: value, ...}, "chat": {...}, "model": folder, "data": file, "panels": {...}}.
+// JSON: {"train": {option: value, ...}, "chat": {...}, "eval": {...}, "model": folder, "data": file,
+// "panels": {...}}.
 // Window positions live in imgui.ini (ImGui's own). Reading is forgiving: a missing or malformed key
 // keeps its default.
 #include <filesystem>
@@ -16,6 +17,7 @@ inline constexpr const char* kSettingsKey = "ui.settings";
 struct UiSettings {
   TrainSettings train;
   ChatSettings chat;
+  EvalSettings eval;  // the Evaluate panel's
   std::filesystem::path model, data;  // the last ones opened
   std::map<std::string, bool> panels;  // open flags by the panel registry's keys (ui/panel_registry.cpp)
 };

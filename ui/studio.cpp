@@ -55,6 +55,7 @@ Studio::Studio(vk::Device& device, StudioOptions options) : device_(device), opt
   }
   train_settings_ = settings.train;
   chat_settings_ = settings.chat;
+  eval_settings_ = settings.eval;
   set_open_flags(panels_, settings.panels);
   settings.panels = open_flags(panels_);  // every panel's flag, as save_settings writes them
   saved_settings_ = settings_json(settings);
@@ -212,7 +213,7 @@ void Studio::refresh_memory() {
 void Studio::save_settings(bool now) {
   if (!now && Clock::now() - last_settings_ < std::chrono::seconds(1)) return;
   last_settings_ = Clock::now();
-  UiSettings s{.train = train_settings_, .chat = chat_settings_,
+  UiSettings s{.train = train_settings_, .chat = chat_settings_, .eval = eval_settings_,
                .model = model_.loaded ? model_.loaded->model.dir : fs::path(),
                .data = data_.loaded ? data_.path : data_wanted_,
                .panels = open_flags(panels_)};

@@ -1,8 +1,9 @@
 // The Runs panel's Evaluate: a `lorastudio --batch` run holds out a quarter of its 16 examples; the window (Xvfb when
 // DISPLAY is unset, lavapipe, validation on) opens the model, selects the run, clicks Evaluate and waits for the
-// Evaluate panel's rows. Asserts: the rows are the held-out lines (as infer::held_out_records finds them for the
-// run's options), written to the run folder; each adapter and base reply equals what `lorastudio generate
-// --prompts --compare-base` gives for those lines; a screenshot of the panel; no validation message.
+// Evaluate panel's rows, then unticks its "compare with the base model". Asserts: the rows are the held-out lines
+// (as infer::held_out_records finds them for the run's options), written to the run folder; each adapter and base
+// reply equals what `lorastudio generate --prompts --compare-base` gives for those lines; the panel's settings
+// saved with the UI's; a screenshot of the panel; no validation message.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -64,6 +65,7 @@ TEST(GuiEval, EvaluateAnswersTheHeldOutExamplesLikeTheCommandLine) {
                                       << "frames 3\n"
                                       << "click runs.evaluate\n"
                                       << "wait_for eval_done 200\n"
+                                      << "click eval.compare_base\n"
                                       << "frames 5\n"
                                       << "screenshot " << (out / "eval.png").string() << "\n"
                                       << "state " << (out / "state.json").string() << "\n"
@@ -89,6 +91,15 @@ TEST(GuiEval, EvaluateAnswersTheHeldOutExamplesLikeTheCommandLine) {
   ASSERT_EQ(held.size(), rows.size());
   EXPECT_EQ(state["eval"]["rows"], rows.size());
   EXPECT_EQ(state["eval"]["replies"], 2 * rows.size());
+  // The panel's settings are kept with the others: "compare with the base model" was unticked after the evaluation.
+  {
+    store::RunStore runs(store);
+    const auto saved = runs.setting("ui.settings");
+    ASSERT_TRUE(saved.has_value());
+    const auto settings = nlohmann::json::parse(*saved);
+    EXPECT_EQ(settings["eval"]["compare_base"], false) << *saved;
+    EXPECT_EQ(settings["eval"]["max_tokens"], 128) << *saved;
+  }
 
   // The command line's replies to the same lines.
   std::vector<std::string> data_lines;

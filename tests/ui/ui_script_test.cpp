@@ -35,6 +35,8 @@ TEST(UiSettings, RoundTripAndForgivingReads) {
   a.train.schedule = 2;
   a.chat.sampling.temperature = 0.25f;
   a.chat.side_by_side = true;
+  a.eval.max_tokens = 300;
+  a.eval.compare_base = false;
   a.model = "/models/qwen";
   a.panels["gpu"] = false;
   ui::UiSettings b;
@@ -42,12 +44,16 @@ TEST(UiSettings, RoundTripAndForgivingReads) {
   EXPECT_EQ(ui::settings_json(a), ui::settings_json(b));
   EXPECT_EQ(b.train.config.steps, 17u);
   EXPECT_TRUE(b.train.targets[3]);
+  EXPECT_EQ(b.eval.max_tokens, 300u);
+  EXPECT_FALSE(b.eval.compare_base);
   EXPECT_FALSE(b.panels.at("gpu"));
 
   ui::UiSettings c;
   const std::string defaults = ui::settings_json(c);
   ui::read_settings("not json", c);
-  ui::read_settings(R"({"train": {"steps": "many", "schedule": 9}, "chat": [], "model": 3})", c);
+  ui::read_settings(R"({"train": {"steps": "many", "schedule": 9}, "chat": [], "model": 3,
+                         "eval": {"max_tokens": 0, "batch": 100000, "compare_base": "yes"}})",
+                    c);
   EXPECT_EQ(ui::settings_json(c), defaults);  // wrong types and ranges keep the defaults
 }
 
