@@ -1,5 +1,6 @@
 #include "infer/chat_session.h"
 
+#include <cstdint>
 #include <fstream>
 #include <set>
 
@@ -35,9 +36,14 @@ std::vector<int32_t> eos_ids(const fs::path& dir, const model::ModelConfig& conf
       auto j = nlohmann::json::parse(std::ifstream(gen));
       if (j.contains("eos_token_id")) {
         const auto& e = j["eos_token_id"];
-        if (e.is_number_integer()) ids.insert(e.get<int32_t>());
+        // Ids outside int32 (or not integers) are ignored, never converted unchecked.
+        auto add = [&](const nlohmann::json& x) {
+          if (x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT32_MAX)
+            ids.insert(int32_t(x.get<int64_t>()));
+        };
+        add(e);
         if (e.is_array())
-          for (const auto& x : e) ids.insert(x.get<int32_t>());
+          for (const auto& x : e) add(x);
       }
     } catch (const std::exception& ex) {
       throw Error(gen.string() + ": " + ex.what());

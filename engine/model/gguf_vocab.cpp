@@ -138,7 +138,10 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
     tokens[size_t(id)] = std::move(text);
     types[size_t(id)] = type;
   };
-  for (const auto& [text, id] : model["vocab"].items()) put(id.get<int64_t>(), text, spm && is_byte_token(text) ? 6 : 1);
+  for (const auto& [text, id] : model["vocab"].items()) {
+    if (!id.is_number_integer()) fail("token \"" + text + "\" has the id " + id.dump() + ", not a whole number");
+    put(id.get<int64_t>(), text, spm && is_byte_token(text) ? 6 : 1);
+  }
   const json added = tok.value("added_tokens", json::array());
   for (const json& a : added) {
     const std::string text = a.value("content", "");

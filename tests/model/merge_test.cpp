@@ -368,8 +368,18 @@ TEST_F(MergeErrors, UnsupportedAdapterOptions) {
   expect_refused("target_modules", ".*proj", "regex");
   // Values of the wrong JSON type are refused naming the file, not a crash (the fuzzer's find: peft_type true).
   expect_refused("peft_type", true, "bad value");
-  expect_refused("r", "eight", "bad value");
-  expect_refused("lora_alpha", nlohmann::json::array(), "bad value");
+  expect_refused("r", "eight", "\"r\" must be a whole number");
+  expect_refused("lora_alpha", nlohmann::json::array(), "\"lora_alpha\" must be a finite number");
+  // Numbers out of range or of the wrong kind, checked before any conversion (adapter_config_fuzz's find, session
+  // 26: "r": 1e48 reached nlohmann's unchecked float-to-unsigned conversion, undefined behaviour under UBSan).
+  expect_refused("r", 1e48, "\"r\" must be a whole number from 1 to 65536");
+  expect_refused("r", -3, "\"r\" must be a whole number");
+  expect_refused("r", 8.5, "\"r\" must be a whole number");
+  expect_refused("r", 0, "\"r\" must be a whole number");
+  expect_refused("r", 4294967297u, "\"r\" must be a whole number");
+  expect_refused("lora_alpha", 1e300, "\"lora_alpha\" must be a finite number");
+  expect_refused("lora_dropout", 1.5, "\"lora_dropout\" must be at least 0 and below 1");
+  expect_refused("lora_dropout", "0.1", "\"lora_dropout\" must be a finite number");
   expect_refused("bias", false, "bad value");
   expect_refused("target_modules", {1, 2}, "bad value");
 }
