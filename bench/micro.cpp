@@ -186,6 +186,8 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   train_matmul("train7b_512x3584x3584", 512, 3584, 3584);
   train_matmul("train16_7b_512x3584x18944", 512, 3584, 18944, DT::f16);  // the MLP's operands in f16
   train_matmul("train16_7b_512x18944x3584", 512, 18944, 3584, DT::f16);
+  train_matmul("train16_7b_512x3584x3584", 512, 3584, 3584, DT::f16);  // q_proj, o_proj
+  train_matmul("train16_7b_512x512x3584", 512, 512, 3584, DT::f16);    // k_proj, v_proj
   // ggml-vulkan's test-backend-ops MUL_MAT shapes, named as there: m output features, n tokens, k inputs
   // (llama.cpp's `test-backend-ops perf -o MUL_MAT` times the same ones: bench/RESULTS.md has the runs side by
   // side), y [n, m] = x [n, k] · W [m, k]ᵀ.

@@ -99,15 +99,16 @@ ls_kernel(gemm_short_k matmul_short_k.comp A_T=f32 B_T=f32 C_T=f32)
 # Tensor cores through VK_NV_cooperative_matrix2 (workgroup-scope matrices, tiles loaded and stored by
 # the driver; needs glslang >= 14, so ls_kernel_cm2): f16 × f16 operands (ops/matmul.cpp converts an f32 A
 # first), f32 or f16 out, B contiguous along k (gemm_cm2_<tile>) or along n (gemm_cm2_<tile>n, B_ALONG_N).
-# Tiles BM×BN×BK on THREADS invocations (ops/matmul.cpp picks one per shape):
+# Tiles BM×BN×BK, on the invocations ops/matmul.cpp's kCm2Tiles gives each (the workgroup size is a
+# specialization constant), which picks one per shape:
 #   l 128×256×64 on 256 · t 256×128×64 on 256 · m 128×128×64 on 256 · s 64×64×64 on 128
 #   w 64×128×64 on 128 · h 128×64×64 on 128 (more workgroups for the 0.5B shape's products)
 #   d 16×128×64 on 128 (a few rows: batched generation's products, K split into short slices)
 # gemm_cm2q_<format>_<tile><orientation>: the same with B a quantized weight (nf4, q8) decoded as each tile
 # loads (ops/quant_weight.h quant_in_gemm); B_T f16 is its bias's type.
-set(ls_cm2_tiles "l|BM=128 BN=256 BK=64 THREADS=256" "t|BM=256 BN=128 BK=64 THREADS=256"
-    "m|BM=128 BN=128 BK=64 THREADS=256" "s|BM=64 BN=64 BK=64 THREADS=128"
-    "w|BM=64 BN=128 BK=64 THREADS=128" "h|BM=128 BN=64 BK=64 THREADS=128" "d|BM=16 BN=128 BK=64 THREADS=128")
+set(ls_cm2_tiles "l|BM=128 BN=256 BK=64" "t|BM=256 BN=128 BK=64"
+    "m|BM=128 BN=128 BK=64" "s|BM=64 BN=64 BK=64"
+    "w|BM=64 BN=128 BK=64" "h|BM=128 BN=64 BK=64" "d|BM=16 BN=128 BK=64")
 foreach(tile ${ls_cm2_tiles})
   string(REPLACE "|" ";" tile_parts "${tile}")
   list(GET tile_parts 0 tile_name)

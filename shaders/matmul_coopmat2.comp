@@ -34,16 +34,16 @@
 #ifndef BK
 #define BK 64
 #endif
-#ifndef THREADS
-#define THREADS 256
-#endif
-#define UNROLL 8
 #ifdef B_ALONG_N
 #define B_ROW_STRIDE p.b_sk
 #else
 #define B_ROW_STRIDE p.b_sn
 #endif
-layout(local_size_x = THREADS) in;
+// The workgroup size is specialization constant 0 (ops/matmul.cpp's kCm2Tiles, LORASTUDIO_CM2_THREADS for
+// measurement): the driver spreads each workgroup-scope matrix over whatever subgroups the workgroup has.
+layout(local_size_x_id = 0) in;
+// K steps a trip of the unclamped loop (specialization constant 1; LORASTUDIO_CM2_UNROLL for measurement).
+layout(constant_id = 1) const uint UNROLL = 8u;
 
 #if defined(Q_NF4) || defined(Q_Q8)
 #define QUANT_B

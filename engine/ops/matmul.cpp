@@ -155,6 +155,53 @@ uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_
   return ceil_div(K, kc);
 }
 
+// A tile's pipeline: its workgroup size (specialization constant 0) and the K steps of its unrolled loop
+// (constant 1, the shader's default 8 unless set), for measurement: LORASTUDIO_CM2_UNROLL (1-16) for every tile
+// but the few-rows one, LORASTUDIO_CM2_THREADS (64-512) for those too, or as TILE:N (e.g. m:128) for one tile.
+// On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4: 336-342 µs
+// against 302-330; 2: 365-408; 1: 410-473), and so were 512 invocations on the 256×128 tile. The 128×128 tile on
+// 128 invocations (m:128, s26b) took B8's products at 4096 rows from 187/164 to 143/140 µs and the B8 step from
+// 66.6 to 62.0 ms, the 7B step 81.8 -> 81.0, but 7B prefill 35.6 -> 37.4 ms: not the default until measured again.
+uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
+  const unsigned long n = std::strtoul(std::string(v).c_str(), nullptr, 10);
+  return n >= lo && n <= hi ? uint32_t(n) : 0;
+}
+vk::Spec cm2_spec(Cm2Tile tile) {
+  static const uint32_t unroll = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_UNROLL");
+    return v ? env_number(v, 1, 16) : 0;
+  }();
+  static const std::pair<int, uint32_t> threads = []() -> std::pair<int, uint32_t> {  // (tile or -1 for all, size)
+    const char* v = std::getenv("LORASTUDIO_CM2_THREADS");
+    if (!v || !*v) return {-1, 0};
+    const std::string_view s = v;
+    if (s.size() > 2 && s[1] == ':') {
+      const std::string_view names = "ltmswhd";
+      const size_t t = names.find(s[0]);
+      return t == std::string_view::npos ? std::pair<int, uint32_t>{-1, 0} : std::pair<int, uint32_t>{int(t), env_number(s.substr(2), 64, 512)};
+    }
+    return {-1, env_number(s, 64, 512)};
+  }();
+  const bool tuned = tile != Cm2Tile::d;
+  const bool sized = threads.second && (threads.first < 0 ? tuned : threads.first == int(tile));
+  vk::Spec spec{.local_x = sized ? threads.second : kCm2Tiles[uint32_t(tile)].threads};
+  if (unroll && tuned) spec.constants = {unroll};
+  return spec;
+}
+
+// Measurement, off by default: where cm2_split_k would split a short reduction (K up to kCm2ShortK), the 64×64
+// tile unsplit instead when its own tiles reach kCm2HalfGpu (LORASTUDIO_CM2_SPLIT_OR_S=1). Alone in micro it
+// takes the 0.5B shape's q/o products from 17.6 to 12.2 µs, but on the H200 (session 26, s26b) the 0.5B B1 step
+// went 15.62-15.75 -> 16.13-16.15 ms with it and prefill 90.7k -> 82.8k tok/s; only B8 gained (67.6 -> 66.6 ms).
+// (With long reductions too, the lm head's dx on 98 such tiles, B8 took 77.1 ms: s26a.)
+bool small_tile_over_split() {
+  static const bool on = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_SPLIT_OR_S");
+    return v && std::string_view(v) == "1";
+  }();
+  return on;
+}
+
 // Whether the workgroup-scope kernel takes this product: A f16 or f32 (converted first) and contiguous along
 // k, B f16 and contiguous along one index, C f16 or f32, and every row stride and batch offset a multiple of
 // 8 elements (16-byte aligned f16 rows for the driver's loads).
@@ -233,22 +280,29 @@ void cm2_dispatch(const GemmDispatch& d) {
   const QuantType q = g.qb ? g.qb->type : QuantType::none;
   const Tensor a16 = d.a.dtype() == DType::f16 ? d.a : cm2_a_as_f16(rec, g, d.a, M, K);
   const bool b_along_n = g.b_sk != 1;
-  const Cm2Tile tile = cm2_tile(M, N, K);
-  const Cm2TileShape& ts = kCm2Tiles[uint32_t(tile)];
-  const uint32_t tiles_n = ceil_div(N, ts.bn), tiles_m = ceil_div(M, ts.bm);
+  Cm2Tile tile = cm2_tile(M, N, K);
+  uint32_t tiles_n = ceil_div(N, kCm2Tiles[uint32_t(tile)].bn), tiles_m = ceil_div(M, kCm2Tiles[uint32_t(tile)].bm);
   uint32_t kc = K;
-  const uint32_t splits = g.batch == 1 && N % 8 == 0
-                              ? cm2_split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
-                              : 1;
+  uint32_t splits = g.batch == 1 && N % 8 == 0
+                        ? cm2_split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
+                        : 1;
+  const Cm2TileShape& small = kCm2Tiles[uint32_t(Cm2Tile::s)];
+  if (splits > 1 && tile != Cm2Tile::d && K <= kCm2ShortK && small_tile_over_split() &&
+      uint64_t(ceil_div(N, small.bn)) * ceil_div(M, small.bm) >= kCm2HalfGpu) {
+    tile = Cm2Tile::s;
+    tiles_n = ceil_div(N, small.bn);
+    tiles_m = ceil_div(M, small.bm);
+    splits = 1;
+  }
   if (splits == 1) {
-    d.run(cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params, {tiles_n, tiles_m, g.batch}, {.local_x = ts.threads});
+    d.run(cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params, {tiles_n, tiles_m, g.batch}, cm2_spec(tile));
     return;
   }
   const Tensor partial = d.partial(splits);
   GemmParams sliced = d.slice_params(splits, kc);
   sliced.k_last = K - (splits - 1) * kc;
   d.run_slices(cm2_kernel(tile, b_along_n, DType::f32, q), a16, partial, sliced, {tiles_n, tiles_m, splits},
-               {.local_x = ts.threads});
+               cm2_spec(tile));
   d.reduce_slices(partial, splits);
 }
 
