@@ -8,15 +8,13 @@ source "$(dirname "$0")/common.sh"
 S=LORASTUDIO_CM2_SPLIT_OR_S=0
 M128=LORASTUDIO_CM2_THREADS=m:128
 (cd .gpu/carry/peers && python3 make_model.py /tmp/q05 $T > $R/make_model05.txt 2>&1) &
-for i in 1 2; do
-  micro_env base$i train16_ $S
-  micro_env m128_$i train16_ $S $M128
-done
+micro_env base1 train16_ $S
+micro_env m128_1 train16_ $S $M128
 wait
 for i in 1 2; do
   train_env b8_base$i "$S" --model /tmp/q05 --batch 8 --seq 512 --steps 5
   train_env b8_m128_$i "$S $M128" --model /tmp/q05 --batch 8 --seq 512 --steps 5
-  train_env b1_base$i "$S" --model /tmp/q05 --batch 1 --seq 512 --steps 9
-  train_env b1_m128_$i "$S $M128" --model /tmp/q05 --batch 1 --seq 512 --steps 9
 done
+micro_env base2 train16_ $S
+micro_env m128_2 train16_ $S $M128
 tar czf $OUT/s26c.tar.gz -C $OUT r && rm -rf $R
