@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -90,7 +91,7 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = Quant
 // 4-47% faster at three of ggml's four shapes and 8% slower at the fourth, session 9; the 7B products with
 // K = 18944 lost 7-8% with 128×64), or 64×64 where a short reduction would leave over half of an H100's 132
 // SMs idle with the bigger tile.
-// LORASTUDIO_CM2_TILE (l, t, m, s, w or h) forces one, for tuning; LORASTUDIO_CM2_SHORT_K=0 takes the longer
+// LORASTUDIO_CM2_TILE (l, t, m, s, w, h or d) forces one, for tuning; LORASTUDIO_CM2_SHORT_K=0 takes the longer
 // reductions' rule for every product (session 14's), for measurement.
 constexpr uint64_t kCm2HalfGpu = 66;
 constexpr uint32_t kCm2ShortK = 4864;
@@ -107,18 +108,17 @@ bool few_rows_rule() {
   }();
   return on;
 }
+// The tile a letter of Cm2Tile's names stands for (the measurement switches below), if any.
+std::optional<Cm2Tile> tile_named(char letter) {
+  const size_t t = std::string_view("ltmswhd").find(letter);
+  return t == std::string_view::npos ? std::nullopt : std::optional<Cm2Tile>(Cm2Tile(t));
+}
 Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
-  static const char* forced = std::getenv("LORASTUDIO_CM2_TILE");
-  if (forced && *forced) {
-    const std::string f = forced;
-    if (f == "l") return Cm2Tile::l;
-    if (f == "t") return Cm2Tile::t;
-    if (f == "m") return Cm2Tile::m;
-    if (f == "w") return Cm2Tile::w;
-    if (f == "h") return Cm2Tile::h;
-    if (f == "d") return Cm2Tile::d;
-    return Cm2Tile::s;
-  }
+  static const std::optional<Cm2Tile> forced = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_TILE");
+    return v && *v ? tile_named(*v) : std::nullopt;
+  }();
+  if (forced) return *forced;
   if (M <= kCm2FewRows && few_rows_rule()) return Cm2Tile::d;
   static const bool short_k_rule = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_SHORT_K");
@@ -156,19 +156,21 @@ uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_
 }
 
 // A tile's pipeline: its workgroup size (specialization constant 0) and the K steps of its unrolled loop
-// (constant 1, the shader's default 8 unless set), for measurement: LORASTUDIO_CM2_UNROLL (1-16) for every tile
-// but the few-rows one, LORASTUDIO_CM2_THREADS (64-512) for those too, or as TILE:N (e.g. m:128) for one tile.
-// On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4: 336-342 µs
-// against 302-330; 2: 365-408; 1: 410-473), and so were 512 invocations on the 256×128 tile. The 128×128 tile on
-// 128 invocations (m:128, s26b, s26c) took B8's products at 4096 rows from 187/164 to 143/140 µs and the B8 step
-// from 67.6 to 63.0 ms (twice), the 7B step 81.8 -> 81.0; but 7B prefill 35.6 -> 37.4 ms, and in the same micro runs
-// the 7B 128×64-tile products with 18,944 outputs, whose pipelines it does not change, read 300 -> 390-437 µs
-// (reproducibly, unexplained): not the default until that is understood.
+// (constant 1, the shader's default 8 unless set). The 128×128 tile runs on 128 invocations instead of 256 where
+// its workgroups (tiles × K slices) are at least kCm2FullGpu, one an SM of an H100 or H200: two such workgroups
+// then share an SM. On the H200 (session 26, s26b/s26c: m:128 for every product) B8's products at 4096 rows
+// went from 187/164 to 143/140 µs (1,216 and 224 tiles) and the B8 step from 67.6 to 63.0 ms (twice); but the
+// 7B products with K = 18,944 on 112 tiles (M = 512, 3,584 outputs), alone on their SMs, from 300 to 390-437 µs.
+// For measurement: LORASTUDIO_CM2_UNROLL (1-16) for every tile but the few-rows one, LORASTUDIO_CM2_THREADS
+// (64-512) for those too, or as TILE:N (e.g. m:128, or m:256 for the rule off) for one tile, whatever its
+// workgroups. On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4:
+// 336-342 µs against 302-330; 2: 365-408; 1: 410-473), and so were 512 invocations on the 256×128 tile.
+constexpr uint64_t kCm2FullGpu = 2 * kCm2HalfGpu;
 uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
   const unsigned long n = std::strtoul(std::string(v).c_str(), nullptr, 10);
   return n >= lo && n <= hi ? uint32_t(n) : 0;
 }
-vk::Spec cm2_spec(Cm2Tile tile) {
+vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups) {
   static const uint32_t unroll = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_UNROLL");
     return v ? env_number(v, 1, 16) : 0;
@@ -178,15 +180,15 @@ vk::Spec cm2_spec(Cm2Tile tile) {
     if (!v || !*v) return {-1, 0};
     const std::string_view s = v;
     if (s.size() > 2 && s[1] == ':') {
-      const std::string_view names = "ltmswhd";
-      const size_t t = names.find(s[0]);
-      return t == std::string_view::npos ? std::pair<int, uint32_t>{-1, 0} : std::pair<int, uint32_t>{int(t), env_number(s.substr(2), 64, 512)};
+      const std::optional<Cm2Tile> t = tile_named(s[0]);
+      return t ? std::pair<int, uint32_t>{int(*t), env_number(s.substr(2), 64, 512)} : std::pair<int, uint32_t>{-1, 0};
     }
     return {-1, env_number(s, 64, 512)};
   }();
   const bool tuned = tile != Cm2Tile::d;
   const bool sized = threads.second && (threads.first < 0 ? tuned : threads.first == int(tile));
-  vk::Spec spec{.local_x = sized ? threads.second : kCm2Tiles[uint32_t(tile)].threads};
+  const bool half = tile == Cm2Tile::m && workgroups >= kCm2FullGpu;
+  vk::Spec spec{.local_x = sized ? threads.second : half ? 128 : kCm2Tiles[uint32_t(tile)].threads};
   if (unroll && tuned) spec.constants = {unroll};
   return spec;
 }
@@ -297,14 +299,15 @@ void cm2_dispatch(const GemmDispatch& d) {
     splits = 1;
   }
   if (splits == 1) {
-    d.run(cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params, {tiles_n, tiles_m, g.batch}, cm2_spec(tile));
+    d.run(cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params, {tiles_n, tiles_m, g.batch},
+          cm2_spec(tile, uint64_t(tiles_n) * tiles_m * g.batch));
     return;
   }
   const Tensor partial = d.partial(splits);
   GemmParams sliced = d.slice_params(splits, kc);
   sliced.k_last = K - (splits - 1) * kc;
   d.run_slices(cm2_kernel(tile, b_along_n, DType::f32, q), a16, partial, sliced, {tiles_n, tiles_m, splits},
-               cm2_spec(tile));
+               cm2_spec(tile, uint64_t(tiles_n) * tiles_m * splits));
   d.reduce_slices(partial, splits);
 }
 
