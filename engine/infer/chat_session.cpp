@@ -1,13 +1,14 @@
 #include "infer/chat_session.h"
 
 #include <cstdint>
-#include <fstream>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "error.h"
 #include "infer/text_stream.h"
+#include "util/json_file.h"
+#include "util/json_keys.h"
 
 namespace ls::infer {
 
@@ -32,22 +33,9 @@ std::vector<int32_t> eos_ids(const fs::path& dir, const model::ModelConfig& conf
   if (auto e = tokenizer.eos_id()) ids.insert(*e);
   const auto gen = dir / "generation_config.json";
   if (fs::exists(gen)) {
-    try {
-      auto j = nlohmann::json::parse(std::ifstream(gen));
-      if (j.contains("eos_token_id")) {
-        const auto& e = j["eos_token_id"];
-        // Ids outside int32 (or not integers) are ignored, never converted unchecked.
-        auto add = [&](const nlohmann::json& x) {
-          if (x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= INT32_MAX)
-            ids.insert(int32_t(x.get<int64_t>()));
-        };
-        add(e);
-        if (e.is_array())
-          for (const auto& x : e) add(x);
-      }
-    } catch (const std::exception& ex) {
-      throw Error(gen.string() + ": " + ex.what());
-    }
+    const nlohmann::json j = read_json_file(gen);
+    if (!j.is_object()) throw Error(gen.string() + ": not a JSON object");
+    for (int32_t id : JsonKeys(j, gen.string()).token_ids("eos_token_id")) ids.insert(id);
   }
   return {ids.begin(), ids.end()};
 }

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "ops/rope.h"
+#include "util/json_keys.h"
 #include "util/mapped_file.h"
 
 namespace ls::model {
@@ -28,81 +29,8 @@ constexpr ArchInfo kArchitectures[] = {
     {Architecture::Mistral, "MistralForCausalLM", "mistral"},
 };
 
-// Typed access to one JSON object's keys, with errors that name the file and the key. A key set to null
-// counts as absent, as it does for transformers' configs.
-class Keys {
- public:
-  Keys(const json& j, std::string where) : j_(j), where_(std::move(where)) {}
-
-  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
-    throw Error(where_ + ": \"" + key + "\" " + problem);
-  }
-  const json* get(const std::string& key) const {
-    auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-  bool has(const std::string& key) const { return get(key) != nullptr; }
-
-  uint32_t positive_u32(const std::string& key) const {
-    const json* v = get(key);
-    if (!v) throw Error(where_ + ": missing required key \"" + key + "\"");
-    return to_positive_u32(key, *v);
-  }
-  uint32_t positive_u32(const std::string& key, uint32_t fallback) const {
-    const json* v = get(key);
-    return v ? to_positive_u32(key, *v) : fallback;
-  }
-  uint32_t u32(const std::string& key, uint32_t fallback) const {  // any non-negative integer
-    const json* v = get(key);
-    if (!v) return fallback;
-    if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<uint64_t>() > std::numeric_limits<uint32_t>::max())
-      fail(key, "must be a non-negative integer, got " + v->dump());
-    return uint32_t(v->get<uint64_t>());
-  }
-  float positive_float(const std::string& key, double fallback) const {
-    const json* v = get(key);
-    if (!v) return float(fallback);
-    if (!v->is_number() || !(v->get<double>() > 0) || !std::isfinite(v->get<double>()))
-      fail(key, "must be a positive number, got " + v->dump());
-    return float(v->get<double>());
-  }
-  float number(const std::string& key) const {  // required, any finite number
-    const json* v = get(key);
-    if (!v) throw Error(where_ + ": missing required key \"" + key + "\"");
-    if (!v->is_number() || !std::isfinite(v->get<double>())) fail(key, "must be a number, got " + v->dump());
-    return float(v->get<double>());
-  }
-  bool boolean(const std::string& key, bool fallback) const {
-    const json* v = get(key);
-    if (!v) return fallback;
-    if (!v->is_boolean()) fail(key, "must be true or false, got " + v->dump());
-    return v->get<bool>();
-  }
-  std::string string(const std::string& key) const {
-    const json* v = get(key);
-    if (!v) return "";
-    if (!v->is_string()) fail(key, "must be a string, got " + v->dump());
-    return v->get<std::string>();
-  }
-  int32_t token_id(const std::string& key, const json& v) const {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > std::numeric_limits<int32_t>::max())
-      fail(key, "must hold token ids (non-negative integers), got " + v.dump());
-    return int32_t(v.get<int64_t>());
-  }
-
- private:
-  uint32_t to_positive_u32(const std::string& key, const json& v) const {
-    // (parsed text holds non-negative integers as unsigned; a json built in C++ may hold them as signed)
-    const bool positive =
-        v.is_number_unsigned() ? v.get<uint64_t>() > 0 : v.is_number_integer() && v.get<int64_t>() > 0;
-    if (!positive || v.get<uint64_t>() > std::numeric_limits<uint32_t>::max())
-      fail(key, "must be a positive integer, got " + v.dump());
-    return uint32_t(v.get<uint64_t>());
-  }
-
-  const json& j_;
-  std::string where_;
-};
+// Typed, checked access to one JSON object's keys (util/json_keys.h).
+using Keys = JsonKeys;
 
 const ArchInfo& architecture_of(const Keys& k, const std::string& where) {
   std::string name;
@@ -426,12 +354,8 @@ ModelConfig parse_config(const json& j, const std::filesystem::path& source_for_
     if (llama_like) c.eos_token_ids = {2};
     if (phi3) c.eos_token_ids = {32000};  // Phi3Config's
     if (gemma3) c.eos_token_ids = {1};     // Gemma3TextConfig's
-  } else if (const json* eos = k.get("eos_token_id")) {
-    if (eos->is_array()) {
-      for (const json& id : *eos) c.eos_token_ids.push_back(k.token_id("eos_token_id", id));
-    } else {
-      c.eos_token_ids.push_back(k.token_id("eos_token_id", *eos));
-    }
+  } else {
+    c.eos_token_ids = k.token_ids("eos_token_id");
   }
 
   c.torch_dtype = k.has("torch_dtype") ? k.string("torch_dtype") : k.string("dtype");

@@ -1,6 +1,7 @@
 #include "model/gguf_vocab.h"
 
 #include <cctype>
+#include <limits>
 #include <map>
 #include <unordered_map>
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 
 #include "error.h"
 #include "util/json_file.h"
+#include "util/json_keys.h"
 #include "util/mapped_file.h"
 
 namespace ls::model {
@@ -95,7 +97,9 @@ bool is_byte_token(const std::string& t) {
 
 }  // namespace
 
-void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_size) {
+namespace {
+
+void write_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_size) {
   const fs::path tok_path = model_dir / "tokenizer.json";
   if (!fs::is_regular_file(tok_path))
     throw Error(tok_path.string() + ": missing (GGUF export needs the model's tokenizer.json)");
@@ -138,15 +142,22 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
     tokens[size_t(id)] = std::move(text);
     types[size_t(id)] = type;
   };
-  for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer()) fail("token \"" + text + "\" has the id " + id.dump() + ", not a whole number");
-    put(id.get<int64_t>(), text, spm && is_byte_token(text) ? 6 : 1);
-  }
+  // Ids are checked for kind before any conversion (util/json_keys.h): a float such as 1e48 would not convert.
+  auto whole_id = [&](const std::string& text, const json& id) {
+    const auto n = json_integer(id, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    if (!n) fail("token \"" + text + "\" has the id " + id.dump() + ", not a whole number");
+    return *n;
+  };
+  for (const auto& [text, id] : model["vocab"].items()) put(whole_id(text, id), text, spm && is_byte_token(text) ? 6 : 1);
   const json added = tok.value("added_tokens", json::array());
+  if (!added.is_array()) fail("\"added_tokens\" must be a list, got " + added.dump());
   for (const json& a : added) {
-    const std::string text = a.value("content", "");
+    if (!a.is_object() || !a.contains("content") || !a["content"].is_string() || !a.contains("id"))
+      fail("\"added_tokens\" holds " + a.dump() + ", not a token with a \"content\" text and an \"id\"");
+    const std::string text = a["content"].get<std::string>();
     const bool looks_special = text.starts_with("<|") && text.ends_with("|>");
-    put(a.value("id", int64_t(-1)), text, a.value("special", false) || looks_special ? 3 : 4);
+    const bool special = a.contains("special") && a["special"].is_boolean() && a["special"].get<bool>();
+    put(whole_id(text, a["id"]), text, special || looks_special ? 3 : 4);
   }
   for (uint32_t i = 0; i < vocab_size; ++i)
     if (types[i] == 0) {
@@ -209,13 +220,14 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
   for (const auto& [hf, gguf_name] : kSpecials) {
     std::optional<int32_t> id;
     if (auto text = token_text(tc.value(std::string(hf) + "_token", json())))
-      for (const json& a : added)
-        if (a.value("content", "") == *text) {
-          id = a.value("id", int32_t(-1));
+      for (const json& a : added)  // (each checked above: a text and a whole-number id within the vocabulary)
+        if (a["content"] == *text) {
+          id = int32_t(a["id"].get<int64_t>());
           break;
         }
     const json from_config = cfg.value(std::string(hf) + "_token_id", json());
-    if (!id && from_config.is_number_integer()) id = from_config.get<int32_t>();
+    if (!id)
+      if (auto n = json_integer(from_config, 0, int64_t(vocab_size) - 1)) id = int32_t(*n);
     if (id && *id >= 0) w.set("tokenizer.ggml." + std::string(gguf_name) + "_token_id", uint32_t(*id));
   }
   // add_bos/add_eos: a TemplateProcessing post-processor's first/last special token, then tokenizer_config;
@@ -249,6 +261,17 @@ void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_s
     chat_template = std::string(reinterpret_cast<const char*>(f.bytes().data()), f.size());
   }
   if (chat_template) w.set("tokenizer.chat_template", *chat_template);
+}
+
+}  // namespace
+
+void add_gguf_vocab(gguf::Writer& w, const fs::path& model_dir, uint32_t vocab_size) {
+  try {
+    write_vocab(w, model_dir, vocab_size);
+  } catch (const nlohmann::json::exception& e) {  // a value of another kind than the format's where it is read
+    throw Error((model_dir / "tokenizer.json").string() + " (or tokenizer_config.json beside it): a value of the wrong kind: " +
+                e.what());
+  }
 }
 
 }  // namespace ls::model

@@ -18,6 +18,7 @@
 #include "tensor/tensor.h"
 #include "util/atomic_file.h"
 #include "util/decimal.h"
+#include "util/json_keys.h"
 
 namespace ls::model {
 
@@ -209,7 +210,9 @@ std::pair<uint32_t, uint32_t> target_shape(const ModelConfig& c, LoraTarget t) {
 }
 
 // Far above any rank trained in practice (PEFT's are 4-256); a larger "r" is a broken or hostile file.
-constexpr int64_t kMaxAdapterRank = 65536;
+constexpr uint32_t kMaxAdapterRank = 65536;
+// lora_alpha and lora_dropout beyond this in size are a broken file too.
+constexpr double kMaxAdapterScalar = 1e6;
 
 LoraAdapter read_peft_adapter_config(const std::filesystem::path& dir) {
   const auto config_path = dir / "adapter_config.json";
@@ -226,24 +229,16 @@ LoraAdapter read_peft_adapter_config(const std::filesystem::path& dir) {
   LoraAdapter a;
   try {  // every read of a value below: one of the wrong JSON type is a "bad value" error, not a crash
     if (j.value("peft_type", std::string("LORA")) != "LORA") fail("peft_type is not \"LORA\"");
-    if (!j.contains("r")) fail("missing \"r\"");
-    // A number is checked for its kind and range before it is converted: nlohmann converts a float such as 1e48
-    // to an integer without a check (undefined behaviour; adapter_config_fuzz found it, session 26).
-    const auto& r = j.at("r");
-    if (!r.is_number_integer() || r.get<int64_t>() <= 0 || r.get<int64_t>() > kMaxAdapterRank)
-      fail("\"r\" must be a whole number from 1 to " + std::to_string(kMaxAdapterRank) + ", found " + r.dump());
-    a.rank = uint32_t(r.get<int64_t>());
-    const auto number = [&](const char* key, double fallback) {
-      if (!j.contains(key) || j[key].is_null()) return fallback;
-      const auto& v = j[key];
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || std::fabs(v.get<double>()) > 1e6)
-        fail(std::string("\"") + key + "\" must be a finite number, found " + v.dump());
-      return v.get<double>();
-    };
-    a.alpha = float(number("lora_alpha", a.rank));
-    a.rslora = j.value("use_rslora", false);
-    a.dropout = float(number("lora_dropout", 0.0));
-    if (a.dropout < 0.0f || a.dropout >= 1.0f) fail("\"lora_dropout\" must be at least 0 and below 1, found " + std::to_string(a.dropout));
+    // Numbers are checked for kind and range before any conversion (util/json_keys.h; adapter_config_fuzz found
+    // "r": 1e48 reaching an unchecked float-to-integer conversion, session 26).
+    const JsonKeys k(j, config_path.string());
+    if (!k.has("r")) fail("missing \"r\"");
+    a.rank = k.u32_in("r", 1, kMaxAdapterRank);
+    a.alpha = float(k.finite("lora_alpha", a.rank, kMaxAdapterScalar));
+    a.rslora = k.boolean("use_rslora", false);
+    a.dropout = float(k.finite("lora_dropout", 0.0, kMaxAdapterScalar));
+    if (a.dropout < 0.0f || a.dropout >= 1.0f)
+      k.fail("lora_dropout", "must be at least 0 and below 1, got " + j["lora_dropout"].dump());
     if (j.value("use_dora", false)) fail("DoRA adapters (use_dora) are not supported");
     if (j.value("fan_in_fan_out", false)) fail("fan_in_fan_out adapters are not supported");
     if (j.value("bias", std::string("none")) != "none") fail("adapters with biases (bias != \"none\") are not supported");

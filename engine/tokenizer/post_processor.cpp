@@ -47,7 +47,8 @@ void PostProcessor::add(const Json& j, const Where& w) {
   } else if (type == "BertProcessing" || type == "RobertaProcessing") {
     auto token_id = [&](const char* key) {
       const Json& pair = member(j, key, w);  // ["[CLS]", 101]
-      if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer()) {
+      if (!pair.is_array() || pair.size() != 2 || !pair[1].is_number_integer() || pair[1].get<int64_t>() < 0 ||
+          pair[1].get<int64_t>() > INT32_MAX) {
         w.at(key).fail("expected [token, id]");
       }
       return int32_t(pair[1].get<int64_t>());

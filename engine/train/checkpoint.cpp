@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <limits>
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -7,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -116,7 +118,9 @@ CheckpointState read_checkpoint_state(const fs::path& dir) {
   if (!j.is_object() || !j.contains("step") || !j["step"].is_number_unsigned() || !j.contains("data"))
     throw Error(state_path.string() + ": missing \"step\" or \"data\"");
   CheckpointState s;
-  s.step = j["step"].get<uint32_t>();
+  if (j["step"].get<uint64_t>() > std::numeric_limits<uint32_t>::max())
+    throw Error(state_path.string() + ": \"step\" " + j["step"].dump() + " is past the largest step count");
+  s.step = uint32_t(j["step"].get<uint64_t>());
   if (j.contains("run_id")) {
     if (!j["run_id"].is_number_integer()) throw Error(state_path.string() + ": \"run_id\" is not an integer");
     s.run_id = j["run_id"].get<int64_t>();

@@ -6,15 +6,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <filesystem>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <numbers>
 
+#include "infer/chat_session.h"
 #include "model/model_files.h"
 #include "ops/rope.h"
+#include "util/json_keys.h"
 
 namespace ls::model {
 namespace {
@@ -436,6 +440,11 @@ TEST(Config, Refusals) {
       {with(kQwen25, "quantization_config", {{"quant_method", "gptq"}}), {"quantized models are not supported"}},
       {with(kQwen25, "eos_token_id", {1, "x"}), {"\"eos_token_id\" must hold token ids"}},
       {with(kQwen25, "bos_token_id", -1), {"\"bos_token_id\" must hold token ids"}},
+      // Numbers of the wrong kind or range are refused before any conversion (a float such as 1e48 has no integer).
+      {with(kQwen25, "eos_token_id", 1e48), {"\"eos_token_id\" must hold token ids (non-negative integers), got 1e+48"}},
+      {with(kQwen25, "eos_token_id", {1, 2.5}), {"\"eos_token_id\" must hold token ids (non-negative integers), got 2.5"}},
+      {with(kQwen25, "bos_token_id", 1ll << 40), {"\"bos_token_id\" must hold token ids"}},
+      {with(kQwen25, "vocab_size", 1e48), {"\"vocab_size\" must be a positive integer, got 1e+48"}},
       {with(kQwen25, "rope_scaling", {{"type", "yarn"}, {"factor", 4.0}}), {"type \"yarn\" is not supported"}},
       {with(kQwen25, "rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}),
        {"type \"dynamic\" is not supported", "default, linear, llama3, longrope"}},
@@ -566,6 +575,62 @@ TEST(Config, LoadsFilesAndFolders) {
   EXPECT_TRUE(throws_error([&] { load_config(dir.path()); },
                            {(dir / "config.json").string(), "missing required key \"vocab_size\""}));
   EXPECT_TRUE(throws_error([&] { load_config(dir / "nope.json"); }, {"nope.json", "No such file"}));
+}
+
+// util/json_keys.h, which config.json, generation_config.json and adapter_config.json are read through: an integer
+// is taken only when the JSON value is one, in range; never converted from a float or wrapped.
+TEST(JsonKeys, IntegersAreCheckedBeforeConversion) {
+  EXPECT_EQ(json_integer(json(7), 0, 10), 7);
+  EXPECT_EQ(json_integer(json(-3), -5, 5), -3);
+  EXPECT_EQ(json_integer(json::parse("18446744073709551615"), 0, INT64_MAX), std::nullopt);  // past int64
+  EXPECT_EQ(json_integer(json::parse("9223372036854775807"), 0, INT64_MAX), INT64_MAX);
+  for (const json& v : {json(1e48), json(2.0), json(-1e48), json("3"), json(true), json(nullptr), json::array({1})})
+    EXPECT_EQ(json_integer(v, INT64_MIN, INT64_MAX), std::nullopt) << v.dump();
+  EXPECT_EQ(json_integer(json(11), 0, 10), std::nullopt);
+  EXPECT_EQ(json_integer(json(-1), 0, 10), std::nullopt);
+
+  const json j = json::parse(R"({"r": 8, "big": 1e48, "alpha": 16.5, "huge": 1e300, "ids": [1, 2], "id": 5,
+                                 "bad_ids": [1, -2], "none": null})");
+  const JsonKeys k(j, "adapter_config.json");
+  EXPECT_EQ(k.u32_in("r", 1, 64), 8u);
+  EXPECT_TRUE(throws_error([&] { k.u32_in("big", 1, 64); },
+                           {"adapter_config.json: \"big\" must be a whole number from 1 to 64, got 1e+48"}));
+  EXPECT_TRUE(throws_error([&] { k.u32_in("none", 1, 64); }, {"missing required key \"none\""}));
+  EXPECT_EQ(k.finite("alpha", 0, 1e6), 16.5);
+  EXPECT_EQ(k.finite("absent", 4, 1e6), 4);
+  EXPECT_TRUE(throws_error([&] { k.finite("huge", 0, 1e6); }, {"\"huge\" must be a finite number, at most 1e+06"}));
+  EXPECT_EQ(k.token_ids("ids"), (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(k.token_ids("id"), (std::vector<int32_t>{5}));
+  EXPECT_TRUE(k.token_ids("none").empty());
+  EXPECT_TRUE(throws_error([&] { k.token_ids("bad_ids"); }, {"\"bad_ids\" must hold token ids", "got -2"}));
+}
+
+// generation_config.json's eos ids (infer::ChatModelFiles, which chat and evaluation load): read through the same
+// checks, a malformed one refused naming the file, never converted unchecked or skipped silently.
+TEST(GenerationConfig, EosIdsAreCheckedNamingTheFile) {
+  const std::filesystem::path fixture = std::filesystem::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny";
+  test::TempDir dir;
+  for (const char* f : {"config.json", "tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(fixture / f, dir / f);
+  const ModelConfig config = load_config(dir.path());
+  const std::string gen = (dir / "generation_config.json").string();
+  test::write_text(dir / "generation_config.json", R"({"eos_token_id": [3, 7]})");
+  const auto files = infer::ChatModelFiles::load(dir.path(), config);
+  EXPECT_NE(std::find(files.eos.begin(), files.eos.end(), 3), files.eos.end());
+  EXPECT_NE(std::find(files.eos.begin(), files.eos.end(), 7), files.eos.end());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"eos_token_id": 1e48})", "\"eos_token_id\" must hold token ids (non-negative integers), got 1e+48"},
+      {R"({"eos_token_id": [3, 2.5]})", "got 2.5"},
+      {R"({"eos_token_id": -1})", "got -1"},
+      {R"({"eos_token_id": 4294967297})", "got 4294967297"},
+      {R"({"eos_token_id": "</s>"})", "got \"</s>\""},
+      {R"([1, 2])", "not a JSON object"},
+      {R"({"eos_token_id": )", "not valid JSON"},
+  };
+  for (const auto& [text, what] : bad) {
+    test::write_text(dir / "generation_config.json", text);
+    EXPECT_TRUE(throws_error([&] { infer::ChatModelFiles::load(dir.path(), config); }, {gen, what})) << text;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 // - a model llama.cpp's architecture cannot run as transformers does (a Qwen2 with use_sliding_window; a Gemma 3
 //   with Llama 3 rope scaling, which llama.cpp's gemma3 cannot read) is refused by every export, naming its
 //   config.json, and writes no file;
+// - a tokenizer.json whose token ids are not whole numbers (1e48, 2.5, "7"), or whose added tokens are not tokens,
+//   is refused naming the file, each value checked before any conversion (util/json_keys.h), and writes no file;
 // - export_gguf_folder into a folder that does not exist (nor its parent): refused, and neither folder remains;
 // - into an existing empty folder: refused, and the folder is still there, empty.
 #include <gtest/gtest.h>
@@ -53,6 +55,42 @@ TEST(GgufRefusal, InexpressibleModelsAreRefusedNamingTheConfig) {
     EXPECT_FALSE(fs::exists(dir / "m.gguf"));
     EXPECT_FALSE(fs::exists(dir / "a.gguf"));
   }
+}
+
+TEST(GgufRefusal, MalformedTokenIdsAreRefusedNamingTheTokenizer) {
+  const fs::path fixture = fs::path(LS_SOURCE_DIR) / "tests/fixtures/models/qwen2_tiny";
+  const nlohmann::json tokenizer = nlohmann::json::parse(test::read_text(fixture / "tokenizer.json"));
+  TempDir dir;
+  test::write_random_model(dir / "model", nlohmann::json::parse(test::read_text(fixture / "config.json")), 5);
+  fs::copy_file(fixture / "tokenizer_config.json", dir / "model" / "tokenizer_config.json");
+  const std::string tok_path = (dir / "model" / "tokenizer.json").string();
+  const std::string first = tokenizer["model"]["vocab"].begin().key();
+  auto edited = [&](auto edit) {
+    nlohmann::json t = tokenizer;
+    edit(t);
+    return t;
+  };
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {edited([&](auto& t) { t["model"]["vocab"][first] = 1e48; }), "has the id 1e+48, not a whole number"},
+      {edited([&](auto& t) { t["model"]["vocab"][first] = "7"; }), "has the id \"7\", not a whole number"},
+      {edited([&](auto& t) { t["added_tokens"][0]["id"] = 2.5; }), "\"<|endoftext|>\" has the id 2.5"},
+      {edited([&](auto& t) { t["added_tokens"][0]["id"] = -1e300; }), "has the id -1e+300"},
+      {edited([&](auto& t) { t["added_tokens"][0]["id"] = 618; }), "has id 618, outside config.json's vocab_size 618"},
+      {edited([&](auto& t) { t["added_tokens"][1] = 5; }), "\"added_tokens\" holds 5, not a token"},
+      {edited([&](auto& t) { t["added_tokens"][1].erase("id"); }), "not a token with a \"content\" text and an \"id\""},
+      {edited([&](auto& t) { t["added_tokens"] = {{"a", 1}}; }), "\"added_tokens\" must be a list"},
+      {edited([&](auto& t) { t["model"]["type"] = 3; }), "a value of the wrong kind"},
+  };
+  for (const auto& [t, what] : cases) {
+    test::write_text(dir / "model" / "tokenizer.json", t.dump());
+    EXPECT_TRUE(test::throws_error([&] { export_model_gguf(dir / "model", dir / "m.gguf", GgufFileType::f16); },
+                                   {tok_path, what}))
+        << what;
+    EXPECT_FALSE(fs::exists(dir / "m.gguf"));
+  }
+  test::write_text(dir / "model" / "tokenizer.json", tokenizer.dump());  // and the file as it was exports
+  export_model_gguf(dir / "model", dir / "m.gguf", GgufFileType::f16);
+  EXPECT_TRUE(fs::exists(dir / "m.gguf"));
 }
 
 TEST(GgufRefusal, ARefusedFolderExportLeavesNoFolderBehind) {
