@@ -7,7 +7,8 @@
 # fails the test it happens in. The preset also builds the libFuzzer targets (tests/fuzz; the whole build is
 # compiled with libFuzzer's coverage instrumentation, -fsanitize=fuzzer-no-link).
 #   scripts/test_asan.sh            the whole suite (docs/reliability.md says how long it takes)
-#   scripts/test_asan.sh --ci       what CI runs in its time budget: LS_ASAN_CI_TESTS below, then each fuzz
+#   scripts/test_asan.sh --ci       what CI runs in its time budget: LS_ASAN_CI_TESTS below (and every other
+#                                   source of the preset compiled syntax only: scripts/syntax_check.py), then each fuzz
 #                                   target for LS_ASAN_CI_FUZZ_SECONDS from its seeds (scripts/fuzz_lib.sh,
 #                                   as scripts/fuzz.sh runs them); a crash fails it, printing the target, its
 #                                   log's report and where the input is kept
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 # executables are built. The whole suite does not fit CI's time (docs/reliability.md "Sanitizers").
 LS_ASAN_CI_TESTS=(safetensors_test config_test tokenizer_test jinja_engine_test chat_template_test dataset_test
                   batcher_test gguf_file_test peft_save_test merge_test export_disk_full_test config_from_json_test
-                  run_store_test trainer_test)
+                  run_store_test trainer_test sample_test)
 # The fuzz targets' share of CI: seconds a target (9 targets, one after another).
 LS_ASAN_CI_FUZZ_SECONDS=10
 
@@ -42,7 +43,11 @@ fi
 start=$(date +%s.%N)
 cmake --preset asan >/dev/null
 if [ $ci = 1 ]; then
-  cmake --build --preset asan --target "${LS_ASAN_CI_TESTS[@]}" fuzz_targets
+  # (app/train_trl_py.h, and build_info.cpp with it: the app's generated files, for the syntax check below)
+  cmake --build --preset asan --target "${LS_ASAN_CI_TESTS[@]}" fuzz_targets app/train_trl_py.h
+  # The rest of the preset (the other tests, the app, the UI, the benchmark) through its compiler without code
+  # generation, so that the whole run by hand still builds (clang 14 refuses some code gcc takes).
+  python3 scripts/syntax_check.py build/asan
 else
   cmake --build --preset asan
 fi

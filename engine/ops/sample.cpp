@@ -59,7 +59,9 @@ SampleParams params_for(uint32_t vocab, uint32_t draws, const SampleSettings& s)
   return SampleParams{.vocab = vocab,
                       .groups = groups_for(vocab),
                       .top_k = s.top_k,
-                      .top_p = uint32_t(std::ldexp(double(s.top_p), 32)),  // < 2^32: top_p < 1 when on
+                      // top_p in 32-bit fixed point when on (top_p < 1, so < 2^32); 1 itself, off, has no such
+                      // value: converting 2^32 to uint32 is undefined behaviour (UBSan, the whole asan suite)
+                      .top_p = s.top_p < 1.0f ? uint32_t(std::ldexp(double(s.top_p), 32)) : UINT32_MAX,
                       .log_min_p = s.min_p > 0.0f ? std::log(s.min_p) : 0.0f,  // as the CPU: float log
                       .inv_temperature = greedy ? 1.0f : 1.0f / s.temperature,
                       .penalty = s.repetition_penalty,

@@ -515,7 +515,8 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
     upload(past, std::vector<int32_t>{int32_t(p)});
     // The cache rows not written yet (past p + T) hold NaN, as memory left by other tensors may: a masked key
     // must not reach the output (0 · NaN), so the kernels must not read them as values.
-    for (auto [cache_t, values] : {std::pair{&k, &x.k}, {&v, &x.v}}) {
+    for (const auto& [cache_tensor, values] : {std::pair{&k, &x.k}, {&v, &x.v}}) {
+      Tensor* const cache_t = cache_tensor;  // (clang 14 cannot capture a structured binding in the lambda below)
       std::vector<float> poisoned = *values;
       std::fill(poisoned.begin() + long(std::min(p + T, S) * kv_row), poisoned.end(), NAN);
       const Tensor src = test::tensor_from(dev(), kv_shape(cache), dtype, poisoned);

@@ -122,7 +122,11 @@ class NormQkvRopeTest : public test::GpuTest, public ::testing::WithParamInterfa
 };
 
 TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
-  auto [M, act, wt, biases, row0] = GetParam();
+  // (named variables, not a structured binding: clang 14, the asan preset's compiler, cannot capture those)
+  const uint32_t M = std::get<0>(GetParam());
+  const DType act = std::get<1>(GetParam()), wt = std::get<2>(GetParam());
+  const bool biases = std::get<3>(GetParam());
+  const int32_t row0 = std::get<4>(GetParam());
   constexpr uint32_t H = 4, KV = 2, D = 16, S = 16;
   const uint32_t K = M == 1 ? 64 : 256;  // 256: a pair's sums split over subgroups (kSplit > 1) on lavapipe too
   constexpr float kTheta = 10000.0f, kEps = 1e-6f;

@@ -17,6 +17,20 @@
 
 namespace ls::test {
 
+// Whether this build is instrumented by AddressSanitizer (the asan preset, scripts/test_asan.sh): its code runs
+// several times slower, so wall-clock bounds meant for the optimized build are not checked there.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitizedBuild = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitizedBuild = true;
+#else
+constexpr bool kSanitizedBuild = false;
+#endif
+#else
+constexpr bool kSanitizedBuild = false;
+#endif
+
 // Whether tests run under the Khronos validation layer: always, unless LS_TEST_NO_VALIDATION=1, which is only
 // for a GPU whose extensions the installed layer predates (Debian 12's 1.3.239 rejects
 // VK_NV_cooperative_matrix2's structures on the H100). CI never sets it.
