@@ -131,15 +131,26 @@ Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
   return tiles < kCm2HalfGpu && K < 2048 ? Cm2Tile::s : big;
 }
 
+// A measurement switch's number, or 0 when it is not one in [lo, hi].
+uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
+  const unsigned long n = std::strtoul(std::string(v).c_str(), nullptr, 10);
+  return n >= lo && n <= hi ? uint32_t(n) : 0;
+}
+
 // Split-K for a product of `tiles` output tiles that fill under half of an H100's SMs: slices of K (each a
 // multiple of the kernel's BK, at least 256 long, the last one possibly shorter) until about one wave of
 // workgroups, at most 16; with a few rows (kCm2FewRows), slices of about kCm2FewRowsSlice whatever the tile count.
 // Returns the number of slices and sets kc, the slices' length.
-// LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning.
+// LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning; LORASTUDIO_CM2_SPLITS (1-16) sets
+// the slices of every product the rule splits, for measurement.
 uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding, uint32_t& kc) {
   static const uint64_t below = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_SPLIT_BELOW");
     return v && *v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : kCm2HalfGpu;
+  }();
+  static const uint32_t forced = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_SPLITS");
+    return v ? env_number(v, 1, 16) : 0;
   }();
   kc = K;
   uint64_t want;
@@ -147,7 +158,7 @@ uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_
     want = std::min<uint64_t>(16, ceil_div(K, kCm2FewRowsSlice));
   } else {
     if (tiles >= below || K < 512) return 1;
-    want = std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
+    want = forced ? forced : std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
   }
   while (want > 1 && want * M * N * 4 > max_binding) --want;
   if (want <= 1) return 1;
@@ -166,10 +177,6 @@ uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_
 // workgroups. On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4:
 // 336-342 µs against 302-330; 2: 365-408; 1: 410-473), and so were 512 invocations on the 256×128 tile.
 constexpr uint64_t kCm2FullGpu = 2 * kCm2HalfGpu;
-uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
-  const unsigned long n = std::strtoul(std::string(v).c_str(), nullptr, 10);
-  return n >= lo && n <= hi ? uint32_t(n) : 0;
-}
 vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups) {
   static const uint32_t unroll = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_UNROLL");
