@@ -547,6 +547,39 @@ TEST_P(AttentionCached, ReplayedAtEveryFillLevelMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, AttentionCached, ::testing::Values(DType::f32, DType::f16),
                          [](const auto& p) { return std::string(dtype_name(p.param)); });
 
+// The split kernels where the combine takes its splits' weights in more than one pass (over 512 splits: a cache of
+// 33,000 keys) and at the widest head (D = 256: four outputs a thread), with every key filled and with a few.
+TEST_P(AttentionCached, SplitKernelsOverManySplitsAndWideHeads) {
+  const DType dtype = GetParam();
+  for (const auto& [D, S] : {std::pair{16u, 33000u}, {256u, 137u}}) {
+    const AttentionDims cache{.B = 1, .T = 1, .S = S, .H = 2, .KV = 1, .D = D};
+    const Inputs x(AttentionDims{.B = 1, .T = 1, .S = S, .H = 2, .KV = 1, .D = D}, dtype, 17);
+    auto k = test::tensor_from(dev(), kv_shape(cache), dtype, x.k);
+    auto v = test::tensor_from(dev(), kv_shape(cache), dtype, x.v);
+    auto q = test::tensor_from(dev(), q_shape(cache), dtype, x.q);
+    auto o = test::poisoned(dev(), q_shape(cache), dtype);
+    auto past = Tensor::empty_host(dev(), {1}, DType::i32, "past");
+    const float scale = default_scale(cache);
+    vk::Recorder rec(dev());
+    ops::attention_cached_forward(rec, o.t, q, k, v, past, scale);
+    auto program = rec.finish();
+    const size_t kv_row = size_t(cache.KV) * D;
+    for (uint32_t p : {S - 1, 700u, 64u}) {
+      if (p >= S) continue;
+      upload(past, std::vector<int32_t>{int32_t(p)});
+      program.run();
+      AttentionDims d = cache;
+      d.S = p + 1;
+      std::vector<float> kp(x.k.begin(), x.k.begin() + d.S * kv_row), vp(x.v.begin(), x.v.begin() + d.S * kv_row);
+      std::vector<float> expected(numel(q_shape(d))), lse(numel(lse_shape(d)));
+      ops::ref::attention_forward(expected, lse, x.q, kp, vp, d, scale);
+      check(download(o.t), expected, tol(dtype), "split o D=" + std::to_string(D) + " past=" + std::to_string(p),
+            q_shape(d));
+    }
+    o.expect_guards_intact("split attention o");
+  }
+}
+
 // Batched generation: batch row b is a sequence of its own, its query at position past[b] over its own cache's keys
 // 0 .. past[b] (whatever the rows past them hold: NaN here), on the split kernels and (window 5) the row kernel.
 TEST_P(AttentionCached, EachSequenceSeesItsOwnFillLevel) {
