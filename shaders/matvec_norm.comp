@@ -44,35 +44,19 @@ float act(float g) { return gelu_tanh(g); }
 #endif
 
 void main() {
+  stage_rows();
   const uint n = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
   const bool live = n < p.N;  // uniform over the subgroup
-  const uint k0 = split_k0();
-  // The first piece of the weights is loaded before the norm's staging, so that its memory round trip overlaps
-  // the staging's (x's loads, a reduction, barriers) rather than following it: each of the many short columns
-  // waits out one round trip fewer.
-  RawW rw = RawW(uvec4(0u), uvec4(0u));
-  if (live && k0 < p.K) LOAD_RAW(w1, n * p.w_sn + k0, rw);
-#if defined(GLU_SILU) || defined(GLU_GELU)
-  RawW ru = RawW(uvec4(0u), uvec4(0u));
-  if (live && k0 < p.K) LOAD_RAW(w2, n * p.w_sn + k0, ru);
-#endif
-  stage_rows();
   // float accumulators, not vec2: the GLU product at 7B took 99 us with vec2 against 91 (session 20, calls 2 and 4)
   float acc[kMaxRows], acc_up[kMaxRows];
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = acc_up[m] = 0.0;
   if (live) {
-    for (uint k = k0; k < p.K; k += split_k_step()) {
-      if (k != k0) {
-        LOAD_RAW(w1, n * p.w_sn + k, rw);
-#if defined(GLU_SILU) || defined(GLU_GELU)
-        LOAD_RAW(w2, n * p.w_sn + k, ru);
-#endif
-      }
+    for (uint k = split_k0(); k < p.K; k += split_k_step()) {
       vec4 wl, wh;
-      unpack_w(rw, wl, wh);
+      LOAD_W(w1, n * p.w_sn + k, wl, wh);
 #if defined(GLU_SILU) || defined(GLU_GELU)
       vec4 ul, uh;
-      unpack_w(ru, ul, uh);
+      LOAD_W(w2, n * p.w_sn + k, ul, uh);
 #endif
       [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
         if (m >= p.M) break;
