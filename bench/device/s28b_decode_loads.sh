@@ -2,7 +2,8 @@
 # Session 28, device call 2: decoding's latency chains shortened. The split attention (shaders/attention_split.comp)
 # issues 8 loads before using any in each of its loops (keys, values, the combine's partials), the combine reads its
 # splits' maxima a split a thread; the norm-fused products (matvec_norm, matvec_norm_qkv, quant_matvec_norm) load their
-# first weights before the norm's staging. NEW = this build, OLD = the same sources before (.gpu/carry/old), same call,
+# first weights before the norm's staging (commit caef9db, taken out again in b426d43 until this runs: build NEW from
+# caef9db or with b426d43 reverted). NEW = .gpu/carry/bins.tar.xz, OLD = e37a11b's bench (.gpu/carry/old), same call,
 # alternated: GPU tests; micro decode; decode at 0.5B, 7B, 7B nf4; batched B16 at 0.5B; per-kernel profiles.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s28b_decode_loads.sh
 source "$(dirname "$0")/common.sh"
