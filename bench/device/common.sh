@@ -6,7 +6,7 @@
 #   W  /tmp/w, the unpacked files; B  $W/bin, the binaries
 #   T  .gpu/carry/tok, the tokenizer files peers/make_model.py puts beside a model
 # and offers the steps only some scripts take: unpack_gemm_peer, unpack_old_bench, link_source_dir, and (session 20 on)
-# make_models, gpu_tests, infer, (session 25 on) micro_env, train_env, prefill_env.
+# make_models, gpu_tests, infer, (session 25 on) micro_env, train_env, prefill_env, (session 28 on) gemm_vs_ggml.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .gpu/env.sh
 R=$OUT/r; mkdir -p $R
@@ -62,4 +62,17 @@ prefill_env() {
   local n=$1 e=$2; shift 2
   env $e timeout 100 $B/lorastudio-bench inference "$@" > $R/$n.txt 2>&1
   echo "$n rc=$? at ${SECONDS}s"; grep -E "^prefill 512" $R/$n.txt
+}
+# The GEMM beside ggml-vulkan's coopmat2 at f32 accumulation (session 27 on): name, environment assignments...; our
+# micro `gemm_` cases into $R/gemm_NAME.txt, then (once a call: the first caller unpacks it) ggml's test-backend-ops
+# at the same shapes into $R/peer_f32acc.txt.
+gemm_vs_ggml() {
+  local n=$1; shift
+  env "$@" timeout 150 $B/lorastudio-bench micro --filter gemm_ --iters 20 > $R/gemm_$n.txt 2>&1
+  echo "gemm $n rc=$? at ${SECONDS}s"; grep "_f16 " $R/gemm_$n.txt | cut -c1-33,78-112
+  [ -f $R/peer_f32acc.txt ] && return
+  unpack_gemm_peer
+  (cd $W/gemm && PEER_PREC_F32=1 LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH timeout 90 ./test-backend-ops perf -o MUL_MAT -b Vulkan0 \
+      -p 'type_a=f16,type_b=f32,m=(4864|896|18944|3584|8192),n=(512|4096|8192),' > $R/peer_f32acc.txt 2>&1
+    echo "peer f32acc rc=$? at ${SECONDS}s"; grep -E "MUL_MAT" $R/peer_f32acc.txt | sed 's/bs=.*src_overlap=0)://' | head -20)
 }

@@ -13,12 +13,7 @@ micro_env rule train16_512x
 for n in 1 2 4 6; do micro_env h$n train16_512x LORASTUDIO_CM2_SPLITS=$n; done
 for n in 1 2 3 4; do micro_env s$n train16_512x LORASTUDIO_CM2_TILE=s LORASTUDIO_CM2_SPLITS=$n; done
 for n in 2 4 8; do micro_env m$n train16_512x LORASTUDIO_CM2_TILE=m LORASTUDIO_CM2_SPLITS=$n; done
-unpack_gemm_peer
-timeout 150 $B/lorastudio-bench micro --filter gemm_ --iters 20 > $R/gemm_rule.txt 2>&1
-echo "gemm rule rc=$? at ${SECONDS}s"; grep "_f16 " $R/gemm_rule.txt | cut -c1-33,78-112
-(cd $W/gemm && PEER_PREC_F32=1 LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH timeout 90 ./test-backend-ops perf -o MUL_MAT -b Vulkan0 \
-    -p 'type_a=f16,type_b=f32,m=(4864|896|18944|3584|8192),n=(512|4096|8192),' > $R/peer_f32acc.txt 2>&1
-  echo "peer f32acc rc=$? at ${SECONDS}s"; grep -E "MUL_MAT" $R/peer_f32acc.txt | sed 's/bs=.*src_overlap=0)://' | head -20)
+gemm_vs_ggml rule
 until grep -q '^saved' $R/make_model05.txt 2>/dev/null || [ $SECONDS -gt 250 ]; do sleep 2; done
 for i in 1 2; do
   train_env b1_rule$i "" --model /tmp/q05 --batch 1 --seq 512 --steps 9
