@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // Decoding attention over a KV cache, split over the keys (flash-decoding) so that a handful of query
 // rows still fill the GPU. Same math as shaders/attention.comp with past read from the device:
 // query row (b, t, h) sees keys j <= past + t, past = past_buf[0], or past_buf[b] with per_seq (batched
@@ -11,6 +12,9 @@
 //     (8 values of d) × (a subset of the keys) per thread, the subsets then added in order: a chain of D/8 + 8
 //     loads a thread instead of 2·D (session 20: 17 us a layer at 0.5B on the H200, 30 at 7B, one load at a time).
 //   COMBINE: workgroup per row: M = max m_s, L = sum l_s exp(m_s - M), o = sum o_s exp(m_s - M) / L.
+//   Every loop over keys, values or partials issues kBatch loads before it uses any (a constant trip count the
+//   driver unrolls): a loop that adds each load as it comes waits out a memory round trip a step, and the
+//   whole kernel is such chains (a decode step's attention is latency, not bytes). The sums keep their order.
 //   With kLastCombines (PARTIAL; constant 2), the combine is not a dispatch of its own: each workgroup with keys
 //   counts itself done in done[row] after its partials are visible, and the last of the row's combines them and
 //   sets the count back to 0 for the next run (one dependent stage a layer less when decoding).
@@ -39,7 +43,8 @@ shared bool last_of_row;
 // k and v 16 bytes at a time (kVec)
 layout(binding = 1) readonly buffer K16 { uvec4 k16[]; };
 layout(binding = 2) readonly buffer V16 { uvec4 v16[]; };
-shared float pv[WG * 8u];  // [key subset][D] partial sums of o (kVec)
+shared float pv[WG * 8u];  // [key subset][D] partial sums of o (kVec); in the combine, the splits' weights
+const uint kBatch = 8u;    // loads in flight a thread, in every loop
 
 // The 8 values of k or v from element e (a multiple of 8).
 void load8(bool from_k, uint e, out vec4 lo, out vec4 hi) {
@@ -53,23 +58,42 @@ void load8(bool from_k, uint e, out vec4 lo, out vec4 hi) {
 #endif
 }
 
-// o[row] from the row's partials (COMBINE, or the last partial workgroup of the row).
+// o[row] from the row's partials (COMBINE, or the last partial workgroup of the row). The splits' maxima and
+// weights are read a split a thread; each output value then sums its splits in order, kBatch loads at a time.
 void combine(uint row, uint n_keys, uint tid) {
-  const uint used = min(p.splits, (n_keys + WG - 1u) / WG);
-  float mx = -3.0e38;
-  for (uint s = 0u; s < used; ++s) mx = max(mx, part[(row * p.splits + s) * (p.D + 2u) + p.D]);
-  float total = 0.0;
-  for (uint s = 0u; s < used; ++s) {
-    const uint base = (row * p.splits + s) * (p.D + 2u);
-    total += part[base + p.D + 1u] * exp(part[base + p.D] - mx);
-  }
-  for (uint d = tid; d < p.D; d += WG) {
-    float acc = 0.0;
-    for (uint s = 0u; s < used; ++s) {
-      const uint base = (row * p.splits + s) * (p.D + 2u);
-      acc += part[base + d] * exp(part[base + p.D] - mx);
+  const uint used = min(p.splits, (n_keys + WG - 1u) / WG), stride = p.D + 2u, part0 = row * p.splits * stride;
+  float mx_part = -3.0e38;
+  for (uint s = tid; s < used; s += WG) mx_part = max(mx_part, part[part0 + s * stride + p.D]);
+  const float mx = workgroup_max(mx_part);
+  float total_part = 0.0;
+  for (uint s = tid; s < used; s += WG)
+    total_part += part[part0 + s * stride + p.D + 1u] * exp(part[part0 + s * stride + p.D] - mx);
+  const float total = workgroup_sum(total_part);
+  float acc[MAX_D / WG];
+  [[unroll]] for (uint i = 0u; i < MAX_D / WG; ++i) acc[i] = 0.0;
+  for (uint s0 = 0u; s0 < used; s0 += WG * 8u) {  // the weights of up to 512 splits at a time, in pv
+    const uint n = min(used - s0, WG * 8u);
+    barrier();  // the previous pass's readers (or the partial's) are done with pv
+    for (uint s = tid; s < n; s += WG) pv[s] = exp(part[part0 + (s0 + s) * stride + p.D] - mx);
+    barrier();
+    [[unroll]] for (uint i = 0u; i < MAX_D / WG; ++i) {
+      const uint d = tid + i * WG;
+      if (d >= p.D) break;
+      for (uint s = 0u; s < n; s += kBatch) {
+        float v[kBatch];
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+          v[u] = s + u < n ? part[part0 + (s0 + s + u) * stride + d] : 0.0;
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+          if (s + u >= n) break;
+          acc[i] += v[u] * pv[s + u];
+        }
+      }
     }
-    o[row * p.D + d] = FROM_F32(T, acc / total);
+  }
+  [[unroll]] for (uint i = 0u; i < MAX_D / WG; ++i) {
+    const uint d = tid + i * WG;
+    if (d >= p.D) break;
+    o[row * p.D + d] = FROM_F32(T, acc[i] / total);
   }
 }
 
@@ -95,11 +119,16 @@ void main() {
   float score = -3.0e38;
   if (live && kVec != 0u) {
     vec4 acc = vec4(0.0);
-    for (uint i = 0u; i < p.D; i += 8u) {
-      vec4 lo, hi;
-      load8(true, key0 + j * key_stride + i, lo, hi);
-      acc += vec4(q_row[i], q_row[i + 1u], q_row[i + 2u], q_row[i + 3u]) * lo;
-      acc += vec4(q_row[i + 4u], q_row[i + 5u], q_row[i + 6u], q_row[i + 7u]) * hi;
+    for (uint i0 = 0u; i0 < p.D; i0 += 8u * kBatch) {
+      vec4 lo[kBatch], hi[kBatch];
+      [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+        if (i0 + 8u * u < p.D) load8(true, key0 + j * key_stride + i0 + 8u * u, lo[u], hi[u]);
+      [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+        const uint i = i0 + 8u * u;
+        if (i >= p.D) break;
+        acc += vec4(q_row[i], q_row[i + 1u], q_row[i + 2u], q_row[i + 3u]) * lo[u];
+        acc += vec4(q_row[i + 4u], q_row[i + 5u], q_row[i + 6u], q_row[i + 7u]) * hi[u];
+      }
     }
     score = p.scale * ((acc.x + acc.y) + (acc.z + acc.w));
   } else if (live) {
@@ -117,11 +146,16 @@ void main() {
     const uint chunks = p.D / 8u, subsets = WG / chunks, c = tid % chunks, set = tid / chunks;
     vec4 lo_sum = vec4(0.0), hi_sum = vec4(0.0);
     if (set < subsets) {
-      for (uint jj = set; jj < count; jj += subsets) {
-        vec4 lo, hi;
-        load8(false, key0 + (first + jj) * key_stride + c * 8u, lo, hi);
-        lo_sum += probs[jj] * lo;
-        hi_sum += probs[jj] * hi;
+      for (uint jj0 = set; jj0 < count; jj0 += kBatch * subsets) {
+        vec4 lo[kBatch], hi[kBatch];
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+          if (jj0 + u * subsets < count) load8(false, key0 + (first + jj0 + u * subsets) * key_stride + c * 8u, lo[u], hi[u]);
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+          const uint jj = jj0 + u * subsets;
+          if (jj >= count) break;
+          lo_sum += probs[jj] * lo[u];
+          hi_sum += probs[jj] * hi[u];
+        }
       }
       for (uint i = 0u; i < 4u; ++i) {
         pv[set * p.D + c * 8u + i] = lo_sum[i];

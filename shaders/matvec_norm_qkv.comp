@@ -41,8 +41,21 @@ layout(push_constant) uniform Params {
 
 #include "common/matvec_norm_stage.glsl"
 
+// The two rows' pieces of 8 values at k, as loaded (which product's weights: uniform over the subgroup).
+void load_pair(uint which, uint lo, uint hi, uint k, inout RawW a, inout RawW b) {
+  if (which == 0u) {
+    LOAD_RAW(wq, lo * p.K + k, a);
+    LOAD_RAW(wq, hi * p.K + k, b);
+  } else if (which == 1u) {
+    LOAD_RAW(wk, lo * p.K + k, a);
+    LOAD_RAW(wk, hi * p.K + k, b);
+  } else {
+    LOAD_RAW(wv, lo * p.K + k, a);
+    LOAD_RAW(wv, hi * p.K + k, b);
+  }
+}
+
 void main() {
-  stage_rows();
   const uint pair = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
   const uint head = pair / p.half_d, i = pair % p.half_d, D = 2u * p.half_d;
   const bool live = head < p.heads + 2u * p.kv_heads;  // uniform over the subgroup
@@ -50,21 +63,19 @@ void main() {
   const uint which = head < p.heads ? 0u : head < p.heads + p.kv_heads ? 1u : 2u;
   const uint h = which == 0u ? head : which == 1u ? head - p.heads : head - p.heads - p.kv_heads;
   const uint lo = h * D + i, hi = lo + p.half_d;
+  const uint k0 = split_k0();
+  // The first pieces are loaded before the norm's staging, their round trip overlapping it (matvec_norm.comp).
+  RawW ra = RawW(uvec4(0u), uvec4(0u)), rb = RawW(uvec4(0u), uvec4(0u));
+  if (live && k0 < p.K) load_pair(which, lo, hi, k0, ra, rb);
+  stage_rows();
   float acc_lo[kMaxRows], acc_hi[kMaxRows];  // float, not vec2 (as shaders/matvec_norm.comp)
   for (uint m = 0u; m < kMaxRows; ++m) acc_lo[m] = acc_hi[m] = 0.0;
   if (live) {
-    for (uint k = split_k0(); k < p.K; k += split_k_step()) {
+    for (uint k = k0; k < p.K; k += split_k_step()) {
+      if (k != k0) load_pair(which, lo, hi, k, ra, rb);
       vec4 al, ah, bl, bh;
-      if (which == 0u) {
-        LOAD_W(wq, lo * p.K + k, al, ah);
-        LOAD_W(wq, hi * p.K + k, bl, bh);
-      } else if (which == 1u) {
-        LOAD_W(wk, lo * p.K + k, al, ah);
-        LOAD_W(wk, hi * p.K + k, bl, bh);
-      } else {
-        LOAD_W(wv, lo * p.K + k, al, ah);
-        LOAD_W(wv, hi * p.K + k, bl, bh);
-      }
+      unpack_w(ra, al, ah);
+      unpack_w(rb, bl, bh);
       [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
         if (m >= p.M) break;
         vec4 xl, xh;

@@ -70,28 +70,41 @@ float act(float g) { return gelu_tanh(g); }
 // 91.2 with 4 or 1, 108.2 with 8 (nf4; q8 75.4, 85.6, 78.5, 95.6).
 const uint kPieces = 2u;
 
+// The pieces at k, k + step, ... as loaded (past K: the row's last piece again, unused).
+void load_pieces(uint row, uint k, uint step, inout uvec2 pw[kPieces], inout uvec2 pu[kPieces]) {
+  [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
+    const uint e = row + min(k + i * step, p.K - 8u);
+    pw[i] = piece1(e);
+#if defined(GLU)
+    pu[i] = piece2(e);
+#endif
+  }
+}
+
 void main() {
-  quant_init();
-  stage_rows();
   const uint n = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
   const bool live = n < p.N;  // uniform over the subgroup
+  const uint step = split_k_step(), row = n * p.w_sn, k0 = split_k0();
+  // The first pieces are loaded before the map's and the norm's staging, their round trip overlapping it
+  // (shaders/matvec_norm.comp); their block scales need the staged map, so they follow it.
+  uvec2 pw[kPieces], pu[kPieces];
+  [[unroll]] for (uint i = 0u; i < kPieces; ++i) pw[i] = pu[i] = uvec2(0u);
+  if (live) load_pieces(row, k0, step, pw, pu);
+  quant_init();
+  stage_rows();
   float acc[kMaxRows], acc_up[kMaxRows];
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = acc_up[m] = 0.0;
   if (live) {
-    const uint step = split_k_step(), row = n * p.w_sn;
-    for (uint k = split_k0(); k < p.K; k += kPieces * step) {
-      uvec2 pw[kPieces];
+    for (uint k = k0; k < p.K; k += kPieces * step) {
+      if (k != k0) load_pieces(row, k, step, pw, pu);
       float sw[kPieces];
 #if defined(GLU)
-      uvec2 pu[kPieces];
       float su[kPieces];
 #endif
       [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
-        const uint e = row + min(k + i * step, p.K - 8u);  // past K: the row's last piece again, unused
-        pw[i] = piece1(e);
+        const uint e = row + min(k + i * step, p.K - 8u);
         sw[i] = block_scale(e >> 6, p.offset1);
 #if defined(GLU)
-        pu[i] = piece2(e);
         su[i] = block_scale2(e >> 6);
 #endif
       }
