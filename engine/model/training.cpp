@@ -92,13 +92,24 @@ uint32_t logit_rows_per_chunk(uint32_t rows, uint32_t vocab, uint64_t max_bindin
   // the lm_head's products then have no partly filled row tiles (the tensor-core GEMM's are 128 rows;
   // 416-row chunks ran its dx at 88 TFLOP/s on the H100, session 9). 128 MiB (256 before session 18) is
   // two chunks of 256 f16 rows for T = 512 and Qwen's vocabulary: 74 MiB less at 0.5B (1.5 GiB in all).
+  // Big batches, whose logits would take over four such chunks: two chunks (more where half the rows pass
+  // 1 GiB). At B8 (4,096 f16 rows) two of 2,048 rows took the step from 62.85 to 60.9 ms on the H200 for
+  // 0.53 GiB more (three of 1,408 rows: 65.4 ms, their dx products on 42 tiles of 256; session 29, s28a).
   // LORASTUDIO_LOGIT_MIB overrides the budget (measurement).
-  static const uint64_t mib = [] {
+  static const uint64_t forced_mib = [] {
     const char* v = std::getenv("LORASTUDIO_LOGIT_MIB");
-    return v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : 128;
+    return v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : 0;
   }();
-  const uint64_t budget = (max_binding >= (uint64_t(256) << 20) ? mib : std::min<uint64_t>(mib, 64)) << 20;
-  const uint64_t fit = budget / (uint64_t(vocab) * logit_bytes);
+  const bool big_binding = max_binding >= (uint64_t(256) << 20);
+  const uint64_t row_bytes = uint64_t(vocab) * logit_bytes;
+  uint64_t budget = (big_binding ? uint64_t(128) : 64) << 20;
+  if (forced_mib) {
+    budget = (big_binding ? forced_mib : std::min<uint64_t>(forced_mib, 64)) << 20;
+  } else if (big_binding && uint64_t(rows) * row_bytes > 4 * budget) {
+    const uint64_t half = (uint64_t(rows) + 255) / 256 * 128;  // half the rows, in 128s
+    budget = std::min<uint64_t>(uint64_t(1) << 30, half * row_bytes);
+  }
+  const uint64_t fit = budget / row_bytes;
   const uint64_t granule = fit >= 128 ? 128 : 16;
   const uint64_t most = std::max<uint64_t>(16, fit / granule * granule);
   const uint64_t chunks = (rows + most - 1) / most;

@@ -89,25 +89,38 @@ class TrainingStep : public test::GpuTest {
 // The vocabulary projection goes in chunks of rows: within the logits budget (128 MiB where one binding holds
 // 256, else 64 MiB), a multiple of 16 rows (of 128 when the budget holds 128), as few
 // chunks as the budget allows, sized about equally (no small remainder beside big chunks when the rows divide
-// well).
+// well). Where one binding holds 256 MiB and the rows' logits pass four budgets: two chunks, each within 1 GiB.
 TEST(LogitChunks, WithinBudgetAlignedAndEven) {
   const uint32_t V = 151936;
   const uint64_t big = uint64_t(4) << 30, small = uint64_t(128) << 20;
   EXPECT_EQ(model::logit_rows_per_chunk(512, V, big), 128u);     // 220 f32 rows fit (128 in 128s): four of 128
   EXPECT_EQ(model::logit_rows_per_chunk(512, V, big, 2), 256u);  // 441 f16 rows fit (384): two of 256
-  EXPECT_EQ(model::logit_rows_per_chunk(4096, V, big, 2), 384u); // 11 chunks: ten of 384 and one of 256
+  EXPECT_EQ(model::logit_rows_per_chunk(1024, V, big, 2), 384u); // 297 MiB, not over 4 x 128: 384, 384, 256
+  EXPECT_EQ(model::logit_rows_per_chunk(4096, V, big, 2), 2048u);   // 1.16 GiB: two of 2,048 (594 MiB each)
+  EXPECT_EQ(model::logit_rows_per_chunk(2000, V, big, 2), 1024u);   // half of 2,000 in 128s: 1,024 and 976
+  EXPECT_EQ(model::logit_rows_per_chunk(8192, V, big, 2), 2816u);   // 1 GiB holds 3,533 (3,456): three of 2,816
+  EXPECT_EQ(model::logit_rows_per_chunk(4096, V, small, 2), 128u);  // a small binding keeps 64 MiB: 220 (128)
   EXPECT_EQ(model::logit_rows_per_chunk(100, V, small), 64u);  // 96 fit in 64 MiB; 64 + 36
   EXPECT_EQ(model::logit_rows_per_chunk(7, 600, big), 7u);     // all rows at once
   for (uint64_t limit : {big, small})
-    for (uint32_t rows : {1u, 17u, 512u, 1000u, 4096u}) {
-      const uint32_t c = model::logit_rows_per_chunk(rows, V, limit);
-      const uint64_t budget = limit >= (uint64_t(256) << 20) ? uint64_t(128) << 20 : uint64_t(64) << 20;
-      EXPECT_LE(uint64_t(c) * V * 4, budget) << rows;
-      const uint64_t fit = budget / (uint64_t(V) * 4), granule = fit >= 128 ? 128 : 16;
-      EXPECT_TRUE(c == rows || c % granule == 0) << rows << " -> " << c;
-      const uint64_t most = std::max<uint64_t>(16, fit / granule * granule);  // rows the budget holds
-      EXPECT_EQ((rows + c - 1) / c, (rows + most - 1) / most) << rows << " rows in chunks of " << c;
-    }
+    for (uint32_t bytes : {2u, 4u})
+      for (uint32_t rows : {1u, 17u, 512u, 1000u, 3001u, 4096u, 20000u}) {
+        const uint32_t c = model::logit_rows_per_chunk(rows, V, limit, bytes);
+        const uint64_t base = limit >= (uint64_t(256) << 20) ? uint64_t(128) << 20 : uint64_t(64) << 20;
+        const bool grown = limit == big && uint64_t(rows) * V * bytes > 4 * base;
+        const uint64_t budget = grown ? uint64_t(1) << 30 : base;
+        EXPECT_LE(uint64_t(c) * V * bytes, budget) << rows;
+        const uint64_t fit = std::max<uint64_t>(c, base / (uint64_t(V) * bytes)), granule = fit >= 128 ? 128 : 16;
+        EXPECT_TRUE(c == rows || c % granule == 0) << rows << " -> " << c;
+        const uint64_t chunks = (rows + c - 1) / c;
+        if (grown) {
+          EXPECT_GE(chunks, 2u) << rows;
+          EXPECT_LE(chunks, std::max<uint64_t>(2, (uint64_t(rows) * V * bytes + budget - 1) / budget + 1)) << rows;
+        } else {
+          const uint64_t most = std::max<uint64_t>(16, fit / granule * granule);  // rows the budget holds
+          EXPECT_EQ(chunks, (rows + most - 1) / most) << rows << " rows in chunks of " << c;
+        }
+      }
 }
 
 TEST_F(TrainingStep, LossMatchesInferenceLogits) { expect_loss_matches_inference_logits(); }
