@@ -93,7 +93,7 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = Quant
 // SMs idle with the bigger tile.
 // LORASTUDIO_CM2_TILE (l, t, m, s, w, h or d) forces one, for tuning; LORASTUDIO_CM2_SHORT_K=0 takes the longer
 // reductions' rule for every product (session 14's), for measurement.
-constexpr uint64_t kCm2HalfGpu = 66;
+constexpr uint64_t kCm2HalfGpu = 66, kCm2FullGpu = 2 * kCm2HalfGpu;
 constexpr uint32_t kCm2ShortK = 4864;
 // A few rows (batched generation: a token of each of up to 32 sequences): the 16-row tile, K in slices of about
 // kCm2FewRowsSlice (cm2_split_k), so that each workgroup's chain of dependent K steps stays short and the
@@ -138,12 +138,42 @@ uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
 }
 
 // Split-K for a product of `tiles` output tiles that fill under half of an H100's SMs: slices of K (each a
-// multiple of the kernel's BK, at least 256 long, the last one possibly shorter) until about one wave of
-// workgroups, at most 16; with a few rows (kCm2FewRows), slices of about kCm2FewRowsSlice whatever the tile count.
+// multiple of the kernel's BK, the last one possibly shorter, at most 16). Reductions up to kCm2ShortK: slices at
+// least 256 long until about one wave of workgroups. Longer ones (the lm_head's dx, K = the vocabulary): slices
+// at least kCm2MinSlice long, as many as fill the most of their last wave, tiles·s / (waves·slots), with slots =
+// 132 SMs × 256 / the tile's invocations (the 128×128 tile on 128 where its workgroups reach 132: cm2_spec), the
+// fewest among equals: with long slices a wave's workgroups all run about as long, so a part-filled last wave is
+// time lost. On the H200 (session 29, s29a) the lm_head's dx at 2,048 rows (K = 151,936, 56 tiles of 256×128, one
+// an SM) took 3,057 µs with the first rule's 3 slices (168 workgroups: 1.27 waves), 2,302 with 2, 2,305 with 4,
+// 2,330 with 6, 2,012 with 7 (392: 2.97 waves), 2,327 with 8, 2,383 with 12, and the B8 step 59.46 ms with every
+// split product in 7 slices against 61.6 with the first rule. The same reading fits 896,512,4864 on 56 tiles of
+// 128×64 (two an SM: 39.1 µs with the rule's 3 slices, 33.1 with 4, 36.3 with 2, 38.1 with 6, s28a), but the 0.5B
+// B1 step with 4 slices there (and everywhere) stayed at 15.34 ms, so the short reductions keep the first rule
+// until a step shows a gain.
+// With a few rows (kCm2FewRows): slices of about kCm2FewRowsSlice whatever the tile count.
 // Returns the number of slices and sets kc, the slices' length.
 // LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning; LORASTUDIO_CM2_SPLITS (1-16) sets
-// the slices of every product the rule splits, for measurement.
-uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding, uint32_t& kc) {
+// the slices of every product the rule splits, for measurement; LORASTUDIO_CM2_SPLIT_RULE=0 takes the first rule
+// for the long reductions too (session 28's), =1 the waves for the short ones too.
+constexpr uint32_t kCm2MinSlice = 1024;
+// A tile's invocations as the rule sets them (cm2_spec, which says why), for that many workgroups.
+uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups) {
+  return tile == Cm2Tile::m && workgroups >= kCm2FullGpu ? 128 : kCm2Tiles[uint32_t(tile)].threads;
+}
+uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K) {
+  const uint32_t most = std::clamp<uint32_t>(K / kCm2MinSlice, 1, 16);
+  uint32_t best = 1;
+  uint64_t best_num = 0, best_den = 1;  // the filled share as a fraction, compared exactly
+  for (uint32_t s = 1; s <= most; ++s) {
+    const uint64_t workgroups = tiles * s;
+    const uint64_t slots = kCm2FullGpu * (256 / cm2_rule_threads(tile, workgroups));
+    const uint64_t den = ceil_div(workgroups, slots) * slots;
+    if (workgroups * best_den > best_num * den) best = s, best_num = workgroups, best_den = den;
+  }
+  return best;
+}
+uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding,
+                     uint32_t& kc) {
   static const uint64_t below = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_SPLIT_BELOW");
     return v && *v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : kCm2HalfGpu;
@@ -152,13 +182,20 @@ uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_
     const char* v = std::getenv("LORASTUDIO_CM2_SPLITS");
     return v ? env_number(v, 1, 16) : 0;
   }();
+  static const int waves_from = [] {  // the shortest reduction split by waves
+    const char* v = std::getenv("LORASTUDIO_CM2_SPLIT_RULE");
+    const std::string_view s = v ? v : "";
+    return s == "0" ? -1 : s == "1" ? 0 : int(kCm2ShortK) + 1;
+  }();
   kc = K;
   uint64_t want;
   if (M <= kCm2FewRows && few_rows_rule()) {
     want = std::min<uint64_t>(16, ceil_div(K, kCm2FewRowsSlice));
   } else {
     if (tiles >= below || K < 512) return 1;
-    want = forced ? forced : std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
+    want = forced ? forced
+           : waves_from >= 0 && K >= uint32_t(waves_from) ? split_by_waves(tile, tiles, K)
+                   : std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
   }
   while (want > 1 && want * M * N * 4 > max_binding) --want;
   if (want <= 1) return 1;
@@ -176,7 +213,6 @@ uint32_t cm2_split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_
 // (64-512) for those too, or as TILE:N (e.g. m:128, or m:256 for the rule off) for one tile, whatever its
 // workgroups. On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4:
 // 336-342 µs against 302-330; 2: 365-408; 1: 410-473), and so were 512 invocations on the 256×128 tile.
-constexpr uint64_t kCm2FullGpu = 2 * kCm2HalfGpu;
 vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups) {
   static const uint32_t unroll = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_UNROLL");
@@ -194,8 +230,7 @@ vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups) {
   }();
   const bool tuned = tile != Cm2Tile::d;
   const bool sized = threads.second && (threads.first < 0 ? tuned : threads.first == int(tile));
-  const bool half = tile == Cm2Tile::m && workgroups >= kCm2FullGpu;
-  vk::Spec spec{.local_x = sized ? threads.second : half ? 128 : kCm2Tiles[uint32_t(tile)].threads};
+  vk::Spec spec{.local_x = sized ? threads.second : cm2_rule_threads(tile, workgroups)};
   if (unroll && tuned) spec.constants = {unroll};
   return spec;
 }
@@ -295,7 +330,7 @@ void cm2_dispatch(const GemmDispatch& d) {
   uint32_t tiles_n = ceil_div(N, kCm2Tiles[uint32_t(tile)].bn), tiles_m = ceil_div(M, kCm2Tiles[uint32_t(tile)].bm);
   uint32_t kc = K;
   uint32_t splits = g.batch == 1 && N % 8 == 0
-                        ? cm2_split_k(uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
+                        ? cm2_split_k(tile, uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
                         : 1;
   const Cm2TileShape& small = kCm2Tiles[uint32_t(Cm2Tile::s)];
   if (splits > 1 && tile != Cm2Tile::d && K <= kCm2ShortK && small_tile_over_split() &&

@@ -138,8 +138,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{1024, 2176, 128, DType::f32, DType::f16, DType::f16},
                       Case{64, 128, 192, DType::f16, DType::f16, DType::f16},
                       Case{256, 256, 4096, DType::f32, DType::f16, DType::f32},
-                      // split-K into slices of 384 with a last one of 232 (its K tail clamped)
+                      // split-K into slices of 384 with a last one of 232 (its K tail clamped); a reduction past
+                      // 4,864 (the lm_head's dx), its slices by waves: five, four of 1,216 and one of 1,136
                       Case{64, 128, 1000, DType::f32, DType::f16, DType::f32},
+                      Case{64, 128, 6000, DType::f32, DType::f16, DType::f32},
                       // a few rows (batched generation): the 16-row tile, K in slices of about 512 (two of 512 and
                       // 488, the tail clamped; four of 512 over two row tiles, the second half past M)
                       Case{16, 264, 1000, DType::f16, DType::f16, DType::f16},
