@@ -89,11 +89,17 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = Quant
 // with 256×128, the 7B down product's dx 338 against 387 µs. Longer reductions: 256 rows of C above 512, else
 // 128 (ggml-vulkan's 128×256 tile, read the other way round, and its 128×128; at 512 rows the 128×128 tile was
 // 4-47% faster at three of ggml's four shapes and 8% slower at the fourth, session 9; the 7B products with
-// K = 18944 lost 7-8% with 128×64), or 64×64 where a short reduction would leave over half of an H100's 132
-// SMs idle with the bigger tile.
+// K = 18944 lost 7-8% with 128×64), or 64×64 where a short reduction would leave over half of the GPU's SMs (an
+// H100's 132) idle with the bigger tile.
 // LORASTUDIO_CM2_TILE (l, t, m, s, w, h or d) forces one, for tuning; LORASTUDIO_CM2_SHORT_K=0 takes the longer
 // reductions' rule for every product (session 14's), for measurement.
-constexpr uint64_t kCm2HalfGpu = 66, kCm2FullGpu = 2 * kCm2HalfGpu;
+// The rules below count workgroups against the GPU's SMs (multiprocessors): the driver's count where it gives one
+// (VK_NV_shader_sm_builtins, which NVIDIA's drivers offer wherever they offer VK_NV_cooperative_matrix2), else an
+// H100's, whose 132 the rules were measured on (the H200 has as many).
+constexpr uint64_t kCm2DefaultSms = 132;
+uint64_t cm2_sms(const vk::Device& dev) {
+  return dev.report().sm_count ? dev.report().sm_count : kCm2DefaultSms;
+}
 constexpr uint32_t kCm2ShortK = 4864;
 // A few rows (batched generation: a token of each of up to 32 sequences): the 16-row tile, K in slices of about
 // kCm2FewRowsSlice (cm2_split_k), so that each workgroup's chain of dependent K steps stays short and the
@@ -113,7 +119,7 @@ std::optional<Cm2Tile> tile_named(char letter) {
   const size_t t = std::string_view("ltmswhd").find(letter);
   return t == std::string_view::npos ? std::nullopt : std::optional<Cm2Tile>(Cm2Tile(t));
 }
-Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
+Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K, uint64_t sms) {
   static const std::optional<Cm2Tile> forced = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_TILE");
     return v && *v ? tile_named(*v) : std::nullopt;
@@ -128,7 +134,7 @@ Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K) {
   const Cm2Tile big = M > 512 ? Cm2Tile::t : Cm2Tile::m;
   const Cm2TileShape& s = kCm2Tiles[uint32_t(big)];
   const uint64_t tiles = uint64_t(ceil_div(M, s.bm)) * ceil_div(N, s.bn);
-  return tiles < kCm2HalfGpu && K < 2048 ? Cm2Tile::s : big;
+  return tiles < sms / 2 && K < 2048 ? Cm2Tile::s : big;
 }
 
 // A measurement switch's number, or 0 when it is not one in [lo, hi].
@@ -137,12 +143,12 @@ uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
   return n >= lo && n <= hi ? uint32_t(n) : 0;
 }
 
-// Split-K for a product of `tiles` output tiles that fill under half of an H100's SMs: slices of K (each a
+// Split-K for a product of `tiles` output tiles that fill under half of the GPU's SMs: slices of K (each a
 // multiple of the kernel's BK, the last one possibly shorter, at most 16). Reductions up to kCm2ShortK: slices at
 // least 256 long until about one wave of workgroups. Longer ones (the lm_head's dx, K = the vocabulary): slices
 // at least kCm2MinSlice long, as many as fill the most of their last wave, tiles·s / (waves·slots), with slots =
 // 132 SMs × 256 / the tile's invocations (the 128×128 tile on 128 where its workgroups reach 132: cm2_spec), the
-// fewest among equals: with long slices a wave's workgroups all run about as long, so a part-filled last wave is
+// fewest among equals (132 is an H100's or H200's count: cm2_sms): with long slices a wave's workgroups all run about as long, so a part-filled last wave is
 // time lost. On the H200 (session 29, s29a) the lm_head's dx at 2,048 rows (K = 151,936, 56 tiles of 256×128, one
 // an SM) took 3,057 µs with the first rule's 3 slices (168 workgroups: 1.27 waves), 2,302 with 2, 2,305 with 4,
 // 2,330 with 6, 2,012 with 7 (392: 2.97 waves), 2,327 with 8, 2,383 with 12, and the B8 step 59.46 ms with every
@@ -157,27 +163,28 @@ uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
 // for the long reductions too (session 28's), =1 the waves for the short ones too.
 constexpr uint32_t kCm2MinSlice = 1024;
 // A tile's invocations as the rule sets them (cm2_spec, which says why), for that many workgroups.
-uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups) {
-  return tile == Cm2Tile::m && workgroups >= kCm2FullGpu ? 128 : kCm2Tiles[uint32_t(tile)].threads;
+uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
+  return tile == Cm2Tile::m && workgroups >= sms ? 128 : kCm2Tiles[uint32_t(tile)].threads;
 }
-uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K) {
+uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K, uint64_t sms) {
   const uint32_t most = std::clamp<uint32_t>(K / kCm2MinSlice, 1, 16);
   uint32_t best = 1;
   uint64_t best_num = 0, best_den = 1;  // the filled share as a fraction, compared exactly
   for (uint32_t s = 1; s <= most; ++s) {
     const uint64_t workgroups = tiles * s;
-    const uint64_t slots = kCm2FullGpu * (256 / cm2_rule_threads(tile, workgroups));
+    const uint64_t slots = sms * (256 / cm2_rule_threads(tile, workgroups, sms));
     const uint64_t den = ceil_div(workgroups, slots) * slots;
     if (workgroups * best_den > best_num * den) best = s, best_num = workgroups, best_den = den;
   }
   return best;
 }
 uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding,
-                     uint32_t& kc) {
-  static const uint64_t below = [] {
+                     uint64_t sms, uint32_t& kc) {
+  static const uint64_t below_forced = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_SPLIT_BELOW");
-    return v && *v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : kCm2HalfGpu;
+    return v && *v ? std::max<uint64_t>(1, std::strtoull(v, nullptr, 10)) : 0;
   }();
+  const uint64_t below = below_forced ? below_forced : sms / 2;
   static const uint32_t forced = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_SPLITS");
     return v ? env_number(v, 1, 16) : 0;
@@ -194,7 +201,7 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
   } else {
     if (tiles >= below || K < 512) return 1;
     want = forced ? forced
-           : waves_from >= 0 && K >= uint32_t(waves_from) ? split_by_waves(tile, tiles, K)
+           : waves_from >= 0 && K >= uint32_t(waves_from) ? split_by_waves(tile, tiles, K, sms)
                    : std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
   }
   while (want > 1 && want * M * N * 4 > max_binding) --want;
@@ -205,7 +212,7 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
 
 // A tile's pipeline: its workgroup size (specialization constant 0) and the K steps of its unrolled loop
 // (constant 1, the shader's default 8 unless set). The 128×128 tile runs on 128 invocations instead of 256 where
-// its workgroups (tiles × K slices) are at least kCm2FullGpu, one an SM of an H100 or H200: two such workgroups
+// its workgroups (tiles × K slices) are at least the GPU's SMs (132 on an H100 or H200), one an SM: two such workgroups
 // then share an SM. On the H200 (session 26, s26b/s26c: m:128 for every product) B8's products at 4096 rows
 // went from 187/164 to 143/140 µs (1,216 and 224 tiles) and the B8 step from 67.6 to 63.0 ms (twice); but the
 // 7B products with K = 18,944 on 112 tiles (M = 512, 3,584 outputs), alone on their SMs, from 300 to 390-437 µs.
@@ -213,7 +220,7 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
 // (64-512) for those too, or as TILE:N (e.g. m:128, or m:256 for the rule off) for one tile, whatever its
 // workgroups. On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4:
 // 336-342 µs against 302-330; 2: 365-408; 1: 410-473), and so were 512 invocations on the 256×128 tile.
-vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups) {
+vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
   static const uint32_t unroll = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_UNROLL");
     return v ? env_number(v, 1, 16) : 0;
@@ -230,13 +237,13 @@ vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups) {
   }();
   const bool tuned = tile != Cm2Tile::d;
   const bool sized = threads.second && (threads.first < 0 ? tuned : threads.first == int(tile));
-  vk::Spec spec{.local_x = sized ? threads.second : cm2_rule_threads(tile, workgroups)};
+  vk::Spec spec{.local_x = sized ? threads.second : cm2_rule_threads(tile, workgroups, sms)};
   if (unroll && tuned) spec.constants = {unroll};
   return spec;
 }
 
 // Measurement, off by default: where cm2_split_k would split a short reduction (K up to kCm2ShortK), the 64×64
-// tile unsplit instead when its own tiles reach kCm2HalfGpu (LORASTUDIO_CM2_SPLIT_OR_S=1). Alone in micro it
+// tile unsplit instead when its own tiles reach half the GPU's SMs (LORASTUDIO_CM2_SPLIT_OR_S=1). Alone in micro it
 // takes the 0.5B shape's q/o products from 17.6 to 12.2 µs, but on the H200 (session 26, s26b) the 0.5B B1 step
 // went 15.62-15.75 -> 16.13-16.15 ms with it and prefill 90.7k -> 82.8k tok/s; only B8 gained (67.6 -> 66.6 ms).
 // (With long reductions too, the lm head's dx on 98 such tiles, B8 took 77.1 ms: s26a.)
@@ -326,15 +333,17 @@ void cm2_dispatch(const GemmDispatch& d) {
   const QuantType q = g.qb ? g.qb->type : QuantType::none;
   const Tensor a16 = d.a.dtype() == DType::f16 ? d.a : cm2_a_as_f16(rec, g, d.a, M, K);
   const bool b_along_n = g.b_sk != 1;
-  Cm2Tile tile = cm2_tile(M, N, K);
+  const uint64_t sms = cm2_sms(rec.device());
+  Cm2Tile tile = cm2_tile(M, N, K, sms);
   uint32_t tiles_n = ceil_div(N, kCm2Tiles[uint32_t(tile)].bn), tiles_m = ceil_div(M, kCm2Tiles[uint32_t(tile)].bm);
   uint32_t kc = K;
   uint32_t splits = g.batch == 1 && N % 8 == 0
-                        ? cm2_split_k(tile, uint64_t(tiles_n) * tiles_m, M, N, K, rec.device().report().max_storage_range, kc)
+                        ? cm2_split_k(tile, uint64_t(tiles_n) * tiles_m, M, N, K,
+                                      rec.device().report().max_storage_range, sms, kc)
                         : 1;
   const Cm2TileShape& small = kCm2Tiles[uint32_t(Cm2Tile::s)];
   if (splits > 1 && tile != Cm2Tile::d && K <= kCm2ShortK && small_tile_over_split() &&
-      uint64_t(ceil_div(N, small.bn)) * ceil_div(M, small.bm) >= kCm2HalfGpu) {
+      uint64_t(ceil_div(N, small.bn)) * ceil_div(M, small.bm) >= sms / 2) {
     tile = Cm2Tile::s;
     tiles_n = ceil_div(N, small.bn);
     tiles_m = ceil_div(M, small.bm);
@@ -342,14 +351,14 @@ void cm2_dispatch(const GemmDispatch& d) {
   }
   if (splits == 1) {
     d.run(cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params, {tiles_n, tiles_m, g.batch},
-          cm2_spec(tile, uint64_t(tiles_n) * tiles_m * g.batch));
+          cm2_spec(tile, uint64_t(tiles_n) * tiles_m * g.batch, sms));
     return;
   }
   const Tensor partial = d.partial(splits);
   GemmParams sliced = d.slice_params(splits, kc);
   sliced.k_last = K - (splits - 1) * kc;
   d.run_slices(cm2_kernel(tile, b_along_n, DType::f32, q), a16, partial, sliced, {tiles_n, tiles_m, splits},
-               cm2_spec(tile, uint64_t(tiles_n) * tiles_m * splits));
+               cm2_spec(tile, uint64_t(tiles_n) * tiles_m * splits, sms));
   d.reduce_slices(partial, splits);
 }
 

@@ -109,6 +109,12 @@ DeviceReport read_device_report(VkInstance instance, VkPhysicalDevice physical, 
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
     if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) r.device_local_bytes += mem.memoryHeaps[i].size;
   r.memory_budget = has_extension(physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+  if (has_extension(physical, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV sm{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceProperties2 with_sm{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &sm};
+    vkGetPhysicalDeviceProperties2(physical, &with_sm);
+    r.sm_count = sm.shaderSMCount;
+  }
 
   if (has_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
     r.coopmat_nv = true;
@@ -158,6 +164,7 @@ std::string format_report(const DeviceReport& r) {
       o << " " << s.m << "x" << s.n << "x" << s.k << " " << s.a << "*" << s.b << "->" << s.c << ";";
   }
   o << "\n  VK_NV_cooperative_matrix2 (workgroup scope, tensor addressing): " << yes(r.coopmat2);
+  if (r.sm_count) o << ", " << r.sm_count << " SMs";
   o << "\n  usable by lorastudio: " << yes(r.usable());
   if (!r.usable()) o << " (needs Vulkan 1.2, 16-bit storage buffers and shaderInt16)";
   o << "\n";

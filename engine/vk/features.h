@@ -40,6 +40,8 @@ struct DeviceReport {
   // VK_NV_cooperative_matrix2 (with VK_KHR_cooperative_matrix) offering what the workgroup-scope GEMM
   // uses: workgroup scope, flexible dimensions, conversions, per-element operations and tensor addressing.
   bool coopmat2 = false;
+  // The SMs (multiprocessors), from VK_NV_shader_sm_builtins' shaderSMCount; 0 where the driver does not say.
+  uint32_t sm_count = 0;
 
   bool usable() const { return storage16 && int16 && api_version >= VK_API_VERSION_1_2; }
 };
