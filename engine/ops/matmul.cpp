@@ -143,24 +143,24 @@ uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
   return n >= lo && n <= hi ? uint32_t(n) : 0;
 }
 
-// Split-K for a product of `tiles` output tiles that fill under half of the GPU's SMs: slices of K (each a
-// multiple of the kernel's BK, the last one possibly shorter, at most 16). Reductions up to kCm2ShortK: slices at
-// least 256 long until about one wave of workgroups. Longer ones (the lm_head's dx, K = the vocabulary): slices
-// at least kCm2MinSlice long, as many as fill the most of their last wave, tiles·s / (waves·slots), with slots =
-// 132 SMs × 256 / the tile's invocations (the 128×128 tile on 128 where its workgroups reach 132: cm2_spec), the
-// fewest among equals (132 is an H100's or H200's count: cm2_sms): with long slices a wave's workgroups all run about as long, so a part-filled last wave is
-// time lost. On the H200 (session 29, s29a) the lm_head's dx at 2,048 rows (K = 151,936, 56 tiles of 256×128, one
-// an SM) took 3,057 µs with the first rule's 3 slices (168 workgroups: 1.27 waves), 2,302 with 2, 2,305 with 4,
-// 2,330 with 6, 2,012 with 7 (392: 2.97 waves), 2,327 with 8, 2,383 with 12, and the B8 step 59.46 ms with every
-// split product in 7 slices against 61.6 with the first rule. The same reading fits 896,512,4864 on 56 tiles of
-// 128×64 (two an SM: 39.1 µs with the rule's 3 slices, 33.1 with 4, 36.3 with 2, 38.1 with 6, s28a), but the 0.5B
-// B1 step with 4 slices there (and everywhere) stayed at 15.34 ms, so the short reductions keep the first rule
-// until a step shows a gain.
+// Split-K for a product of `tiles` output tiles that fill under half of the GPU's SMs: slices of K (each a multiple of
+// the kernel's BK, the last one possibly shorter, at most 16). Reductions up to kCm2ShortK: slices at least 256 long
+// until about one wave of workgroups. Longer ones (the lm_head's dx, K = the vocabulary): slices at least kCm2MinSlice
+// long, as many as fill the most of their last wave, tiles·s / (waves·slots), with slots = 132 SMs × 256 / the tile's
+// invocations (the 128×128 tile on 128 where its workgroups reach 132: cm2_spec), the fewest among equals (132 is an
+// H100's or H200's count: cm2_sms): with long slices a wave's workgroups all run about as long, so a part-filled last
+// wave is time lost. On the H200 (session 29, s29a) the lm_head's dx at 2,048 rows (K = 151,936, 56 tiles of 256×128,
+// one an SM) took 3,057 µs with the first rule's 3 slices (168 workgroups: 1.27 waves), 2,302 with 2, 2,305 with 4,
+// 2,330 with 6, 2,012 with 7 (392: 2.97 waves), 2,327 with 8, 2,383 with 12, and the B8 step 59.46 ms with every split
+// product in 7 slices against 61.6 with the first rule. The same reading fits 896,512,4864 on 56 tiles of 128×64 (two
+// an SM: 39.1 µs with the rule's 3 slices, 33.1 with 4, 36.3 with 2, 38.1 with 6, s28a), but the 0.5B B1 step with 4
+// slices there (and everywhere) stayed at 15.34 ms, so the short reductions keep the first rule until a step shows a
+// gain.
 // With a few rows (kCm2FewRows): slices of about kCm2FewRowsSlice whatever the tile count.
 // Returns the number of slices and sets kc, the slices' length.
-// LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning; LORASTUDIO_CM2_SPLITS (1-16) sets
-// the slices of every product the rule splits, for measurement; LORASTUDIO_CM2_SPLIT_RULE=0 takes the first rule
-// for the long reductions too (session 28's), =1 the waves for the short ones too.
+// LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning; LORASTUDIO_CM2_SPLITS (1-16) sets the
+// slices of every product the rule splits, for measurement; LORASTUDIO_CM2_SPLIT_RULE=0 takes the first rule for the
+// long reductions too (session 28's), =1 the waves for the short ones too.
 constexpr uint32_t kCm2MinSlice = 1024;
 // A tile's invocations as the rule sets them (cm2_spec, which says why), for that many workgroups.
 uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
@@ -212,8 +212,8 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
 
 // A tile's pipeline: its workgroup size (specialization constant 0) and the K steps of its unrolled loop
 // (constant 1, the shader's default 8 unless set). The 128×128 tile runs on 128 invocations instead of 256 where
-// its workgroups (tiles × K slices) are at least the GPU's SMs (132 on an H100 or H200), one an SM: two such workgroups
-// then share an SM. On the H200 (session 26, s26b/s26c: m:128 for every product) B8's products at 4096 rows
+// its workgroups (tiles × K slices) are at least the GPU's SMs (132 on an H100 or H200), one an SM: two such
+// workgroups then share an SM. On the H200 (session 26, s26b/s26c: m:128 for every product) B8's products at 4096 rows
 // went from 187/164 to 143/140 µs (1,216 and 224 tiles) and the B8 step from 67.6 to 63.0 ms (twice); but the
 // 7B products with K = 18,944 on 112 tiles (M = 512, 3,584 outputs), alone on their SMs, from 300 to 390-437 µs.
 // For measurement: LORASTUDIO_CM2_UNROLL (1-16) for every tile but the few-rows one, LORASTUDIO_CM2_THREADS
