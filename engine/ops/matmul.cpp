@@ -53,14 +53,9 @@ CoopmatTile coopmat_tile(DType a, DType b, DType c, bool big) {
              : CoopmatTile{coopmat_kernel(a, b, c, false), 64, 128, 256};
 }
 
-// The workgroup-scope kernels of VK_NV_cooperative_matrix2 (shaders/matmul_coopmat2.comp), by tile
-// (BM rows of C, the tokens, × BN columns, the output features).
-enum class Cm2Tile : uint32_t { l, t, m, s, w, h, d };
-struct Cm2TileShape {
-  uint32_t bm, bn, threads;
-};
-constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 256},
-                                      {64, 64, 128},   {64, 128, 128},  {128, 64, 128}, {16, 128, 128}};
+using detail::Cm2Tile;
+using detail::kCm2Tiles;
+using detail::Cm2TileShape;
 constexpr uint32_t kCm2K = 64;  // the kernels' BK
 
 // B f16, or (q) a quantized weight decoded as each tile loads (matmul.kernels.cmake's gemm_cm2q_<format>_*).
@@ -162,22 +157,6 @@ uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
 // slices of every product the rule splits, for measurement; LORASTUDIO_CM2_SPLIT_RULE=0 takes the first rule for the
 // long reductions too (session 28's), =1 the waves for the short ones too.
 constexpr uint32_t kCm2MinSlice = 1024;
-// A tile's invocations as the rule sets them (cm2_spec, which says why), for that many workgroups.
-uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
-  return tile == Cm2Tile::m && workgroups >= sms ? 128 : kCm2Tiles[uint32_t(tile)].threads;
-}
-uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K, uint64_t sms) {
-  const uint32_t most = std::clamp<uint32_t>(K / kCm2MinSlice, 1, 16);
-  uint32_t best = 1;
-  uint64_t best_num = 0, best_den = 1;  // the filled share as a fraction, compared exactly
-  for (uint32_t s = 1; s <= most; ++s) {
-    const uint64_t workgroups = tiles * s;
-    const uint64_t slots = sms * (256 / cm2_rule_threads(tile, workgroups, sms));
-    const uint64_t den = ceil_div(workgroups, slots) * slots;
-    if (workgroups * best_den > best_num * den) best = s, best_num = workgroups, best_den = den;
-  }
-  return best;
-}
 uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding,
                      uint64_t sms, uint32_t& kc) {
   static const uint64_t below_forced = [] {
@@ -201,7 +180,7 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
   } else {
     if (tiles >= below || K < 512) return 1;
     want = forced ? forced
-           : waves_from >= 0 && K >= uint32_t(waves_from) ? split_by_waves(tile, tiles, K, sms)
+           : waves_from >= 0 && K >= uint32_t(waves_from) ? detail::split_by_waves(tile, tiles, K, sms)
                    : std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
   }
   while (want > 1 && want * M * N * 4 > max_binding) --want;
@@ -237,7 +216,7 @@ vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
   }();
   const bool tuned = tile != Cm2Tile::d;
   const bool sized = threads.second && (threads.first < 0 ? tuned : threads.first == int(tile));
-  vk::Spec spec{.local_x = sized ? threads.second : cm2_rule_threads(tile, workgroups, sms)};
+  vk::Spec spec{.local_x = sized ? threads.second : detail::cm2_rule_threads(tile, workgroups, sms)};
   if (unroll && tuned) spec.constants = {unroll};
   return spec;
 }
@@ -503,6 +482,22 @@ uint32_t rows_with_cols(const Tensor& t, uint32_t cols, const char* op, const ch
 }  // namespace
 
 namespace detail {
+
+uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
+  return tile == Cm2Tile::m && workgroups >= sms ? 128 : kCm2Tiles[uint32_t(tile)].threads;
+}
+uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K, uint64_t sms) {
+  const uint32_t most = std::clamp<uint32_t>(K / kCm2MinSlice, 1, 16);
+  uint32_t best = 1;
+  uint64_t best_num = 0, best_den = 1;  // the filled share as a fraction, compared exactly
+  for (uint32_t s = 1; s <= most; ++s) {
+    const uint64_t workgroups = tiles * s;
+    const uint64_t slots = sms * (256 / cm2_rule_threads(tile, workgroups, sms));
+    const uint64_t den = ceil_div(workgroups, slots) * slots;
+    if (workgroups * best_den > best_num * den) best = s, best_num = workgroups, best_den = den;
+  }
+  return best;
+}
 
 uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups) {
   const uint32_t steps = std::max(1u, K / (8 * subgroup_size));  // a lane's pieces along K

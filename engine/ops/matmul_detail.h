@@ -43,6 +43,21 @@ constexpr uint32_t kTile = 64;
 // (aligned 16-byte loads), the partial sums within one binding.
 uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding);
 
+// The workgroup-scope kernels of VK_NV_cooperative_matrix2 (shaders/matmul_coopmat2.comp), by tile
+// (BM rows of C, the tokens, × BN columns, the output features, on `threads` invocations).
+enum class Cm2Tile : uint32_t { l, t, m, s, w, h, d };
+struct Cm2TileShape {
+  uint32_t bm, bn, threads;
+};
+inline constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 256},
+                                             {64, 64, 128},   {64, 128, 128},  {128, 64, 128}, {16, 128, 128}};
+// A tile's invocations as ops/matmul.cpp's rule sets them (cm2_spec, which says why), for that many workgroups
+// on a GPU of `sms` multiprocessors.
+uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms);
+// The slices of a long reduction (K) over `tiles` output tiles, as many as fill the GPU's last wave of
+// workgroups best, each at least 1024 long (ops/matmul.cpp cm2_split_k says why).
+uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K, uint64_t sms);
+
 // Products with a side of at most this many outputs go to shaders/matmul_skinny.comp (its kMaxShort).
 constexpr uint32_t kSkinnyMax = 16;
 // Its ROWS_ALONG_K variant: a workgroup per kRows long indices, 1 to kSkinnyRowsMax, in one dimension of

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "ops/dropout.h"
+#include "ops/matmul_detail.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -449,6 +450,26 @@ TEST(MatmulSplit, OperandsLargerThanOneBindingAreSplit) {
   ops::ref::lora_forward(want_yl, want_t, x0, w0, b0, a0, lb0, M, N, K, r, 2.0f);
   test::expect_close(download(yl), want_yl, split_tol, "split lora_forward", yl.shape());
   for (const auto& m : messages) ADD_FAILURE() << "Vulkan validation message: " << m;
+}
+
+// [SECTION] Split-K of long reductions by waves (the coopmat2 path's rule; no device needed)
+
+// The rule picks the slices that fill the last wave of workgroups best, the fewest among equals: on 132 SMs the
+// lm_head's dx at 2,048 rows (56 tiles of 256×128, one workgroup an SM) takes 7 slices, 392 workgroups in 396 slots
+// (session 29 measured 7 fastest of 2-12); the 128×128 tile runs two workgroups an SM once they reach the SMs.
+TEST(MatmulSplitByWaves, FillsTheLastWave) {
+  using ops::detail::Cm2Tile;
+  using ops::detail::split_by_waves;
+  EXPECT_EQ(split_by_waves(Cm2Tile::t, 56, 151936, 132), 7u);   // 392 of 396 (14 fills as well: the fewer wins)
+  EXPECT_EQ(split_by_waves(Cm2Tile::m, 14, 151936, 132), 9u);   // 126 of 132, one an SM below 132 workgroups
+  EXPECT_EQ(split_by_waves(Cm2Tile::m, 56, 152064, 132), 14u);  // 784 of 792 at two an SM
+  EXPECT_EQ(split_by_waves(Cm2Tile::t, 10, 151936, 28), 14u);   // a 28-SM GPU: 140 workgroups in exactly 5 waves
+  EXPECT_EQ(split_by_waves(Cm2Tile::t, 4, 5000, 28), 4u);       // slices at least 1024 long: at most 4
+  EXPECT_EQ(split_by_waves(Cm2Tile::t, 4, 1500, 132), 1u);      // too short for two such slices
+  EXPECT_EQ(split_by_waves(Cm2Tile::t, 132, 151936, 132), 1u);  // one full wave already
+  EXPECT_EQ(ops::detail::cm2_rule_threads(Cm2Tile::m, 131, 132), 256u);
+  EXPECT_EQ(ops::detail::cm2_rule_threads(Cm2Tile::m, 132, 132), 128u);
+  EXPECT_EQ(ops::detail::cm2_rule_threads(Cm2Tile::t, 1000, 132), 256u);
 }
 
 // [SECTION] Bad input
