@@ -182,8 +182,10 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   train_matmul("train16_4096x896x4864", 4096, 896, 4864, DT::f16);
   // A B8 step's lm_head chunk (2,048 rows of Qwen's 151,936 logits; its dx reduces over the vocabulary): 1.8 GB
   // of operands (y f32: 1.2 GB in one binding), so only when the filter names it and a binding holds it.
-  if (!filter.empty() && dev.report().max_storage_range >= (uint64_t(2) << 30))
+  if (!filter.empty() && dev.report().max_storage_range >= (uint64_t(2) << 30)) {
     train_matmul("train16_lmhead_2048x896x151936", 2048, 896, 151936, DT::f16);
+    train_matmul("train16_lmhead_256x896x151936", 256, 896, 151936, DT::f16);  // a B1 step's chunk
+  }
   // The 7B shape's products at B1×T512: MLP up/gate, down, and q/o.
   train_matmul("train7b_512x3584x18944", 512, 3584, 18944);
   train_matmul("train7b_512x18944x3584", 512, 18944, 3584);

@@ -153,7 +153,7 @@ uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
 // gain.
 // With a few rows (kCm2FewRows): slices of about kCm2FewRowsSlice whatever the tile count.
 // Returns the number of slices and sets kc, the slices' length.
-// LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning; LORASTUDIO_CM2_SPLITS (1-16) sets the
+// LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning; LORASTUDIO_CM2_SPLITS (1-128) sets the
 // slices of every product the rule splits, for measurement; LORASTUDIO_CM2_SPLIT_RULE=0 takes the first rule for the
 // long reductions too (session 28's), =1 the waves for the short ones too.
 constexpr uint32_t kCm2MinSlice = 1024;
@@ -166,7 +166,7 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
   const uint64_t below = below_forced ? below_forced : sms / 2;
   static const uint32_t forced = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_SPLITS");
-    return v ? env_number(v, 1, 16) : 0;
+    return v ? env_number(v, 1, 128) : 0;
   }();
   static const int waves_from = [] {  // the shortest reduction split by waves
     const char* v = std::getenv("LORASTUDIO_CM2_SPLIT_RULE");
