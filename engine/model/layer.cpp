@@ -187,6 +187,9 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
       else ops::norm_matvec_forward(rec, y, a.x_in, w.input_norm, s.norm.eps, lw.w, lw.b);
     }
   } else {
+    // Split products' reduces after all three products' slices: one stage for the slices, one for the reduces
+    // (vk::Recorder::DeferScope), not a stage each as they are recorded.
+    vk::Recorder::DeferScope side_by_side(rec);
     project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, q_out, a.h1);
     project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, k_out, a.h1);
     project(rec, s, run, layer, LoraTarget::v_proj, w.v, a, v_out, a.h1);
@@ -289,9 +292,15 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   // shape's 112 tiles each leave SMs idle). Where d attn is not [M, C] f32, up's accumulates into gate's.
   const Tensor d_up_part = d.attn.numel() == uint64_t(M) * s.hidden && d.attn.dtype() == DType::f32
                                ? d.attn.reshape({M, s.hidden}) : Tensor();
-  project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
-  project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d_up_part.defined() ? d_up_part : d.h2,
-                   d.up, !d_up_part.defined());
+  {
+    // With split products, both products' slices in one stage and their reduces in the next (DeferScope), where
+    // they write apart.
+    std::optional<vk::Recorder::DeferScope> side_by_side;
+    if (d_up_part.defined()) side_by_side.emplace(rec);
+    project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
+    project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d_up_part.defined() ? d_up_part : d.h2,
+                     d.up, !d_up_part.defined());
+  }
   group.emplace(rec, kGroupNorms);
   // dres = d x_mid, its f16 copy for o_proj's dx product (not with --grad-checkpoint: there the copy took the H100's
   // peak 1.2% past the plan in memory_plan_test, session 19 call 5)

@@ -333,12 +333,12 @@ void cm2_dispatch(const GemmDispatch& d) {
           cm2_spec(tile, uint64_t(tiles_n) * tiles_m * g.batch, sms));
     return;
   }
-  const Tensor partial = d.partial(splits);
+  const Tensor partial = d.partial(splits, true);
   GemmParams sliced = d.slice_params(splits, kc);
   sliced.k_last = K - (splits - 1) * kc;
   d.run_slices(cm2_kernel(tile, b_along_n, DType::f32, q), a16, partial, sliced, {tiles_n, tiles_m, splits},
                cm2_spec(tile, uint64_t(tiles_n) * tiles_m * splits, sms));
-  d.reduce_slices(partial, splits);
+  d.reduce_slices(partial, splits, true);
 }
 
 void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tensor& b, const Tensor& c,
@@ -398,13 +398,13 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   // Split-K: too few tiles to fill the GPU and a long reduction. Slice s of K writes its partial sums to
   // scratch [s, M, N] (f32, no epilogue); a second pass adds the slices in order and applies the epilogue.
   const uint32_t kc = K / splits;
-  const Tensor partial = d.partial(splits);
+  const Tensor partial = d.partial(splits, true);
   const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32, false) : CoopmatTile{};
   vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : variant(vk::family::gemm, {a.dtype(), b.dtype(), DType::f32}, g.op);
   const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
   d.run_slices(partial_kernel, a, partial, d.slice_params(splits, kc), {ceil_div(N, pbn), ceil_div(M, pbm), splits},
                {.local_x = tensor_cores ? tc32.threads : 256u});
-  d.reduce_slices(partial, splits);
+  d.reduce_slices(partial, splits, true);
 }
 
 void gemm(vk::Recorder& rec, const Gemm& g) {
@@ -522,23 +522,27 @@ uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t ma
   return s;
 }
 
-void GemmDispatch::run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups,
-                       const vk::Spec& spec) const {
+std::vector<vk::Use> GemmDispatch::uses(const Tensor& first) const {
   const Tensor& bound_bias = bias.defined() ? bias : a;
   const Tensor& bound_t = lt.defined() ? lt : a;
   const Tensor& bound_l = ll.defined() ? ll : a;
   const vk::Use c_use = flags & kAccumulate ? inout(c) : out(c);
   if (g.qb)
-    rec.dispatch(kernel,
-                 {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l), in(g.qb->absmax), in(g.qb->scales),
-                  in(g.qb->map)},
-                 p, groups, spec);
-  else
-    rec.dispatch(kernel, {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l)}, p, groups, spec);
+    return {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l), in(g.qb->absmax), in(g.qb->scales),
+            in(g.qb->map)};
+  return {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l)};
 }
 
-Tensor GemmDispatch::partial(uint32_t splits) const {
-  return Tensor::view(rec.device(), rec.split_scratch(uint64_t(splits) * M * N * 4), {splits * M, N}, DType::f32);
+void GemmDispatch::run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups,
+                       const vk::Spec& spec) const {
+  const std::vector<vk::Use> u = uses(first);
+  vk::Recorder::check_params(kernel, sizeof p, vk::params_scalars(p));
+  rec.dispatch_raw(kernel, u, &p, sizeof p, groups, spec);
+}
+
+Tensor GemmDispatch::partial(uint32_t splits, bool deferrable) const {
+  return Tensor::view(rec.device(), rec.split_scratch(uint64_t(splits) * M * N * 4, deferrable), {splits * M, N},
+                      DType::f32);
 }
 
 GemmParams GemmDispatch::slice_params(uint32_t splits, uint32_t kc) const {
@@ -572,14 +576,17 @@ static uint32_t reduce_lanes(uint64_t outputs, uint32_t splits) {
   return lanes;
 }
 
-void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits) const {
+void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits, bool deferrable) const {
   GemmParams second = params;
   second.K = splits;
   const uint32_t lanes = reduce_lanes(uint64_t(M) * N, splits);
   const uint32_t groups = uint32_t(std::min<uint64_t>(ceil_div(uint64_t(M) * N * lanes, 256), 65535u));
   // Its B type is the bias's: a quantized weight's bias has the dequantized dtype, f16 on these devices.
-  run(splitk_reduce_kernel(g.qb ? DType::f16 : b.dtype(), c.dtype()), partial, second, {groups, 1, 1},
-      {.local_x = 256u, .constants = {lanes}});
+  const vk::Kernel kernel = splitk_reduce_kernel(g.qb ? DType::f16 : b.dtype(), c.dtype());
+  const vk::Spec spec{.local_x = 256u, .constants = {lanes}};
+  // In a vk::Recorder::DeferScope the reduce waits for the scope's end, after the next products' slices.
+  if (deferrable && rec.deferring()) return rec.defer(kernel, uses(partial), second, {groups, 1, 1}, spec);
+  run(kernel, partial, second, {groups, 1, 1}, spec);
 }
 
 }  // namespace detail

@@ -112,14 +112,17 @@ struct GemmDispatch {
   // The product's six bindings with `first` as A and these push constants (unused bindings still need a
   // buffer: A's; the flags keep the kernel off them), and a quantized B's scales after them.
   void run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups, const vk::Spec& spec) const;
+  std::vector<vk::Use> uses(const Tensor& first) const;  // run's bindings
   // Split-K: scratch [splits, M, N] (f32) for the slices' partial sums; the parameters of slice z of K
   // (kc long) writing raw sums there; a slice pass (A as `first`) into it; the second pass, which adds the
-  // slices in order and applies the product's epilogue (shaders/matmul_splitk_reduce.comp).
-  Tensor partial(uint32_t splits) const;
+  // slices in order and applies the product's epilogue (shaders/matmul_splitk_reduce.comp). `deferrable` (the
+  // weight products, not the adapter's own): in a vk::Recorder::DeferScope the reduce waits for the scope's end,
+  // its partial sums in scratch of their own.
+  Tensor partial(uint32_t splits, bool deferrable = false) const;
   GemmParams slice_params(uint32_t splits, uint32_t kc) const;
   void run_slices(vk::Kernel kernel, const Tensor& first, const Tensor& partial, const GemmParams& p, vk::Groups groups,
                   const vk::Spec& spec) const;
-  void reduce_slices(const Tensor& partial, uint32_t splits) const;
+  void reduce_slices(const Tensor& partial, uint32_t splits, bool deferrable = false) const;
 };
 
 // The paths of ops/matmul_skinny.cpp for LoRA's own f32 products: one short side and a long reduction

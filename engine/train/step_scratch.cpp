@@ -63,8 +63,10 @@ class StepWalk {
       if (o_.recompute) layer_forward(spec_.layers[i]);
       layer_backward(spec_.layers[i], i > 0);
     }
+    uint64_t deferred = 0;
+    for (uint32_t i = 0; i < Rec::kDeferredSlots; ++i) deferred += slots_.total(Rec::kScratchDeferred + i);
     return {.split_k = slots_.total(Rec::kScratchSplitK) + slots_.total(Rec::kScratchSplitRing) +
-                       slots_.total(Rec::kScratchSplitRing + 1),
+                       slots_.total(Rec::kScratchSplitRing + 1) + deferred,
             .attention = slots_.total(Rec::kScratchAttention) + slots_.total(Rec::kScratchAttention + 1) +
                          slots_.total(Rec::kScratchAttention + 2),
             .dropout = slots_.total(Rec::kScratchDropout),
@@ -110,7 +112,18 @@ class StepWalk {
       dequantized_.request(0, uint64_t(p.weight->out) * p.weight->in * (dev_.coopmat ? 2 : 4));
     // ops/matmul.cpp cm2_a_as_f16: the workgroup-scope GEMM reads f16; training's f32 A is converted first.
     if (p.weight && in_f16_ && !p.a_f16) slots_.request(Rec::kScratchCm2A, uint64_t(p.M) * p.K * 2);
-    request_split(split_k_bytes(p));
+    const uint64_t split = split_k_bytes(p);
+    // vk::Recorder::split_scratch: a weight product's partial sums in a DeferScope take the scope's slots in turn.
+    if (deferring_ && !p.lora_own && split) return slots_.request(Rec::kScratchDeferred + deferred_turn_++, split);
+    request_split(split);
+  }
+  // model/layer.cpp's vk::Recorder::DeferScope around these projections (q, k and v's forward; gate's and up's dx
+  // where up's goes to d attn): at most kDeferredSlots split products each.
+  template <class F>
+  void deferring(F&& f) {
+    deferring_ = true, deferred_turn_ = 0;
+    f();
+    deferring_ = false;
   }
   // ops/matmul.cpp dropout_scratch: x̃ in the dtype of the projection's input.
   void dropout_input(const model::LayerSpec& s, LoraTarget t) {
@@ -218,15 +231,23 @@ class StepWalk {
   }
 
   void layer_forward(const model::LayerSpec& s) {
-    for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) project(s, t);
+    deferring([&] {
+      for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) project(s, t);
+    });
     attention_forward(s);
     for (LoraTarget t : {LoraTarget::o_proj, LoraTarget::gate_proj, LoraTarget::up_proj, LoraTarget::down_proj})
       project(s, t);
   }
 
   void layer_backward(const model::LayerSpec& s, bool input_grad) {
-    for (LoraTarget t : {LoraTarget::down_proj, LoraTarget::gate_proj, LoraTarget::up_proj, LoraTarget::o_proj})
-      project_backward(s, t, true);
+    project_backward(s, LoraTarget::down_proj, true);
+    auto gate_up = [&] {
+      for (LoraTarget t : {LoraTarget::gate_proj, LoraTarget::up_proj}) project_backward(s, t, true);
+    };
+    // (model/layer.cpp: up's dx to d attn where that is [M, hidden] f32, as it is wherever heads·head_dim = hidden)
+    if (uint64_t(s.heads) * s.head_dim == s.hidden) deferring(gate_up);
+    else gate_up();
+    project_backward(s, LoraTarget::o_proj, true);
     attention_backward(s);
     for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) project_backward(s, t, input_grad);
   }
@@ -258,6 +279,8 @@ class StepWalk {
   model::ModuleSpec lm_head_{};
   Slots slots_, dequantized_;
   uint32_t split_turn_ = 0;
+  bool deferring_ = false;
+  uint32_t deferred_turn_ = 0;
   uint64_t attention_rows_ = 0;
 };
 

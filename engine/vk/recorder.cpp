@@ -1,6 +1,10 @@
 #include "vk/recorder.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
+#include <exception>
+#include <optional>
 #include <utility>
 
 #include "error.h"
@@ -20,6 +24,10 @@ bool any_overlap(std::span<const HazardTracker::Span> xs, const std::vector<Haza
     for (const auto& y : ys)
       if (overlaps(x, y)) return true;
   return false;
+}
+HazardTracker::Span span_of(const BufferRange& r) {
+  return {reinterpret_cast<uint64_t>(r.alloc->block()), r.alloc->block_offset() + r.offset,
+          r.alloc->block_offset() + r.offset + r.size};
 }
 }  // namespace
 
@@ -161,13 +169,6 @@ void Recorder::write_timestamp() {
   ++queries_used_;
 }
 
-namespace {
-HazardTracker::Span span_of(const BufferRange& r) {
-  return {reinterpret_cast<uint64_t>(r.alloc->block()), r.alloc->block_offset() + r.offset,
-          r.alloc->block_offset() + r.offset + r.size};
-}
-}  // namespace
-
 void Recorder::remember_copy(const BufferRange& source, uint64_t key, std::shared_ptr<Allocation> copy) {
   const HazardTracker::Span target = span_of({.alloc = copy, .offset = 0, .size = copy->size()});
   copy_ = {.source = span_of(source), .target = target, .key = key, .copy = std::move(copy)};
@@ -233,8 +234,7 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
                   std::to_string(r.offset) + ", not a multiple of minStorageBufferOffsetAlignment " +
                   std::to_string(rep.storage_alignment));
     buffers[i] = {.buffer = r.alloc->buffer(), .offset = r.offset, .range = std::max<VkDeviceSize>(r.size, 4)};
-    HazardTracker::Span span{reinterpret_cast<uint64_t>(r.alloc->block()), r.alloc->block_offset() + r.offset,
-                             r.alloc->block_offset() + r.offset + r.size};
+    const HazardTracker::Span span = span_of(r);
     if (uses[i].access != Access::write) reads.push_back(span);
     if (uses[i].access != Access::read) {
       writes.push_back(span);
@@ -253,6 +253,7 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
                              .pBufferInfo = buffers};
   vkUpdateDescriptorSets(device_.handle(), 1, &write, 0, nullptr);
 
+  if (!deferred_.empty()) check_against_deferred(info.name, reads, writes);
   bool barrier = hazards_.note(reads, writes);
   VkCommandBuffer cb = program_.cb_;
   if (barrier) {
@@ -284,12 +285,75 @@ std::shared_ptr<Allocation> Recorder::scratch(VkDeviceSize bytes, uint32_t slot)
   return s;
 }
 
-std::shared_ptr<Allocation> Recorder::split_scratch(VkDeviceSize bytes) {
+std::shared_ptr<Allocation> Recorder::split_scratch(VkDeviceSize bytes, bool deferred) {
+  if (deferred && defer_depth_ > 0) {  // a buffer of its own while the scope's reduces wait (DeferScope)
+    const uint32_t n = deferred_splits_++;
+    if (n < kDeferredSlots) return scratch(bytes, kScratchDeferred + n);
+    return device_.memory().allocate(bytes, "scratch");
+  }
   if (bytes > kSplitRingBytes) return scratch(bytes, kScratchSplitK);
   return scratch(bytes, kScratchSplitRing + split_turn_++ % kSplitRingSlots);
 }
 
+namespace {
+// LORASTUDIO_DEFER_REDUCES=0 records everything as it comes (the scopes do nothing), for measurement.
+bool defer_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("LORASTUDIO_DEFER_REDUCES");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return on;
+}
+}  // namespace
+
+Recorder::DeferScope::DeferScope(Recorder& rec)
+    : rec_(rec), exceptions_(std::uncaught_exceptions()), active_(defer_enabled()) {
+  if (active_ && rec_.defer_depth_++ == 0) rec_.deferred_splits_ = 0;
+}
+
+Recorder::DeferScope::~DeferScope() noexcept(false) {
+  if (!active_ || --rec_.defer_depth_ > 0) return;
+  if (std::uncaught_exceptions() != exceptions_) {  // unwinding: the recording is abandoned anyway
+    rec_.deferred_.clear(), rec_.deferred_reads_.clear(), rec_.deferred_writes_.clear();
+    return;
+  }
+  rec_.record_deferred();
+}
+
+void Recorder::defer_raw(Kernel kernel, std::vector<Use> uses, const void* push, size_t push_size, Groups groups,
+                         const Spec& spec) {
+  if (defer_depth_ == 0) throw Error(std::string("defer ") + kernel_info(kernel).name + ": no DeferScope is open");
+  for (const Use& u : uses) {
+    if (!u.range.alloc) throw Error(std::string("defer ") + kernel_info(kernel).name + ": an empty tensor bound");
+    if (u.access != Access::write) deferred_reads_.push_back(span_of(u.range));
+    if (u.access != Access::read) deferred_writes_.push_back(span_of(u.range));
+  }
+  const auto* bytes = static_cast<const unsigned char*>(push);
+  deferred_.push_back({kernel, std::move(uses), std::vector<unsigned char>(bytes, bytes + push_size), groups, spec,
+                       labels_.empty() ? std::string() : labels_.back()});
+}
+
+void Recorder::check_against_deferred(const char* kernel, std::span<const HazardTracker::Span> reads,
+                                      std::span<const HazardTracker::Span> writes) const {
+  if (any_overlap(reads, deferred_writes_) || any_overlap(writes, deferred_writes_) ||
+      any_overlap(writes, deferred_reads_))
+    throw Error(std::string("dispatch ") + kernel + ": it touches what a deferred dispatch (" +
+                kernel_info(deferred_.front().kernel).name +
+                ", ...) writes or reads, inside the same Recorder::DeferScope; record it after the scope ends");
+}
+
+void Recorder::record_deferred() {
+  std::vector<Deferred> pending = std::move(deferred_);
+  deferred_.clear(), deferred_reads_.clear(), deferred_writes_.clear();
+  for (const Deferred& d : pending) {
+    std::optional<Label> label;
+    if (!d.label.empty()) label.emplace(*this, d.label);
+    dispatch_raw(d.kernel, d.uses, d.push.data(), d.push.size(), d.groups, d.spec);
+  }
+}
+
 Program Recorder::finish() {
+  if (defer_depth_ > 0) throw Error("finish() inside a Recorder::DeferScope");
   if (finished_) throw Error("finish() called twice on a recorder");
   finished_ = true;
   VkCommandBuffer cb = program_.cb_;

@@ -139,9 +139,11 @@ class Recorder {
   // Slots: kScratchSplitK for split-K partial sums, kScratchAttention + i for attention's score matrices,
   // kScratchDropout for the LoRA input after dropout, kScratchCm2A for an f32 operand converted to f16,
   // kScratchWeight for a quantized weight dequantized for a product (ops/quant.h).
-  // kScratchSplitRing and the slot after it: split_scratch's small requests.
+  // kScratchSplitRing and the slot after it: split_scratch's small requests; kScratchDeferred and the two after
+  // it: the partial sums of split products whose reduces a DeferScope holds back.
   static constexpr uint32_t kScratchSplitK = 0, kScratchAttention = 1, kScratchDropout = 4, kScratchCm2A = 5,
-                            kScratchWeight = 6, kScratchSplitRing = 7, kScratchSlots = 9;
+                            kScratchWeight = 6, kScratchSplitRing = 7, kScratchDeferred = 9, kDeferredSlots = 3,
+                            kScratchSlots = 12;
   std::shared_ptr<Allocation> scratch(VkDeviceSize bytes, uint32_t slot = kScratchSplitK);
   // Split-K partial sums: requests of at most kSplitRingBytes take the two ring slots in turn, larger ones
   // kScratchSplitK, so that independent split products recorded one after another (q, k and v) do not share
@@ -150,7 +152,37 @@ class Recorder {
   // of that size took the 0.5B B1 step past 1.5 GiB held (session 19). train/step_scratch.cpp plans the same.
   static constexpr VkDeviceSize kSplitRingBytes = VkDeviceSize(1) << 20;
   static constexpr uint32_t kSplitRingSlots = 2;
-  std::shared_ptr<Allocation> split_scratch(VkDeviceSize bytes);
+  // `deferred`: the product's reduce is to be held back (DeferScope); in a scope such requests take the
+  // kScratchDeferred slots in order, a buffer each (new ones past the third), until the scope ends.
+  std::shared_ptr<Allocation> split_scratch(VkDeviceSize bytes, bool deferred = false);
+
+  // Deferred dispatches (ops/matmul.cpp: a split-K product's second pass, the reduce). While a DeferScope lives,
+  // defer() keeps a dispatch to record when the outermost scope ends, after everything recorded in it, instead
+  // of now: independent split products recorded one after another (q, k and v; gate's and up's dx) then run
+  // their slices side by side in one stage and their reduces together after it, instead of a stage each. Their
+  // partial sums take scratch of their own (split_scratch's `deferred`). A dispatch recorded in the scope that
+  // touches what a deferred one writes, or writes what it reads, is a caller's mistake: it throws ls::Error.
+  class DeferScope {
+   public:
+    explicit DeferScope(Recorder& rec);
+    // Records the deferred dispatches when the outermost scope ends (not while an exception unwinds).
+    ~DeferScope() noexcept(false);
+    DeferScope(const DeferScope&) = delete;
+    DeferScope& operator=(const DeferScope&) = delete;
+
+   private:
+    Recorder& rec_;
+    int exceptions_;
+    bool active_;  // LORASTUDIO_DEFER_REDUCES=0 turns scopes off, for measurement
+  };
+  bool deferring() const { return defer_depth_ > 0; }
+  template <class Params>
+  void defer(Kernel kernel, std::vector<Use> uses, const Params& params, Groups groups, const Spec& spec = {}) {
+    static_assert(std::is_trivially_copyable_v<Params>);
+    static_assert(sizeof(Params) <= kMaxPushBytes);
+    check_params(kernel, sizeof(Params), params_scalars(params));
+    defer_raw(kernel, std::move(uses), &params, sizeof(Params), groups, spec);
+  }
 
   // A copy of a byte range that the dispatches just recorded made (ops/matmul.cpp: an f32 activation
   // converted to f16 in the kScratchCm2A slot for the tensor cores), so that later products reading the
@@ -178,6 +210,23 @@ class Recorder {
   std::shared_ptr<const Allocation> dummy_;
   std::shared_ptr<Allocation> scratch_[kScratchSlots];
   uint32_t split_turn_ = 0;
+  struct Deferred {
+    Kernel kernel;
+    std::vector<Use> uses;
+    std::vector<unsigned char> push;
+    Groups groups;
+    Spec spec;
+    std::string label;
+  };
+  void defer_raw(Kernel kernel, std::vector<Use> uses, const void* push, size_t push_size, Groups groups,
+                 const Spec& spec);
+  void check_against_deferred(const char* kernel, std::span<const HazardTracker::Span> reads,
+                              std::span<const HazardTracker::Span> writes) const;
+  void record_deferred();
+  std::vector<Deferred> deferred_;
+  std::vector<HazardTracker::Span> deferred_reads_, deferred_writes_;
+  int defer_depth_ = 0;
+  uint32_t deferred_splits_ = 0;  // deferred split-K scratch requests in the current scope
   struct RememberedCopy {
     HazardTracker::Span source{}, target{};
     uint64_t key = 0;
