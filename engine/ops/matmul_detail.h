@@ -51,6 +51,8 @@ struct Cm2TileShape {
 };
 inline constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 256},
                                              {64, 64, 128},   {64, 128, 128},  {128, 64, 128}, {16, 128, 128}};
+// The tile ops/matmul.cpp's rule gives an M×N×K product on a GPU of `sms` multiprocessors (its comment says why).
+Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K, uint64_t sms);
 // A tile's invocations as ops/matmul.cpp's rule sets them (cm2_spec, which says why), for that many workgroups
 // on a GPU of `sms` multiprocessors.
 uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms);

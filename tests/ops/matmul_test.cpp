@@ -4,6 +4,7 @@
 #include "ops/matmul.h"
 
 #include <array>
+#include <cstdlib>
 #include <cmath>
 
 #include "ops/dropout.h"
@@ -457,7 +458,7 @@ TEST(MatmulSplit, OperandsLargerThanOneBindingAreSplit) {
 // The rule picks the slices that fill the last wave of workgroups best, the fewest among equals: on 132 SMs the
 // lm_head's dx at 2,048 rows (56 tiles of 256×128, one workgroup an SM) takes 7 slices, 392 workgroups in 396 slots
 // (session 29 measured 7 fastest of 2-12); the 128×128 tile runs two workgroups an SM once they reach the SMs.
-TEST(MatmulSplitByWaves, FillsTheLastWave) {
+TEST(MatmulCm2Rules, SplitsFillTheLastWaveTilesFollowTheShape) {
   using ops::detail::Cm2Tile;
   using ops::detail::split_by_waves;
   EXPECT_EQ(split_by_waves(Cm2Tile::t, 56, 151936, 132), 7u);   // 392 of 396 (14 fills as well: the fewer wins)
@@ -468,6 +469,16 @@ TEST(MatmulSplitByWaves, FillsTheLastWave) {
   EXPECT_EQ(split_by_waves(Cm2Tile::t, 4, 1500, 132), 1u);      // too short for two such slices
   EXPECT_EQ(split_by_waves(Cm2Tile::t, 132, 151936, 132), 1u);  // one full wave already
   EXPECT_EQ(ops::detail::cm2_rule_threads(Cm2Tile::m, 131, 132), 256u);
+  // Tiles: 128×64 for the MLP's products at 512 rows, 128×128 above 512 rows and for the lm_head's logits at any M.
+  using ops::detail::cm2_tile;
+  if (!std::getenv("LORASTUDIO_CM2_TILE") && !std::getenv("LORASTUDIO_CM2_SHORT_K") && !std::getenv("LORASTUDIO_CM2_FEW_ROWS")) {
+    EXPECT_EQ(cm2_tile(512, 4864, 896, 132), Cm2Tile::h);
+    EXPECT_EQ(cm2_tile(4096, 4864, 896, 132), Cm2Tile::m);
+    EXPECT_EQ(cm2_tile(256, 151936, 896, 132), Cm2Tile::m);
+    EXPECT_EQ(cm2_tile(256, 151936, 896, 400), Cm2Tile::h) << "fewer than 8 tiles an SM";
+    EXPECT_EQ(cm2_tile(512, 3584, 18944, 132), Cm2Tile::m);
+    EXPECT_EQ(cm2_tile(8, 896, 4864, 132), Cm2Tile::d);
+  }
   EXPECT_EQ(ops::detail::cm2_rule_threads(Cm2Tile::m, 132, 132), 128u);
   EXPECT_EQ(ops::detail::cm2_rule_threads(Cm2Tile::t, 1000, 132), 256u);
 }
