@@ -86,16 +86,15 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = Quant
 // 4-47% faster at three of ggml's four shapes and 8% slower at the fourth, session 9; the 7B products with
 // K = 18944 lost 7-8% with 128×64), or 64×64 where a short reduction would leave over half of the GPU's SMs (an
 // H100's 132) idle with the bigger tile.
-// At up to 512 rows with many output tiles (the lm_head's forward: 2,374 tiles of 128×128 at 256 rows, 18 waves of
-// 132), 128×128 as above 512: on the H100 (session 30, s30b) the B1 chunk's logits took 356 µs against 400 with
-// 128×64 (256×128: 429; 128×256: 1,016); the MLP's products at 512 rows (152 such tiles) keep 128×64.
+// The lm_head's logits at 256 rows (a B1 chunk) stay on 128×64 too: on the H100 (session 30) 128×128 took 356 µs
+// against 400 in micro (s30b; 256×128 429, 128×256 1,016), but 432 against 415 in the step's trace, and the step
+// was no faster (14.87 against 14.75-14.79 ms, s30c).
 // LORASTUDIO_CM2_TILE (l, t, m, s, w, h or d) forces one, for tuning; LORASTUDIO_CM2_SHORT_K=0 takes the longer
 // reductions' rule for every product (session 14's), for measurement.
 // The rules below count workgroups against the GPU's SMs (multiprocessors): the driver's count where it gives one
 // (VK_NV_shader_sm_builtins, which NVIDIA's drivers offer wherever they offer VK_NV_cooperative_matrix2), else an
 // H100's, whose 132 the rules were measured on (the H200 has as many).
 constexpr uint64_t kCm2DefaultSms = 132;
-constexpr uint64_t kCm2ManyWaves = 8;  // output tiles per SM from which the short reductions take 128×128 at any M
 uint64_t cm2_sms(const vk::Device& dev) {
   return dev.report().sm_count ? dev.report().sm_count : kCm2DefaultSms;
 }
@@ -129,11 +128,7 @@ Cm2Tile cm2_tile_rule(uint32_t M, uint32_t N, uint32_t K, uint64_t sms) {
     const char* v = std::getenv("LORASTUDIO_CM2_SHORT_K");
     return !(v && std::string_view(v) == "0");
   }();
-  if (short_k_rule && K <= kCm2ShortK) {
-    const Cm2TileShape& square = kCm2Tiles[uint32_t(Cm2Tile::m)];
-    const uint64_t m_tiles = uint64_t(ceil_div(M, square.bm)) * ceil_div(N, square.bn);
-    return M > 512 || m_tiles >= kCm2ManyWaves * sms ? Cm2Tile::m : Cm2Tile::h;
-  }
+  if (short_k_rule && K <= kCm2ShortK) return M > 512 ? Cm2Tile::m : Cm2Tile::h;
   const Cm2Tile big = M > 512 ? Cm2Tile::t : Cm2Tile::m;
   const Cm2TileShape& s = kCm2Tiles[uint32_t(big)];
   const uint64_t tiles = uint64_t(ceil_div(M, s.bm)) * ceil_div(N, s.bn);

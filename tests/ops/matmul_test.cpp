@@ -469,13 +469,15 @@ TEST(MatmulCm2Rules, SplitsFillTheLastWaveTilesFollowTheShape) {
   EXPECT_EQ(split_by_waves(Cm2Tile::t, 4, 1500, 132), 1u);      // too short for two such slices
   EXPECT_EQ(split_by_waves(Cm2Tile::t, 132, 151936, 132), 1u);  // one full wave already
   EXPECT_EQ(ops::detail::cm2_rule_threads(Cm2Tile::m, 131, 132), 256u);
-  // Tiles: 128×64 for the MLP's products at 512 rows, 128×128 above 512 rows and for the lm_head's logits at any M.
+  // Tiles: 128×64 for short reductions at up to 512 rows (the MLP's products, the lm_head's logits), 128×128 above
+  // 512 rows and for long reductions; the 16-row tile for a few rows.
   using ops::detail::cm2_tile;
   if (!std::getenv("LORASTUDIO_CM2_TILE") && !std::getenv("LORASTUDIO_CM2_SHORT_K") && !std::getenv("LORASTUDIO_CM2_FEW_ROWS")) {
     EXPECT_EQ(cm2_tile(512, 4864, 896, 132), Cm2Tile::h);
     EXPECT_EQ(cm2_tile(4096, 4864, 896, 132), Cm2Tile::m);
-    EXPECT_EQ(cm2_tile(256, 151936, 896, 132), Cm2Tile::m);
-    EXPECT_EQ(cm2_tile(256, 151936, 896, 400), Cm2Tile::h) << "fewer than 8 tiles an SM";
+    EXPECT_EQ(cm2_tile(256, 151936, 896, 132), Cm2Tile::h);
+    EXPECT_EQ(cm2_tile(2048, 151936, 896, 132), Cm2Tile::m);
+    EXPECT_EQ(cm2_tile(2048, 896, 151936, 132), Cm2Tile::t);
     EXPECT_EQ(cm2_tile(512, 3584, 18944, 132), Cm2Tile::m);
     EXPECT_EQ(cm2_tile(8, 896, 4864, 132), Cm2Tile::d);
   }
