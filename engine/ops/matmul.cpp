@@ -153,13 +153,15 @@ uint32_t env_number(std::string_view v, uint32_t lo, uint32_t hi) {
 // product in 7 slices against 61.6 with the first rule. The same reading fits 896,512,4864 on 56 tiles of 128×64 (two
 // an SM: 39.1 µs with the rule's 3 slices, 33.1 with 4, 36.3 with 2, 38.1 with 6, s28a), but the 0.5B B1 step with 4
 // slices there (and everywhere) stayed at 15.34 ms, so the short reductions keep the first rule until a step shows a
-// gain.
+// gain. Above 512 rows they take the waves too (B8's k and v products, K = 896 on 32 tiles, then stay whole: no slice
+// reaches kCm2MinSlice): on the H100 (session 30, s30a) the B8 step took 61.63 and 61.40 ms with waves for every
+// product against 62.67, 62.45 and 62.48 without, while the B1 step (512 rows) lost 0.15 ms with them.
 // With a few rows (kCm2FewRows): slices of about kCm2FewRowsSlice whatever the tile count.
 // Returns the number of slices and sets kc, the slices' length.
 // LORASTUDIO_CM2_SPLIT_BELOW (a tile count) moves the threshold, for tuning; LORASTUDIO_CM2_SPLITS (1-128) sets the
 // slices of every product the rule splits, for measurement; LORASTUDIO_CM2_SPLIT_RULE=0 takes the first rule for the
-// long reductions too (session 28's), =1 the waves for the short ones too.
-constexpr uint32_t kCm2MinSlice = 1024;
+// long reductions too (session 28's), =1 the waves for the short ones at any M too.
+constexpr uint32_t kCm2MinSlice = 1024, kCm2WavesRows = 512;
 uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding,
                      uint64_t sms, uint32_t& kc) {
   static const uint64_t below_forced = [] {
@@ -182,9 +184,10 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
     want = std::min<uint64_t>(16, ceil_div(K, kCm2FewRowsSlice));
   } else {
     if (tiles >= below || K < 512) return 1;
-    want = forced ? forced
-           : waves_from >= 0 && K >= uint32_t(waves_from) ? detail::split_by_waves(tile, tiles, K, sms)
-                   : std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
+    const bool by_waves = waves_from >= 0 && (K >= uint32_t(waves_from) || (waves_from > 0 && M > kCm2WavesRows));
+    want = forced     ? forced
+           : by_waves ? detail::split_by_waves(tile, tiles, K, sms)
+                      : std::min<uint64_t>({16, (2 * below + tiles - 1) / tiles, K / 256});
   }
   while (want > 1 && want * M * N * 4 > max_binding) --want;
   if (want <= 1) return 1;
