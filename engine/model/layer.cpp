@@ -294,9 +294,11 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
                                ? d.attn.reshape({M, s.hidden}) : Tensor();
   {
     // With split products, both products' slices in one stage and their reduces in the next (DeferScope), where
-    // they write apart.
+    // they write apart and neither projection has an adapter: an adapter's dx term may be a second product into dx
+    // after the first (with dropout, ops::lora_backward), which must not run before the held-back reduce.
     std::optional<vk::Recorder::DeferScope> side_by_side;
-    if (d_up_part.defined()) side_by_side.emplace(rec);
+    const bool adapted = lora_of(s, run, layer, LoraTarget::gate_proj) || lora_of(s, run, layer, LoraTarget::up_proj);
+    if (d_up_part.defined() && !adapted) side_by_side.emplace(rec);
     project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
     project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d_up_part.defined() ? d_up_part : d.h2,
                      d.up, !d_up_part.defined());

@@ -592,9 +592,15 @@ void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits, bool de
   // Its B type is the bias's: a quantized weight's bias has the dequantized dtype, f16 on these devices.
   const vk::Kernel kernel = splitk_reduce_kernel(g.qb ? DType::f16 : b.dtype(), c.dtype());
   const vk::Spec spec{.local_x = 256u, .constants = {lanes}};
+  // The reduce reads the partial sums and the epilogue's operands: B and the unused bindings hold the partial sums,
+  // so that it never waits on, nor holds back, a write to B or A (scratch, when dequantized or converted).
+  const vk::Use c_use = flags & kAccumulate ? inout(c) : out(c);
+  const std::vector<vk::Use> bound = {in(partial), in(partial), c_use, in(bias.defined() ? bias : partial),
+                                      in(lt.defined() ? lt : partial), in(ll.defined() ? ll : partial)};
   // In a vk::Recorder::DeferScope the reduce waits for the scope's end, after the next products' slices.
-  if (deferrable && rec.deferring()) return rec.defer(kernel, uses(partial), second, {groups, 1, 1}, spec);
-  run(kernel, partial, second, {groups, 1, 1}, spec);
+  if (deferrable && rec.deferring()) return rec.defer(kernel, bound, second, {groups, 1, 1}, spec);
+  vk::Recorder::check_params(kernel, sizeof second, vk::params_scalars(second));
+  rec.dispatch_raw(kernel, bound, &second, sizeof second, {groups, 1, 1}, spec);
 }
 
 }  // namespace detail

@@ -244,8 +244,10 @@ class StepWalk {
     auto gate_up = [&] {
       for (LoraTarget t : {LoraTarget::gate_proj, LoraTarget::up_proj}) project_backward(s, t, true);
     };
-    // (model/layer.cpp: up's dx to d attn where that is [M, hidden] f32, as it is wherever heads·head_dim = hidden)
-    if (uint64_t(s.heads) * s.head_dim == s.hidden) deferring(gate_up);
+    // (model/layer.cpp: up's dx to d attn where that is [M, hidden] f32, as it is wherever heads·head_dim = hidden,
+    // and neither projection adapted)
+    const bool mlp_adapted = adapted(s, LoraTarget::gate_proj) || adapted(s, LoraTarget::up_proj);
+    if (uint64_t(s.heads) * s.head_dim == s.hidden && !mlp_adapted) deferring(gate_up);
     else gate_up();
     project_backward(s, LoraTarget::o_proj, true);
     attention_backward(s);

@@ -108,6 +108,31 @@ TEST_P(QuantOpTest, MatvecMatchesTheReferenceOnTheDequantizedWeight) {
   }
 }
 
+// Two products with weights dequantized into the one scratch slot, recorded in a vk::Recorder::DeferScope: the
+// second dequantization must not wait for, nor be refused by, the first product's held-back reduce (which reads
+// only its partial sums and epilogue), and the results equal those recorded plainly, bit for bit.
+TEST_P(QuantOpTest, DequantizedProductsInADeferScope) {
+  const QuantType t = GetParam();
+  const Shape2 s{64, 4096};  // one output tile and a long reduction: split on every device
+  const uint32_t M = 64;
+  const ops::QuantWeight q1 = upload(quantize(t, weights(size_t(s.rows) * s.cols, 31)), s);
+  const ops::QuantWeight q2 = upload(quantize(t, weights(size_t(s.rows) * s.cols, 32)), s);
+  const Tensor x = test::tensor_from(dev(), {M, s.cols}, DType::f32, test::random_values(size_t(M) * s.cols, 33));
+  auto plain1 = test::poisoned(dev(), {M, s.rows}, DType::f32), plain2 = test::poisoned(dev(), {M, s.rows}, DType::f32);
+  auto held1 = test::poisoned(dev(), {M, s.rows}, DType::f32), held2 = test::poisoned(dev(), {M, s.rows}, DType::f32);
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::quant_linear_forward(rec, plain1.t, x, q1, Tensor());
+    ops::quant_linear_forward(rec, plain2.t, x, q2, Tensor());
+  });
+  test::run(dev(), [&](vk::Recorder& rec) {
+    vk::Recorder::DeferScope side_by_side(rec);
+    ops::quant_linear_forward(rec, held1.t, x, q1, Tensor());
+    ops::quant_linear_forward(rec, held2.t, x, q2, Tensor());
+  });
+  EXPECT_EQ(download(held1.t), download(plain1.t));
+  EXPECT_EQ(download(held2.t), download(plain2.t));
+}
+
 TEST_P(QuantOpTest, LinearAndLoraForwardForFewAndManyRows) {
   const QuantType t = GetParam();
   const Shape2 s{96, 72};
