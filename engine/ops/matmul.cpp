@@ -530,22 +530,19 @@ uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t ma
   return s;
 }
 
-std::vector<vk::Use> GemmDispatch::uses(const Tensor& first) const {
+void GemmDispatch::run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups,
+                       const vk::Spec& spec) const {
   const Tensor& bound_bias = bias.defined() ? bias : a;
   const Tensor& bound_t = lt.defined() ? lt : a;
   const Tensor& bound_l = ll.defined() ? ll : a;
   const vk::Use c_use = flags & kAccumulate ? inout(c) : out(c);
   if (g.qb)
-    return {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l), in(g.qb->absmax), in(g.qb->scales),
-            in(g.qb->map)};
-  return {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l)};
-}
-
-void GemmDispatch::run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups,
-                       const vk::Spec& spec) const {
-  const std::vector<vk::Use> u = uses(first);
-  vk::Recorder::check_params(kernel, sizeof p, vk::params_scalars(p));
-  rec.dispatch_raw(kernel, u, &p, sizeof p, groups, spec);
+    rec.dispatch(kernel,
+                 {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l), in(g.qb->absmax), in(g.qb->scales),
+                  in(g.qb->map)},
+                 p, groups, spec);
+  else
+    rec.dispatch(kernel, {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l)}, p, groups, spec);
 }
 
 Tensor GemmDispatch::partial(uint32_t splits, bool deferrable) const {

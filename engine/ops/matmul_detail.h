@@ -114,7 +114,6 @@ struct GemmDispatch {
   // The product's six bindings with `first` as A and these push constants (unused bindings still need a
   // buffer: A's; the flags keep the kernel off them), and a quantized B's scales after them.
   void run(vk::Kernel kernel, const Tensor& first, const GemmParams& p, vk::Groups groups, const vk::Spec& spec) const;
-  std::vector<vk::Use> uses(const Tensor& first) const;  // run's bindings
   // Split-K: scratch [splits, M, N] (f32) for the slices' partial sums; the parameters of slice z of K
   // (kc long) writing raw sums there; a slice pass (A as `first`) into it; the second pass, which adds the
   // slices in order and applies the product's epilogue (shaders/matmul_splitk_reduce.comp). `deferrable` (the
