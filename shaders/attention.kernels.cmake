@@ -43,6 +43,16 @@ foreach(d 64 128)
   ls_kernel(flash_attention_coopmat_backward_dq_d${d} flash_attention_coopmat.comp BACKWARD_DQ DMAX=${d})
   ls_kernel(flash_attention_coopmat_backward_dkdv_d${d} flash_attention_coopmat.comp BACKWARD_DKDV DMAX=${d})
 endforeach()
+# The same four through GL_KHR_cooperative_matrix (glslang >= 14), for GPUs without the NV extension.
+foreach(d 64 128)
+  ls_kernel_cm2(flash_attention_coopmat_khr_forward_d${d} flash_attention_coopmat.comp FORWARD DMAX=${d} COOPMAT_KHR)
+  ls_kernel_cm2(flash_attention_coopmat_khr_forward_f16_d${d} flash_attention_coopmat.comp FORWARD IO_F16 DMAX=${d}
+                COOPMAT_KHR)
+  ls_kernel_cm2(flash_attention_coopmat_khr_backward_dq_d${d} flash_attention_coopmat.comp BACKWARD_DQ DMAX=${d}
+                COOPMAT_KHR)
+  ls_kernel_cm2(flash_attention_coopmat_khr_backward_dkdv_d${d} flash_attention_coopmat.comp BACKWARD_DKDV DMAX=${d}
+                COOPMAT_KHR)
+endforeach()
 # The same through GL_NV_cooperative_matrix2 (workgroup-scope matrices, the softmax in registers; needs
 # glslang >= 14, so ls_kernel_cm2), picked where the device offers it.
 foreach(d 64 128)

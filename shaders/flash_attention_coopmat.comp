@@ -1,6 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Flash attention on tensor cores (GL_NV_cooperative_matrix, subgroups of 32): the training attention of
+// Flash attention on tensor cores (GL_NV_cooperative_matrix, or GL_KHR_cooperative_matrix with COOPMAT_KHR:
+// common/coopmat_api.glsl; subgroups of 32): the training attention of
 // shaders/flash_attention.comp with its products as f16 × f16 → f32 16×16×16 matrix products, and the
 // element-wise steps between them (masking, exp, the gradient of the softmax) in shared memory.
 // q, k, v, o, do and the gradients are f32 in global memory, staged as f16 (as the products path rounds
@@ -19,7 +20,6 @@
 //                  summed over each kv group and the splits by attention_group_sum) or, when H = KV and
 //                  there is one split, straight into dk and dv.
 // Query t sees keys j <= past + t (past = S - T); query head h reads kv head g = h / (H / KV).
-#extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_shuffle : require
@@ -28,9 +28,9 @@
 #extension GL_KHR_shader_subgroup_ballot : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/types.glsl"
+#include "common/coopmat_api.glsl"
 
-#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
-#define F16M fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define ACC CM_ACC
 
 #if defined(FORWARD)
 #define SUBGROUPS 4
@@ -80,24 +80,25 @@ layout(push_constant) uniform Params {
     RES[0] = ACC(0.0);                                                               \
     RES[1] = ACC(0.0);                                                               \
     [[unroll]] for (uint kk_ = 0u; kk_ < DN; ++kk_) {                                \
-      F16M a_, b0_, b1_;                                                             \
-      coopMatLoadNV(a_, A, (r0) * LDH + kk_ * 16u, LDH, false);                      \
-      coopMatLoadNV(b0_, B, kk_ * 16u, LDH, true);                                   \
-      coopMatLoadNV(b1_, B, 16u * LDH + kk_ * 16u, LDH, true);                       \
-      RES[0] = coopMatMulAddNV(a_, b0_, RES[0]);                                     \
-      RES[1] = coopMatMulAddNV(a_, b1_, RES[1]);                                     \
+      CM_A a_;                                                                       \
+      CM_B b0_, b1_;                                                                 \
+      cm_load(a_, A, (r0) * LDH + kk_ * 16u, LDH, CM_ROW);                           \
+      cm_load(b0_, B, kk_ * 16u, LDH, CM_COL);                                       \
+      cm_load(b1_, B, 16u * LDH + kk_ * 16u, LDH, CM_COL);                           \
+      RES[0] = cm_mul_add(a_, b0_, RES[0]);                                          \
+      RES[1] = cm_mul_add(a_, b1_, RES[1]);                                          \
     }                                                                                \
   }
 
 // ACCS[n] += (16×32 f16 tile P at offset P0, row stride LP) · (the BLK rows of tile B), n < DN.
 #define ACCUMULATE_PB(ACCS, P, P0, B)                                               \
   [[unroll]] for (uint kk_ = 0u; kk_ < 2u; ++kk_) {                                  \
-    F16M a_;                                                                         \
-    coopMatLoadNV(a_, P, (P0) + kk_ * 16u, LP, false);                               \
+    CM_A a_;                                                                         \
+    cm_load(a_, P, (P0) + kk_ * 16u, LP, CM_ROW);                                    \
     [[unroll]] for (uint n_ = 0u; n_ < DN; ++n_) {                                   \
-      F16M b_;                                                                       \
-      coopMatLoadNV(b_, B, kk_ * 16u * LDH + n_ * 16u, LDH, false);                  \
-      ACCS[n_] = coopMatMulAddNV(a_, b_, ACCS[n_]);                                  \
+      CM_B b_;                                                                       \
+      cm_load(b_, B, kk_ * 16u * LDH + n_ * 16u, LDH, CM_ROW);                       \
+      ACCS[n_] = cm_mul_add(a_, b_, ACCS[n_]);                                       \
     }                                                                                \
   }
 
@@ -118,7 +119,7 @@ void sync_subgroup() {
 #define STORE_ROWS(ACCS, factor, SCRATCH, S0, DST, first, limit, L, heads, head, CONV)               \
   [[unroll]] for (uint n_ = 0u; n_ < DN; ++n_) {                                                    \
     if (n_ * 16u >= p.D) break;                                                                     \
-    coopMatStoreNV(ACCS[n_], SCRATCH, S0, LSC, false);                                              \
+    cm_store(ACCS[n_], SCRATCH, S0, LSC, CM_ROW);                                                   \
     sync_subgroup();                                                                                \
     for (uint e_ = gl_SubgroupInvocationID; e_ < 256u; e_ += 32u) {                                 \
       const uint r_ = e_ / 16u, c_ = e_ % 16u, row_ = (first) + r_;                                 \
@@ -171,8 +172,8 @@ void main() {
     barrier();
     ACC s[2];
     PRODUCT_ABT(s, q_s, sg * 16u, kv_s);
-    coopMatStoreNV(s[0], sc_s, s0, LSC, false);
-    coopMatStoreNV(s[1], sc_s, s0 + 16u, LSC, false);
+    cm_store(s[0], sc_s, s0, LSC, CM_ROW);
+    cm_store(s[1], sc_s, s0 + 16u, LSC, CM_ROW);
     sync_subgroup();
     // Each score read once into registers, in the lane's rotated column order (ROTATED_COL).
     float sv[16];
@@ -206,8 +207,8 @@ void main() {
     barrier();
     ACC s[2];
     PRODUCT_ABT(s, q_s, sg * 16u, kv_s);
-    coopMatStoreNV(s[0], sc_s, s0, LSC, false);
-    coopMatStoreNV(s[1], sc_s, s0 + 16u, LSC, false);
+    cm_store(s[0], sc_s, s0, LSC, CM_ROW);
+    cm_store(s[1], sc_s, s0 + 16u, LSC, CM_ROW);
     sync_subgroup();
     [[unroll]] for (uint c = 0u; c < 16u; ++c) {
       const uint col = ROTATED_COL(c), j = k0 + col;
@@ -272,10 +273,10 @@ void main() {
     ACC s[2], dp[2];
     PRODUCT_ABT(s, q_s, sg * 16u, k_s);
     PRODUCT_ABT(dp, do_s, sg * 16u, v_s);
-    coopMatStoreNV(s[0], sc_s, s0, LSC, false);
-    coopMatStoreNV(s[1], sc_s, s0 + 16u, LSC, false);
-    coopMatStoreNV(dp[0], dp_s, s0, LSC, false);
-    coopMatStoreNV(dp[1], dp_s, s0 + 16u, LSC, false);
+    cm_store(s[0], sc_s, s0, LSC, CM_ROW);
+    cm_store(s[1], sc_s, s0 + 16u, LSC, CM_ROW);
+    cm_store(dp[0], dp_s, s0, LSC, CM_ROW);
+    cm_store(dp[1], dp_s, s0 + 16u, LSC, CM_ROW);
     sync_subgroup();
     [[unroll]] for (uint c = 0u; c < 16u; ++c) {
       const uint col = ROTATED_COL(c), j = k0 + col;
@@ -339,10 +340,10 @@ void main() {
     ACC s[2], dp[2];
     PRODUCT_ABT(s, k_s, sg * 16u, q_s);   // scores transposed: keys × queries
     PRODUCT_ABT(dp, v_s, sg * 16u, do_s);
-    coopMatStoreNV(s[0], sc_s, s0, LSC, false);
-    coopMatStoreNV(s[1], sc_s, s0 + 16u, LSC, false);
-    coopMatStoreNV(dp[0], dp_s, s0, LSC, false);
-    coopMatStoreNV(dp[1], dp_s, s0 + 16u, LSC, false);
+    cm_store(s[0], sc_s, s0, LSC, CM_ROW);
+    cm_store(s[1], sc_s, s0 + 16u, LSC, CM_ROW);
+    cm_store(dp[0], dp_s, s0, LSC, CM_ROW);
+    cm_store(dp[1], dp_s, s0 + 16u, LSC, CM_ROW);
     sync_subgroup();
     [[unroll]] for (uint c = 0u; c < 16u; ++c) {
       const uint col = ROTATED_COL(c), t = t0 + col;

@@ -1,7 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Tensor-core variant of shaders/matmul.comp (same bindings, push constants and epilogue) through
-// GL_NV_cooperative_matrix: f16 × f16 → f32 at 16×16×16.
+// GL_NV_cooperative_matrix, or GL_KHR_cooperative_matrix with COOPMAT_KHR (common/coopmat_api.glsl): f16 × f16
+// → f32 at 16×16×16.
 // A BM×BN output tile per workgroup of SG_M×SG_N subgroups of 32, each owning (BM/SG_M)×(BN/SG_N)
 // = FM×FN matrices (the defaults: 64×128, 2×4 subgroups of 2×2, K step 32; a kernel may set BM, BN, BK,
 // SG_M and SG_N; ops/matmul.cpp dispatches each with its tile). Shared memory holds the staged tiles
@@ -23,13 +24,13 @@
 // matrices live at a time. On the H100 (session 6) it beats the default tile by 10-20% when both operands
 // are f16 (up to 127 TFLOP/s at 8192³), and loses when the 128 invocations must also convert f32 or bf16
 // operands while staging them; staging without the register prefetch of the next K step made no difference.
-#extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
 // Every loop over registers or matrices is unrolled: an array of accumulators indexed by a loop counter
 // would otherwise live in local memory.
 #extension GL_EXT_control_flow_attributes : require
 #include "common/types.glsl"
+#include "common/coopmat_api.glsl"
 
 #ifndef BM
 #define BM 64u
@@ -157,9 +158,9 @@ void main() {
   const bool vec_b = p.b_sk == 1u && p.b_sn % 8u == 0u && p.K % 8u == 0u && b_base % 8u == 0u;
   const bool b_t = !vec_b && p.b_sn == 1u && p.b_sk % 8u == 0u && p.N % 8u == 0u && b_base % 8u == 0u;
 
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[FM][FN];
+  CM_ACC acc[FM][FN];
   [[unroll]] for (uint i = 0u; i < FM; ++i)
-    [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = CM_ACC(0.0);
 
   fetch(0u, m0, n0, a_base, b_base, vec_a, a_t, vec_b, b_t);
   for (uint k0 = 0u; k0 < p.K; k0 += BK) {
@@ -179,35 +180,36 @@ void main() {
     }
     [[unroll]] for (uint kk = 0u; kk < BK8; kk += 2u) {  // 16 halves = 2 uvec4 per step
 #if defined(DIRECT_STORE)
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> mb[FN];
+      CM_B mb[FN];
       if (b_t) {
         [[unroll]] for (uint j = 0u; j < FN; ++j)
-          coopMatLoadNV(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, false);
+          cm_load(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, CM_ROW);
       } else {
-        [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
+        [[unroll]] for (uint j = 0u; j < FN; ++j) cm_load(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, CM_COL);
       }
       [[unroll]] for (uint i = 0u; i < FM; ++i) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma;
-        if (a_t) coopMatLoadNV(ma, tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, true);
-        else coopMatLoadNV(ma, tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
-        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma, mb[j], acc[i][j]);
+        CM_A ma;
+        if (a_t) cm_load(ma, tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, CM_COL);
+        else cm_load(ma, tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, CM_ROW);
+        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = cm_mul_add(ma, mb[j], acc[i][j]);
       }
 #else
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ma[FM], mb[FN];
+      CM_A ma[FM];
+      CM_B mb[FN];
       if (a_t) {
         [[unroll]] for (uint i = 0u; i < FM; ++i)
-          coopMatLoadNV(ma[i], tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, true);
+          cm_load(ma[i], tile_a, kk * 8u * LDTA + (wm * 16u * FM + i * 16u) / 8u, LDTA, CM_COL);
       } else {
-        [[unroll]] for (uint i = 0u; i < FM; ++i) coopMatLoadNV(ma[i], tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, false);
+        [[unroll]] for (uint i = 0u; i < FM; ++i) cm_load(ma[i], tile_a, (wm * 16u * FM + i * 16u) * LD + kk, LD, CM_ROW);
       }
       if (b_t) {
         [[unroll]] for (uint j = 0u; j < FN; ++j)
-          coopMatLoadNV(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, false);
+          cm_load(mb[j], tile_b, kk * 8u * LDT + (wn * 16u * FN + j * 16u) / 8u, LDT, CM_ROW);
       } else {
-        [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatLoadNV(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, true);
+        [[unroll]] for (uint j = 0u; j < FN; ++j) cm_load(mb[j], tile_b, (wn * 16u * FN + j * 16u) * LD + kk, LD, CM_COL);
       }
       [[unroll]] for (uint i = 0u; i < FM; ++i)
-        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = coopMatMulAddNV(ma[i], mb[j], acc[i][j]);
+        [[unroll]] for (uint j = 0u; j < FN; ++j) acc[i][j] = cm_mul_add(ma[i], mb[j], acc[i][j]);
 #endif
     }
     barrier();
@@ -220,21 +222,21 @@ void main() {
     [[unroll]] for (uint j = 0u; j < FN; ++j) {
       const uint ci = c_base + (mb0 + i * 16u) * p.c_sm + nb0 + j * 16u;
 #if defined(C_IS_F16)
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> r = fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>(acc[i][j] * p.alpha);
+      CM_ACC16 r = CM_ACC16(acc[i][j] * p.alpha);
       if (accumulate) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> old;
-        coopMatLoadNV(old, c, ci, p.c_sm, false);
+        CM_ACC16 old;
+        cm_load(old, c, ci, p.c_sm, CM_ROW);
         r = r + old * float16_t(p.beta);
       }
 #else
-      fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> r = acc[i][j] * p.alpha;
+      CM_ACC r = acc[i][j] * p.alpha;
       if (accumulate) {
-        fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> old;
-        coopMatLoadNV(old, c, ci, p.c_sm, false);
+        CM_ACC old;
+        cm_load(old, c, ci, p.c_sm, CM_ROW);
         r = r + old * p.beta;
       }
 #endif
-      coopMatStoreNV(r, c, ci, p.c_sm, false);
+      cm_store(r, c, ci, p.c_sm, CM_ROW);
     }
 }
 #else
@@ -246,7 +248,7 @@ void main() {
   // (session 5, bench/RESULTS.md).
   const uint SW = 16u * FN, s0 = sg * FM * FN * 256u;
   [[unroll]] for (uint i = 0u; i < FM; ++i)
-    [[unroll]] for (uint j = 0u; j < FN; ++j) coopMatStoreNV(acc[i][j], scratch, s0 + i * 16u * SW + j * 16u, SW, false);
+    [[unroll]] for (uint j = 0u; j < FN; ++j) cm_store(acc[i][j], scratch, s0 + i * 16u * SW + j * 16u, SW, CM_ROW);
   subgroupMemoryBarrierShared();
   subgroupBarrier();
   const uint mb = m0 + wm * 16u * FM, nb = n0 + wn * 16u * FN;

@@ -145,17 +145,20 @@ FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool
             cm2_spec(threads, k.dkdv_step, k.dkdv_rows)};
   }
   if ((tensor_cores || dtype != DType::f32) && attention_flash_coopmat_fit(device, d, dtype)) {
-    const FlashKernels k = small ? FlashKernels{vk::Kernel::flash_attention_coopmat_forward_d64,
-                                                vk::Kernel::flash_attention_coopmat_backward_dq_d64,
-                                                vk::Kernel::flash_attention_coopmat_backward_dkdv_d64}
-                                 : FlashKernels{vk::Kernel::flash_attention_coopmat_forward_d128,
-                                                vk::Kernel::flash_attention_coopmat_backward_dq_d128,
-                                                vk::Kernel::flash_attention_coopmat_backward_dkdv_d128};
-    FlashPlan plan{k, kTilesCoopmat, kCoopmatForwardThreads, kCoopmatDqThreads};
-    if (dtype == DType::f16)
-      plan.kernels.forward = small ? vk::Kernel::flash_attention_coopmat_forward_f16_d64
-                                   : vk::Kernel::flash_attention_coopmat_forward_f16_d128;
-    return plan;
+    using K = vk::Kernel;
+    // [GL_KHR_cooperative_matrix][head dim 128]: forward (f32, f16 q, k, v and o), dq, dk and dv.
+    static constexpr K kernels[2][2][4] = {
+        {{K::flash_attention_coopmat_forward_d64, K::flash_attention_coopmat_forward_f16_d64,
+          K::flash_attention_coopmat_backward_dq_d64, K::flash_attention_coopmat_backward_dkdv_d64},
+         {K::flash_attention_coopmat_forward_d128, K::flash_attention_coopmat_forward_f16_d128,
+          K::flash_attention_coopmat_backward_dq_d128, K::flash_attention_coopmat_backward_dkdv_d128}},
+        {{K::flash_attention_coopmat_khr_forward_d64, K::flash_attention_coopmat_khr_forward_f16_d64,
+          K::flash_attention_coopmat_khr_backward_dq_d64, K::flash_attention_coopmat_khr_backward_dkdv_d64},
+         {K::flash_attention_coopmat_khr_forward_d128, K::flash_attention_coopmat_khr_forward_f16_d128,
+          K::flash_attention_coopmat_khr_backward_dq_d128, K::flash_attention_coopmat_khr_backward_dkdv_d128}}};
+    const K* row = kernels[device.coopmat_khr() ? 1 : 0][small ? 0 : 1];
+    return {{row[dtype == DType::f16 ? 1 : 0], row[2], row[3]}, kTilesCoopmat, kCoopmatForwardThreads,
+            kCoopmatDqThreads};
   }
   const FlashKernels k =
       small ? FlashKernels{vk::Kernel::flash_attention_forward_d64, vk::Kernel::flash_attention_backward_dq_d64,

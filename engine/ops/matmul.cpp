@@ -23,8 +23,10 @@ constexpr uint32_t kMatvecMaxRows = 4, kMatvecCols = 4;
 
 // The tensor-core kernels (shaders/matmul_coopmat.comp, matmul.kernels.cmake): f16 or f32 activations
 // × f16/bf16 weights, at the default tile (64×128 on 2×4 subgroups of 2×2 matrices) or the big one
-// (128×128 on 2×2 subgroups of 4×4, storing straight to C).
-vk::Kernel coopmat_kernel(DType a, DType b, DType c, bool big) {
+// (128×128 on 2×2 subgroups of 4×4, storing straight to C); their GL_KHR_cooperative_matrix rows where the
+// device runs those (vk::Device::coopmat_khr).
+vk::Kernel coopmat_kernel(bool khr, DType a, DType b, DType c, bool big) {
+  if (khr) return variant(big ? vk::family::gemm_coopmat_khr_big : vk::family::gemm_coopmat_khr, {a, b, c}, "matmul");
   return variant(big ? vk::family::gemm_coopmat_big : vk::family::gemm_coopmat, {a, b, c}, "matmul");
 }
 
@@ -46,11 +48,11 @@ bool big_tile_fits(DType a, DType b, uint32_t M, uint32_t N, uint32_t c_sm, uint
          (flags & (kBias | kLora)) == 0 && uint64_t(M / 128) * (N / 128) >= kBigTileMinTiles;
 }
 
-CoopmatTile coopmat_tile(DType a, DType b, DType c, bool big) {
+CoopmatTile coopmat_tile(bool khr, DType a, DType b, DType c, bool big) {
   // Below the big tile, 64×128 for every product, attention's f32 × f32 ones included (session 5: it beat
   // 64×64 there too).
-  return big ? CoopmatTile{coopmat_kernel(a, b, c, true), 128, 128, 128}
-             : CoopmatTile{coopmat_kernel(a, b, c, false), 64, 128, 256};
+  return big ? CoopmatTile{coopmat_kernel(khr, a, b, c, true), 128, 128, 128}
+             : CoopmatTile{coopmat_kernel(khr, a, b, c, false), 64, 128, 256};
 }
 
 using detail::Cm2Tile;
@@ -387,7 +389,8 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
   const bool big = tensor_cores && big_tile_fits(a.dtype(), b.dtype(), M, N, g.c_sm, g.batch, flags);
-  const CoopmatTile tc = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), c.dtype(), big) : CoopmatTile{};
+  const bool khr = rec.device().coopmat_khr();
+  const CoopmatTile tc = tensor_cores ? coopmat_tile(khr, a.dtype(), b.dtype(), c.dtype(), big) : CoopmatTile{};
   vk::Kernel kernel = tensor_cores ? tc.kernel : variant(vk::family::gemm, {a.dtype(), b.dtype(), c.dtype()}, g.op);
   // Tiles: 64x64 on the scalar path, the kernel's on tensor cores (shaders/matmul_coopmat.comp).
   const uint32_t bm = tensor_cores ? tc.bm : kTile, bn = tensor_cores ? tc.bn : kTile;
@@ -405,7 +408,7 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   // scratch [s, M, N] (f32, no epilogue); a second pass adds the slices in order and applies the epilogue.
   const uint32_t kc = K / splits;
   const Tensor partial = d.partial(splits, true);
-  const CoopmatTile tc32 = tensor_cores ? coopmat_tile(a.dtype(), b.dtype(), DType::f32, false) : CoopmatTile{};
+  const CoopmatTile tc32 = tensor_cores ? coopmat_tile(khr, a.dtype(), b.dtype(), DType::f32, false) : CoopmatTile{};
   vk::Kernel partial_kernel = tensor_cores ? tc32.kernel : variant(vk::family::gemm, {a.dtype(), b.dtype(), DType::f32}, g.op);
   const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
   d.run_slices(partial_kernel, a, partial, d.slice_params(splits, kc), {ceil_div(N, pbn), ceil_div(M, pbm), splits},

@@ -216,6 +216,8 @@ Device::Device(const DeviceInit& init) : owns_(false) {
   if (!report_.usable()) throw Error("device " + report_.name + " lacks 16-bit storage, shaderInt16 or Vulkan 1.2");
   const DeviceRequirements needs(physical_, report_);
   coopmat_ = needs.coopmat();
+  coopmat_khr_ = needs.coopmat_khr();
+  subgroup_32_ = needs.subgroup_32();
   coopmat2_ = needs.coopmat2();
   pipeline_stats_ = needs.pipeline_stats();
   finish_setup("");
@@ -241,31 +243,48 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
   features_.features.shaderInt16 = VK_TRUE;
   // Only read (vk/memory_budget.h); enabled so that reading its properties is valid use.
   if (report.memory_budget) extensions_.push_back(VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
-  if (report.coopmat_nv && report.memory_model && device_has_extension(physical, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+  // Each further feature struct goes to the end of the chain that starts at features_.
+  void** tail = &f12_.pNext;
+  auto chain = [&tail](auto& feature) {
+    *tail = &feature;
+    tail = &feature.pNext;
+  };
+  const char* preference = std::getenv("LORASTUDIO_COOPMAT");
+  const CoopmatChoice choice = env_flag("LORASTUDIO_NO_COOPMAT")
+                                   ? CoopmatChoice{}
+                                   : choose_coopmat(report, preference ? preference : "",
+                                                    kernel_built(Kernel::gemm_coopmat_khr_f16_f16_f32));
+  coopmat_ = choice.api != CoopmatApi::none;
+  coopmat_khr_ = choice.api == CoopmatApi::khr;
+  subgroup_32_ = choice.require_subgroup_32;
+  if (choice.api == CoopmatApi::nv) {
     extensions_.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     coop_.cooperativeMatrix = VK_TRUE;
-    f12_.pNext = &coop_;
-    bool shape = std::any_of(report.coopmat_shapes.begin(), report.coopmat_shapes.end(), [](const CoopMatShape& s) {
-      return s.m == 16 && s.n == 16 && s.k == 16 && s.a == "f16" && s.b == "f16" && s.c == "f32";
-    });
-    coopmat_ = shape && report.subgroup_size == 32 && report.float16 && !env_flag("LORASTUDIO_NO_COOPMAT");
+    chain(coop_);
   }
   // On wherever the device offers it and its kernels were built; LORASTUDIO_NO_COOPMAT2=1 keeps the
-  // VK_NV_cooperative_matrix kernels (the workgroup-scope GEMM is faster: bench/RESULTS.md, session 9).
+  // subgroup-scope kernels (the workgroup-scope GEMM is faster: bench/RESULTS.md, session 9).
   // bufferDeviceAddress too: the quantized weights' decode function takes a pointer to a block
   // (shaders/matmul_coopmat2.comp, the PhysicalStorageBufferAddresses capability).
-  if (coopmat_ && report.coopmat2 && report.buffer_device_address && kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) &&
-      !env_flag("LORASTUDIO_NO_COOPMAT2")) {
-    f12_.bufferDeviceAddress = VK_TRUE;
+  coopmat2_ = coopmat_ && report.coopmat2 && report.buffer_device_address &&
+              kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) && !env_flag("LORASTUDIO_NO_COOPMAT2");
+  if (coopmat_khr_ || coopmat2_) {
     extensions_.push_back(kKhrCooperativeMatrixExtension);
-    extensions_.push_back(kNvCooperativeMatrix2Extension);
     coop_khr_.cooperativeMatrix = VK_TRUE;
+    chain(coop_khr_);
+  }
+  if (coopmat2_) {
+    f12_.bufferDeviceAddress = VK_TRUE;
+    extensions_.push_back(kNvCooperativeMatrix2Extension);
     coop2_ = {.pNext = nullptr, .cooperativeMatrixWorkgroupScope = VK_TRUE, .cooperativeMatrixFlexibleDimensions = VK_TRUE,
               .cooperativeMatrixConversions = VK_TRUE, .cooperativeMatrixPerElementOperations = VK_TRUE,
               .cooperativeMatrixTensorAddressing = VK_TRUE};
-    coop_.pNext = &coop_khr_;
-    coop_khr_.pNext = &coop2_;
-    coopmat2_ = true;
+    chain(coop2_);
+  }
+  if (subgroup_32_) {  // the KHR kernels' pipelines require subgroups of 32 (Pipelines)
+    f13_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES, .subgroupSizeControl = VK_TRUE,
+            .computeFullSubgroups = VK_TRUE};
+    chain(f13_);
   }
 }
 
@@ -277,6 +296,8 @@ void Device::create_logical_device(const DeviceOptions& options) {
                                 .pQueuePriorities = &priority};
   const DeviceRequirements needs(physical_, report_);
   coopmat_ = needs.coopmat();
+  coopmat_khr_ = needs.coopmat_khr();
+  subgroup_32_ = needs.subgroup_32();
   coopmat2_ = needs.coopmat2();
   pipeline_stats_ = needs.pipeline_stats();
   std::vector<const char*> extensions = needs.extensions();
@@ -308,7 +329,7 @@ void Device::finish_setup(const std::string& cache) {
   if (env_flag("LORASTUDIO_PIPELINE_STATS") && !pipeline_stats_)
     std::fprintf(stderr, "LORASTUDIO_PIPELINE_STATS: %s lacks VK_KHR_pipeline_executable_properties; no statistics\n",
                  report_.name.c_str());
-  pipelines_ = std::make_unique<Pipelines>(device_, cache_file, pipeline_stats_);
+  pipelines_ = std::make_unique<Pipelines>(device_, cache_file, pipeline_stats_, subgroup_32_);
   VkCommandPoolCreateInfo pinfo{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                 .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                 .queueFamilyIndex = report_.queue_family};

@@ -52,9 +52,10 @@ struct DeviceOptions {
 };
 
 // What the engine needs enabled on a VkDevice: Vulkan 1.2; storageBuffer16BitAccess and shaderInt16;
-// shaderFloat16 and vulkanMemoryModel when offered; VK_NV_cooperative_matrix with its feature when the
-// device offers it with the memory model. A window that creates the device itself chains features()
-// into its VkDeviceCreateInfo, adds extensions, and hands the device to Device(const DeviceInit&).
+// shaderFloat16 and vulkanMemoryModel when offered; VK_NV_cooperative_matrix or VK_KHR_cooperative_matrix with
+// its feature where the tensor-core kernels run through it (vk::choose_coopmat). A window that creates the
+// device itself chains features() into its VkDeviceCreateInfo, adds extensions, and hands the device to
+// Device(const DeviceInit&).
 class DeviceRequirements {
  public:
   DeviceRequirements(VkPhysicalDevice physical, const DeviceReport& report);
@@ -64,8 +65,12 @@ class DeviceRequirements {
   const std::vector<const char*>& extensions() const { return extensions_; }
   const VkPhysicalDeviceFeatures2* features() const { return &features_; }  // VkDeviceCreateInfo::pNext
   // The tensor-core kernels (f16 16x16x16, subgroups of 32) can run on a device created with these
-  // (LORASTUDIO_NO_COOPMAT=1 turns them off).
+  // (LORASTUDIO_NO_COOPMAT=1 turns them off), through VK_NV_cooperative_matrix or, where coopmat_khr(),
+  // VK_KHR_cooperative_matrix (vk::choose_coopmat; LORASTUDIO_COOPMAT=khr prefers it).
   bool coopmat() const { return coopmat_; }
+  bool coopmat_khr() const { return coopmat_khr_; }
+  // The KHR kernels' pipelines require subgroups of 32, which is not the device's default size.
+  bool subgroup_32() const { return subgroup_32_; }
   // The workgroup-scope tensor-core GEMM (VK_NV_cooperative_matrix2, shaders/matmul_coopmat2.comp) runs:
   // the device offers it and its kernels were built (a glslang >= 14); LORASTUDIO_NO_COOPMAT2=1 turns it off.
   bool coopmat2() const { return coopmat2_; }
@@ -79,10 +84,13 @@ class DeviceRequirements {
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop_{};
   CooperativeMatrixFeaturesKhr coop_khr_{};
   CooperativeMatrix2FeaturesNv coop2_{};
+  VkPhysicalDeviceVulkan13Features f13_{};
   VkPhysicalDeviceVulkan12Features f12_{};
   VkPhysicalDeviceVulkan11Features f11_{};
   VkPhysicalDeviceFeatures2 features_{};
   bool coopmat_ = false;
+  bool coopmat_khr_ = false;
+  bool subgroup_32_ = false;
   bool coopmat2_ = false;
   bool pipeline_stats_ = false;
 };
@@ -135,9 +143,11 @@ class Device {
   void read(const Allocation& src, VkDeviceSize offset, void* data, VkDeviceSize size);
 
   size_t validation_messages() const { return validation_messages_.load(); }
-  // Tensor-core kernels (VK_NV_cooperative_matrix, f16 16x16x16, subgroups of 32) are usable.
-  // LORASTUDIO_NO_COOPMAT=1 turns them off (to compare with the scalar path).
+  // Tensor-core kernels (f16 16x16x16, subgroups of 32) are usable: through VK_NV_cooperative_matrix, or
+  // where coopmat_khr(), their VK_KHR_cooperative_matrix rows (DeviceRequirements). LORASTUDIO_NO_COOPMAT=1
+  // turns them off (to compare with the scalar path).
   bool coopmat() const { return coopmat_; }
+  bool coopmat_khr() const { return coopmat_khr_; }
   // The workgroup-scope GEMM of VK_NV_cooperative_matrix2 is usable (DeviceRequirements::coopmat2).
   bool coopmat2() const { return coopmat2_; }
   // The device-local memory this process may still take: the heaps, the driver's budget where the device
@@ -158,6 +168,8 @@ class Device {
 
   bool owns_ = true;
   bool coopmat_ = false;
+  bool coopmat_khr_ = false;
+  bool subgroup_32_ = false;
   bool coopmat2_ = false;
   bool pipeline_stats_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;

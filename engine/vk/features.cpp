@@ -1,7 +1,10 @@
 #include "vk/features.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
+
+#include "error.h"
 
 namespace ls::vk {
 
@@ -70,6 +73,18 @@ DeviceReport read_device_report(VkInstance instance, VkPhysicalDevice physical, 
   r.vendor_id = p.vendorID;
   r.device_id = p.deviceID;
   r.subgroup_size = subgroup.subgroupSize;
+  if (p.apiVersion >= VK_API_VERSION_1_3) {
+    VkPhysicalDeviceVulkan13Properties p13{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_PROPERTIES};
+    VkPhysicalDeviceProperties2 with_13{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &p13};
+    vkGetPhysicalDeviceProperties2(physical, &with_13);
+    VkPhysicalDeviceVulkan13Features f13{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+    VkPhysicalDeviceFeatures2 f{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f13};
+    vkGetPhysicalDeviceFeatures2(physical, &f);
+    r.subgroup_size_control = f13.subgroupSizeControl && f13.computeFullSubgroups &&
+                              (p13.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    r.min_subgroup_size = p13.minSubgroupSize;
+    r.max_subgroup_size = p13.maxSubgroupSize;
+  }
   r.shared_memory = p.limits.maxComputeSharedMemorySize;
   r.max_storage_range = p.limits.maxStorageBufferRange;
   r.storage_alignment = p.limits.minStorageBufferOffsetAlignment;
@@ -128,7 +143,26 @@ DeviceReport read_device_report(VkInstance instance, VkPhysicalDevice physical, 
       for (const auto& s : shapes)
         if (s.scope == VK_SCOPE_SUBGROUP_NV)
           r.coopmat_shapes.push_back({s.MSize, s.NSize, s.KSize, component_name(s.AType), component_name(s.BType),
-                                      component_name(s.CType)});
+                                      component_name(s.CType), component_name(s.DType)});
+    }
+  }
+  if (p.apiVersion >= VK_API_VERSION_1_3 && has_extension(physical, kKhrCooperativeMatrixExtension)) {
+    CooperativeMatrixFeaturesKhr cm;
+    VkPhysicalDeviceFeatures2 f{.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &cm};
+    vkGetPhysicalDeviceFeatures2(physical, &f);
+    auto fn = reinterpret_cast<PfnCooperativeMatrixPropertiesKhr>(
+        vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    r.coopmat_khr = cm.cooperativeMatrix && fn;
+    if (r.coopmat_khr) {
+      uint32_t n = 0;
+      fn(physical, &n, nullptr);
+      std::vector<CooperativeMatrixPropertiesKhr> shapes(n);
+      fn(physical, &n, shapes.data());
+      for (const auto& s : shapes)
+        if (s.scope == VK_SCOPE_SUBGROUP_NV)
+          r.coopmat_khr_shapes.push_back({s.MSize, s.NSize, s.KSize, component_name(s.AType),
+                                          component_name(s.BType), component_name(s.CType),
+                                          component_name(s.ResultType)});
     }
   }
   if (p.apiVersion >= VK_API_VERSION_1_3 && has_extension(physical, kKhrCooperativeMatrixExtension) &&
@@ -142,6 +176,27 @@ DeviceReport read_device_report(VkInstance instance, VkPhysicalDevice physical, 
                  cm2.cooperativeMatrixTensorAddressing;
   }
   return r;
+}
+
+CoopmatChoice choose_coopmat(const DeviceReport& r, const std::string& preference, bool khr_built) {
+  if (!preference.empty() && preference != "nv" && preference != "khr")
+    throw Error("LORASTUDIO_COOPMAT must be nv or khr, not '" + preference + "'");
+  auto has_16x16x16 = [](const std::vector<CoopMatShape>& shapes) {
+    return std::any_of(shapes.begin(), shapes.end(), [](const CoopMatShape& s) {
+      return s.m == 16 && s.n == 16 && s.k == 16 && s.a == "f16" && s.b == "f16" && s.c == "f32" && s.result == "f32";
+    });
+  };
+  if (!r.float16 || !r.memory_model) return {};
+  const bool nv = r.coopmat_nv && r.subgroup_size == 32 && has_16x16x16(r.coopmat_shapes);
+  const bool size_32 = r.subgroup_size == 32 ||
+                       (r.subgroup_size_control && r.min_subgroup_size <= 32 && r.max_subgroup_size >= 32);
+  const bool khr = r.coopmat_khr && r.api_version >= VK_API_VERSION_1_3 && khr_built && size_32 &&
+                   has_16x16x16(r.coopmat_khr_shapes);
+  const CoopmatChoice by_khr{.api = CoopmatApi::khr, .require_subgroup_32 = r.subgroup_size != 32};
+  if (preference == "khr" && khr) return by_khr;
+  if (nv) return {.api = CoopmatApi::nv};
+  if (preference.empty() && kKhrCoopmatByDefault && khr) return by_khr;
+  return {};
 }
 
 std::string format_report(const DeviceReport& r) {
@@ -163,6 +218,14 @@ std::string format_report(const DeviceReport& r) {
     for (const auto& s : r.coopmat_shapes)
       o << " " << s.m << "x" << s.n << "x" << s.k << " " << s.a << "*" << s.b << "->" << s.c << ";";
   }
+  o << "\n  VK_KHR_cooperative_matrix: " << yes(r.coopmat_khr);
+  if (!r.coopmat_khr_shapes.empty()) {
+    o << " —";
+    for (const auto& s : r.coopmat_khr_shapes)
+      o << " " << s.m << "x" << s.n << "x" << s.k << " " << s.a << "*" << s.b << "+" << s.c << "->" << s.result << ";";
+  }
+  if (r.subgroup_size_control)
+    o << "\n  subgroup sizes a pipeline may require: " << r.min_subgroup_size << " to " << r.max_subgroup_size;
   o << "\n  VK_NV_cooperative_matrix2 (workgroup scope, tensor addressing): " << yes(r.coopmat2);
   if (r.sm_count) o << ", " << r.sm_count << " SMs";
   o << "\n  usable by lorastudio: " << yes(r.usable());

@@ -10,7 +10,7 @@ namespace ls::vk {
 
 struct CoopMatShape {
   uint32_t m = 0, n = 0, k = 0;
-  std::string a, b, c;  // component types, e.g. "f16", "f32"
+  std::string a, b, c, result;  // component types, e.g. "f16", "f32"
 };
 
 struct DeviceReport {
@@ -35,8 +35,14 @@ struct DeviceReport {
   bool timestamps = false;
   float timestamp_period_ns = 0;
   uint32_t queue_family = 0;      // the compute queue family the engine uses
+  // Vulkan 1.3's subgroup size control for compute pipelines (subgroupSizeControl, computeFullSubgroups, compute
+  // among requiredSubgroupSizeStages): a pipeline may require any power of two from min to max.
+  bool subgroup_size_control = false;
+  uint32_t min_subgroup_size = 0, max_subgroup_size = 0;
   bool coopmat_nv = false;        // VK_NV_cooperative_matrix
-  std::vector<CoopMatShape> coopmat_shapes;
+  std::vector<CoopMatShape> coopmat_shapes;  // its subgroup-scope shapes
+  bool coopmat_khr = false;       // VK_KHR_cooperative_matrix with its feature (Vulkan 1.3)
+  std::vector<CoopMatShape> coopmat_khr_shapes;  // its subgroup-scope shapes
   // VK_NV_cooperative_matrix2 (with VK_KHR_cooperative_matrix) offering what the workgroup-scope GEMM
   // uses: workgroup scope, flexible dimensions, conversions, per-element operations and tensor addressing.
   bool coopmat2 = false;
@@ -45,6 +51,26 @@ struct DeviceReport {
 
   bool usable() const { return storage16 && int16 && api_version >= VK_API_VERSION_1_2; }
 };
+
+// Which subgroup-scope tensor-core kernels a device runs (shaders/matmul_coopmat.comp, flash_attention_coopmat.comp:
+// f16 × f16 → f32 at 16×16×16 on subgroups of 32), through which extension.
+enum class CoopmatApi { none, nv, khr };
+struct CoopmatChoice {
+  CoopmatApi api = CoopmatApi::none;
+  // The KHR kernels' pipelines must require subgroups of 32 (the device's default size is another).
+  bool require_subgroup_32 = false;
+  bool operator==(const CoopmatChoice&) const = default;
+};
+// Whether GL_KHR_cooperative_matrix's kernels are chosen where a device offers that extension and not the NV
+// one (AMD's GPUs). Off until the KHR kernels have passed the GPU tests (on an H100 through its KHR extension,
+// LORASTUDIO_COOPMAT=khr): bench/device/s31b_khr_coopmat.sh.
+inline constexpr bool kKhrCoopmatByDefault = false;
+// The choice for a device. `preference` is LORASTUDIO_COOPMAT's value: "khr" the KHR kernels wherever they can
+// run (ahead of the NV ones: to test and measure them on NVIDIA GPUs), "nv" the NV kernels only, empty the NV
+// kernels, else the KHR ones if kKhrCoopmatByDefault. `khr_built`: their kernels were built (glslang >= 14).
+// Both need f16 arithmetic, the memory model and the 16×16×16 f16 × f16 → f32 shape at subgroup scope; the NV
+// kernels a subgroup size of 32, the KHR ones 32 by default or by subgroup size control.
+CoopmatChoice choose_coopmat(const DeviceReport& r, const std::string& preference, bool khr_built);
 
 // Rank for the default choice: discrete > integrated > virtual > cpu > other.
 int device_type_rank(const std::string& type);

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
 
 #include "error.h"
 #include "util/atomic_file.h"
@@ -17,8 +18,9 @@ std::filesystem::path cache_directory() {
   return {};
 }
 
-Pipelines::Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats)
-    : device_(device), capture_stats_(capture_stats), cache_file_(std::move(cache_file)) {
+Pipelines::Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats, bool khr_subgroup_32)
+    : device_(device), capture_stats_(capture_stats), khr_subgroup_32_(khr_subgroup_32),
+      cache_file_(std::move(cache_file)) {
   std::vector<char> initial;
   if (!cache_file_.empty()) {
     std::ifstream in(cache_file_, std::ios::binary);
@@ -103,6 +105,12 @@ VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) {
                 .module = module, .pName = "main", .pSpecializationInfo = &sinfo},
       .layout = layout_};
   if (capture_stats_) pinfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup_32{
+      .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO, .requiredSubgroupSize = 32};
+  if (khr_subgroup_32_ && std::string_view(info.name).find("coopmat_khr") != std::string_view::npos) {
+    pinfo.stage.pNext = &subgroup_32;
+    pinfo.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+  }
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkResult r = vkCreateComputePipelines(device_, cache_, 1, &pinfo, nullptr, &pipeline);
   if (r != VK_SUCCESS) throw Error(std::string("creating the pipeline for kernel ") + info.name + ": " + result_name(r));

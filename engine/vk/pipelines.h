@@ -26,8 +26,11 @@ struct Spec {
 class Pipelines {
  public:
   // capture_stats: VK_KHR_pipeline_executable_properties is enabled; each new pipeline's compiler statistics go
-  // to stderr (measurement, LORASTUDIO_PIPELINE_STATS=1).
-  Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats = false);
+  // to stderr (measurement, LORASTUDIO_PIPELINE_STATS=1). khr_subgroup_32: the pipelines of the
+  // GL_KHR_cooperative_matrix kernels (*coopmat_khr*, written for subgroups of 32) require full subgroups of 32
+  // (Vulkan 1.3's subgroupSizeControl and computeFullSubgroups are enabled).
+  Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats = false,
+            bool khr_subgroup_32 = false);
   ~Pipelines();
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
@@ -42,6 +45,7 @@ class Pipelines {
   void print_stats(VkPipeline pipeline, const char* name, const Spec& spec) const;
   VkDevice device_;
   bool capture_stats_ = false;
+  bool khr_subgroup_32_ = false;
   std::filesystem::path cache_file_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;

@@ -7,7 +7,7 @@
 namespace ls::vk {
 
 // VK_KHR_cooperative_matrix and VK_NV_cooperative_matrix2 came after Debian 12's headers (1.3.239): the
-// two feature structs the engine enables, as the Vulkan registry defines them.
+// structs the engine reads and enables, as the Vulkan registry defines them.
 inline constexpr const char* kKhrCooperativeMatrixExtension = "VK_KHR_cooperative_matrix";
 inline constexpr const char* kNvCooperativeMatrix2Extension = "VK_NV_cooperative_matrix2";
 inline constexpr auto kSTypeCooperativeMatrixFeaturesKhr = static_cast<VkStructureType>(1000506000);
@@ -18,6 +18,19 @@ struct CooperativeMatrixFeaturesKhr {
   VkBool32 cooperativeMatrix = VK_FALSE;
   VkBool32 cooperativeMatrixRobustBufferAccess = VK_FALSE;
 };
+// vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR's records: the shapes and component types a device's
+// cooperative matrices take. Component types and scopes have the values of their NV counterparts.
+inline constexpr auto kSTypeCooperativeMatrixPropertiesKhr = static_cast<VkStructureType>(1000506001);
+struct CooperativeMatrixPropertiesKhr {
+  VkStructureType sType = kSTypeCooperativeMatrixPropertiesKhr;
+  void* pNext = nullptr;
+  uint32_t MSize = 0, NSize = 0, KSize = 0;
+  VkComponentTypeNV AType{}, BType{}, CType{}, ResultType{};
+  VkBool32 saturatingAccumulation = VK_FALSE;
+  VkScopeNV scope{};
+};
+using PfnCooperativeMatrixPropertiesKhr = VkResult(VKAPI_PTR*)(VkPhysicalDevice, uint32_t*,
+                                                                 CooperativeMatrixPropertiesKhr*);
 struct CooperativeMatrix2FeaturesNv {
   VkStructureType sType = kSTypeCooperativeMatrix2FeaturesNv;
   void* pNext = nullptr;

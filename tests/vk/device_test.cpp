@@ -55,6 +55,71 @@ TEST(ChooseDevice, SkipsDevicesWithoutWhatWeNeed) {
   EXPECT_THROW(vk::choose_device({}, ""), Error);
 }
 
+// A GPU offering f16 × f16 → f32 16×16×16 matrices at subgroup scope through either extension, or both.
+vk::DeviceReport tensor_core_gpu(bool nv, bool khr, uint32_t subgroup_size) {
+  auto r = fake(0, "gpu", "discrete");
+  r.float16 = r.memory_model = true;
+  r.subgroup_size = subgroup_size;
+  const vk::CoopMatShape shape{16, 16, 16, "f16", "f16", "f32", "f32"};
+  r.coopmat_nv = nv;
+  if (nv) r.coopmat_shapes = {{16, 16, 16, "f16", "f16", "f16", "f16"}, shape};
+  r.coopmat_khr = khr;
+  if (khr) r.coopmat_khr_shapes = {shape};
+  return r;
+}
+
+TEST(ChooseCoopmat, NvWhereOfferedKhrWhenAskedOrByDefault) {
+  using vk::CoopmatApi;
+  const vk::CoopmatChoice none{}, nv{.api = CoopmatApi::nv}, khr{.api = CoopmatApi::khr};
+  const auto both = tensor_core_gpu(true, true, 32);
+  EXPECT_EQ(vk::choose_coopmat(both, "", true), nv);
+  EXPECT_EQ(vk::choose_coopmat(both, "nv", true), nv);
+  EXPECT_EQ(vk::choose_coopmat(both, "khr", true), khr);  // to test and measure the KHR kernels on NVIDIA
+  EXPECT_EQ(vk::choose_coopmat(both, "khr", false), nv);  // not built (no glslang >= 14)
+  const auto khr_only = tensor_core_gpu(false, true, 32);
+  EXPECT_EQ(vk::choose_coopmat(khr_only, "", true), vk::kKhrCoopmatByDefault ? khr : none);
+  EXPECT_EQ(vk::choose_coopmat(khr_only, "khr", true), khr);
+  EXPECT_EQ(vk::choose_coopmat(khr_only, "nv", true), none);
+  auto old_vulkan = khr_only;
+  old_vulkan.api_version = VK_API_VERSION_1_2;  // the KHR kernels are SPIR-V 1.6
+  EXPECT_EQ(vk::choose_coopmat(old_vulkan, "khr", true), none);
+  auto no_f16 = both;
+  no_f16.float16 = false;
+  EXPECT_EQ(vk::choose_coopmat(no_f16, "khr", true), none);
+  EXPECT_EQ(vk::choose_coopmat(no_f16, "", true), none);
+  try {
+    vk::choose_coopmat(both, "amd", true);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("LORASTUDIO_COOPMAT must be nv or khr, not 'amd'"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ChooseCoopmat, ShapesAndSubgroupSizes) {
+  using vk::CoopmatApi;
+  // lavapipe's KHR matrices (Mesa 25+) are 8×8 on subgroups of 8: none of ours fit.
+  auto small = tensor_core_gpu(false, true, 8);
+  small.coopmat_khr_shapes = {{8, 8, 8, "f16", "f16", "f32", "f32"}};
+  EXPECT_EQ(vk::choose_coopmat(small, "khr", true).api, CoopmatApi::none);
+  // f16 accumulators only: no.
+  auto f16_acc = tensor_core_gpu(false, true, 32);
+  f16_acc.coopmat_khr_shapes = {{16, 16, 16, "f16", "f16", "f16", "f16"}};
+  EXPECT_EQ(vk::choose_coopmat(f16_acc, "khr", true).api, CoopmatApi::none);
+  // Subgroups of 64 by default (AMD): the KHR kernels run where a pipeline may require 32.
+  auto wave64 = tensor_core_gpu(false, true, 64);
+  EXPECT_EQ(vk::choose_coopmat(wave64, "khr", true).api, CoopmatApi::none);
+  wave64.subgroup_size_control = true;
+  wave64.min_subgroup_size = 32;
+  wave64.max_subgroup_size = 64;
+  EXPECT_EQ(vk::choose_coopmat(wave64, "khr", true),
+            (vk::CoopmatChoice{.api = CoopmatApi::khr, .require_subgroup_32 = true}));
+  wave64.min_subgroup_size = 64;
+  EXPECT_EQ(vk::choose_coopmat(wave64, "khr", true).api, CoopmatApi::none);
+  // The NV kernels need subgroups of 32 as they come.
+  EXPECT_EQ(vk::choose_coopmat(tensor_core_gpu(true, false, 64), "", true).api, CoopmatApi::none);
+}
+
 class DeviceTest : public test::GpuTest {};
 
 TEST_F(DeviceTest, ReportNamesTheFeaturesTheEngineUses) {
@@ -66,7 +131,8 @@ TEST_F(DeviceTest, ReportNamesTheFeaturesTheEngineUses) {
   EXPECT_GE(r.max_storage_range, 1u << 27);
   std::string text = vk::format_report(r);
   for (const char* key : {"float16 arithmetic", "16-bit storage", "subgroup size", "shared memory",
-                          "maxStorageBufferRange", "timestamps", "VK_NV_cooperative_matrix"})
+                          "maxStorageBufferRange", "timestamps", "VK_NV_cooperative_matrix",
+                          "VK_KHR_cooperative_matrix"})
     EXPECT_NE(text.find(key), std::string::npos) << key << " missing from:\n" << text;
 }
 

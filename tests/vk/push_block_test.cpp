@@ -9,6 +9,8 @@
 #include "vk/push_block.h"
 
 #include <cstddef>
+#include <map>
+#include <string>
 
 #include "error.h"
 #include "model/model_files.h"  // throws_error
@@ -35,6 +37,30 @@ TEST(PushBlock, EveryBuiltKernelsBlockIsRead) {
     with_block += b.size > 0;
   }
   EXPECT_GT(with_block, 20u);
+}
+
+// The GL_KHR_cooperative_matrix rows of the tensor-core kernels (common/coopmat_api.glsl) are the NV rows spelled
+// for the other extension: each has its NV twin (the name without "_khr"), built alike, with the same block, so
+// the ops dispatch either with one Params struct.
+TEST(PushBlock, KhrCoopmatKernelsMirrorTheirNvRows) {
+  std::map<std::string, vk::Kernel> by_name;
+  for (uint32_t k = 0; k < uint32_t(vk::Kernel::count_); ++k)
+    by_name[vk::kernel_info(vk::Kernel(k)).name] = vk::Kernel(k);
+  size_t twins = 0;
+  for (const auto& [name, kernel] : by_name) {
+    const size_t at = name.find("_khr");
+    if (name.find("coopmat") == std::string::npos || at == std::string::npos) continue;
+    SCOPED_TRACE(name);
+    const auto nv = by_name.find(name.substr(0, at) + name.substr(at + 4));
+    ASSERT_NE(nv, by_name.end());
+    ++twins;
+    if (!vk::kernel_built(kernel)) continue;  // no glslang >= 14
+    const vk::PushBlock &a = vk::push_block(kernel), &b = vk::push_block(nv->second);
+    EXPECT_EQ(a.size, b.size);
+    EXPECT_EQ(a.offsets, b.offsets);
+    EXPECT_EQ(a.scalars, b.scalars);
+  }
+  EXPECT_EQ(twins, 32u);  // 24 GEMM rows (12 dtypes × two tiles), 8 flash attention rows (4 kernels × two head dims)
 }
 
 TEST(PushBlock, NotSpirvIsNamed) {
