@@ -28,6 +28,7 @@ int report_devices(const std::string& device) {
   uint32_t chosen = ls::vk::choose_device(reports, device.empty() && env ? env : device);
   for (const auto& r : reports) {
     std::cout << ls::vk::format_report(r);
+    if (r.usable()) std::cout << "  tensor-core kernels: " << ls::vk::describe(ls::vk::tensor_cores_for(r)) << "\n";
     if (r.index == chosen) std::cout << "  (selected)\n";
   }
   return 0;

@@ -249,11 +249,8 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
     *tail = &feature;
     tail = &feature.pNext;
   };
-  const char* preference = std::getenv("LORASTUDIO_COOPMAT");
-  const CoopmatChoice choice = env_flag("LORASTUDIO_NO_COOPMAT")
-                                   ? CoopmatChoice{}
-                                   : choose_coopmat(report, preference ? preference : "",
-                                                    kernel_built(Kernel::gemm_coopmat_khr_f16_f16_f32));
+  const TensorCores cores = tensor_cores_for(report);
+  const CoopmatChoice choice = cores.subgroup;
   coopmat_ = choice.api != CoopmatApi::none;
   coopmat_khr_ = choice.api == CoopmatApi::khr;
   subgroup_32_ = choice.require_subgroup_32;
@@ -262,12 +259,7 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
     coop_.cooperativeMatrix = VK_TRUE;
     chain(coop_);
   }
-  // On wherever the device offers it and its kernels were built; LORASTUDIO_NO_COOPMAT2=1 keeps the
-  // subgroup-scope kernels (the workgroup-scope GEMM is faster: bench/RESULTS.md, session 9).
-  // bufferDeviceAddress too: the quantized weights' decode function takes a pointer to a block
-  // (shaders/matmul_coopmat2.comp, the PhysicalStorageBufferAddresses capability).
-  coopmat2_ = coopmat_ && report.coopmat2 && report.buffer_device_address &&
-              kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) && !env_flag("LORASTUDIO_NO_COOPMAT2");
+  coopmat2_ = cores.cm2;
   if (coopmat_khr_ || coopmat2_) {
     extensions_.push_back(kKhrCooperativeMatrixExtension);
     coop_khr_.cooperativeMatrix = VK_TRUE;
@@ -286,6 +278,33 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
             .computeFullSubgroups = VK_TRUE};
     chain(f13_);
   }
+}
+
+TensorCores tensor_cores_for(const DeviceReport& report) {
+  if (env_flag("LORASTUDIO_NO_COOPMAT")) return {};
+  const char* preference = std::getenv("LORASTUDIO_COOPMAT");
+  TensorCores t{.subgroup = choose_coopmat(report, preference ? preference : "",
+                                           kernel_built(Kernel::gemm_coopmat_khr_f16_f16_f32))};
+  // On wherever the device offers it and its kernels were built; LORASTUDIO_NO_COOPMAT2=1 keeps the
+  // subgroup-scope kernels (the workgroup-scope GEMM is faster: bench/RESULTS.md, session 9).
+  // bufferDeviceAddress too: the quantized weights' decode function takes a pointer to a block
+  // (shaders/matmul_coopmat2.comp, the PhysicalStorageBufferAddresses capability).
+  t.cm2 = t.subgroup.api != CoopmatApi::none && report.coopmat2 && report.buffer_device_address &&
+          kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) && !env_flag("LORASTUDIO_NO_COOPMAT2");
+  return t;
+}
+
+std::string describe(const TensorCores& t) {
+  std::string line;
+  if (t.cm2) line = "VK_NV_cooperative_matrix2's GEMM and flash attention, else ";
+  switch (t.subgroup.api) {
+    case CoopmatApi::none: return "none (the scalar kernels)";
+    case CoopmatApi::nv: return line + "VK_NV_cooperative_matrix (16x16x16 f16, subgroups of 32)";
+    case CoopmatApi::khr:
+      return line + "VK_KHR_cooperative_matrix (16x16x16 f16, subgroups of 32" +
+             (t.subgroup.require_subgroup_32 ? ", required by each pipeline)" : ")");
+  }
+  return line;
 }
 
 void Device::create_logical_device(const DeviceOptions& options) {

@@ -194,6 +194,17 @@ class Device {
   std::atomic<size_t> validation_messages_{0};
 };
 
+// The tensor-core kernels a device created now runs: the subgroup-scope ones through the NV or the KHR extension
+// (choose_coopmat with LORASTUDIO_COOPMAT's value; none with LORASTUDIO_NO_COOPMAT=1), and the workgroup-scope GEMM
+// of VK_NV_cooperative_matrix2 where the device offers it, its kernels were built and LORASTUDIO_NO_COOPMAT2 is unset.
+struct TensorCores {
+  CoopmatChoice subgroup;
+  bool cm2 = false;
+};
+TensorCores tensor_cores_for(const DeviceReport& report);
+// One line for --devices, e.g. "VK_NV_cooperative_matrix2's GEMM, VK_NV_cooperative_matrix (16x16x16 f16)".
+std::string describe(const TensorCores& t);
+
 // Every physical device the loader sees, with its report (a temporary instance is created).
 std::vector<DeviceReport> list_devices();
 // Index of the device `select` names among `devices` (see DeviceOptions::select). Throws if none.

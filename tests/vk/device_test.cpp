@@ -120,6 +120,16 @@ TEST(ChooseCoopmat, ShapesAndSubgroupSizes) {
   EXPECT_EQ(vk::choose_coopmat(tensor_core_gpu(true, false, 64), "", true).api, CoopmatApi::none);
 }
 
+TEST(ChooseCoopmat, DescribedForDevices) {
+  using vk::CoopmatApi;
+  EXPECT_EQ(vk::describe({}), "none (the scalar kernels)");
+  EXPECT_EQ(vk::describe({.subgroup = {.api = CoopmatApi::nv}, .cm2 = true}),
+            "VK_NV_cooperative_matrix2's GEMM and flash attention, else VK_NV_cooperative_matrix (16x16x16 f16, "
+            "subgroups of 32)");
+  EXPECT_EQ(vk::describe({.subgroup = {.api = CoopmatApi::khr, .require_subgroup_32 = true}}),
+            "VK_KHR_cooperative_matrix (16x16x16 f16, subgroups of 32, required by each pipeline)");
+}
+
 class DeviceTest : public test::GpuTest {};
 
 TEST_F(DeviceTest, ReportNamesTheFeaturesTheEngineUses) {
