@@ -70,9 +70,10 @@ TEST(JinjaEngine, LimitsKeepHostileTemplatesFromCrashing) {
 }
 
 // chat_template_fuzz's timeout (session 31): every token's column was counted from its line's start, so a long
-// line lexed in quadratic time (the 280 KB line below took 6.4 s in the Release build, ~20 times that under the
-// sanitizers). Now linear: a few milliseconds. The limit leaves room for slow machines and ASan, not for the
-// quadratic lexer; the columns are still those of every token (the error on the line's last one).
+// line lexed in quadratic time (the 280 KB line below took 6.4 s in the Release build, and this test lexes three
+// such lines). Now linear: 0.2 s in Release, 1.4 s under ASan on a loaded machine. The limit leaves room for slow
+// machines and ASan, not for the quadratic lexer; the columns are still those of every token (the error on the
+// line's last one).
 TEST(JinjaEngine, LongLinesLexInLinearTime) {
   std::string line;
   for (int i = 0; i < 40000; ++i) line += "{{ 1 }}";
@@ -80,7 +81,7 @@ TEST(JinjaEngine, LongLinesLexInLinearTime) {
   EXPECT_EQ(render(line), std::string(40000, '1'));
   EXPECT_EQ(error_of(line + "\n" + line + "{{ 'é' ~ x | bogus }}"),
             "TemplateSyntaxError 2:280014 No filter named 'bogus'.");
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 10.0);
 }
 
 TEST(JinjaEngine, ValuesFromJson) {
