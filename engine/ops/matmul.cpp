@@ -59,6 +59,7 @@ using detail::Cm2Tile;
 using detail::kCm2Tiles;
 using detail::Cm2TileShape;
 constexpr uint32_t kCm2K = 64;  // the kernels' BK
+constexpr uint32_t kCm2ShaderUnroll = 8;  // shaders/matmul_coopmat2.comp's UNROLL when not specialized
 
 // B f16, or (q) a quantized weight decoded as each tile loads (matmul.kernels.cmake's gemm_cm2q_<format>_*).
 vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = QuantType::none) {
@@ -203,11 +204,17 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
 // workgroups then share an SM. On the H200 (session 26, s26b/s26c: m:128 for every product) B8's products at 4096 rows
 // went from 187/164 to 143/140 µs (1,216 and 224 tiles) and the B8 step from 67.6 to 63.0 ms (twice); but the
 // 7B products with K = 18,944 on 112 tiles (M = 512, 3,584 outputs), alone on their SMs, from 300 to 390-437 µs.
+// The unrolled trips' length (constant 1) follows the slice's K steps (detail::cm2_rule_unroll): the loop's tail, the
+// steps a trip of 8 leaves, is not unrolled, and a reduction of 896 (the 0.5B shape's q, k, v, gate, up, the lm head's
+// logits and down's dx: 14 steps) ran 8 unrolled steps and 6 without. On the H200 (session 32, s32a trace) those products
+// took 170-191 µs at B8 (4096 rows, 188-210 TFLOP/s) where the same FLOPs with K = 4864 took 139-147 (248-257), and
+// the lm head's logits 2,760 µs a 2,048-row chunk against 2,013 for its dx. LORASTUDIO_CM2_UNROLL_RULE=0 keeps 8 for
+// every slice, for measurement.
 // For measurement: LORASTUDIO_CM2_UNROLL (1-16) for every tile but the few-rows one, LORASTUDIO_CM2_THREADS
 // (64-512) for those too, or as TILE:N (e.g. m:128, or m:256 for the rule off) for one tile, whatever its
 // workgroups. On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4:
 // 336-342 µs against 302-330; 2: 365-408; 1: 410-473), and so were 512 invocations on the 256×128 tile.
-vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
+vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms, uint32_t k_slice) {
   static const uint32_t unroll = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_UNROLL");
     return v ? env_number(v, 1, 16) : 0;
@@ -225,7 +232,12 @@ vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
   const bool tuned = tile != Cm2Tile::d;
   const bool sized = threads.second && (threads.first < 0 ? tuned : threads.first == int(tile));
   vk::Spec spec{.local_x = sized ? threads.second : detail::cm2_rule_threads(tile, workgroups, sms)};
-  if (unroll && tuned) spec.constants = {unroll};
+  static const bool unroll_rule = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_UNROLL_RULE");
+    return !(v && std::string_view(v) == "0");
+  }();
+  const uint32_t u = unroll ? unroll : unroll_rule ? detail::cm2_rule_unroll(k_slice / kCm2K) : 0;
+  if (u && u != kCm2ShaderUnroll && tuned) spec.constants = {u};
   return spec;
 }
 
@@ -338,14 +350,14 @@ void cm2_dispatch(const GemmDispatch& d) {
   }
   if (splits == 1) {
     d.run(cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params, {tiles_n, tiles_m, g.batch},
-          cm2_spec(tile, uint64_t(tiles_n) * tiles_m * g.batch, sms));
+          cm2_spec(tile, uint64_t(tiles_n) * tiles_m * g.batch, sms, K));
     return;
   }
   const Tensor partial = d.partial(splits, true);
   GemmParams sliced = d.slice_params(splits, kc);
   sliced.k_last = K - (splits - 1) * kc;
   d.run_slices(cm2_kernel(tile, b_along_n, DType::f32, q), a16, partial, sliced, {tiles_n, tiles_m, splits},
-               cm2_spec(tile, uint64_t(tiles_n) * tiles_m * splits, sms));
+               cm2_spec(tile, uint64_t(tiles_n) * tiles_m * splits, sms, kc));
   d.reduce_slices(partial, splits, true);
 }
 
@@ -493,6 +505,12 @@ uint32_t rows_with_cols(const Tensor& t, uint32_t cols, const char* op, const ch
 namespace detail {
 
 Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K, uint64_t sms) { return cm2_tile_rule(M, N, K, sms); }
+
+uint32_t cm2_rule_unroll(uint32_t k_steps) {
+  for (uint32_t u = kCm2ShaderUnroll; u >= 5; --u)
+    if (k_steps % u == 0) return u;
+  return k_steps >= 1 && k_steps <= 16 ? k_steps : kCm2ShaderUnroll;
+}
 
 uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {
   return tile == Cm2Tile::m && workgroups >= sms ? 128 : kCm2Tiles[uint32_t(tile)].threads;

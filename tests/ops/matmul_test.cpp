@@ -485,6 +485,26 @@ TEST(MatmulCm2Rules, SplitsFillTheLastWaveTilesFollowTheShape) {
   EXPECT_EQ(ops::detail::cm2_rule_threads(Cm2Tile::t, 1000, 132), 256u);
 }
 
+// The unrolled K loop's trip: no steps left to the loop's tail where a trip of 5-8 steps divides the slice, else the
+// whole slice up to 16 steps, else 8 (the shader's own).
+TEST(MatmulCm2Rules, UnrollLeavesNoTailWhereItCan) {
+  using ops::detail::cm2_rule_unroll;
+  EXPECT_EQ(cm2_rule_unroll(14), 7u);    // K = 896: two trips of 7 (8 left 6 steps to the tail)
+  EXPECT_EQ(cm2_rule_unroll(56), 8u);    // K = 3584
+  EXPECT_EQ(cm2_rule_unroll(296), 8u);   // K = 18944
+  EXPECT_EQ(cm2_rule_unroll(76), 8u);    // K = 4864: 76 = 4·19, no trip of 5-8 divides it
+  EXPECT_EQ(cm2_rule_unroll(2374), 8u);  // K = 151936 = 2·1187 steps
+  EXPECT_EQ(cm2_rule_unroll(15), 5u);
+  EXPECT_EQ(cm2_rule_unroll(13), 13u);   // prime, one trip
+  EXPECT_EQ(cm2_rule_unroll(2), 2u);
+  EXPECT_EQ(cm2_rule_unroll(17), 8u);
+  for (uint32_t s = 1; s <= 400; ++s) {
+    const uint32_t u = cm2_rule_unroll(s);
+    EXPECT_TRUE(u >= 1 && u <= 16) << s;
+    EXPECT_TRUE(s % u == 0 || u == 8) << s;
+  }
+}
+
 // [SECTION] Bad input
 
 class MatmulErrors : public test::GpuTest {};
