@@ -62,9 +62,10 @@ struct CoopmatChoice {
   bool operator==(const CoopmatChoice&) const = default;
 };
 // Whether GL_KHR_cooperative_matrix's kernels are chosen where a device offers that extension and not the NV
-// one (AMD's GPUs). Off until the KHR kernels have passed the GPU tests (on an H100 through its KHR extension,
-// LORASTUDIO_COOPMAT=khr): bench/device/s31b_khr_coopmat.sh.
-inline constexpr bool kKhrCoopmatByDefault = false;
+// one (AMD's GPUs). On since session 32: on an H200 through its KHR extension (LORASTUDIO_COOPMAT=khr,
+// LORASTUDIO_NO_COOPMAT2=1; bench/device/s32b_khr_peers.sh) matmul_test (143), attention_test (105) and
+// training_test (21) passed on the KHR kernels, as on the NV ones.
+inline constexpr bool kKhrCoopmatByDefault = true;
 // The choice for a device. `preference` is LORASTUDIO_COOPMAT's value: "khr" the KHR kernels wherever they can
 // run (ahead of the NV ones: to test and measure them on NVIDIA GPUs), "nv" the NV kernels only, empty the NV
 // kernels, else the KHR ones if kKhrCoopmatByDefault. `khr_built`: their kernels were built (glslang >= 14).
