@@ -1,33 +1,32 @@
 #!/bin/bash
 # Session 32, call 4: the cooperative-matrix-2 GEMM's unrolled K loop sized to the slice (detail::cm2_rule_unroll:
-# K = 896 in two trips of 7 instead of 8 unrolled steps and a tail of 6) against LORASTUDIO_CM2_UNROLL_RULE=0 (8 for
-# every slice, as before) in the same binary: micro's training products under the rule, without it, and with every
-# slice forced to 4, 7 and 14; the 128×128 tile against 256×128 at B8's shapes; the 0.5B B8 and B1 steps and prefill,
+# K = 896 in two trips of 7 instead of 8 unrolled steps and a tail of 6), LORASTUDIO_CM2_UNROLL_RULE=1 (off by default
+# until measured), against the default (8 for every slice) in the same binary: matmul_test under the rule; micro's
+# training products under the rule, without it, and with every slice forced to 14; the 128×128 tile against 256×128 at 4096 rows; the 0.5B B8 and B1 steps and prefill,
 # alternated. Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s32d_unroll_rule.sh
 source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
 link_source_dir
 (cd .gpu/carry/peers && python3 make_model.py /tmp/q05 $T > $R/make_model05.txt 2>&1) &
 MK=$!
-gpu_tests matmul_test
+(export LORASTUDIO_CM2_UNROLL_RULE=1; gpu_tests matmul_test)
 for c in khr nv; do
   LORASTUDIO_COOPMAT=$c $B/lorastudio --devices > $R/devices_$c.txt 2>&1; echo "devices $c rc=$?"
   grep -iE "tensor-core|cooperative" $R/devices_$c.txt
 done
-micro_env rule train16 X=1
-micro_env norule train16 LORASTUDIO_CM2_UNROLL_RULE=0
-for u in 4 7 14; do micro_env u$u train16 LORASTUDIO_CM2_UNROLL=$u; done
+micro_env rule train16_ LORASTUDIO_CM2_UNROLL_RULE=1
+micro_env norule train16_ X=1
+micro_env u14 train16_ LORASTUDIO_CM2_UNROLL=14
 micro_env tile_t train16_4096 LORASTUDIO_CM2_TILE=t
-micro_env tile_t_lm train16_lmhead_2048 LORASTUDIO_CM2_TILE=t
 wait $MK; tail -1 $R/make_model05.txt
 train_env warm "" --model /tmp/q05 --batch 8 --seq 512 --steps 2
 for i in 1 2; do
-  for e in X=1 LORASTUDIO_CM2_UNROLL_RULE=0; do
-    n=${e%%=*}; [ $n = X ] && n=rule || n=norule
+  for e in LORASTUDIO_CM2_UNROLL_RULE=1 X=1; do
+    n=${e%%=*}; [ $n = X ] && n=norule || n=rule
     train_env b8_$n.$i $e --model /tmp/q05 --batch 8 --seq 512 --steps 5
     train_env b1_$n.$i $e --model /tmp/q05 --batch 1 --seq 512 --steps 9
     prefill_env pf_$n.$i $e --model /tmp/q05
   done
 done
-train_env b8_trace "" --model /tmp/q05 --batch 8 --seq 512 --steps 3 --trace $R/trace_b8.tsv
+train_env b8_trace LORASTUDIO_CM2_UNROLL_RULE=1 --model /tmp/q05 --batch 8 --seq 512 --steps 3 --trace $R/trace_b8.tsv
 tar czf $OUT/s32d.tar.gz -C $OUT r && rm -rf $R

@@ -208,8 +208,8 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
 // steps a trip of 8 leaves, is not unrolled, and a reduction of 896 (the 0.5B shape's q, k, v, gate, up, the lm head's
 // logits and down's dx: 14 steps) ran 8 unrolled steps and 6 without. On the H200 (session 32, s32a trace) those products
 // took 170-191 µs at B8 (4096 rows, 188-210 TFLOP/s) where the same FLOPs with K = 4864 took 139-147 (248-257), and
-// the lm head's logits 2,760 µs a 2,048-row chunk against 2,013 for its dx. LORASTUDIO_CM2_UNROLL_RULE=0 keeps 8 for
-// every slice, for measurement.
+// the lm head's logits 2,760 µs a 2,048-row chunk against 2,013 for its dx. Not yet measured (the session's device time
+// ran out before bench/device/s32d_unroll_rule.sh), so off by default: LORASTUDIO_CM2_UNROLL_RULE=1 takes it.
 // For measurement: LORASTUDIO_CM2_UNROLL (1-16) for every tile but the few-rows one, LORASTUDIO_CM2_THREADS
 // (64-512) for those too, or as TILE:N (e.g. m:128, or m:256 for the rule off) for one tile, whatever its
 // workgroups. On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4:
@@ -234,7 +234,7 @@ vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms, uint32_t k_sl
   vk::Spec spec{.local_x = sized ? threads.second : detail::cm2_rule_threads(tile, workgroups, sms)};
   static const bool unroll_rule = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_UNROLL_RULE");
-    return !(v && std::string_view(v) == "0");
+    return v && std::string_view(v) == "1";
   }();
   const uint32_t u = unroll ? unroll : unroll_rule ? detail::cm2_rule_unroll(k_slice / kCm2K) : 0;
   if (u && u != kCm2ShaderUnroll && tuned) spec.constants = {u};
