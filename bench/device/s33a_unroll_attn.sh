@@ -18,6 +18,11 @@ micro_env rule train16_ LORASTUDIO_CM2_UNROLL_RULE=1
 micro_env norule train16_ X=1
 micro_env u14 train16_ LORASTUDIO_CM2_UNROLL=14
 micro_env tile_t train16_4096 LORASTUDIO_CM2_TILE=t
+micro_env tile_l train16_4096 LORASTUDIO_CM2_TILE=l
+micro_env lm_def train16_lmhead_2048 X=1
+micro_env lm_t train16_lmhead_2048 LORASTUDIO_CM2_TILE=t
+micro_env lm_l train16_lmhead_2048 LORASTUDIO_CM2_TILE=l
+micro_env lm_tr train16_lmhead_2048 LORASTUDIO_CM2_TILE=t LORASTUDIO_CM2_UNROLL_RULE=1
 # The B8 attention (6.7 ms of the B8 step, ~45 TFLOP/s): the cm2 flash kernels' blocks and workgroup size.
 micro_env attn_def attention16_05b_B8 X=1
 micro_env attn_f64 attention16_05b_B8 LORASTUDIO_FLASH_FWD_TILE=64x64
