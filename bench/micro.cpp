@@ -11,6 +11,7 @@
 #include <functional>
 #include <random>
 
+#include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/attention_flash.h"
 #include "ops/attention_products.h"
@@ -186,6 +187,22 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
     train_matmul("train16_lmhead_2048x896x151936", 2048, 896, 151936, DT::f16);
     train_matmul("train16_lmhead_256x896x151936", 256, 896, 151936, DT::f16);  // a B1 step's chunk
   }
+  // Training's SwiGLU on f16 gate and up (model/layer_acts.h F16Operands::gate_up) at B8×T512 of the 0.5B shape:
+  // memory-bound, so its figure of merit is GB/s (bytes: forward reads 2 and writes 1 tensor, backward 3 and 2).
+  auto silu16 = [&](const std::string& name, uint32_t rows, uint32_t cols) {
+    if (!filter.empty() && name.find(filter) == std::string::npos) return;
+    const Shape s{rows, cols};
+    auto gate = random_tensor(dev, s, DT::f16, seed++), up = random_tensor(dev, s, DT::f16, seed++);
+    auto dy = random_tensor(dev, s, DT::f16, seed++);
+    auto y = Tensor::empty(dev, s, DT::f16), dgate = Tensor::empty(dev, s, DT::f16), dup = Tensor::empty(dev, s, DT::f16);
+    const double bytes = 2.0 * rows * cols;
+    const std::string what = "f16 [" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+    cases.push_back({name + "_fwd", what, 0, 3 * bytes, [=](vk::Recorder& rec) { ops::silu_mul_forward(rec, y, gate, up); }});
+    cases.push_back({name + "_bwd", what, 0, 5 * bytes,
+                     [=](vk::Recorder& rec) { ops::silu_mul_backward(rec, dgate, dup, dy, gate, up); }});
+  };
+  silu16("silu16_4096x4864", 4096, 4864);
+  silu16("silu16_512x4864", 512, 4864);
   // The 7B shape's products at B1×T512: MLP up/gate, down, and q/o.
   train_matmul("train7b_512x3584x18944", 512, 3584, 18944);
   train_matmul("train7b_512x18944x3584", 512, 18944, 3584);

@@ -8,6 +8,9 @@
 #include "common/types.glsl"
 #include "common/activation_out.glsl"
 #include "common/glu.glsl"
+#ifdef V8
+#include "common/glu_v8.glsl"
+#endif
 layout(local_size_x_id = 0) in;
 
 layout(binding = 0) readonly buffer DY { STORE(T) dy[]; };
@@ -16,10 +19,40 @@ layout(binding = 2) readonly buffer Up { STORE(T) up[]; };
 layout(binding = 3) writeonly buffer DGate { STORE_OUT dgate[]; };
 layout(binding = 4) writeonly buffer DUp { STORE_OUT dup[]; };
 layout(push_constant) uniform Params { uint n; } p;
+#ifdef V8
+layout(binding = 0) readonly buffer DY8 { uvec4 dy8[]; };
+layout(binding = 1) readonly buffer Gate8 { uvec4 gate8[]; };
+layout(binding = 2) readonly buffer Up8 { uvec4 up8[]; };
+layout(binding = 3) writeonly buffer DGate8 { uvec4 dgate8[]; };
+layout(binding = 4) writeonly buffer DUp8 { uvec4 dup8[]; };
+#endif
 
 void main() {
-  uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
-  for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
+  const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+  uint first = 0u;  // the first element of the one-a-thread loop
+#ifdef V8
+  const uint n8 = p.n / 8u;
+  for (uint j = gl_GlobalInvocationID.x; j < n8; j += stride) {
+    const uvec4 d8 = dy8[j], g8 = gate8[j], u8 = up8[j];
+    uvec4 rg, ru;
+    [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+      const vec2 d = v8_pair(d8, c), g = v8_pair(g8, c), u = v8_pair(u8, c);
+      vec2 dgate, dup;
+      [[unroll]] for (uint e = 0u; e < 2u; ++e) {
+        const float t = tanh_safe(kBeta * (g[e] + kKappa * g[e] * g[e] * g[e]));
+        const float dgelu = 0.5 * (1.0 + t) + 0.5 * g[e] * (1.0 - t * t) * kBeta * (1.0 + 3.0 * kKappa * g[e] * g[e]);
+        dgate[e] = d[e] * u[e] * dgelu;
+        dup[e] = d[e] * 0.5 * g[e] * (1.0 + t);
+      }
+      rg[c] = v8_pack(dgate.x, dgate.y);
+      ru[c] = v8_pack(dup.x, dup.y);
+    }
+    dgate8[j] = rg;
+    dup8[j] = ru;
+  }
+  first = n8 * 8u;
+#endif
+  for (uint i = first + gl_GlobalInvocationID.x; i < p.n; i += stride) {
     float g = TO_F32(T, gate[i]), u = TO_F32(T, up[i]), d = TO_F32(T, dy[i]);
     float t = tanh_safe(kBeta * (g + kKappa * g * g * g));
     float dgelu = 0.5 * (1.0 + t) + 0.5 * g * (1.0 - t * t) * kBeta * (1.0 + 3.0 * kKappa * g * g);

@@ -10,6 +10,7 @@ link_source_dir
 (cd .gpu/carry/peers && python3 make_model.py /tmp/q05 $T > $R/make_model05.txt 2>&1) &
 MK=$!
 (export LORASTUDIO_CM2_UNROLL_RULE=1; gpu_tests matmul_test)
+gpu_tests activations_test
 for c in khr nv; do
   LORASTUDIO_COOPMAT=$c $B/lorastudio --devices > $R/devices_$c.txt 2>&1; echo "devices $c rc=$?"
   grep -iE "tensor-core|cooperative" $R/devices_$c.txt
@@ -23,6 +24,8 @@ micro_env lm_def train16_lmhead_2048 X=1
 micro_env lm_t train16_lmhead_2048 LORASTUDIO_CM2_TILE=t
 micro_env lm_l train16_lmhead_2048 LORASTUDIO_CM2_TILE=l
 micro_env lm_tr train16_lmhead_2048 LORASTUDIO_CM2_TILE=t LORASTUDIO_CM2_UNROLL_RULE=1
+# SwiGLU's f16 rows at eight values a thread (this session), B8 and B1 sizes.
+micro_env silu silu16_ X=1
 # The B8 attention (6.7 ms of the B8 step, ~45 TFLOP/s): the cm2 flash kernels' blocks and workgroup size.
 micro_env attn_def attention16_05b_B8 X=1
 micro_env attn_f64 attention16_05b_B8 LORASTUDIO_FLASH_FWD_TILE=64x64

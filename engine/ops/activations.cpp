@@ -13,7 +13,12 @@ struct SiluMulParams {  // = `Params` in shaders/{silu,gelu_tanh}_mul{,_backward
 static_assert(sizeof(SiluMulParams) <= 128);
 
 constexpr uint32_t kThreads = 256;
-vk::Groups groups_for(uint64_t n) { return {std::min<uint32_t>(ceil_div(n, kThreads), 4096), 1, 1}; }
+// Threads for n elements, grid-stride beyond 4096 workgroups; the f16-in, f16-out rows take eight elements a
+// thread (shaders/common/glu_v8.glsl).
+vk::Groups groups_for(const Tensor& gate, const Tensor& out) {
+  const uint64_t n = gate.numel(), per_thread = gate.dtype() == DType::f16 && out.dtype() == DType::f16 ? 8 : 1;
+  return {uint32_t(std::min<uint64_t>(ceil_div(ceil_div(n, per_thread), kThreads), 4096)), 1, 1};
+}
 
 // Every tensor has `like`'s shape and dtype.
 void require_like(const Tensor& t, const Tensor& like, const char* op, const char* name, const char* like_name) {
@@ -37,7 +42,7 @@ void silu_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gate, co
   require_like(up, gate, op, "up", "gate");
   require_output(y, gate, op, "y");
   rec.dispatch(variant(vk::family::silu_mul, {gate.dtype(), y.dtype()}, op), {in(gate), in(up), out(y)},
-               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
+               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate, y), {.local_x = kThreads});
 }
 
 void silu_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup, const Tensor& dy, const Tensor& gate,
@@ -49,7 +54,7 @@ void silu_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup
   require_output(dgate, gate, op, "dgate");
   require_like(dup, dgate, op, "dup", "dgate");
   rec.dispatch(variant(vk::family::silu_mul_backward, {gate.dtype(), dgate.dtype()}, op), {in(dy), in(gate), in(up), out(dgate), out(dup)},
-               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
+               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate, dgate), {.local_x = kThreads});
 }
 
 void gelu_tanh_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gate, const Tensor& up) {
@@ -58,7 +63,7 @@ void gelu_tanh_mul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& gat
   require_like(up, gate, op, "up", "gate");
   require_output(y, gate, op, "y");
   rec.dispatch(variant(vk::family::gelu_tanh_mul, {gate.dtype(), y.dtype()}, op), {in(gate), in(up), out(y)},
-               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate.numel()), {.local_x = kThreads});
+               SiluMulParams{.n = uint32_t(gate.numel())}, groups_for(gate, y), {.local_x = kThreads});
 }
 
 void gelu_tanh_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup, const Tensor& dy,
@@ -71,7 +76,7 @@ void gelu_tanh_mul_backward(vk::Recorder& rec, const Tensor& dgate, const Tensor
   require_like(dup, dgate, op, "dup", "dgate");
   rec.dispatch(variant(vk::family::gelu_tanh_mul_backward, {gate.dtype(), dgate.dtype()}, op),
                {in(dy), in(gate), in(up), out(dgate), out(dup)}, SiluMulParams{.n = uint32_t(gate.numel())},
-               groups_for(gate.numel()), {.local_x = kThreads});
+               groups_for(gate, dgate), {.local_x = kThreads});
 }
 
 namespace ref {

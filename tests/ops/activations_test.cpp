@@ -113,6 +113,50 @@ TEST_P(SiluMulLargeGateTest, NoNaNAndMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, SiluMulLargeGateTest, ::testing::Values(DType::f32, DType::f16, DType::bf16),
                          [](const ::testing::TestParamInfo<DType>& c) { return std::string(dtype_name(c.param)); });
 
+// The f16 rows take eight values a thread (shaders/common/glu_v8.glsl) over a grid of at most 4096 workgroups:
+// 1,801 × 4,863 values (8.76M) make some threads run the eight-a-thread loop twice and leave 7 values to the
+// one-a-thread tail. Both activations, forward and backward, the backward in place (dgate over gate, dup over up,
+// as the header allows).
+class GatedF16GridStrideTest : public test::GpuTest, public ::testing::WithParamInterface<bool> {};
+
+TEST_P(GatedF16GridStrideTest, EveryValueMatchesTheReference) {
+  const bool gelu = GetParam();
+  const Shape shape{1801, 4863};
+  const size_t n = size_t(shape[0]) * shape[1];
+  const DType dtype = DType::f16;
+  auto g0 = test::rounded(gate_values(n, 31), dtype);
+  auto u0 = test::rounded(test::random_values(n, 32), dtype);
+  auto dy0 = test::rounded(test::random_values(n, 33), dtype);
+  auto gate = test::tensor_from(dev(), shape, dtype, g0);
+  auto up = test::tensor_from(dev(), shape, dtype, u0);
+  auto dy = test::tensor_from(dev(), shape, dtype, dy0);
+  auto y = test::poisoned(dev(), shape, dtype);
+  test::run(dev(), [&](vk::Recorder& rec) {
+    if (gelu) {
+      ops::gelu_tanh_mul_forward(rec, y.t, gate, up);
+      ops::gelu_tanh_mul_backward(rec, gate, up, dy, gate, up);
+    } else {
+      ops::silu_mul_forward(rec, y.t, gate, up);
+      ops::silu_mul_backward(rec, gate, up, dy, gate, up);
+    }
+  });
+  std::vector<float> want_y(n), want_dgate(n), want_dup(n);
+  if (gelu) {
+    ops::ref::gelu_tanh_mul_forward(want_y, g0, u0);
+    ops::ref::gelu_tanh_mul_backward(want_dgate, want_dup, dy0, g0, u0);
+  } else {
+    ops::ref::silu_mul_forward(want_y, g0, u0);
+    ops::ref::silu_mul_backward(want_dgate, want_dup, dy0, g0, u0);
+  }
+  test::expect_close(download(y.t), test::rounded(want_y, dtype), tol(dtype), "forward", shape);
+  test::expect_close(download(gate), test::rounded(want_dgate, dtype), tol(dtype), "dgate in place", shape);
+  test::expect_close(download(up), test::rounded(want_dup, dtype), tol(dtype), "dup in place", shape);
+  y.expect_guards_intact("forward");
+}
+
+INSTANTIATE_TEST_SUITE_P(Activations, GatedF16GridStrideTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& c) { return c.param ? "gelu_tanh" : "silu"; });
+
 // The reference backward is the gradient of L = sum(dy * y(gate, up)), by central differences in double.
 TEST(SiluMulReference, BackwardMatchesFiniteDifferences) {
   const size_t n = 40;
