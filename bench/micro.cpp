@@ -333,6 +333,7 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   for (uint32_t r : {4u, 8u, 16u, 32u, 64u}) lora_delta("lora_1024x1024_r" + std::to_string(r) + "_scaling", 1, 1024, 1024, r);
   matmul("matmul_1024x1024x1024", 1024, 1024, 1024);
   rms("rms_norm_512x896", 512, 896);
+  rms("rms_norm_4096x896", 4096, 896);
   softmax("softmax_14x512x512", 14 * 512, 512);
   lora_delta("lora_512tok_896x896_r8", 512, 896, 896, 8);
   lora_layer("lora_layer_512tok_896x896_r8", 512, 896, 896, 8);

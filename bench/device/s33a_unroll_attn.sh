@@ -11,6 +11,7 @@ link_source_dir
 MK=$!
 (export LORASTUDIO_CM2_UNROLL_RULE=1; gpu_tests matmul_test)
 gpu_tests activations_test
+(export LORASTUDIO_NORM_THREADS=64; gpu_tests norms_test)
 for c in khr nv; do
   LORASTUDIO_COOPMAT=$c $B/lorastudio --devices > $R/devices_$c.txt 2>&1; echo "devices $c rc=$?"
   grep -iE "tensor-core|cooperative" $R/devices_$c.txt
@@ -26,6 +27,8 @@ micro_env lm_l train16_lmhead_2048 LORASTUDIO_CM2_TILE=l
 micro_env lm_tr train16_lmhead_2048 LORASTUDIO_CM2_TILE=t LORASTUDIO_CM2_UNROLL_RULE=1
 # SwiGLU's f16 rows at eight values a thread (this session), B8 and B1 sizes.
 micro_env silu silu16_ X=1
+# RMSNorm's threads a row of 896 (LORASTUDIO_NORM_THREADS; default 256).
+for n in 32 64 128 256; do micro_env norm$n rms_norm_ LORASTUDIO_NORM_THREADS=$n; done
 # The B8 attention (6.7 ms of the B8 step, ~45 TFLOP/s): the cm2 flash kernels' blocks and workgroup size.
 micro_env attn_def attention16_05b_B8 X=1
 micro_env attn_f64 attention16_05b_B8 LORASTUDIO_FLASH_FWD_TILE=64x64
@@ -38,8 +41,8 @@ micro_env attn_nohf attention16_05b_B8 LORASTUDIO_FLASH_HEAVY_FIRST=0
 wait $MK; tail -1 $R/make_model05.txt
 train_env warm "" --model /tmp/q05 --batch 8 --seq 512 --steps 2
 for i in 1 2; do
-  for e in LORASTUDIO_CM2_UNROLL_RULE=1 X=1; do
-    n=${e%%=*}; [ $n = X ] && n=norule || n=rule
+  for e in LORASTUDIO_CM2_UNROLL_RULE=1 X=1 LORASTUDIO_NORM_THREADS=64; do
+    n=${e%%=*}; [ $n = X ] && n=norule || { [ $n = LORASTUDIO_NORM_THREADS ] && n=norm64 || n=rule; }
     train_env b8_$n.$i $e --model /tmp/q05 --batch 8 --seq 512 --steps 5
     train_env b1_$n.$i $e --model /tmp/q05 --batch 1 --seq 512 --steps 9
     prefill_env pf_$n.$i $e --model /tmp/q05

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 #include <vector>
 
@@ -18,7 +19,16 @@ using detail::NormParams;
 
 // One workgroup per row, sized to the row (64..256 threads), so short rows (per-head norms, C = 128)
 // don't leave most threads idle. Rows beyond 65535 are covered by the kernels' grid-stride loop.
-vk::Spec row_threads(uint32_t cols) { return {.local_x = std::clamp<uint32_t>(std::bit_ceil(cols), 64, 256)}; }
+// LORASTUDIO_NORM_THREADS (32 to 256, a power of two) caps it, for measurement: the 0.5B shape's rows of 896
+// take 256 threads at 3.5 values each, between two barriers.
+vk::Spec row_threads(uint32_t cols) {
+  static const uint32_t cap = [] {
+    const char* v = std::getenv("LORASTUDIO_NORM_THREADS");
+    const int n = v && *v ? std::atoi(v) : 0;
+    return n >= 32 && n <= 256 && std::has_single_bit(unsigned(n)) ? uint32_t(n) : 256u;
+  }();
+  return {.local_x = std::min(cap, std::clamp<uint32_t>(std::bit_ceil(cols), 64, 256))};
+}
 // The weight-gradient kernels: 32 columns per workgroup, grid-stride beyond 65535 workgroups.
 constexpr uint32_t kGradCols = 32;
 vk::Groups column_groups(uint32_t cols) { return {std::min<uint32_t>(ceil_div(cols, kGradCols), 65535), 1, 1}; }
