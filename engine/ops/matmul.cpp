@@ -204,12 +204,13 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
 // workgroups then share an SM. On the H200 (session 26, s26b/s26c: m:128 for every product) B8's products at 4096 rows
 // went from 187/164 to 143/140 µs (1,216 and 224 tiles) and the B8 step from 67.6 to 63.0 ms (twice); but the
 // 7B products with K = 18,944 on 112 tiles (M = 512, 3,584 outputs), alone on their SMs, from 300 to 390-437 µs.
-// The unrolled trips' length (constant 1) follows the slice's K steps (detail::cm2_rule_unroll): the loop's tail, the
-// steps a trip of 8 leaves, is not unrolled, and a reduction of 896 (the 0.5B shape's q, k, v, gate, up, the lm head's
-// logits and down's dx: 14 steps) ran 8 unrolled steps and 6 without. On the H200 (session 32, s32a trace) those products
-// took 170-191 µs at B8 (4096 rows, 188-210 TFLOP/s) where the same FLOPs with K = 4864 took 139-147 (248-257), and
-// the lm head's logits 2,760 µs a 2,048-row chunk against 2,013 for its dx. Not yet measured (the session's device time
-// ran out before bench/device/s32d_unroll_rule.sh), so off by default: LORASTUDIO_CM2_UNROLL_RULE=1 takes it.
+// The unrolled trips' length (constant 1) follows a short slice's K steps (detail::cm2_rule_unroll): the loop's tail,
+// the steps a trip of 8 leaves, is not unrolled, and a reduction of 896 (the 0.5B shape's q, k, v, gate, up, the lm
+// head's logits and down's dx: 14 steps) ran 8 unrolled steps and 6 without. In two trips of 7 on the H200 (session
+// 33, micro in one call, µs): 4096×896→4864 143.1 -> 137.5, 512×896→4864 33.7 -> 31.3, the lm head's logits at 2,048
+// rows 2,443 -> 2,357 and at 256 rows 385.7 -> 350.2; the 0.5B B8 step 57.95 -> 56.54 ms. Long slices keep 8: the
+// first rule, a divisor of 5-8 for any length, took the lm head's dx (split slices of ~1,187 steps) 2,019 -> 2,111.
+// LORASTUDIO_CM2_UNROLL_RULE=0 turns it off, for measurement.
 // For measurement: LORASTUDIO_CM2_UNROLL (1-16) for every tile but the few-rows one, LORASTUDIO_CM2_THREADS
 // (64-512) for those too, or as TILE:N (e.g. m:128, or m:256 for the rule off) for one tile, whatever its
 // workgroups. On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4:
@@ -234,7 +235,7 @@ vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms, uint32_t k_sl
   vk::Spec spec{.local_x = sized ? threads.second : detail::cm2_rule_threads(tile, workgroups, sms)};
   static const bool unroll_rule = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_UNROLL_RULE");
-    return v && std::string_view(v) == "1";
+    return !(v && std::string_view(v) == "0");
   }();
   const uint32_t u = unroll ? unroll : unroll_rule ? detail::cm2_rule_unroll(k_slice / kCm2K) : 0;
   if (u && u != kCm2ShaderUnroll && tuned) spec.constants = {u};
@@ -507,9 +508,10 @@ namespace detail {
 Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K, uint64_t sms) { return cm2_tile_rule(M, N, K, sms); }
 
 uint32_t cm2_rule_unroll(uint32_t k_steps) {
+  if (k_steps < 1 || k_steps > kCm2UnrollShortSteps) return kCm2ShaderUnroll;
   for (uint32_t u = kCm2ShaderUnroll; u >= 5; --u)
     if (k_steps % u == 0) return u;
-  return k_steps >= 1 && k_steps <= 16 ? k_steps : kCm2ShaderUnroll;
+  return k_steps;
 }
 
 uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms) {

@@ -57,9 +57,10 @@ Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K, uint64_t sms);
 // on a GPU of `sms` multiprocessors.
 uint32_t cm2_rule_threads(Cm2Tile tile, uint64_t workgroups, uint64_t sms);
 // The K steps (of the kernels' 64) a trip of the unrolled K loop takes for a slice of `k_steps` steps, as
-// ops/matmul.cpp's rule sets them (cm2_spec, which says why; off by default until measured, taken with
-// LORASTUDIO_CM2_UNROLL_RULE=1): a divisor of k_steps from 5 to 8 where there is one (no steps left to the loop's
-// tail, which is not unrolled), else all of them up to 16, else 8.
+// ops/matmul.cpp's rule sets them (cm2_spec, which says why; LORASTUDIO_CM2_UNROLL_RULE=0 turns it off): for a
+// slice of at most kCm2UnrollShortSteps steps, a divisor of k_steps from 5 to 8 where there is one (no steps left
+// to the loop's tail, which is not unrolled), else all of them; longer slices 8.
+constexpr uint32_t kCm2UnrollShortSteps = 16;
 uint32_t cm2_rule_unroll(uint32_t k_steps);
 // The slices of a long reduction (K) over `tiles` output tiles, as many as fill the GPU's last wave of
 // workgroups best, each at least 1024 long (ops/matmul.cpp cm2_split_k says why).
