@@ -9,7 +9,7 @@
 #include "common/activation_out.glsl"
 #include "common/glu.glsl"
 #ifdef V8
-#include "common/glu_v8.glsl"
+#include "common/f16x8.glsl"
 #endif
 layout(local_size_x_id = 0) in;
 

@@ -14,7 +14,7 @@ static_assert(sizeof(SiluMulParams) <= 128);
 
 constexpr uint32_t kThreads = 256;
 // Threads for n elements, grid-stride beyond 4096 workgroups; the f16-in, f16-out rows take eight elements a
-// thread (shaders/common/glu_v8.glsl).
+// thread (shaders/common/f16x8.glsl).
 vk::Groups groups_for(const Tensor& gate, const Tensor& out) {
   const uint64_t n = gate.numel(), per_thread = gate.dtype() == DType::f16 && out.dtype() == DType::f16 ? 8 : 1;
   return {uint32_t(std::min<uint64_t>(ceil_div(ceil_div(n, per_thread), kThreads), 4096)), 1, 1};

@@ -113,7 +113,7 @@ TEST_P(SiluMulLargeGateTest, NoNaNAndMatchesReference) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, SiluMulLargeGateTest, ::testing::Values(DType::f32, DType::f16, DType::bf16),
                          [](const ::testing::TestParamInfo<DType>& c) { return std::string(dtype_name(c.param)); });
 
-// The f16 rows take eight values a thread (shaders/common/glu_v8.glsl) over a grid of at most 4096 workgroups:
+// The f16 rows take eight values a thread (shaders/common/f16x8.glsl) over a grid of at most 4096 workgroups:
 // 1,801 × 4,863 values (8.76M) make some threads run the eight-a-thread loop twice and leave 7 values to the
 // one-a-thread tail. Both activations, forward and backward, the backward in place (dgate over gate, dup over up,
 // as the header allows).

@@ -216,6 +216,30 @@ TEST_F(CrossEntropy, SoftcappedBackwardInPlace) {
   EXPECT_NEAR(download(loss)[0], want.loss[0], 1e-5 * std::fabs(want.loss[0]));
 }
 
+// The f16 rows read eight logits a thread where the vocabulary is a multiple of 8 (shaders/common/f16x8.glsl):
+// the softcap's factor on that path too, in place, against the reference on the f16-rounded logits.
+TEST_F(CrossEntropy, SoftcappedBackwardF16EightAThread) {
+  const uint32_t rows = 5, vocab = 4864;
+  const float cap = 8.0f;
+  auto targets0 = make_targets(rows, vocab, 96);
+  auto capped0 = test::rounded(test::random_values(size_t(rows) * vocab, 97, 7.0f), DType::f16);
+  auto logits = test::tensor_from(dev(), {rows, vocab}, DType::f16, capped0);
+  auto targets = test::tensor_from_ints(dev(), {rows}, targets0);
+  auto loss = Tensor::empty(dev(), {2}, DType::f32);
+  auto row_loss = Tensor::empty(dev(), {rows}, DType::f32);
+  auto lse = Tensor::empty(dev(), {rows}, DType::f32);
+  test::run(dev(), [&](vk::Recorder& rec) {
+    ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, targets);
+    ops::cross_entropy_backward(rec, logits, logits, targets, lse, loss, 0.5f, cap);
+  });
+  Reference want = reference(capped0, targets0, vocab, 0.5);
+  std::vector<double> d(capped0.size());
+  ops::ref::cross_entropy_backward<double>(d, widen(capped0), targets0, want.lse, want.loss, vocab, 0.5, cap);
+  test::expect_close(download(logits), test::rounded(narrow(d), DType::f16), 2e-3, "softcapped f16 backward in place",
+                     {rows, vocab});
+  EXPECT_NEAR(download(loss)[0], want.loss[0], 1e-5 * std::fabs(want.loss[0]));
+}
+
 // The reference's softcap: d loss(c·tanh(z / c)) / dz by central differences in z.
 TEST(CrossEntropyReference, SoftcappedBackwardMatchesFiniteDifferences) {
   const uint32_t rows = 3, vocab = 5;
