@@ -15,6 +15,7 @@
 #include "ops/attention.h"
 #include "ops/attention_flash.h"
 #include "ops/attention_products.h"
+#include "ops/cross_entropy.h"
 #include "ops/matmul.h"
 #include "ops/matvec_norm.h"
 #include "ops/norms.h"
@@ -203,6 +204,33 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   };
   silu16("silu16_4096x4864", 4096, 4864);
   silu16("silu16_512x4864", 512, 4864);
+  // Training's loss on a B8 step's f16 logits chunk (2,048 rows of Qwen's 151,936): memory-bound, GB/s (forward reads
+  // the logits, backward reads them and writes their gradient). 622 MB a tensor: only when the filter names it.
+  auto xent16 = [&](const std::string& name, uint32_t rows, uint32_t vocab) {
+    if (filter.empty() || name.find(filter) == std::string::npos) return;
+    auto logits = random_tensor(dev, {rows, vocab}, DT::f16, seed++, 4.0f);
+    auto dlogits = Tensor::empty(dev, {rows, vocab}, DT::f16);
+    auto targets = Tensor::empty(dev, {rows}, DT::i32);
+    std::vector<int32_t> t(rows);
+    for (uint32_t r = 0; r < rows; ++r) t[r] = int32_t((r * 7919u) % vocab);
+    upload(targets, t);
+    auto loss = Tensor::empty(dev, {2}, DT::f32), row_loss = Tensor::empty(dev, {rows}, DT::f32);
+    auto lse = Tensor::empty(dev, {rows}, DT::f32);
+    {  // lse and the loss for the backward case
+      vk::Recorder rec(dev);
+      ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, targets);
+      rec.finish().run();
+    }
+    const double bytes = 2.0 * rows * vocab;
+    const std::string what = "f16 [" + std::to_string(rows) + ", " + std::to_string(vocab) + "]";
+    cases.push_back({name + "_fwd", what, 0, bytes, [=](vk::Recorder& rec) {
+                       ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, targets);
+                     }});
+    cases.push_back({name + "_bwd", what, 0, 2 * bytes, [=](vk::Recorder& rec) {
+                       ops::cross_entropy_backward(rec, dlogits, logits, targets, lse, loss);
+                     }});
+  };
+  xent16("xent16_2048x151936", 2048, 151936);
   // The 7B shape's products at B1×T512: MLP up/gate, down, and q/o.
   train_matmul("train7b_512x3584x18944", 512, 3584, 18944);
   train_matmul("train7b_512x18944x3584", 512, 18944, 3584);
