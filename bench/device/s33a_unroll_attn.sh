@@ -4,6 +4,7 @@
 # until measured), against the default (8 for every slice) in the same binary: matmul_test under the rule; micro's
 # training products under the rule, without it, and with every slice forced to 14; the 128×128 tile against 256×128 at 4096 rows; the 0.5B B8 and B1 steps and prefill,
 # alternated. Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s33a_unroll_attn.sh
+# As run in session 33 (an H200) it took more than the 580 s the call allowed: split it before running it again.
 source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
 link_source_dir
