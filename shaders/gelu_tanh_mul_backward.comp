@@ -27,6 +27,13 @@ layout(binding = 3) writeonly buffer DGate8 { uvec4 dgate8[]; };
 layout(binding = 4) writeonly buffer DUp8 { uvec4 dup8[]; };
 #endif
 
+// (dgate, dup) of one element from dy, gate and up: both loops below call it.
+vec2 grads(const in float d, const in float g, const in float u) {
+  const float t = tanh_safe(kBeta * (g + kKappa * g * g * g));
+  const float dgelu = 0.5 * (1.0 + t) + 0.5 * g * (1.0 - t * t) * kBeta * (1.0 + 3.0 * kKappa * g * g);
+  return vec2(d * u * dgelu, d * 0.5 * g * (1.0 + t));
+}
+
 void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   uint first = 0u;  // the first element of the one-a-thread loop
@@ -37,15 +44,9 @@ void main() {
     uvec4 rg, ru;
     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
       const vec2 d = v8_pair(d8, c), g = v8_pair(g8, c), u = v8_pair(u8, c);
-      vec2 dgate, dup;
-      [[unroll]] for (uint e = 0u; e < 2u; ++e) {
-        const float t = tanh_safe(kBeta * (g[e] + kKappa * g[e] * g[e] * g[e]));
-        const float dgelu = 0.5 * (1.0 + t) + 0.5 * g[e] * (1.0 - t * t) * kBeta * (1.0 + 3.0 * kKappa * g[e] * g[e]);
-        dgate[e] = d[e] * u[e] * dgelu;
-        dup[e] = d[e] * 0.5 * g[e] * (1.0 + t);
-      }
-      rg[c] = v8_pack(dgate.x, dgate.y);
-      ru[c] = v8_pack(dup.x, dup.y);
+      const vec2 a = grads(d.x, g.x, u.x), b = grads(d.y, g.y, u.y);
+      rg[c] = v8_pack(a.x, b.x);
+      ru[c] = v8_pack(a.y, b.y);
     }
     dgate8[j] = rg;
     dup8[j] = ru;
@@ -53,10 +54,8 @@ void main() {
   first = n8 * 8u;
 #endif
   for (uint i = first + gl_GlobalInvocationID.x; i < p.n; i += stride) {
-    float g = TO_F32(T, gate[i]), u = TO_F32(T, up[i]), d = TO_F32(T, dy[i]);
-    float t = tanh_safe(kBeta * (g + kKappa * g * g * g));
-    float dgelu = 0.5 * (1.0 + t) + 0.5 * g * (1.0 - t * t) * kBeta * (1.0 + 3.0 * kKappa * g * g);
-    dgate[i] = OUT(d * u * dgelu);
-    dup[i] = OUT(d * 0.5 * g * (1.0 + t));
+    const vec2 r = grads(TO_F32(T, dy[i]), TO_F32(T, gate[i]), TO_F32(T, up[i]));
+    dgate[i] = OUT(r.x);
+    dup[i] = OUT(r.y);
   }
 }

@@ -26,6 +26,12 @@ layout(binding = 3) writeonly buffer DGate8 { uvec4 dgate8[]; };
 layout(binding = 4) writeonly buffer DUp8 { uvec4 dup8[]; };
 #endif
 
+// (dgate, dup) of one element from dy, gate and up: both loops below call it.
+vec2 grads(const in float d, const in float g, const in float u) {
+  const float s = sigmoid(g);
+  return vec2(d * u * s * (1.0 + g * (1.0 - s)), d * g * s);
+}
+
 void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   uint first = 0u;  // the first element of the one-a-thread loop
@@ -36,9 +42,9 @@ void main() {
     uvec4 rg, ru;
     [[unroll]] for (uint c = 0u; c < 4u; ++c) {
       const vec2 d = v8_pair(d8, c), g = v8_pair(g8, c), u = v8_pair(u8, c);
-      const vec2 s = vec2(sigmoid(g.x), sigmoid(g.y));
-      rg[c] = v8_pack(d.x * u.x * s.x * (1.0 + g.x * (1.0 - s.x)), d.y * u.y * s.y * (1.0 + g.y * (1.0 - s.y)));
-      ru[c] = v8_pack(d.x * g.x * s.x, d.y * g.y * s.y);
+      const vec2 a = grads(d.x, g.x, u.x), b = grads(d.y, g.y, u.y);
+      rg[c] = v8_pack(a.x, b.x);
+      ru[c] = v8_pack(a.y, b.y);
     }
     dgate8[j] = rg;
     dup8[j] = ru;
@@ -46,9 +52,8 @@ void main() {
   first = n8 * 8u;
 #endif
   for (uint i = first + gl_GlobalInvocationID.x; i < p.n; i += stride) {
-    float g = TO_F32(T, gate[i]), u = TO_F32(T, up[i]), d = TO_F32(T, dy[i]);
-    float s = sigmoid(g);
-    dgate[i] = OUT(d * u * s * (1.0 + g * (1.0 - s)));
-    dup[i] = OUT(d * g * s);
+    const vec2 r = grads(TO_F32(T, dy[i]), TO_F32(T, gate[i]), TO_F32(T, up[i]));
+    dgate[i] = OUT(r.x);
+    dup[i] = OUT(r.y);
   }
 }

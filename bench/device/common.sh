@@ -6,7 +6,8 @@
 #   W  /tmp/w, the unpacked files; B  $W/bin, the binaries
 #   T  .gpu/carry/tok, the tokenizer files peers/make_model.py puts beside a model
 # and offers the steps only some scripts take: unpack_gemm_peer, unpack_old_bench, link_source_dir, and (session 20 on)
-# make_models, gpu_tests, infer, (session 25 on) micro_env, train_env, prefill_env, (session 28 on) gemm_vs_ggml.
+# make_models, gpu_tests, infer, (session 25 on) micro_env, train_env, prefill_env, (session 28 on) gemm_vs_ggml,
+# (session 33 on) compiled_peer.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .gpu/env.sh
 R=$OUT/r; mkdir -p $R
@@ -75,4 +76,12 @@ gemm_vs_ggml() {
   (cd $W/gemm && PEER_PREC_F32=1 LD_LIBRARY_PATH=$PWD:$LD_LIBRARY_PATH timeout 90 ./test-backend-ops perf -o MUL_MAT -b Vulkan0 \
       -p 'type_a=f16,type_b=f32,m=(4864|896|18944|3584|8192),n=(512|4096|8192),' > $R/peer_f32acc.txt 2>&1
     echo "peer f32acc rc=$? at ${SECONDS}s"; grep -E "MUL_MAT" $R/peer_f32acc.txt | sed 's/bs=.*src_overlap=0)://' | head -20)
+}
+# The compiled PyTorch+PEFT peer (`--compile reduce-overhead`) at the 0.5B shape: batch; its log in
+# $R/peer05_bB_compiled.txt, its step, tok/s, memory and prefill figures printed (session 33 on; /tmp/q05 must exist).
+compiled_peer() {
+  local b=$1
+  (cd .gpu/carry/peers && timeout 150 python3 torch_peft_bench.py --model /tmp/q05 --batch $b --compile reduce-overhead \
+    --skip-micro > $R/peer05_b${b}_compiled.txt 2>&1; echo "peer05 B$b compiled rc=$? at ${SECONDS}s")
+  grep -E '"(train_ms_per_step|train_tokens_per_s|train_peak_gib|prefill512_tokens_per_s)"' $R/peer05_b${b}_compiled.txt | paste -sd' '
 }

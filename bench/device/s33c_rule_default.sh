@@ -24,9 +24,7 @@ done
 train_env b8_trace "" --model /tmp/q05 --batch 8 --seq 512 --steps 3 --trace $R/trace_b8.tsv
 tar czf $OUT/s33c.tar.gz -C $OUT r
 for b in 1 8; do
-  (cd $P && timeout 150 python3 torch_peft_bench.py --model /tmp/q05 --batch $b --compile reduce-overhead --skip-micro \
-    > $R/peer05_b${b}_compiled.txt 2>&1; echo "peer05 B$b compiled rc=$? at ${SECONDS}s")
-  grep -E '"(train_ms_per_step|train_tokens_per_s|train_peak_gib|prefill512_tokens_per_s)"' $R/peer05_b${b}_compiled.txt | paste -sd' '
+  compiled_peer $b
   train_env b${b}_beside "" --model /tmp/q05 --batch $b --seq 512 --steps 9
 done
 tar czf $OUT/s33c.tar.gz -C $OUT r

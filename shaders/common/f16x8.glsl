@@ -1,8 +1,9 @@
 // Eight f16 values a 16-byte load, for memory-bound kernels over f16 tensors (their V8 rows): one 2-byte element a
 // thread keeps too few bytes in flight to stream a tensor at the memory's speed (on the H200, session 33: SwiGLU's
-// forward and backward at the 0.5B shape's B8 took 82 µs a layer, ~3.8 TB/s, where they had taken ~121). Such a kernel declares its buffers a second time as uvec4
-// (same binding; every binding starts 16-byte aligned, minStorageBufferOffsetAlignment), runs whole groups of
-// eight through these and the rest one element at a time, each element's arithmetic written as the scalar path's.
+// forward and backward at the 0.5B shape's B8 took 82 µs a layer, ~3.8 TB/s, where they had taken ~121). Such a
+// kernel declares its buffers a second time as uvec4 (same binding; every binding starts 16-byte aligned,
+// minStorageBufferOffsetAlignment), runs whole groups of eight through these and the rest one element at a time,
+// both through one per-element function.
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_control_flow_attributes : require
 

@@ -72,6 +72,24 @@ Reference reference(std::span<const float> logits, std::span<const int32_t> targ
 }
 
 // Runs forward then backward on the GPU and compares everything with the reference.
+// The loss over `logits` and its gradient written over them, in one recording (dloss_scale 0.5). cap > 0: the
+// backward's softcap factor, with the logits capped in place first when cap_first (else taken as capped already).
+// Returns the loss.
+float forward_backward_in_place(vk::Device& dev, const Tensor& logits, std::span<const int32_t> targets0, float cap = 0,
+                                bool cap_first = false) {
+  const uint32_t rows = uint32_t(targets0.size());
+  auto targets = test::tensor_from_ints(dev, {rows}, targets0);
+  auto loss = Tensor::empty(dev, {2}, DType::f32);
+  auto row_loss = Tensor::empty(dev, {rows}, DType::f32);
+  auto lse = Tensor::empty(dev, {rows}, DType::f32);
+  test::run(dev, [&](vk::Recorder& rec) {
+    if (cap_first) ops::softcap_forward(rec, logits, logits, cap);
+    ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, targets);
+    ops::cross_entropy_backward(rec, logits, logits, targets, lse, loss, 0.5f, cap);
+  });
+  return download(loss)[0];
+}
+
 void check_forward_backward(vk::Device& dev, uint32_t rows, uint32_t vocab, DType dtype, DType grad_dtype,
                             std::span<const int32_t> targets0, float logit_scale, uint32_t seed) {
   const float dloss_scale = 1.5f;
@@ -176,14 +194,7 @@ TEST_F(CrossEntropy, BackwardInPlace) {
     auto targets0 = make_targets(rows, vocab, 95);
     auto logits0 = test::rounded(test::random_values(size_t(rows) * vocab, 96, 6.0f), dtype);
     auto logits = test::tensor_from(dev(), {rows, vocab}, dtype, logits0);
-    auto targets = test::tensor_from_ints(dev(), {rows}, targets0);
-    auto loss = Tensor::empty(dev(), {2}, DType::f32);
-    auto row_loss = Tensor::empty(dev(), {rows}, DType::f32);
-    auto lse = Tensor::empty(dev(), {rows}, DType::f32);
-    test::run(dev(), [&](vk::Recorder& rec) {
-      ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, targets);
-      ops::cross_entropy_backward(rec, logits, logits, targets, lse, loss, 0.5f);
-    });
+    forward_backward_in_place(dev(), logits, targets0);
     Reference want = reference(logits0, targets0, vocab, 0.5);
     test::expect_close(download(logits), test::rounded(narrow(want.dlogits), dtype), store_tol(dtype),
                        std::string("cross_entropy_backward in place ") + dtype_name(dtype), {rows, vocab});
@@ -198,22 +209,14 @@ TEST_F(CrossEntropy, SoftcappedBackwardInPlace) {
   auto targets0 = make_targets(rows, vocab, 98);
   auto raw0 = test::random_values(size_t(rows) * vocab, 99, 20.0f);  // well into tanh's flat part
   auto logits = test::tensor_from(dev(), {rows, vocab}, DType::f32, raw0);
-  auto targets = test::tensor_from_ints(dev(), {rows}, targets0);
-  auto loss = Tensor::empty(dev(), {2}, DType::f32);
-  auto row_loss = Tensor::empty(dev(), {rows}, DType::f32);
-  auto lse = Tensor::empty(dev(), {rows}, DType::f32);
-  test::run(dev(), [&](vk::Recorder& rec) {
-    ops::softcap_forward(rec, logits, logits, cap);
-    ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, targets);
-    ops::cross_entropy_backward(rec, logits, logits, targets, lse, loss, 0.5f, cap);
-  });
+  const float loss = forward_backward_in_place(dev(), logits, targets0, cap, true);
   std::vector<float> capped0(raw0.size());
   ops::ref::softcap_forward(capped0, raw0, cap);
   Reference want = reference(capped0, targets0, vocab, 0.5);
   std::vector<double> d(raw0.size());
   ops::ref::cross_entropy_backward<double>(d, widen(capped0), targets0, want.lse, want.loss, vocab, 0.5, cap);
   test::expect_close(download(logits), narrow(d), 1e-5, "softcapped cross_entropy_backward in place", {rows, vocab});
-  EXPECT_NEAR(download(loss)[0], want.loss[0], 1e-5 * std::fabs(want.loss[0]));
+  EXPECT_NEAR(loss, want.loss[0], 1e-5 * std::fabs(want.loss[0]));
 }
 
 // The f16 rows read eight logits a thread where the vocabulary is a multiple of 8 (shaders/common/f16x8.glsl):
@@ -224,20 +227,13 @@ TEST_F(CrossEntropy, SoftcappedBackwardF16EightAThread) {
   auto targets0 = make_targets(rows, vocab, 96);
   auto capped0 = test::rounded(test::random_values(size_t(rows) * vocab, 97, 7.0f), DType::f16);
   auto logits = test::tensor_from(dev(), {rows, vocab}, DType::f16, capped0);
-  auto targets = test::tensor_from_ints(dev(), {rows}, targets0);
-  auto loss = Tensor::empty(dev(), {2}, DType::f32);
-  auto row_loss = Tensor::empty(dev(), {rows}, DType::f32);
-  auto lse = Tensor::empty(dev(), {rows}, DType::f32);
-  test::run(dev(), [&](vk::Recorder& rec) {
-    ops::cross_entropy_forward(rec, loss, row_loss, lse, logits, targets);
-    ops::cross_entropy_backward(rec, logits, logits, targets, lse, loss, 0.5f, cap);
-  });
+  const float loss = forward_backward_in_place(dev(), logits, targets0, cap);
   Reference want = reference(capped0, targets0, vocab, 0.5);
   std::vector<double> d(capped0.size());
   ops::ref::cross_entropy_backward<double>(d, widen(capped0), targets0, want.lse, want.loss, vocab, 0.5, cap);
   test::expect_close(download(logits), test::rounded(narrow(d), DType::f16), 2e-3, "softcapped f16 backward in place",
                      {rows, vocab});
-  EXPECT_NEAR(download(loss)[0], want.loss[0], 1e-5 * std::fabs(want.loss[0]));
+  EXPECT_NEAR(loss, want.loss[0], 1e-5 * std::fabs(want.loss[0]));
 }
 
 // The reference's softcap: d loss(c·tanh(z / c)) / dz by central differences in z.
