@@ -241,11 +241,22 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
       auto overlaps = [&](const HazardTracker::Span& c) {
         return span.memory == c.memory && span.begin < c.end && c.begin < span.end;
       };
-      if (copy_.copy && (overlaps(copy_.source) || overlaps(copy_.target))) copy_ = {};
+      // (in program order: when a ScheduleScope's dispatches are recorded later, not again)
+      if (!emitting_ && copy_.copy && (overlaps(copy_.source) || overlaps(copy_.target))) copy_ = {};
     }
     program_.keep_alive_.push_back(r.alloc);
   }
 
+  if (schedule_depth_ > 0 && !emitting_) {  // held for the scope's end (ScheduleScope)
+    if (!deferred_.empty()) check_against_deferred(info.name, reads, writes);
+    const auto* bytes = static_cast<const unsigned char*>(push);
+    scheduled_.push_back({{kernel, std::vector<Use>(uses.begin(), uses.end()),
+                           std::vector<unsigned char>(bytes, bytes + push_size), groups, spec,
+                           labels_.empty() ? std::string() : labels_.back()},
+                          std::move(reads),
+                          std::move(writes)});
+    return;
+  }
   VkPipeline pipeline = device_.pipelines().get(kernel, spec);
   VkDescriptorSet set = allocate_set();
   VkWriteDescriptorSet write{.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set, .dstBinding = 0,
@@ -253,7 +264,7 @@ void Recorder::dispatch_raw(Kernel kernel, std::span<const Use> uses, const void
                              .pBufferInfo = buffers};
   vkUpdateDescriptorSets(device_.handle(), 1, &write, 0, nullptr);
 
-  if (!deferred_.empty()) check_against_deferred(info.name, reads, writes);
+  if (!deferred_.empty() && !emitting_) check_against_deferred(info.name, reads, writes);
   bool barrier = hazards_.note(reads, writes);
   VkCommandBuffer cb = program_.cb_;
   if (barrier) {
@@ -352,8 +363,64 @@ void Recorder::record_deferred() {
   }
 }
 
+namespace {
+// LORASTUDIO_SCHEDULE=0 records dispatches as they come (ScheduleScopes do nothing), for measurement.
+bool schedule_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("LORASTUDIO_SCHEDULE");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return on;
+}
+}  // namespace
+
+Recorder::ScheduleScope::ScheduleScope(Recorder& rec)
+    : rec_(rec), exceptions_(std::uncaught_exceptions()), active_(schedule_enabled()) {
+  if (active_) ++rec_.schedule_depth_;
+}
+
+Recorder::ScheduleScope::~ScheduleScope() noexcept(false) {
+  if (!active_ || --rec_.schedule_depth_ > 0) return;
+  if (std::uncaught_exceptions() != exceptions_) {  // unwinding: the recording is abandoned anyway
+    rec_.scheduled_.clear();
+    return;
+  }
+  rec_.record_scheduled();
+}
+
+void Recorder::record_scheduled() {
+  std::vector<Scheduled> held = std::move(scheduled_);
+  scheduled_.clear();
+  // level[i]: one past the highest level of an earlier dispatch that i conflicts with (0 without one).
+  std::vector<uint32_t> level(held.size(), 0);
+  for (size_t i = 0; i < held.size(); ++i)
+    for (size_t j = 0; j < i; ++j) {
+      const Scheduled &a = held[i], &b = held[j];
+      if (level[j] + 1 > level[i] && (any_overlap(a.reads, b.writes) || any_overlap(a.writes, b.writes) ||
+                                      any_overlap(a.writes, b.reads)))
+        level[i] = level[j] + 1;
+    }
+  std::vector<size_t> order(held.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return level[x] < level[y]; });
+  emitting_ = true;
+  try {
+    for (size_t i : order) {
+      const Deferred& d = held[i].dispatch;
+      std::optional<Label> label;
+      if (!d.label.empty()) label.emplace(*this, d.label);
+      dispatch_raw(d.kernel, d.uses, d.push.data(), d.push.size(), d.groups, d.spec);
+    }
+  } catch (...) {
+    emitting_ = false;
+    throw;
+  }
+  emitting_ = false;
+}
+
 Program Recorder::finish() {
   if (defer_depth_ > 0) throw Error("finish() inside a Recorder::DeferScope");
+  if (schedule_depth_ > 0) throw Error("finish() inside a Recorder::ScheduleScope");
   if (finished_) throw Error("finish() called twice on a recorder");
   finished_ = true;
   VkCommandBuffer cb = program_.cb_;

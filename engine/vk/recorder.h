@@ -176,6 +176,27 @@ class Recorder {
     bool active_;  // LORASTUDIO_DEFER_REDUCES=0 turns scopes off, for measurement
   };
   bool deferring() const { return defer_depth_ > 0; }
+
+  // Dispatches recorded while a ScheduleScope lives are kept, and recorded when the outermost scope ends in an
+  // order of fewest stages: each at the earliest level after every earlier dispatch of the scope it conflicts
+  // with (reads what it writes, writes what it reads or writes), the levels one after another, a level's
+  // dispatches in the order they came. So a dispatch that depends on none of the chain before it (LoRA's
+  // weight gradients, a split product's slices) joins the first stage it can, instead of adding barriers where
+  // it was recorded. The order of conflicting dispatches is kept, so the program computes what it computed.
+  // Ops record nothing but dispatches, so nothing else needs ordering. LORASTUDIO_SCHEDULE=0 turns the
+  // scopes off (measurement).
+  class ScheduleScope {
+   public:
+    explicit ScheduleScope(Recorder& rec);
+    ~ScheduleScope() noexcept(false);
+    ScheduleScope(const ScheduleScope&) = delete;
+    ScheduleScope& operator=(const ScheduleScope&) = delete;
+
+   private:
+    Recorder& rec_;
+    int exceptions_;
+    bool active_;
+  };
   template <class Params>
   void defer(Kernel kernel, std::vector<Use> uses, const Params& params, Groups groups, const Spec& spec = {}) {
     static_assert(std::is_trivially_copyable_v<Params>);
@@ -223,7 +244,16 @@ class Recorder {
   void check_against_deferred(const char* kernel, std::span<const HazardTracker::Span> reads,
                               std::span<const HazardTracker::Span> writes) const;
   void record_deferred();
+  void record_scheduled();
   std::vector<Deferred> deferred_;
+  // What a ScheduleScope holds: each dispatch with the spans it reads and writes.
+  struct Scheduled {
+    Deferred dispatch;
+    std::vector<HazardTracker::Span> reads, writes;
+  };
+  std::vector<Scheduled> scheduled_;
+  int schedule_depth_ = 0;
+  bool emitting_ = false;  // record_scheduled is recording what the scope held
   std::vector<HazardTracker::Span> deferred_reads_, deferred_writes_;
   int defer_depth_ = 0;
   uint32_t deferred_splits_ = 0;  // deferred split-K scratch requests in the current scope
