@@ -65,11 +65,3 @@ foreach(d 64 128)
   ls_kernel_cm2(flash_attention_cm2_backward_dq_f16_d${d} flash_attention_cm2.comp BACKWARD_DQ IO_F16 DMAX=${d})
   ls_kernel_cm2(flash_attention_cm2_backward_dkdv_f16_d${d} flash_attention_cm2.comp BACKWARD_DKDV IO_F16 DMAX=${d})
 endforeach()
-# The same with subgroup-scope matrices (SG: each subgroup its own queries or keys; head dims up to 64), for
-# measurement beside the workgroup-scope kernels (LORASTUDIO_FLASH_SG=1).
-ls_kernel_cm2(flash_attention_cm2sg_forward_d64 flash_attention_cm2.comp FORWARD SG DMAX=64)
-ls_kernel_cm2(flash_attention_cm2sg_forward_f16_d64 flash_attention_cm2.comp FORWARD SG IO_F16 DMAX=64)
-ls_kernel_cm2(flash_attention_cm2sg_backward_dq_d64 flash_attention_cm2.comp BACKWARD_DQ SG DMAX=64)
-ls_kernel_cm2(flash_attention_cm2sg_backward_dkdv_d64 flash_attention_cm2.comp BACKWARD_DKDV SG DMAX=64)
-ls_kernel_cm2(flash_attention_cm2sg_backward_dq_f16_d64 flash_attention_cm2.comp BACKWARD_DQ SG IO_F16 DMAX=64)
-ls_kernel_cm2(flash_attention_cm2sg_backward_dkdv_f16_d64 flash_attention_cm2.comp BACKWARD_DKDV SG IO_F16 DMAX=64)

@@ -21,17 +21,12 @@
 //   BACKWARD_DKDV  workgroup: BC keys and one query head; dv = Σ_t p do_t, dk = scale Σ_t ds q_t, per query
 //                  head and split ([splits·B, H, S, D], summed by attention_group_sum) or straight into dk, dv.
 // Query t sees keys j <= past + t (past = S - T); query head h reads kv head g = h / (H / KV).
-// SG: subgroup-scope matrices instead (FlashAttention-2's layout): each subgroup takes its own BR queries
-// (FORWARD, BACKWARD_DQ) or BC keys (BACKWARD_DKDV), the workgroup gl_NumSubgroups times as many, so that a row's
-// maximum and sum are reduced inside one subgroup, with no barrier among the workgroup's subgroups; the operands
-// are loaded by each subgroup (the same key block for all of them: from the cache). Not with SPLIT.
 // Compiled by a glslang that knows the extension (ls_kernel_cm2); ops/attention_flash.cpp picks it where
 // the device offers VK_NV_cooperative_matrix2.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_NV_cooperative_matrix2 : require
-#extension GL_KHR_shader_subgroup_basic : require
 #include "common/types.glsl"
 
 layout(local_size_x_id = 0) in;  // 128 or 256 (ops/attention_flash.cpp)
@@ -46,20 +41,15 @@ layout(constant_id = 3) const uint kDirect = 1u;
 // (the last queries, under the causal mask) start first and the short ones fill the tail.
 layout(constant_id = 4) const uint kHeavyFirst = 1u;
 
-#if defined(SG)
-#define SCOPE gl_ScopeSubgroup
-#else
-#define SCOPE gl_ScopeWorkgroup
-#endif
-#define ACC(R, C) coopmat<float, SCOPE, R, C, gl_MatrixUseAccumulator>
-#define MAT_A(R, C) coopmat<float16_t, SCOPE, R, C, gl_MatrixUseA>
-#define MAT_B(R, C) coopmat<float16_t, SCOPE, R, C, gl_MatrixUseB>
+#define ACC(R, C) coopmat<float, gl_ScopeWorkgroup, R, C, gl_MatrixUseAccumulator>
+#define MAT_A(R, C) coopmat<float16_t, gl_ScopeWorkgroup, R, C, gl_MatrixUseA>
+#define MAT_B(R, C) coopmat<float16_t, gl_ScopeWorkgroup, R, C, gl_MatrixUseB>
 #if defined(IO_F16)
 #define IN_T float16_t
 #else
 #define IN_T float
 #endif
-#define IN(R, C) coopmat<IN_T, SCOPE, R, C, gl_MatrixUseAccumulator>
+#define IN(R, C) coopmat<IN_T, gl_ScopeWorkgroup, R, C, gl_MatrixUseAccumulator>
 // Finite, so that kMasked - kMasked is 0, not NaN, and exp(kMasked - m) is 0.
 const float kMasked = -1.0e30;
 
@@ -84,14 +74,14 @@ layout(push_constant) uniform Params {
 // the workgroup with coopMatTransposeNV was slower on the H100: 7B backward 686 against 349 us, call s13b.)
 #define LOAD_T(ET, BT, buf, base, L, r0, R)                                                   \
   {                                                                                           \
-    coopmat<ET, SCOPE, DMAX, R, gl_MatrixUseAccumulator> in_;                     \
+    coopmat<ET, gl_ScopeWorkgroup, DMAX, R, gl_MatrixUseAccumulator> in_;                     \
     coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX), transposed);  \
     BT = MAT_B(DMAX, R)(in_);                                                                 \
   }
 #define LOAD_BOTH(ET, BT, BN, buf, base, L, r0, R)                                    \
   {                                                                                   \
     LOAD_T(ET, BT, buf, base, L, r0, R);                                              \
-    coopmat<ET, SCOPE, R, DMAX, gl_MatrixUseAccumulator> n_;              \
+    coopmat<ET, gl_ScopeWorkgroup, R, DMAX, gl_MatrixUseAccumulator> n_;              \
     coopMatLoadTensorNV(n_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));       \
     BN = MAT_B(R, DMAX)(n_);                                                          \
   }
@@ -112,7 +102,7 @@ layout(push_constant) uniform Params {
   if (kDirect != 0u)                                                                                    \
     coopMatLoadTensorNV(MA, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                         \
   else {                                                                                                \
-    coopmat<float16_t, SCOPE, R, DMAX, gl_MatrixUseAccumulator> in_;                        \
+    coopmat<float16_t, gl_ScopeWorkgroup, R, DMAX, gl_MatrixUseAccumulator> in_;                        \
     coopMatLoadTensorNV(in_, buf, base, sliceTensorLayoutNV(L, r0, R, 0, DMAX));                        \
     MA = MAT_A(R, DMAX)(in_);                                                                           \
   }
@@ -152,15 +142,6 @@ layout(push_constant) uniform Params {
 
 // Query block x of the grid's, heaviest first where kHeavyFirst (FORWARD, BACKWARD_DQ).
 uint query_block() { return kHeavyFirst != 0u ? gl_NumWorkGroups.x - 1u - gl_WorkGroupID.x : gl_WorkGroupID.x; }
-
-// The first of this subgroup's (SG) or workgroup's BR queries (FORWARD, BACKWARD_DQ), or BC keys (BACKWARD_DKDV).
-#if defined(SG)
-uint first_query() { return (query_block() * gl_NumSubgroups + gl_SubgroupID) * BR; }
-uint first_key() { return (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * BC; }
-#else
-uint first_query() { return query_block() * BR; }
-uint first_key() { return gl_WorkGroupID.x * BC; }
-#endif
 
 float max_of(const in float a, const in float b) { return max(a, b); }
 float sum_of(const in float a, const in float b) { return a + b; }
@@ -213,10 +194,7 @@ float store_row(const in uint r, const in uint c, const in float e, const in uin
 }
 
 void main() {
-  const uint q0 = first_query(), h = gl_WorkGroupID.y;
-#if defined(SG)
-  if (q0 >= p.T) return;  // a subgroup past the last query (no barriers follow)
-#endif
+  const uint q0 = query_block() * BR, h = gl_WorkGroupID.y;
   const uint b = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits;
   const uint g = h / (p.H / p.KV);
   const uint past = p.past_on_device != 0u ? uint(max(past_buf[0], 0)) : p.S - p.T;
@@ -237,9 +215,7 @@ void main() {
   ACC(BR, DMAX) acc = ACC(BR, DMAX)(0.0);
   // Each row's running maximum and sum of exponentials, the same in every column of the row.
   ACC(BR, BC) m = ACC(BR, BC)(kMasked), l = ACC(BR, BC)(0.0);
-#if !defined(SG)
   const MAT_B(BC, BC) ones = MAT_B(BC, BC)(1.0);
-#endif
   // (Loading the next block's K and this block's V before the softmax was slower on the H200: 7B 55 -> 65 us,
   // session 25.)
   for (uint k0 = k_begin; k0 < k_end; k0 += BC) {
@@ -253,16 +229,9 @@ void main() {
     coopMatPerElementNV(m, row_max, max_elem, m_old);
     coopMatPerElementNV(pr, s - m, exp_of);
     coopMatPerElementNV(rescale, m_old - m, exp_of);
-    const MAT_A(BR, BC) pa = MAT_A(BR, BC)(pr);
-#if defined(SG)
-    // Row sums inside the subgroup (a few shuffles), of the f32 probabilities.
-    ACC(BR, BC) row_sum;
-    coopMatReduceNV(row_sum, pr, gl_CooperativeMatrixReduceRowNV, sum_of);
-    l = rescale * l + row_sum;
-#else
     // Row sums as a product with ones on the tensor cores, of the f16 probabilities the output sums.
+    const MAT_A(BR, BC) pa = MAT_A(BR, BC)(pr);
     l = coopMatMulAdd(pa, ones, rescale * l);
-#endif
     ACC(BR, DMAX) rescale_rows;
     coopMatReduceNV(rescale_rows, rescale, gl_CooperativeMatrixReduceRowNV, first_of);
     acc = acc * rescale_rows;
@@ -310,10 +279,7 @@ float load_delta(const in uint r, const in uint c, const in float e, const in ui
 }
 
 void main() {
-  const uint q0 = first_query(), h = gl_WorkGroupID.y;
-#if defined(SG)
-  if (q0 >= p.T) return;
-#endif
+  const uint q0 = query_block() * BR, h = gl_WorkGroupID.y;
   const uint b = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits, out_b = split * p.B + b;
   const uint g = h / (p.H / p.KV), past = p.S - p.T, stat = (b * p.H + h) * p.T;
   HEAD_LAYOUT(lq, p.T, p.H);
@@ -362,28 +328,18 @@ layout(binding = 5) readonly buffer Delta { float delta[]; };
 layout(binding = 6) writeonly buffer DKOut { float dk[]; };
 layout(binding = 7) writeonly buffer DVOut { float dv[]; };
 
-// The step's queries' lse and delta (0 past T), staged for the element functions below: the workgroup's, or (SG)
-// each subgroup's own (up to 8 subgroups).
-#if defined(SG)
-shared float lse_s[8 * BR], delta_s[8 * BR];
-uint stat_slot(const in uint c) { return gl_SubgroupID * BR + c; }
-#else
+// The step's queries' lse and delta (0 past T), staged for the element functions below.
 shared float lse_s[BR], delta_s[BR];
-uint stat_slot(const in uint c) { return c; }
-#endif
 
 // Scores transposed (keys × queries): e - the lse of query column c.
-float minus_col_lse(const in uint r, const in uint c, const in float e) { return e - lse_s[stat_slot(c)]; }
+float minus_col_lse(const in uint r, const in uint c, const in float e) { return e - lse_s[c]; }
 // ds = p (dp - the delta of query column c).
 float ds_of_col(const in uint r, const in uint c, const in float dp, const in float pr) {
-  return pr * (dp - delta_s[stat_slot(c)]);
+  return pr * (dp - delta_s[c]);
 }
 
 void main() {
-  const uint j0 = first_key(), h = gl_WorkGroupID.y;
-#if defined(SG)
-  if (j0 >= p.S) return;
-#endif
+  const uint j0 = gl_WorkGroupID.x * BC, h = gl_WorkGroupID.y;
   const uint b = gl_WorkGroupID.z / p.splits, split = gl_WorkGroupID.z % p.splits, out_b = split * p.B + b;
   const uint g = h / (p.H / p.KV), past = p.S - p.T, stat = (b * p.H + h) * p.T;
   HEAD_LAYOUT(lq, p.T, p.H);
@@ -399,15 +355,6 @@ void main() {
   const uint blocks = (p.T - min(t_start, p.T) + BR - 1u) / BR;   // this split's share of them
   const uint t_end = min(t_start + (split + 1u) * blocks / p.splits * BR, p.T);
   for (uint t0 = t_start + split * blocks / p.splits * BR; t0 < t_end; t0 += BR) {
-#if defined(SG)
-    subgroupBarrier();  // every element function of the last step has read the stats
-    for (uint i = gl_SubgroupInvocationID; i < BR; i += gl_SubgroupSize) {
-      const uint t = t0 + i;
-      lse_s[stat_slot(i)] = t < p.T ? lse[stat + t] : 0.0;
-      delta_s[stat_slot(i)] = t < p.T ? delta[stat + t] : 0.0;
-    }
-    subgroupBarrier();
-#else
     barrier();  // every element function of the last step has read the stats
     if (gl_LocalInvocationID.x < BR) {
       const uint t = t0 + gl_LocalInvocationID.x;
@@ -415,7 +362,6 @@ void main() {
       delta_s[gl_LocalInvocationID.x] = t < p.T ? delta[stat + t] : 0.0;
     }
     barrier();
-#endif
     ACC(BC, BR) s, pr, dp, ds;
     MAT_B(DMAX, BR) qt, dot;
     MAT_B(BR, DMAX) qb, dob;

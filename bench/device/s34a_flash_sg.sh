@@ -1,4 +1,5 @@
 #!/bin/bash
+# The SG kernels it measured were taken out after it (commit 2dea4db holds them); LORASTUDIO_FLASH_SG no longer exists.
 # Session 34, call 1: the flash kernels with subgroup-scope matrices (LORASTUDIO_FLASH_SG=1, shaders/flash_attention_cm2.comp
 # SG) against the workgroup-scope ones in the same call: GPU tests with them (attention_test, generator_golden_test,
 # training_test), their registers, micro at the 0.5B shapes over blocks and workgroup sizes, then the 0.5B B8 and B1 steps.

@@ -88,46 +88,6 @@ const FlashCm2Knobs& cm2_knobs() {
   return knobs;
 }
 
-// The subgroup-scope variant (SG in shaders/flash_attention_cm2.comp), head dims up to 64, for measurement while
-// LORASTUDIO_FLASH_SG=1: BR queries (forward, dq) or BC keys (dk/dv) a subgroup, the workgroup's subgroups
-// side by side. Its blocks: LORASTUDIO_FLASH_SG_FWD, _SG_DQ, _SG_DKDV ("16x32": rows a subgroup × a step's
-// columns), its workgroup LORASTUDIO_FLASH_SG_THREADS (32-256).
-struct FlashSgKnobs {
-  bool on = false;
-  uint32_t threads = 128;
-  uint32_t fwd_rows = 16, fwd_step = 32, dq_rows = 16, dq_step = 32, dkdv_rows = 16, dkdv_step = 16;
-};
-
-const FlashSgKnobs& sg_knobs() {
-  static const FlashSgKnobs knobs = [] {
-    FlashSgKnobs k;
-    const char* on = std::getenv("LORASTUDIO_FLASH_SG");
-    k.on = on && std::string_view(on) == "1";
-    auto tile = [](const char* name, uint32_t& rows, uint32_t& step) {
-      const char* v = std::getenv(name);
-      unsigned a = 0, b = 0;
-      if (v && std::sscanf(v, "%ux%u", &a, &b) == 2 && a >= 16 && b >= 16 && a <= 64 && b <= 128 && a % 16 == 0 &&
-          b % 16 == 0) {
-        rows = a;
-        step = b;
-      }
-    };
-    tile("LORASTUDIO_FLASH_SG_FWD", k.fwd_rows, k.fwd_step);
-    tile("LORASTUDIO_FLASH_SG_DQ", k.dq_rows, k.dq_step);
-    tile("LORASTUDIO_FLASH_SG_DKDV", k.dkdv_rows, k.dkdv_step);
-    const char* t = std::getenv("LORASTUDIO_FLASH_SG_THREADS");
-    const int n = t && *t ? std::atoi(t) : 0;
-    if (n == 32 || n == 64 || n == 128 || n == 256) k.threads = uint32_t(n);
-    return k;
-  }();
-  return knobs;
-}
-
-bool sg_kernels(vk::Device& device, const AttentionDims& d) {
-  return sg_knobs().on && d.D <= 64 && device.report().subgroup_size == 32 &&
-         vk::kernel_built(vk::Kernel::flash_attention_cm2sg_backward_dkdv_d64);
-}
-
 // Constants 1-4 of a cm2 kernel: BR, BC, kDirect, kHeavyFirst.
 vk::Spec cm2_spec(uint32_t threads, uint32_t br, uint32_t bc) {
   const FlashCm2Knobs& k = cm2_knobs();
@@ -153,8 +113,7 @@ struct FlashPlan {
 bool cm2_backward(const FlashKernels& k) {
   using K = vk::Kernel;
   for (K cm2 : {K::flash_attention_cm2_backward_dq_d64, K::flash_attention_cm2_backward_dq_f16_d64,
-                K::flash_attention_cm2_backward_dq_d128, K::flash_attention_cm2_backward_dq_f16_d128,
-                K::flash_attention_cm2sg_backward_dq_d64, K::flash_attention_cm2sg_backward_dq_f16_d64})
+                K::flash_attention_cm2_backward_dq_d128, K::flash_attention_cm2_backward_dq_f16_d128})
     if (k.dq == cm2) return true;
   return false;
 }
@@ -174,20 +133,6 @@ FlashPlan plan_for(vk::Device& device, const AttentionDims& d, DType dtype, bool
           K::flash_attention_cm2_backward_dkdv_d128},
          {K::flash_attention_cm2_forward_f16_d128, K::flash_attention_cm2_backward_dq_f16_d128,
           K::flash_attention_cm2_backward_dkdv_f16_d128}}};
-    if (sg_kernels(device, d)) {
-      const FlashSgKnobs& g = sg_knobs();
-      const uint32_t subgroups = g.threads / 32;
-      const bool f16 = dtype == DType::f16;
-      return {{f16 ? K::flash_attention_cm2sg_forward_f16_d64 : K::flash_attention_cm2sg_forward_d64,
-               f16 ? K::flash_attention_cm2sg_backward_dq_f16_d64 : K::flash_attention_cm2sg_backward_dq_d64,
-               f16 ? K::flash_attention_cm2sg_backward_dkdv_f16_d64 : K::flash_attention_cm2sg_backward_dkdv_d64},
-              {g.fwd_rows * subgroups, g.dq_rows * subgroups, g.dkdv_rows * subgroups, g.threads},
-              g.threads,
-              g.threads,
-              cm2_spec(g.threads, g.fwd_rows, g.fwd_step),
-              cm2_spec(g.threads, g.dq_rows, g.dq_step),
-              cm2_spec(g.threads, g.dkdv_step, g.dkdv_rows)};
-    }
     const K* row = kernels[small ? 0 : 1][dtype == DType::f16 ? 1 : 0];
     const uint32_t threads = cm2_threads();
     const FlashCm2Knobs& k = cm2_knobs();
@@ -253,8 +198,7 @@ constexpr uint32_t kFlashSplitBelowGroups = 100, kFlashTargetGroups = 1024, kFla
 
 uint32_t attention_flash_backward_splits(const AttentionDims& d, bool cm2) {
   static const char* forced = std::getenv("LORASTUDIO_FLASH_SPLITS");  // measurement: a fixed count
-  const bool sg = cm2 && sg_knobs().on && d.D <= 64;
-  const uint32_t rows = sg ? sg_knobs().dq_rows * (sg_knobs().threads / 32) : cm2 ? cm2_knobs().dq_rows : kTilesCoopmat.dq_rows;
+  const uint32_t rows = cm2 ? cm2_knobs().dq_rows : kTilesCoopmat.dq_rows;
   const uint64_t groups = uint64_t(ceil_div(d.T, rows)) * d.H * d.B;
   const uint32_t blocks = ceil_div(d.T, rows);  // blocks of the other operand
   uint32_t splits = groups >= kFlashSplitBelowGroups
@@ -299,7 +243,7 @@ constexpr uint32_t kFlashForwardSplitBelowGroups = 132, kFlashForwardTargetGroup
 
 uint32_t attention_flash_forward_splits(const AttentionDims& d, bool cm2_kernels) {
   static const char* forced = std::getenv("LORASTUDIO_FLASH_FORWARD_SPLITS");  // measurement: 1 turns it off
-  if (!cm2_kernels || (sg_knobs().on && d.D <= 64)) return 1;  // the subgroup-scope kernels do not split
+  if (!cm2_kernels) return 1;
   if (forced && *forced) return uint32_t(std::clamp(std::atoi(forced), 1, 16));
   const uint32_t blocks = ceil_div(d.T, cm2_knobs().fwd_rows);
   const uint64_t groups = uint64_t(blocks) * d.H * d.B;
