@@ -25,6 +25,12 @@ bool any_overlap(std::span<const HazardTracker::Span> xs, const std::vector<Haza
       if (overlaps(x, y)) return true;
   return false;
 }
+// Whether work reading `reads` and writing `writes` must stay ordered after work that read `then_reads` and wrote
+// `then_writes` (read after write, write after write, write after read).
+bool conflicts(std::span<const HazardTracker::Span> reads, std::span<const HazardTracker::Span> writes,
+               const std::vector<HazardTracker::Span>& then_reads, const std::vector<HazardTracker::Span>& then_writes) {
+  return any_overlap(reads, then_writes) || any_overlap(writes, then_writes) || any_overlap(writes, then_reads);
+}
 HazardTracker::Span span_of(const BufferRange& r) {
   return {reinterpret_cast<uint64_t>(r.alloc->block()), r.alloc->block_offset() + r.offset,
           r.alloc->block_offset() + r.offset + r.size};
@@ -34,7 +40,7 @@ HazardTracker::Span span_of(const BufferRange& r) {
 // [SECTION] HazardTracker
 
 bool HazardTracker::note(std::span<const Span> reads, std::span<const Span> writes) {
-  bool barrier = any_overlap(reads, writes_) || any_overlap(writes, writes_) || any_overlap(writes, reads_);
+  bool barrier = conflicts(reads, writes, reads_, writes_);
   if (barrier) reset();
   reads_.insert(reads_.end(), reads.begin(), reads.end());
   writes_.insert(writes_.end(), writes.begin(), writes.end());
@@ -346,8 +352,7 @@ void Recorder::defer_raw(Kernel kernel, std::vector<Use> uses, const void* push,
 
 void Recorder::check_against_deferred(const char* kernel, std::span<const HazardTracker::Span> reads,
                                       std::span<const HazardTracker::Span> writes) const {
-  if (any_overlap(reads, deferred_writes_) || any_overlap(writes, deferred_writes_) ||
-      any_overlap(writes, deferred_reads_))
+  if (conflicts(reads, writes, deferred_reads_, deferred_writes_))
     throw Error(std::string("dispatch ") + kernel + ": it touches what a deferred dispatch (" +
                 kernel_info(deferred_.front().kernel).name +
                 ", ...) writes or reads, inside the same Recorder::DeferScope; record it after the scope ends");
@@ -396,8 +401,7 @@ void Recorder::record_scheduled() {
   for (size_t i = 0; i < held.size(); ++i)
     for (size_t j = 0; j < i; ++j) {
       const Scheduled &a = held[i], &b = held[j];
-      if (level[j] + 1 > level[i] && (any_overlap(a.reads, b.writes) || any_overlap(a.writes, b.writes) ||
-                                      any_overlap(a.writes, b.reads)))
+      if (level[j] + 1 > level[i] && conflicts(a.reads, a.writes, b.reads, b.writes))
         level[i] = level[j] + 1;
     }
   std::vector<size_t> order(held.size());
