@@ -181,6 +181,8 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   train_matmul("train16_512x896x4864", 512, 896, 4864, DT::f16);
   train_matmul("train16_512x4864x896", 512, 4864, 896, DT::f16);  // down_proj
   train_matmul("train16_512x896x896", 512, 896, 896, DT::f16);    // q_proj, o_proj
+  train_matmul("train16_512x896x128", 512, 896, 128, DT::f16);    // k_proj, v_proj (dx: K = 128)
+  train_matmul("train16_512x896x1152", 512, 896, 1152, DT::f16);  // q, k and v as one product
   train_matmul("train16_4096x896x4864", 4096, 896, 4864, DT::f16);
   // A B8 step's lm_head chunk (2,048 rows of Qwen's 151,936 logits; its dx reduces over the vocabulary): 1.8 GB
   // of operands (y f32: 1.2 GB in one binding), so only when the filter names it and a binding holds it.

@@ -6,6 +6,8 @@
 // ls::f32_to_f16 / f32_to_bf16: float16_t() and float moves may flush subnormals, and Vulkan allows a
 // round-toward-zero conversion unless the float-controls rounding mode is requested.
 // One thread per element, grid-stride over n.
+// CONCAT3: y [rows, n0 + n1 + n2] = the columns of x0 [rows, n0], x1 [rows, n1] and x2 [rows, n2] side by side,
+// converted the same way (ops::concat_cols_forward: the gradients of q, k and v as one product's operand).
 #include "common/types.glsl"
 #include "common/f16_bits.glsl"
 layout(local_size_x_id = 0) in;
@@ -15,9 +17,17 @@ layout(local_size_x_id = 0) in;
 #define BITS_bf16 uint16_t
 #define BITS(T) LS_CAT(BITS_, T)
 
+#ifdef CONCAT3
+layout(binding = 0) readonly buffer X0 { BITS(S) x0[]; };
+layout(binding = 1) readonly buffer X1 { BITS(S) x1[]; };
+layout(binding = 2) readonly buffer X2 { BITS(S) x2[]; };
+layout(binding = 3) writeonly buffer Y { BITS(D) y[]; };
+layout(push_constant) uniform Params { uint rows, n0, n1, n2; } p;
+#else
 layout(binding = 0) readonly buffer X { BITS(S) x[]; };
 layout(binding = 1) writeonly buffer Y { BITS(D) y[]; };
 layout(push_constant) uniform Params { uint n; } p;
+#endif
 
 // To f32 bits: exact.
 uint f32_from_f32(uint u) { return u; }
@@ -38,6 +48,16 @@ uint bf16_from_f32(uint u) {
 }
 void main() {
   uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+#ifdef CONCAT3
+  const uint cols = p.n0 + p.n1 + p.n2, n = p.rows * cols;
+  for (uint i = gl_GlobalInvocationID.x; i < n; i += stride) {
+    const uint r = i / cols, c = i % cols;
+    const uint v = c < p.n0 ? uint(x0[r * p.n0 + c])
+                   : c < p.n0 + p.n1 ? uint(x1[r * p.n1 + (c - p.n0)])
+                                     : uint(x2[r * p.n2 + (c - p.n0 - p.n1)]);
+    y[i] = BITS(D)(LS_CAT(D, _from_f32)(LS_CAT(f32_from_, S)(v)));
+  }
+#else
   for (uint i = gl_GlobalInvocationID.x; i < p.n; i += stride) {
 #ifdef COPY
     y[i] = x[i];
@@ -45,4 +65,5 @@ void main() {
     y[i] = BITS(D)(LS_CAT(D, _from_f32)(LS_CAT(f32_from_, S)(uint(x[i]))));
 #endif
   }
+#endif
 }

@@ -8,3 +8,6 @@ foreach(s f32 f16 bf16)
     endif()
   endforeach()
 endforeach()
+# Three f32 matrices' columns side by side in one f16 or f32 matrix (ops::concat_cols_forward).
+ls_kernel(concat3_f32_to_f16 convert.comp S=f32 D=f16 CONCAT3)
+ls_kernel(concat3_f32_to_f32 convert.comp S=f32 D=f32 CONCAT3)

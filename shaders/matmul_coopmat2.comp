@@ -44,6 +44,13 @@
 layout(local_size_x_id = 0) in;
 // K steps a trip of the unclamped loop (specialization constant 1; LORASTUDIO_CM2_UNROLL for measurement).
 layout(constant_id = 1) const uint UNROLL = 8u;
+// Split-K with the slices' sum in the product itself (specialization constant 2, ops/matmul.cpp cm2_dispatch):
+// workgroup z of a tile takes K slice z (a at z·a_sz, b at z·b_sz, k_last the last one's length) and stores its
+// f32 sums to partial [S, M, N] (binding 9); the tile's last workgroup to count itself done in tile_done[tile]
+// (binding 10, zeroed by the recorder, vk::Recorder::tile_counters) sets the count back to 0, adds the S slices
+// in order (deterministic: the order of shaders/matmul_splitk_reduce.comp) and applies the epilogue. No reduce
+// dispatch, and no barrier before one: 6-9 us a split product at 0.5B B1 on the H100 (session 34's trace).
+layout(constant_id = 2) const uint FIXUP = 0u;
 
 #if defined(Q_NF4) || defined(Q_Q8)
 #define QUANT_B
@@ -92,6 +99,12 @@ float16_t decode_b(const in QBlockRef bl, const in uint block[2], const in uint 
 #define CLAMPED_LAYOUT(name) \
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> name = \
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV)
+
+layout(binding = 9) coherent buffer BufPartial { float partial[]; };
+// FIXUP 2 (measurement, LORASTUDIO_CM2_FIXUP=2): the same memory without `coherent` (tensor loads through L1).
+layout(binding = 9) buffer BufPartialPlain { float partial_plain[]; };
+layout(binding = 10) coherent buffer BufTileDone { uint tile_done[]; };
+shared uint last_of_tile;
 
 float first_row_one(const in uint r, const in uint c, const in float e) { return r == 0u ? 1.0 : 0.0; }
 
@@ -213,6 +226,38 @@ void main() {
     for (uint k0 = 0u; k0 < K; k0 += BK) K_STEP(lx, lw, k0);
   }
 
+  if (FIXUP != 0u && gl_NumWorkGroups.z > 1u) {
+    const uint slices = gl_NumWorkGroups.z, slice_size = p.M * p.N;
+    CLAMPED_LAYOUT(lp);  // partial sums [S, M, N]
+    lp = setTensorLayoutDimensionNV(lp, p.M, p.N);
+    lp = setTensorLayoutStrideNV(lp, p.N, 1);
+    if (FIXUP == 2u)
+      coopMatStoreTensorNV(acc, partial_plain, gl_WorkGroupID.z * slice_size, sliceTensorLayoutNV(lp, m0, BM, n0, BN),
+                           transposed);
+    else
+      coopMatStoreTensorNV(acc, partial, gl_WorkGroupID.z * slice_size, sliceTensorLayoutNV(lp, m0, BM, n0, BN),
+                           transposed);
+    memoryBarrierBuffer();  // this slice's sums, visible before it counts itself done
+    barrier();
+    if (gl_LocalInvocationIndex == 0u) {
+      const uint tile = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+      const bool last = atomicAdd(tile_done[tile], 1u) + 1u == slices;
+      if (last) tile_done[tile] = 0u;  // every slice has counted: ready for the next product or run
+      last_of_tile = last ? 1u : 0u;
+    }
+    barrier();
+    if (last_of_tile == 0u) return;  // (uniform: a shared value after a barrier)
+    memoryBarrierBuffer();
+    acc = ACC(0.0);
+    for (uint s = 0u; s < slices; ++s) {
+      ACC part;
+      if (FIXUP == 2u)
+        coopMatLoadTensorNV(part, partial_plain, s * slice_size, sliceTensorLayoutNV(lp, m0, BM, n0, BN), transposed);
+      else
+        coopMatLoadTensorNV(part, partial, s * slice_size, sliceTensorLayoutNV(lp, m0, BM, n0, BN), transposed);
+      acc = acc + part;
+    }
+  }
   epilogue_products(acc, m0, n0);
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lc =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);

@@ -4,12 +4,17 @@
 // rest.
 #include "model/layer.h"
 
+#include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
 
 #include "error.h"
 #include "ops/activations.h"
 #include "ops/attention.h"
+#include "ops/convert.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
@@ -112,6 +117,48 @@ void project_backward(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run
   }
 }
 
+// q's, k's and v's backward as one dx product where their weights share an allocation (LayerWeights::qkv):
+// d h1 = [dq dk dv]·[Wq; Wk; Wv] (dq, dk and dv converted to f16 side by side, one dispatch), then each adapter's
+// dx term dt·A; the adapters' gradients as project_backward takes them. At 0.5B B1 this is one product with a
+// reduction of 1152 instead of three (two of 128) each after a conversion of its own, which share one scratch
+// slot and accumulate into d h1 one after another: 6 stages, ~70 us a layer on the H100 (session 34's trace).
+// Not with dropout (its dx terms go through the mask); returns false where it does not apply.
+bool qkv_backward_fused(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w, const LayerActs& a,
+                        const LayerRun& run, uint32_t layer, const Tensor& d_h1, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv) {
+  if (!qkv_backward_fuses() || !w.qkv.defined() || !d_h1.defined() || run.dropout > 0) return false;
+  for (const Tensor* g : {&dq, &dk, &dv})
+    if (g->dtype() != DType::f32) return false;
+  const uint32_t M = uint32_t(a.x_in.rows());
+  const Tensor gq = dq.reshape({M, s.heads * s.head_dim}), gk = dk.reshape({M, s.kv_heads * s.head_dim}),
+               gv = dv.reshape({M, s.kv_heads * s.head_dim});
+  struct Term {
+    Tensor dt, a;  // dx += dt·A
+  };
+  std::vector<Term> terms;
+  for (const auto& [t, lw, dy] : {std::tuple<LoraTarget, const LinearWeights&, const Tensor&>{LoraTarget::q_proj, w.q, gq},
+                                  {LoraTarget::k_proj, w.k, gk}, {LoraTarget::v_proj, w.v, gv}}) {
+    const std::optional<Adapted> ad = lora_of(s, run, layer, t);
+    if (!ad) continue;
+    Tensor dt = Tensor::empty(rec.device(), {M, run.adapter->rank}, DType::f32, "lora dt");
+    ops::lora_backward(rec, Tensor(), ad->grad.a, ad->grad.b, dt, dy, a.h1, a.lora_t[size_t(ad->owner)],
+                       ops::WeightOperand(lw.w), ad->pair.a, ad->pair.b, run.adapter->scale(), false,
+                       run.grad_unscale, {});
+    terms.push_back({dt, ad->pair.a});
+  }
+  // f16 as the products read it from f16 weights (they round an f32 operand to f16 themselves); f32 otherwise (a
+  // device without coopmat2, where only LORASTUDIO_QKV_PLACE=1 shares the allocation: the exact path, tests).
+  const uint32_t n = w.qkv.dim(0);
+  const DType packed_dtype = w.qkv.dtype() == DType::f16 ? DType::f16 : DType::f32;
+  const Tensor packed = Tensor::view(
+      rec.device(), rec.scratch(uint64_t(M) * n * dtype_size(packed_dtype), vk::Recorder::kScratchCm2A), {M, n},
+      packed_dtype);
+  ops::concat_cols_forward(rec, packed, gq, gk, gv);
+  ops::matmul_backward_x(rec, d_h1, packed, w.qkv, false);
+  for (const Term& t : terms) ops::matmul_backward_x(rec, d_h1, t.dt, t.a, true);
+  return true;
+}
+
 // gated = act(gate)·up, and its backward.
 void mlp_activation_forward(vk::Recorder& rec, MlpActivation f, const Tensor& gated, const Tensor& gate,
                             const Tensor& up) {
@@ -129,6 +176,14 @@ void mlp_activation_backward(vk::Recorder& rec, MlpActivation f, const Tensor& d
 }
 
 }  // namespace
+
+bool qkv_backward_fuses() {
+  static const bool on = [] {
+    const char* v = std::getenv("LORASTUDIO_QKV_FUSED");
+    return !(v && std::string_view(v) == "0");
+  }();
+  return on;
+}
 
 void embed_tokens(vk::Recorder& rec, const ModelSpec& spec, const Tensor& x, const Tensor& embed, const Tensor& ids) {
   vk::Recorder::Label label(rec, kGroupEmbedding);
@@ -335,9 +390,11 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
     dk = d.k_proj;
   }
   const Tensor d_h1 = input_grad ? d.h1 : Tensor();  // undefined: only the LoRA gradients
-  project_backward(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.h1, d_h1, dq.reshape({M, H * D}), false);
-  project_backward(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.h1, d_h1, dk.reshape({M, KV * D}), true);
-  project_backward(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
+  if (!qkv_backward_fused(rec, s, w, a, run, layer, d_h1, dq, dk, d.v)) {
+    project_backward(rec, s, run, layer, LoraTarget::q_proj, w.q, a, a.h1, d_h1, dq.reshape({M, H * D}), false);
+    project_backward(rec, s, run, layer, LoraTarget::k_proj, w.k, a, a.h1, d_h1, dk.reshape({M, KV * D}), true);
+    project_backward(rec, s, run, layer, LoraTarget::v_proj, w.v, a, a.h1, d_h1, d.v.reshape({M, KV * D}), true);
+  }
   if (!input_grad) return;
   group.emplace(rec, kGroupNorms);
   // dres = d x_in, its f16 copy for the previous layer's down_proj dx product (not when that layer's forward

@@ -26,12 +26,12 @@ void require_float(const TensorInfo& info) {
   if (info.dtype == DType::i32) throw Error(info.file.string() + ": tensor \"" + info.name + "\" is not a float tensor");
 }
 
-Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype, bool host = false) {
-  Tensor t = host ? Tensor::empty_host(device, shape_of(info), dtype, "embedding table (system memory)")
-                  : Tensor::empty(device, shape_of(info), dtype, "weight");
+// The tensor's values from the file's, converted to its dtype where they differ.
+void fill_tensor(const Tensor& t, const TensorInfo& info) {
+  const DType dtype = t.dtype();
   if (dtype == info.dtype) {
     upload_bytes(t, {reinterpret_cast<const uint8_t*>(info.bytes.data()), info.bytes.size()});
-    return t;
+    return;
   }
   // bf16 -> f16 (tensor cores) or a quantized layer's bias -> its products' dtype. Into f16 values are
   // clamped to its range: exact for 2^-14 <= |w| <= 65504, as the tensor-core kernels' own conversion
@@ -46,6 +46,12 @@ Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype, bo
     }
   }, kValuesPerThread);
   upload_bytes(t, {reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
+}
+
+Tensor upload_tensor(vk::Device& device, const TensorInfo& info, DType dtype, bool host = false) {
+  Tensor t = host ? Tensor::empty_host(device, shape_of(info), dtype, "embedding table (system memory)")
+                  : Tensor::empty(device, shape_of(info), dtype, "weight");
+  fill_tensor(t, info);
   return t;
 }
 
@@ -70,6 +76,55 @@ DType stored_dtype(const vk::Device& device, const ExpectedTensor& e, DType file
   return device.coopmat() && product && file_dtype == DType::bf16 ? DType::f16 : file_dtype;
 }
 // Rows [begin, end) of a weight [out, in] or bias [out], as a tensor of its own (a fused projection's part).
+TensorInfo rows_of(const TensorInfo& info, uint64_t begin, uint64_t end);
+
+// LayerWeights::qkv: where the device has VK_NV_cooperative_matrix2 and the weights are not quantized, each layer
+// whose q, k and v weights (its own or the parts of a fused qkv_proj) are all f16 as stored and equally wide gets
+// one [Nq + Nk + Nv, C] allocation, and their w become views of its rows, which the upload then fills.
+// LORASTUDIO_QKV_PLACE=1 does so on any device, for weights of any one dtype (tests: the fused backward on lavapipe).
+void place_qkv(vk::Device& device, const ModelSpec& spec, const std::vector<ExpectedTensor>& expected,
+               const SafeTensors& files, QuantType quant, ModelWeights& w) {
+  const char* forced_env = std::getenv("LORASTUDIO_QKV_PLACE");
+  const bool forced = forced_env && std::string_view(forced_env) == "1";
+  if (!(device.coopmat2() || forced) || quant != QuantType::none) return;
+  struct Rows {
+    uint32_t q = 0, k = 0, v = 0, cols = 0;
+    DType dtype = DType::f16;
+    bool fits = true;
+  };
+  std::vector<Rows> rows(w.layers.size());
+  for (const ExpectedTensor& e : expected) {
+    if (e.role != TensorRole::weight) continue;
+    const ModuleSpec& m = spec.layers.at(e.layer).projection(e.target);
+    Rows& r = rows[e.layer];
+    auto note = [&](LoraTarget t, uint32_t n) {
+      if (t == LoraTarget::q_proj) r.q = n;
+      else if (t == LoraTarget::k_proj) r.k = n;
+      else if (t == LoraTarget::v_proj) r.v = n;
+      else return;
+      const DType stored = stored_dtype(device, e, files.at(e.name).dtype, spec.tied);
+      if ((forced ? r.cols && stored != r.dtype : stored != DType::f16) || (r.cols && r.cols != uint32_t(e.shape[1])))
+        r.fits = false;
+      r.cols = uint32_t(e.shape[1]);
+      r.dtype = stored;
+    };
+    if (m.parts.empty()) note(e.target, uint32_t(e.shape[0]));
+    for (const FusedPart& part : m.parts) note(part.target, part.rows);
+  }
+  const uint64_t align = std::max<uint64_t>(device.report().storage_alignment, 1);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Rows& r = rows[i];
+    if (!r.fits || !r.q || !r.k || !r.v) continue;
+    const uint64_t row_bytes = uint64_t(r.cols) * dtype_size(r.dtype);  // k's and v's views must bind where they start
+    if ((r.q * row_bytes) % align || ((r.q + r.k) * row_bytes) % align) continue;
+    LayerWeights& l = w.layers[i];
+    l.qkv = Tensor::empty(device, {r.q + r.k + r.v, r.cols}, r.dtype, "q, k and v weights");
+    l.q.w = l.qkv.slice_rows(0, r.q);
+    l.k.w = l.qkv.slice_rows(r.q, r.q + r.k);
+    l.v.w = l.qkv.slice_rows(r.q + r.k, r.q + r.k + r.v);
+  }
+}
+
 TensorInfo rows_of(const TensorInfo& info, uint64_t begin, uint64_t end) {
   TensorInfo part = info;
   const uint64_t row_bytes = info.bytes.size() / info.shape.at(0);
@@ -166,9 +221,13 @@ ModelWeights upload_weights(vk::Device& device, const ModelConfig& c, const Safe
     const DType dtype = quant != QuantType::none && e.role == TensorRole::bias
                             ? ops::dequantized_dtype(device)
                             : stored_dtype(device, e, info.dtype, spec.tied);
-    weight_of(w, e) = upload_tensor(device, info, dtype, host_embed && e.role == TensorRole::embed);
+    Tensor& t = weight_of(w, e);
+    if (t.defined() && t.dtype() == dtype && t.shape() == shape_of(info)) return fill_tensor(t, info);  // place_qkv's
+    t = upload_tensor(device, info, dtype, host_embed && e.role == TensorRole::embed);
   };
-  for (const ExpectedTensor& e : expected_tensors(spec, c.weight_prefix, c.lm_head_name)) {
+  const std::vector<ExpectedTensor> expected = expected_tensors(spec, c.weight_prefix, c.lm_head_name);
+  place_qkv(device, spec, expected, files, quant, w);
+  for (const ExpectedTensor& e : expected) {
     const TensorInfo& info = files.at(e.name);
     if (e.role == TensorRole::weight || e.role == TensorRole::bias) {
       const ModuleSpec& m = spec.layers.at(e.layer).projection(e.target);

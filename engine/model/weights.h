@@ -27,6 +27,10 @@ struct LayerWeights {
   Tensor q_norm, k_norm;                   // [D], with LayerSpec::qk_norm (Qwen3, Gemma 3); else undefined
   Tensor attention_out_norm, mlp_out_norm; // [C], with LayerSpec::sandwich_norms (Gemma 3); else undefined
   LinearWeights q, k, v, o, gate, up, down;
+  // q's, k's and v's weights in one allocation, [Nq + Nk + Nv, C], whose rows their w view (upload_weights, where
+  // the device has VK_NV_cooperative_matrix2 and all three are f16 as stored): the backward's dx of all three is
+  // then one product (model/layer.cpp). Else undefined.
+  Tensor qkv;
 };
 
 struct ModelWeights {

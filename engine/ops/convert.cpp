@@ -29,6 +29,32 @@ void convert_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x) {
                {.local_x = kThreads});
 }
 
+void concat_cols_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x0, const Tensor& x1, const Tensor& x2) {
+  const char* op = "concat_cols_forward";
+  require_dtype(y, {DType::f16, DType::f32}, op, "y");
+  require(y.rank() == 2, op, "y is " + y.describe() + "; expected a matrix");
+  const uint32_t rows = y.dim(0);
+  struct Part {
+    const Tensor& x;
+    const char* name;
+  };
+  uint32_t cols = 0;
+  for (const Part& part : {Part{x0, "x0"}, Part{x1, "x1"}, Part{x2, "x2"}}) {
+    require_dtype(part.x, {DType::f32}, op, part.name);
+    require(part.x.cols() > 0 && part.x.numel() == uint64_t(rows) * part.x.cols(), op,
+            std::string(part.name) + " is " + part.x.describe() + "; expected " + std::to_string(rows) + " rows");
+    cols += part.x.cols();
+  }
+  require(y.cols() == cols, op, "y is " + y.describe() + "; expected " + std::to_string(cols) + " columns");
+  struct ConcatParams {  // = `Params` in shaders/convert.comp with CONCAT3
+    uint32_t rows, n0, n1, n2;
+  };
+  const vk::Kernel kernel = y.dtype() == DType::f16 ? vk::Kernel::concat3_f32_to_f16 : vk::Kernel::concat3_f32_to_f32;
+  rec.dispatch(kernel, {in(x0), in(x1), in(x2), out(y)},
+               ConcatParams{rows, x0.cols(), x1.cols(), x2.cols()},
+               {std::min<uint32_t>(ceil_div(y.numel(), kThreads), 4096), 1, 1}, {.local_x = kThreads});
+}
+
 namespace ref {
 std::vector<uint32_t> convert_forward(std::span<const uint32_t> x_bits, DType from, DType to) {
   std::vector<uint32_t> y(x_bits.size());

@@ -13,6 +13,10 @@
 namespace ls::ops {
 
 void convert_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x);
+// y [rows, n0 + n1 + n2] f16 or f32 = x0 [rows, n0], x1 [rows, n1] and x2 [rows, n2] f32 side by side, each
+// element converted as convert_forward converts it (the gradients of q, k and v as the operand of their one dx product:
+// model/layer.cpp). Each x may have any shape whose last dimension is its n and whose other ones make `rows`.
+void concat_cols_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x0, const Tensor& x1, const Tensor& x2);
 
 namespace ref {
 // Raw element bits in and out: uint32 for f32, uint16 for f16/bf16 (widened to uint32 here).

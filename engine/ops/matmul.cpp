@@ -215,7 +215,8 @@ uint32_t cm2_split_k(Cm2Tile tile, uint64_t tiles, uint32_t M, uint32_t N, uint3
 // (64-512) for those too, or as TILE:N (e.g. m:128, or m:256 for the rule off) for one tile, whatever its
 // workgroups. On the H200 (session 26, s26a) every unroll below 8 was slower at the 7B shape's products (4:
 // 336-342 µs against 302-330; 2: 365-408; 1: 410-473), and so were 512 invocations on the 256×128 tile.
-vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms, uint32_t k_slice) {
+uint32_t cm2_fixup_mode();
+vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms, uint32_t k_slice, bool fixup = false) {
   static const uint32_t unroll = [] {
     const char* v = std::getenv("LORASTUDIO_CM2_UNROLL");
     return v ? env_number(v, 1, 16) : 0;
@@ -238,8 +239,47 @@ vk::Spec cm2_spec(Cm2Tile tile, uint64_t workgroups, uint64_t sms, uint32_t k_sl
     return !(v && std::string_view(v) == "0");
   }();
   const uint32_t u = unroll ? unroll : unroll_rule ? detail::cm2_rule_unroll(k_slice / kCm2K) : 0;
-  if (u && u != kCm2ShaderUnroll && tuned) spec.constants = {u};
+  if (fixup) spec.constants = {u && tuned ? u : kCm2ShaderUnroll, cm2_fixup_mode()};  // constant 2: slices add up
+  else if (u && u != kCm2ShaderUnroll && tuned) spec.constants = {u};
   return spec;
+}
+
+// Split products whose slices add up their partial sums themselves (the tile's last slice to finish, FIXUP in
+// shaders/matmul_coopmat2.comp), with no reduce dispatch after them: LORASTUDIO_CM2_FIXUP=1 (=2: the partial sums
+// read without `coherent`), for measurement. Off by default: session 19 measured an earlier form slower than the
+// reduce pass on the H100 (bench/RESULTS.md).
+uint32_t cm2_fixup_mode() {
+  static const uint32_t mode = [] {
+    const char* v = std::getenv("LORASTUDIO_CM2_FIXUP");
+    const std::string_view s = v ? v : "";
+    return s == "1" ? 1u : s == "2" ? 2u : 0u;
+  }();
+  return mode;
+}
+}  // namespace
+bool detail::cm2_fixup_enabled() { return cm2_fixup_mode() != 0; }
+namespace {
+
+// The fixup dispatch: the product's own bindings and epilogue, its K slices (z) into `partial` [S, M, N], and the
+// tiles' counters (vk::Recorder::tile_counters).
+void run_fixup(const GemmDispatch& d, vk::Kernel kernel, const Tensor& a16, const Tensor& partial, uint32_t splits,
+               uint32_t kc, vk::Groups groups, const vk::Spec& spec) {
+  GemmParams p = d.params;
+  p.K = kc, p.k_last = d.K - (splits - 1) * kc, p.z_div = splits, p.a_sz = kc * d.g.a_sk, p.b_sz = kc * d.g.b_sk;
+  p.c_sz = 0, p.b_group = 1, p.a_sz2 = p.b_sz2 = p.c_sz2 = 0;
+  const vk::Use counters{d.rec.tile_counters(groups.x * groups.y), vk::Access::read_write};
+  const vk::Use c_use = d.flags & kAccumulate ? inout(d.c) : out(d.c);
+  const Tensor& bias = d.bias.defined() ? d.bias : a16;
+  const Tensor& lt = d.lt.defined() ? d.lt : a16;
+  const Tensor& ll = d.ll.defined() ? d.ll : a16;
+  const QuantWeight* q = d.g.qb;
+  const Tensor& absmax = q ? q->absmax : a16;
+  const Tensor& scales = q ? q->scales : a16;
+  const Tensor& map = q ? q->map : a16;
+  d.rec.dispatch(kernel,
+                 {in(a16), in(d.b), c_use, in(bias), in(lt), in(ll), in(absmax), in(scales), in(map), inout(partial),
+                  counters},
+                 p, groups, spec);
 }
 
 // Measurement, off by default: where cm2_split_k would split a short reduction (K up to kCm2ShortK), the 64×64
@@ -355,6 +395,12 @@ void cm2_dispatch(const GemmDispatch& d) {
     return;
   }
   const Tensor partial = d.partial(splits, true);
+  const uint64_t tiles = uint64_t(tiles_n) * tiles_m;
+  if (cm2_fixup_enabled() && tiles <= vk::Recorder::kCounterWords) {
+    run_fixup(d, cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, partial, splits, kc, {tiles_n, tiles_m, splits},
+              cm2_spec(tile, tiles * splits, sms, kc, true));
+    return;
+  }
   GemmParams sliced = d.slice_params(splits, kc);
   sliced.k_last = K - (splits - 1) * kc;
   d.run_slices(cm2_kernel(tile, b_along_n, DType::f32, q), a16, partial, sliced, {tiles_n, tiles_m, splits},

@@ -66,6 +66,10 @@ uint32_t cm2_rule_unroll(uint32_t k_steps);
 // workgroups best, each at least 1024 long (ops/matmul.cpp cm2_split_k says why).
 uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K, uint64_t sms);
 
+// Whether the coopmat2 kernel's split products add up their own slices (ops/matmul.cpp cm2_fixup_mode), taking
+// vk::Recorder::tile_counters.
+bool cm2_fixup_enabled();
+
 // Products with a side of at most this many outputs go to shaders/matmul_skinny.comp (its kMaxShort).
 constexpr uint32_t kSkinnyMax = 16;
 // Its ROWS_ALONG_K variant: a workgroup per kRows long indices, 1 to kSkinnyRowsMax, in one dimension of

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "model/layer.h"
 #include "model/layer_acts.h"
 #include "ops/attention_flash.h"
 #include "ops/matmul_detail.h"
@@ -65,8 +66,13 @@ class StepWalk {
     }
     uint64_t deferred = 0;
     for (uint32_t i = 0; i < Rec::kDeferredSlots; ++i) deferred += slots_.total(Rec::kScratchDeferred + i);
+    // (and on coopmat2 the split products' tile counters: vk::Recorder::tile_counters)
+    const uint64_t counters =
+        dev_.coopmat2 && ops::detail::cm2_fixup_enabled()
+            ? vk::Memory::footprint(uint64_t(Rec::kCounterSlots) * Rec::kCounterWords * 4)
+            : 0;
     return {.split_k = slots_.total(Rec::kScratchSplitK) + slots_.total(Rec::kScratchSplitRing) +
-                       slots_.total(Rec::kScratchSplitRing + 1) + deferred,
+                       slots_.total(Rec::kScratchSplitRing + 1) + deferred + counters,
             .attention = slots_.total(Rec::kScratchAttention) + slots_.total(Rec::kScratchAttention + 1) +
                          slots_.total(Rec::kScratchAttention + 2),
             .dropout = slots_.total(Rec::kScratchDropout),
@@ -251,7 +257,25 @@ class StepWalk {
     else gate_up();
     project_backward(s, LoraTarget::o_proj, true);
     attention_backward(s);
-    for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) project_backward(s, t, input_grad);
+    // model/layer.cpp qkv_backward_fused: where q's, k's and v's weights share an allocation (model/weights.cpp
+    // place_qkv: coopmat2, f16 as stored, not quantized) and no dropout, the adapters' gradients, then dq, dk and dv
+    // side by side in f16 in the conversion slot, one dx product and each adapter's dx term.
+    const LoraTarget qkv[] = {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj};
+    if (input_grad && dev_.coopmat2 && o_.quantize == QuantType::none && in_f16_ && !o_.dropout &&
+        model::qkv_backward_fuses()) {
+      uint32_t n = 0;
+      for (LoraTarget t : qkv) {
+        n += s.product(t).out;
+        project_backward(s, t, false);
+      }
+      slots_.request(Rec::kScratchCm2A, uint64_t(M_) * n * 2);
+      const model::ModuleSpec m{.name = "qkv", .out = n, .in = s.hidden};
+      product({.M = M_, .N = m.in, .K = n, .weight = &m, .a_f16 = true});
+      for (LoraTarget t : qkv)
+        if (adapted(s, t)) product({.M = M_, .N = m.in, .K = o_.rank, .lora_own = true});
+      return;
+    }
+    for (LoraTarget t : qkv) project_backward(s, t, input_grad);
   }
 
   // model/training.cpp: logits of a chunk of rows, then d(normed) = dlogits·lm_head, chunk by chunk.

@@ -312,6 +312,24 @@ std::shared_ptr<Allocation> Recorder::split_scratch(VkDeviceSize bytes, bool def
   return scratch(bytes, kScratchSplitRing + split_turn_++ % kSplitRingSlots);
 }
 
+BufferRange Recorder::tile_counters(uint32_t words) {
+  if (words == 0 || words > kCounterWords)
+    throw Error("Recorder::tile_counters: " + std::to_string(words) + " words asked, 1 to " +
+                std::to_string(kCounterWords) + " a request");
+  constexpr VkDeviceSize slot_bytes = VkDeviceSize(kCounterWords) * 4;
+  if (!counters_) {
+    counters_ = device_.memory().allocate(slot_bytes * kCounterSlots, "split-K tile counters");
+    struct FillParams {  // = Params of shaders/optimizer.comp's FILL_ZERO
+      uint32_t n;
+    };
+    constexpr uint32_t words_all = kCounterWords * kCounterSlots, threads = 256;
+    dispatch(Kernel::fill_zero_u32, {Use{{counters_, 0, slot_bytes * kCounterSlots}, Access::write}},
+             FillParams{words_all}, {(words_all + threads - 1) / threads, 1, 1}, {.local_x = threads});
+  }
+  const uint32_t slot = counter_turn_++ % kCounterSlots;
+  return {counters_, slot * slot_bytes, VkDeviceSize(words) * 4};
+}
+
 namespace {
 // LORASTUDIO_DEFER_REDUCES=0 records everything as it comes (the scopes do nothing), for measurement.
 bool defer_enabled() {

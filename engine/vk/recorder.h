@@ -152,6 +152,14 @@ class Recorder {
   // of that size took the 0.5B B1 step past 1.5 GiB held (session 19). train/step_scratch.cpp plans the same.
   static constexpr VkDeviceSize kSplitRingBytes = VkDeviceSize(1) << 20;
   static constexpr uint32_t kSplitRingSlots = 2;
+  // Counters for a product whose K slices add up their partial sums themselves (ops/matmul.cpp cm2_dispatch: a tile's
+  // last slice to finish adds them): `words` 32-bit words, zero when the dispatch starts and left zero by it. The
+  // first request records a dispatch zeroing kCounterSlots slots of kCounterWords words, each run of the program
+  // again; requests take the slots in turn, so that products recorded near each other never wait on each other
+  // for them. At most kCounterWords words.
+  static constexpr uint32_t kCounterSlots = 32, kCounterWords = 2048;
+  BufferRange tile_counters(uint32_t words);
+
   // `deferred`: the product's reduce is to be held back (DeferScope); in a scope such requests take the
   // kScratchDeferred slots in order, a buffer each (new ones past the third), until the scope ends.
   std::shared_ptr<Allocation> split_scratch(VkDeviceSize bytes, bool deferred = false);
@@ -231,6 +239,8 @@ class Recorder {
   std::shared_ptr<const Allocation> dummy_;
   std::shared_ptr<Allocation> scratch_[kScratchSlots];
   uint32_t split_turn_ = 0;
+  std::shared_ptr<Allocation> counters_;
+  uint32_t counter_turn_ = 0;
   struct Deferred {
     Kernel kernel;
     std::vector<Use> uses;

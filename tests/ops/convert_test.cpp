@@ -5,6 +5,7 @@
 // subnormals of either type).
 #include "ops/convert.h"
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -158,6 +159,50 @@ TEST_F(ConvertMiscTest, MultiDimensionalValues) {
   h.expect_guards_intact("f32 to f16");
   b.expect_guards_intact("f16 to bf16");
   back.expect_guards_intact("bf16 to f32");
+}
+
+// Three f32 matrices side by side in one f16 matrix (the gradients of q, k and v at the 0.5B shape's widths, odd
+// row counts and widths too; x0 as [B, T, H, D]): every element the reference's bits, the guards intact.
+TEST_F(ConvertMiscTest, ConcatColumnsConvertsEachPartInItsPlace) {
+  for (const auto& [rows, n0, n1, n2] :
+       std::vector<std::array<uint32_t, 4>>{{37, 896, 128, 128}, {5, 3, 7, 1}, {64, 64, 16, 33}}) {
+    auto a0 = test::random_values(size_t(rows) * n0, 11, 70000.0f);  // past f16's range too: inf, as convert
+    auto a1 = test::random_values(size_t(rows) * n1, 12, 3.0f);
+    auto a2 = test::random_values(size_t(rows) * n2, 13, 1e-5f);    // f16 subnormals
+    auto x0 = test::tensor_from(dev(), {1, rows, 1, n0}, DType::f32, a0);
+    auto x1 = test::tensor_from(dev(), {rows, n1}, DType::f32, a1);
+    auto x2 = test::tensor_from(dev(), {rows, n2}, DType::f32, a2);
+    const uint32_t cols = n0 + n1 + n2;
+    auto y = test::poisoned(dev(), {rows, cols}, DType::f16);
+    test::run(dev(), [&](vk::Recorder& rec) { ops::concat_cols_forward(rec, y.t, x0, x1, x2); });
+    std::vector<float> want(size_t(rows) * cols);
+    for (uint32_t r = 0; r < rows; ++r) {
+      for (uint32_t c = 0; c < n0; ++c) want[size_t(r) * cols + c] = a0[size_t(r) * n0 + c];
+      for (uint32_t c = 0; c < n1; ++c) want[size_t(r) * cols + n0 + c] = a1[size_t(r) * n1 + c];
+      for (uint32_t c = 0; c < n2; ++c) want[size_t(r) * cols + n0 + n1 + c] = a2[size_t(r) * n2 + c];
+    }
+    test::expect_close(download(y.t), test::rounded(want, DType::f16), 0.0, "concat_cols_forward", y.t.shape());
+    y.expect_guards_intact("concat_cols_forward");
+    auto y32 = test::poisoned(dev(), {rows, cols}, DType::f32);  // f32: the values as they are
+    test::run(dev(), [&](vk::Recorder& rec) { ops::concat_cols_forward(rec, y32.t, x0, x1, x2); });
+    test::expect_close(download(y32.t), want, 0.0, "concat_cols_forward f32", y32.t.shape());
+    y32.expect_guards_intact("concat_cols_forward f32");
+  }
+  auto x = Tensor::empty(dev(), {4, 8}, DType::f32), odd = Tensor::empty(dev(), {3, 8}, DType::f32);
+  auto h = Tensor::empty(dev(), {4, 8}, DType::f16);
+  for (auto body : std::vector<std::function<void(vk::Recorder&)>>{
+           [&](vk::Recorder& r) { ops::concat_cols_forward(r, Tensor::empty(dev(), {4, 23}, DType::f16), x, x, x); },
+           [&](vk::Recorder& r) { ops::concat_cols_forward(r, Tensor::empty(dev(), {4, 24}, DType::bf16), x, x, x); },
+           [&](vk::Recorder& r) { ops::concat_cols_forward(r, Tensor::empty(dev(), {4, 24}, DType::f16), x, odd, x); },
+           [&](vk::Recorder& r) { ops::concat_cols_forward(r, Tensor::empty(dev(), {4, 24}, DType::f16), x, h, x); }}) {
+    vk::Recorder rec(dev());
+    try {
+      body(rec);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("concat_cols_forward"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(ConvertMiscTest, BadInputsThrow) {

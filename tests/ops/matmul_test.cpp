@@ -199,6 +199,53 @@ TEST_F(MatmulBatchedTest, EachBatchIsItsOwnProduct) {
   y.expect_guards_intact("matmul_strided");
 }
 
+// Split products whose slices add up their partial sums themselves (on a device with VK_NV_cooperative_matrix2: the
+// tile's last slice to finish, counting in vk::Recorder::tile_counters; elsewhere a reduce dispatch): one program
+// run five times gives the same bits each time (the counters are back at zero after every run), and four products
+// recorded one after another, with nothing between them to wait for, each equal their reference (the 0.5B shape's
+// q, o, k and v dx at 512 rows, with accumulation into an f32 output and into an f16 one).
+class MatmulSplitReplayTest : public test::GpuTest {};
+
+TEST_F(MatmulSplitReplayTest, EveryRunOfAProgramSumsTheSlicesAlike) {
+  const uint32_t M = 512, K = 896;
+  const std::array<uint32_t, 4> Ns = {896, 896, 128, 128};
+  std::vector<Tensor> dys, ws, dxs;
+  std::vector<std::vector<float>> want(Ns.size());
+  for (size_t i = 0; i < Ns.size(); ++i) {
+    const uint32_t N = Ns[i];
+    const DType out = i % 2 ? DType::f16 : DType::f32;
+    auto dy0 = test::rounded(test::random_values(size_t(M) * N, 40 + uint32_t(i)), DType::f16);
+    auto w0 = test::rounded(test::random_values(size_t(N) * K, 50 + uint32_t(i)), DType::f16);
+    auto dx0 = test::rounded(test::random_values(size_t(M) * K, 60 + uint32_t(i)), out);
+    dys.push_back(test::tensor_from(dev(), {M, N}, DType::f16, dy0));
+    ws.push_back(test::tensor_from(dev(), {N, K}, DType::f16, w0));
+    dxs.push_back(test::tensor_from(dev(), {M, K}, out, dx0));
+    want[i].resize(size_t(M) * K);
+    ops::ref::matmul_backward_x(want[i], dy0, w0, M, N, K);
+    for (size_t j = 0; j < want[i].size(); ++j) want[i][j] += dx0[j];
+  }
+  vk::Recorder rec(dev());
+  for (size_t i = 0; i < Ns.size(); ++i) ops::matmul_backward_x(rec, dxs[i], dys[i], ws[i], true);
+  vk::Program program = rec.finish();
+  program.run();  // dx += dy·W once
+  std::vector<std::vector<float>> first;
+  for (size_t i = 0; i < Ns.size(); ++i) {
+    first.push_back(download(dxs[i]));
+    test::expect_close(first[i], test::rounded(want[i], dxs[i].dtype()), tol(dev(), M, DType::f16, dxs[i].dtype()),
+                       "matmul_backward_x #" + std::to_string(i), dxs[i].shape());
+  }
+  // Runs 2-5 on run 1's inputs, dx set back to its first values before each: every run writes the same bits.
+  for (int run = 2; run <= 5; ++run) {
+    for (size_t i = 0; i < Ns.size(); ++i) {
+      auto dx0 = test::rounded(test::random_values(size_t(M) * K, 60 + uint32_t(i)), dxs[i].dtype());
+      upload(dxs[i], dx0);
+    }
+    program.run();
+    for (size_t i = 0; i < Ns.size(); ++i)
+      EXPECT_EQ(download(dxs[i]), first[i]) << "product " << i << " differs in run " << run;
+  }
+}
+
 // [SECTION] LoRA
 
 struct LoraCase {

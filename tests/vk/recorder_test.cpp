@@ -1,5 +1,6 @@
 // The recorder: barrier placement (on the hazard tracker alone and on real recordings), replay
 // determinism, bad dispatches.
+#include <algorithm>
 #include <cstdlib>
 #include <string_view>
 
@@ -143,6 +144,35 @@ TEST_F(RecorderTest, SplitScratchTakesTurnsForSmallRequests) {
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(y1[i], 2.f * x[i]);
     EXPECT_EQ(y2[i], 3.f * x[i]);
+  }
+}
+
+// The counters of split products that add up their own slices (ops/matmul.cpp's coopmat2 path): the first request
+// records one dispatch zeroing every slot, each run of the program; requests take the slots in turn.
+TEST_F(RecorderTest, TileCountersAreZeroedEachRunAndTakeTurns) {
+  auto& d = dev();
+  vk::Recorder rec(d);
+  EXPECT_THROW(rec.tile_counters(0), Error);
+  EXPECT_THROW(rec.tile_counters(vk::Recorder::kCounterWords + 1), Error);
+  const VkDeviceSize slot = VkDeviceSize(vk::Recorder::kCounterWords) * 4;
+  const vk::BufferRange first = rec.tile_counters(10);
+  EXPECT_EQ(first.offset, 0u);
+  EXPECT_EQ(first.size, 40u);
+  for (uint32_t i = 1; i < vk::Recorder::kCounterSlots; ++i) {
+    const vk::BufferRange r = rec.tile_counters(vk::Recorder::kCounterWords);
+    EXPECT_EQ(r.alloc, first.alloc);
+    EXPECT_EQ(r.offset, i * slot) << "request " << i;
+  }
+  EXPECT_EQ(rec.tile_counters(3).offset, 0u) << "after the last slot, the first again";
+  vk::Program prog = rec.finish();
+  ASSERT_EQ(prog.dispatch_count(), 1u) << "one zeroing dispatch, at the first request";
+  const uint32_t words = vk::Recorder::kCounterSlots * vk::Recorder::kCounterWords;
+  const Tensor all = Tensor::view(d, std::const_pointer_cast<vk::Allocation>(first.alloc), {words}, DType::i32);
+  for (int run = 0; run < 2; ++run) {
+    upload(all, std::vector<int32_t>(words, 7));
+    prog.run();
+    const std::vector<float> counts = download(all);
+    EXPECT_EQ(std::count(counts.begin(), counts.end(), 0.0f), std::ptrdiff_t(words)) << "run " << run;
   }
 }
 
