@@ -154,8 +154,10 @@ bool qkv_backward_fused(vk::Recorder& rec, const LayerSpec& s, const LayerWeight
       rec.device(), rec.scratch(uint64_t(M) * n * dtype_size(packed_dtype), vk::Recorder::kScratchCm2A), {M, n},
       packed_dtype);
   ops::concat_cols_forward(rec, packed, gq, gk, gv);
-  ops::matmul_backward_x(rec, d_h1, packed, w.qkv, false);
-  for (const Term& t : terms) ops::matmul_backward_x(rec, d_h1, t.dt, t.a, true);
+  // the first adapter's term in the product's epilogue, the others after it
+  if (terms.empty()) ops::matmul_backward_x(rec, d_h1, packed, w.qkv, false);
+  else ops::matmul_backward_x_lora(rec, d_h1, packed, w.qkv, terms[0].dt, terms[0].a, false);
+  for (size_t i = 1; i < terms.size(); ++i) ops::matmul_backward_x(rec, d_h1, terms[i].dt, terms[i].a, true);
   return true;
 }
 

@@ -730,6 +730,32 @@ void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, co
              .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .qb = bw.q});
 }
 
+void matmul_backward_x_lora(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
+                            const Tensor& dt, const Tensor& lora_a, bool accumulate) {
+  const char* op = "matmul_backward_x_lora";
+  require_dtype(dy, kActivation, op, "dy");
+  require_dtype(dx, kActivation, op, "dx");
+  require_dtype(dt, {DType::f32}, op, "dt");
+  require_dtype(lora_a, {DType::f32}, op, "lora_a");
+  const uint32_t N = w.rows(), K = w.cols();
+  const uint32_t M = rows_with_cols(dy, N, op, "dy");
+  require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());
+  require(lora_a.rank() == 2 && lora_a.dim(1) == K, op, "lora_a is " + lora_a.describe() + " for w's " +
+                                                            std::to_string(K) + " columns");
+  const uint32_t r = lora_a.dim(0);
+  require(rows_with_cols(dt, r, op, "dt") == M, op, "dt is " + dt.describe() + " for dy " + dy.describe());
+  const bool cm2 = rec.device().coopmat2();
+  if ((!rec.device().coopmat() || cm2) && fits_one_binding(rec.device(), {dx, dy, w.q ? w.q->codes : w.w})) {
+    const BoundWeight bw = bind_weight(rec, w, op);
+    const Gemm g{.op = op, .a = dy, .b = bw.b, .c = dx, .lora_t = dt, .lora_l = lora_a, .M = M, .N = K, .K = N,
+                 .a_sm = N, .a_sk = 1, .b_sn = 1, .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .rank = r,
+                 .lora_scale = 1, .lora_l_by_rank = true, .qb = bw.q};
+    if (!cm2 || cm2_fits(rec.device(), g, dy.dtype(), bw.b.dtype(), dx.dtype())) return gemm(rec, g);
+  }
+  matmul_backward_x(rec, dx, dy, w, accumulate);
+  matmul_backward_x(rec, dx, dt, lora_a, true);
+}
+
 void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale) {
   const char* op = "matmul_backward_w";
   require_dtype(dy, kActivation, op, "dy");

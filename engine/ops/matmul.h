@@ -32,6 +32,11 @@ void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const W
 // dx [.., K] = dy [.., N] · w [N, K]; with accumulate, dx += dy·w.
 void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
                        bool accumulate = false);
+// dx (+)= dy·w + dt·lora_a: an adapter's dx term (dt [.., r], lora_a [r, K], f32) with the product, in its epilogue
+// where the kernel takes one (the shader cores' and the cooperative-matrix-2 kernels, as lora_backward's own dx
+// product does), else as a second product after it.
+void matmul_backward_x_lora(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
+                            const Tensor& dt, const Tensor& lora_a, bool accumulate = false);
 // dw [N, K] (f32) += scale · dy [.., N]ᵀ · x [.., K]. Parameter gradients accumulate.
 void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale = 1.0f);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 #include "model/layer.h"
 #include "model/layer_acts.h"
@@ -271,8 +272,9 @@ class StepWalk {
       slots_.request(Rec::kScratchCm2A, uint64_t(M_) * n * 2);
       const model::ModuleSpec m{.name = "qkv", .out = n, .in = s.hidden};
       product({.M = M_, .N = m.in, .K = n, .weight = &m, .a_f16 = true});
+      bool first = true;  // (the first adapter's term is in the product's epilogue)
       for (LoraTarget t : qkv)
-        if (adapted(s, t)) product({.M = M_, .N = m.in, .K = o_.rank, .lora_own = true});
+        if (adapted(s, t) && !std::exchange(first, false)) product({.M = M_, .N = m.in, .K = o_.rank, .lora_own = true});
       return;
     }
     for (LoraTarget t : qkv) project_backward(s, t, input_grad);

@@ -246,6 +246,47 @@ TEST_F(MatmulSplitReplayTest, EveryRunOfAProgramSumsTheSlicesAlike) {
   }
 }
 
+// dx (+)= dy·W + dt·A in one product (the adapter's term in the epilogue on the shader cores and coopmat2), at a
+// small shape and at the 0.5B shape's fused q, k, v dx (a split reduction of 1152 on coopmat2), into f32 and f16.
+class MatmulBackwardXLoraTest : public test::GpuTest {};
+
+TEST_F(MatmulBackwardXLoraTest, AdapterTermMatchesReference) {
+  struct Shape3 {
+    uint32_t M, N, K, r;
+    DType dy, w, dx;
+  };
+  for (const Shape3& c : {Shape3{33, 40, 72, 8, DType::f32, DType::f32, DType::f32},
+                          Shape3{512, 1152, 896, 8, DType::f16, DType::f16, DType::f32},
+                          Shape3{96, 136, 64, 16, DType::f16, DType::f16, DType::f16}}) {
+    for (bool accumulate : {false, true}) {
+      auto dy0 = test::rounded(test::random_values(size_t(c.M) * c.N, 70), c.dy);
+      auto w0 = test::rounded(test::random_values(size_t(c.N) * c.K, 71), c.w);
+      auto dt0 = test::random_values(size_t(c.M) * c.r, 72);
+      auto a0 = test::random_values(size_t(c.r) * c.K, 73);
+      auto dx0 = test::rounded(test::random_values(size_t(c.M) * c.K, 74), c.dx);
+      auto dy = test::tensor_from(dev(), {c.M, c.N}, c.dy, dy0);
+      auto w = test::tensor_from(dev(), {c.N, c.K}, c.w, w0);
+      auto dt = test::tensor_from(dev(), {c.M, c.r}, DType::f32, dt0);
+      auto a = test::tensor_from(dev(), {c.r, c.K}, DType::f32, a0);
+      auto dx = test::tensor_from(dev(), {c.M, c.K}, c.dx, dx0);
+      test::run(dev(), [&](vk::Recorder& rec) { ops::matmul_backward_x_lora(rec, dx, dy, w, dt, a, accumulate); });
+      std::vector<float> want(size_t(c.M) * c.K), term(size_t(c.M) * c.K);
+      ops::ref::matmul_backward_x(want, dy0, w0, c.M, c.N, c.K);
+      ops::ref::matmul_backward_x(term, dt0, a0, c.M, c.r, c.K);
+      for (size_t i = 0; i < want.size(); ++i) want[i] += term[i] + (accumulate ? dx0[i] : 0.0f);
+      // (on tensor cores dt and A are rounded to f16 too: the products' tolerance)
+      test::expect_close(download(dx), test::rounded(want, c.dx), tol(dev(), c.M, c.w, c.dx),
+                         "matmul_backward_x_lora " + std::to_string(c.M) + "x" + std::to_string(c.K) +
+                             (accumulate ? " accumulating" : ""),
+                         dx.shape());
+    }
+  }
+  auto f = Tensor::empty(dev(), {4, 8}, DType::f32), w = Tensor::empty(dev(), {8, 8}, DType::f32);
+  auto bad_a = Tensor::empty(dev(), {2, 7}, DType::f32), dt = Tensor::empty(dev(), {4, 2}, DType::f32);
+  vk::Recorder rec(dev());
+  EXPECT_THROW(ops::matmul_backward_x_lora(rec, f, f, w, dt, bad_a), Error);
+}
+
 // [SECTION] LoRA
 
 struct LoraCase {
