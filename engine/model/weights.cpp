@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "error.h"
+#include "model/layer.h"
 #include "tensor/dtype.h"
 #include "util/parallel.h"
 
@@ -78,7 +79,8 @@ DType stored_dtype(const vk::Device& device, const ExpectedTensor& e, DType file
 // Rows [begin, end) of a weight [out, in] or bias [out], as a tensor of its own (a fused projection's part).
 TensorInfo rows_of(const TensorInfo& info, uint64_t begin, uint64_t end);
 
-// LayerWeights::qkv: where the device has VK_NV_cooperative_matrix2 and the weights are not quantized, each layer
+// LayerWeights::qkv: where the device has VK_NV_cooperative_matrix2, the backward takes the fused product
+// (model::qkv_backward_fuses) and the weights are not quantized, each layer
 // whose q, k and v weights (its own or the parts of a fused qkv_proj) are all f16 as stored and equally wide gets
 // one [Nq + Nk + Nv, C] allocation, and their w become views of its rows, which the upload then fills.
 // LORASTUDIO_QKV_PLACE=1 does so on any device, for weights of any one dtype (tests: the fused backward on lavapipe).
@@ -86,7 +88,7 @@ void place_qkv(vk::Device& device, const ModelSpec& spec, const std::vector<Expe
                const SafeTensors& files, QuantType quant, ModelWeights& w) {
   const char* forced_env = std::getenv("LORASTUDIO_QKV_PLACE");
   const bool forced = forced_env && std::string_view(forced_env) == "1";
-  if (!(device.coopmat2() || forced) || quant != QuantType::none) return;
+  if (!((device.coopmat2() && qkv_backward_fuses()) || forced) || quant != QuantType::none) return;
   struct Rows {
     uint32_t q = 0, k = 0, v = 0, cols = 0;
     DType dtype = DType::f16;
