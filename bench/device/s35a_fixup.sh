@@ -21,13 +21,13 @@ for i in 1 2; do
   train_env b1_qkv$i $QKV --model /tmp/q05 --batch 1 --seq 512 --steps 9
   train_env b1_old$i $OLD --model /tmp/q05 --batch 1 --seq 512 --steps 9
 done
+tar czf $OUT/s35a.tar.gz -C $OUT r
 train_env b1_fix "$FIX" --model /tmp/q05 --batch 1 --seq 512 --steps 9
 train_env b1_plain "LORASTUDIO_CM2_FIXUP=2 $QKV" --model /tmp/q05 --batch 1 --seq 512 --steps 9
 train_env b8_qkv $QKV --model /tmp/q05 --batch 8 --seq 512 --steps 5
 train_env b8_old $OLD --model /tmp/q05 --batch 8 --seq 512 --steps 5
 train_env b8_fix "$FIX" --model /tmp/q05 --batch 8 --seq 512 --steps 5
 prefill_env pf "" --model /tmp/q05
-prefill_env pf_fix LORASTUDIO_CM2_FIXUP=1 --model /tmp/q05
 train_env b1_trace $QKV --model /tmp/q05 --batch 1 --seq 512 --steps 3 --trace $R/trace_b1.tsv
 tar czf $OUT/s35a.tar.gz -C $OUT r
 wait $MK; tail -1 $R/make_model7.txt; echo "models at ${SECONDS}s"
