@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // RMSNorm backward, per row (r = rstd saved by the forward, C = cols):
 //   dx = r * (w*dy - x * r^2 * mean(w*dy*x))        (default: one workgroup per row)
 //   dw[c] += sum over rows of dy[row, c] * x[row, c] * r[row]   (GRAD_W: one thread column per c)
@@ -7,7 +8,10 @@
 // residual stream's gradient, which takes the norm's dx as a sum (model/layer.cpp: one dispatch, not two).
 // kSecondDy (constant 2): the gradient arrives in two parts, dy + dy2 (binding 5; gate_proj's and up_proj's dx
 // products, written side by side). kF16Copy (constant 3): dx, as stored, also as f16 in binding 6, for the
-// tensor-core products that read it next (ops/matmul.cpp's remembered copies). The GRAD_W variant sums the rows in a fixed
+// tensor-core products that read it next (ops/matmul.cpp's remembered copies). kDySlices, kDy2Slices (constants 4,
+// 6; their lanes 5, 7): dy, dy2 are a split product's partial sums [slices, rows, cols] (ops::SplitSums), added up
+// here as its own reduce would (the same bits), one stage fewer. Each invocation keeps the row's gradient values it reads
+// (up to kKept of them) for the second pass. The GRAD_W variant sums the rows in a fixed
 // order (8 strided lanes, then the lanes in order), so dw is deterministic without atomics.
 #include "common/types.glsl"
 
@@ -15,6 +19,7 @@ layout(push_constant) uniform Params { uint rows; uint cols; } p;
 
 #ifndef GRAD_W
 #include "common/reduce.glsl"
+#include "common/split_sums.glsl"
 layout(local_size_x_id = 0) in;
 
 layout(binding = 0) readonly buffer DY { float dy[]; };
@@ -27,23 +32,45 @@ layout(binding = 6) writeonly buffer DX16 { float16_t dx16[]; };
 layout(constant_id = 1) const uint kAccumulate = 0u;
 layout(constant_id = 2) const uint kSecondDy = 0u;
 layout(constant_id = 3) const uint kF16Copy = 0u;
+layout(constant_id = 4) const uint kDySlices = 0u;
+layout(constant_id = 5) const uint kDyLanes = 1u;
+layout(constant_id = 6) const uint kDy2Slices = 0u;
+layout(constant_id = 7) const uint kDy2Lanes = 1u;
+const uint kKept = 16u;
 
-float grad_at(const in uint i) { return kSecondDy != 0u ? dy[i] + dy2[i] : dy[i]; }
+DEFINE_SPLIT_SUM(dy_sum, dy, kDySlices, kDyLanes)
+DEFINE_SPLIT_SUM(dy2_sum, dy2, kDy2Slices, kDy2Lanes)
+float dy_at(const in uint i) { return kDySlices == 0u ? dy[i] : dy_sum(i, p.rows * p.cols); }
+float dy2_at(const in uint i) { return kDy2Slices == 0u ? dy2[i] : dy2_sum(i, p.rows * p.cols); }
+float grad_at(const in uint i) { return kSecondDy != 0u ? dy_at(i) + dy2_at(i) : dy_at(i); }
+
+// dx at column c from its gradient value g.
+void store_dx(const in uint base, const in uint c, const in float g_in, const in float r, const in float k) {
+  const float g = r * (TO_F32(W_T, w[c]) * g_in) - k * x[base + c];
+  const float v = kAccumulate != 0u ? dx[base + c] + g : g;
+  dx[base + c] = v;
+  if (kF16Copy != 0u) dx16[base + c] = float16_t(v);
+}
 
 void main() {
-  const uint tid = gl_LocalInvocationID.x, threads = gl_WorkGroupSize.x;
+  const uint tid = gl_LocalInvocationID.x, threads = gl_WorkGroupSize.x, tail = tid + kKept * threads;
+  float kept[kKept];  // (indexed by constants in unrolled loops: registers)
   for (uint row = gl_WorkGroupID.x; row < p.rows; row += gl_NumWorkGroups.x) {
     const uint base = row * p.cols;
     const float r = rstd[row];
     float sum_gx = 0.0;
-    for (uint c = tid; c < p.cols; c += threads) sum_gx += TO_F32(W_T, w[c]) * grad_at(base + c) * x[base + c];
-    const float k = r * r * r * (workgroup_sum(sum_gx) / float(p.cols));
-    for (uint c = tid; c < p.cols; c += threads) {
-      const float g = r * (TO_F32(W_T, w[c]) * grad_at(base + c)) - k * x[base + c];
-      const float v = kAccumulate != 0u ? dx[base + c] + g : g;
-      dx[base + c] = v;
-      if (kF16Copy != 0u) dx16[base + c] = float16_t(v);
+    [[unroll]] for (uint j = 0u; j < kKept; ++j) {
+      const uint c = tid + j * threads;
+      if (c < p.cols) {
+        kept[j] = grad_at(base + c);
+        sum_gx += TO_F32(W_T, w[c]) * kept[j] * x[base + c];
+      }
     }
+    for (uint c = tail; c < p.cols; c += threads) sum_gx += TO_F32(W_T, w[c]) * grad_at(base + c) * x[base + c];
+    const float k = r * r * r * (workgroup_sum(sum_gx) / float(p.cols));
+    [[unroll]] for (uint j = 0u; j < kKept; ++j)
+      if (tid + j * threads < p.cols) store_dx(base, tid + j * threads, kept[j], r, k);
+    for (uint c = tail; c < p.cols; c += threads) store_dx(base, c, grad_at(base + c), r, k);
   }
 }
 

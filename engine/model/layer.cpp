@@ -101,12 +101,23 @@ bool same_tensor(const Tensor& a, const Tensor& b) {
   return ra.alloc == rb.alloc && ra.offset == rb.offset && ra.size == rb.size;
 }
 
+// Training: whether the down product adds into x_out (which the post-attention norm's pass set to x_mid) instead of
+// an add pass after it. LORASTUDIO_DOWN_ADDS=0 keeps the add pass (measurement).
+bool down_adds_into_stream() {
+  const char* v = std::getenv("LORASTUDIO_DOWN_ADDS");  // (read while recording: tests switch it)
+  return !(v && std::string_view(v) == "0");
+}
+
 // dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
 // projection's forward input. A quantized weight is read (or dequantized) for dx only.
+ops::WeightOperand weight_operand(const LinearWeights& w) {
+  return w.q.defined() ? ops::WeightOperand(w.q) : ops::WeightOperand(w.w);
+}
+
 void project_backward(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_t layer,
                       LoraTarget target, const LinearWeights& w, const LayerActs& a, const Tensor& x, const Tensor& dx,
                       const Tensor& dy, bool accumulate) {
-  const ops::WeightOperand weight = w.q.defined() ? ops::WeightOperand(w.q) : ops::WeightOperand(w.w);
+  const ops::WeightOperand weight = weight_operand(w);
   if (const std::optional<Adapted> ad = lora_of(s, run, layer, target)) {
     const LoraPair& g = ad->grad;
     Tensor dt = Tensor::empty(rec.device(), {uint32_t(dy.rows()), run.adapter->rank}, DType::f32, "lora dt");
@@ -281,8 +292,16 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   // x += down_proj(gated) in the products themselves, not through o and down and an add each.
   const bool in_place = !s.sandwich_norms && same_tensor(a.x_mid, a.x_in) && same_tensor(a.x_out, a.x_mid);
   const Tensor attn = a.attn.reshape({M, H * D});
+  const bool plain_add = !in_place && !s.sandwich_norms;
+  // o's split sums added up by the post-attention norm's pass below (its reduce no stage of its own), where o is a
+  // plain product (no adapter, bias or quantized weight) into the f32 stream's add
+  ops::SplitSums o_sums;
+  const bool o_unreduced = plain_add && a.x_mid.dtype() == DType::f32 && a.o.dtype() == DType::f32 &&
+                           !lora_of(s, run, layer, LoraTarget::o_proj) && !w.o.b.defined() && !w.o.q.defined();
   if (in_place) {
     project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.x_mid, attn, true);  // (M, C)
+  } else if (o_unreduced) {
+    o_sums = ops::matmul_forward_unreduced(rec, a.o, attn, w.o.w);  // (M, C)
   } else {
     project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.o, attn);  // (M, C)
     if (s.sandwich_norms) {
@@ -295,10 +314,14 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
                               norm_folds(s, run, layer, a, a.x_mid, w.post_attention_norm,
                                          {{LoraTarget::gate_proj, w.gate, a.gated}, {LoraTarget::up_proj, w.up, a.gated}});
   group.emplace(rec, kGroupNorms);
-  const bool plain_add = !in_place && !s.sandwich_norms;
+  // Training: x_out starts as x_mid (the norm's pass writes the sum twice) and the down product adds into it,
+  // the layer's last residual add done in the product's epilogue instead of a pass of its own.
+  const bool down_adds = plain_add && a.x_mid.dtype() == DType::f32 && a.x_out.defined() &&
+                         a.x_out.dtype() == DType::f32 && down_adds_into_stream();
   if (plain_add && a.x_mid.dtype() == DType::f32) {
     // x_mid = x_in + o and its norm in one pass
-    ops::rms_norm_forward_add(rec, a.h2, a.rstd2, a.x_mid, a.x_in, a.o, w.post_attention_norm, s.norm.eps);
+    ops::rms_norm_forward_add(rec, a.h2, a.rstd2, a.x_mid, a.x_in, a.o, w.post_attention_norm, s.norm.eps,
+                              down_adds ? a.x_out : Tensor(), o_sums);
   } else if (!fold_post_norm) {  // (folding implies in_place: x_mid is already the sum)
     if (plain_add) ops::add_forward(rec, a.x_mid, a.x_in, a.o);
     norm_forward(rec, s.norm, a.h2, a.rstd2, a.x_mid, w.post_attention_norm);  // (M, C)
@@ -316,10 +339,13 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);        // (M, I)
     mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);            // (M, I)
   }
-  if (in_place) {
+  if (in_place || down_adds) {
     project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.x_out, a.gated, true);  // (M, C)
     return;
   }
+  // A recompute (no x_out) without sandwich norms: the backward reads neither down's output nor, with no adapter
+  // on it, anything its product makes.
+  if (!a.x_out.defined() && !s.sandwich_norms && !lora_of(s, run, layer, LoraTarget::down_proj)) return;
   project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);          // (M, C)
   if (s.sandwich_norms) {  // (its statistics also when recomputing: the backward reads them)
     norm_forward(rec, s.norm, a.out_normed, a.rstd_down, a.down, w.mlp_out_norm);         // (M, C)
@@ -352,6 +378,7 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   // shape's 112 tiles each leave SMs idle). Where d attn is not [M, C] f32, up's accumulates into gate's.
   const Tensor d_up_part = d.attn.numel() == uint64_t(M) * s.hidden && d.attn.dtype() == DType::f32
                                ? d.attn.reshape({M, s.hidden}) : Tensor();
+  ops::SplitSums gate_sums, up_sums;
   {
     // With split products, both products' slices in one stage and their reduces in the next (DeferScope), where
     // they write apart and neither projection has an adapter: an adapter's dx term may be a second product into dx
@@ -359,15 +386,22 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
     std::optional<vk::Recorder::DeferScope> side_by_side;
     const bool adapted = lora_of(s, run, layer, LoraTarget::gate_proj) || lora_of(s, run, layer, LoraTarget::up_proj);
     if (d_up_part.defined() && !adapted) side_by_side.emplace(rec);
-    project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
-    project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d_up_part.defined() ? d_up_part : d.h2,
-                     d.up, !d_up_part.defined());
+    if (d_up_part.defined() && !adapted && d.h2.dtype() == DType::f32) {
+      // Their split sums added up by the norm's backward below (the reduces no stage of their own)
+      gate_sums = ops::matmul_backward_x_unreduced(rec, d.h2, d.gate, weight_operand(w.gate));  // (M, C)
+      up_sums = ops::matmul_backward_x_unreduced(rec, d_up_part, d.up, weight_operand(w.up));
+    } else {
+      project_backward(rec, s, run, layer, LoraTarget::gate_proj, w.gate, a, a.h2, d.h2, d.gate, false);  // (M, C)
+      project_backward(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.h2, d_up_part.defined() ? d_up_part : d.h2,
+                       d.up, !d_up_part.defined());
+    }
   }
   group.emplace(rec, kGroupNorms);
   // dres = d x_mid, its f16 copy for o_proj's dx product (not with --grad-checkpoint: there the copy took the H100's
   // peak 1.2% past the plan in memory_plan_test, session 19 call 5)
   norm_backward(rec, s.norm, dres, d.h2, a.x_mid, w.post_attention_norm, a.rstd2, true,
-                {.dy2 = d_up_part, .f16_copy = !s.sandwich_norms && !run.recomputing});
+                {.dy2 = d_up_part, .f16_copy = !s.sandwich_norms && !run.recomputing, .dy_sums = gate_sums,
+                 .dy2_sums = up_sums});
   group.emplace(rec, kGroupAttention);
   // x_mid = x_in + o(attention(rope(q(h1)), rope(k(h1)), v(h1)))
   // (sandwich norms: x_mid = x_in + norm(o(...)))

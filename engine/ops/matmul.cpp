@@ -405,7 +405,7 @@ void cm2_dispatch(const GemmDispatch& d) {
   sliced.k_last = K - (splits - 1) * kc;
   d.run_slices(cm2_kernel(tile, b_along_n, DType::f32, q), a16, partial, sliced, {tiles_n, tiles_m, splits},
                cm2_spec(tile, uint64_t(tiles_n) * tiles_m * splits, sms, kc));
-  d.reduce_slices(partial, splits, true);
+  if (!d.leave_unreduced(partial, splits)) d.reduce_slices(partial, splits, true);
 }
 
 void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tensor& b, const Tensor& c,
@@ -472,7 +472,7 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   const uint32_t pbm = tensor_cores ? tc32.bm : kTile, pbn = tensor_cores ? tc32.bn : kTile;
   d.run_slices(partial_kernel, a, partial, d.slice_params(splits, kc), {ceil_div(N, pbn), ceil_div(M, pbm), splits},
                {.local_x = tensor_cores ? tc32.threads : 256u});
-  d.reduce_slices(partial, splits, true);
+  if (!d.leave_unreduced(partial, splits)) d.reduce_slices(partial, splits, true);
 }
 
 void gemm(vk::Recorder& rec, const Gemm& g) {
@@ -650,6 +650,13 @@ static uint32_t reduce_lanes(uint64_t outputs, uint32_t splits) {
   return lanes;
 }
 
+bool GemmDispatch::leave_unreduced(const Tensor& partial, uint32_t splits) const {
+  const bool whole = M == g.M && N == g.N && K == g.K && g.batch == 1 && g.c_sm == N;
+  if (!g.unreduced || !whole || flags != 0 || params.alpha != 1 || c.dtype() != DType::f32) return false;
+  *g.unreduced = {.partial = partial, .splits = splits, .lanes = reduce_lanes(uint64_t(M) * N, splits)};
+  return true;
+}
+
 void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits, bool deferrable) const {
   GemmParams second = params;
   second.K = splits;
@@ -703,9 +710,11 @@ void require_bias(const Tensor& bias, uint32_t N, DType dtype, const char* op) {
 
 }  // namespace
 
-void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias,
-                    bool accumulate) {
-  const char* op = "matmul_forward";
+namespace {
+// matmul_forward's and matmul_backward_x's products, with their checks under the name `op`; `unreduced` as
+// Gemm::unreduced.
+void forward_product(vk::Recorder& rec, const char* op, const Tensor& y, const Tensor& x, const WeightOperand& w,
+                     const Tensor& bias, bool accumulate, SplitSums* unreduced) {
   require_dtype(x, kActivation, op, "x");
   require_dtype(y, kActivation, op, "y");
   const BoundWeight bw = bind_weight(rec, w, op);
@@ -714,11 +723,11 @@ void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const W
   require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
   require_bias(bias, N, bw.dtype, op);
   gemm(rec, {.op = op, .a = x, .b = bw.b, .c = y, .bias = bias, .M = M, .N = N, .K = K, .a_sm = K, .a_sk = 1,
-             .b_sn = K, .b_sk = 1, .c_sm = N, .beta = 1, .accumulate = accumulate, .qb = bw.q});
+             .b_sn = K, .b_sk = 1, .c_sm = N, .beta = 1, .accumulate = accumulate, .qb = bw.q, .unreduced = unreduced});
 }
 
-void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w, bool accumulate) {
-  const char* op = "matmul_backward_x";
+void backward_x_product(vk::Recorder& rec, const char* op, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
+                        bool accumulate, SplitSums* unreduced) {
   require_dtype(dy, kActivation, op, "dy");
   require_dtype(dx, kActivation, op, "dx");
   const BoundWeight bw = bind_weight(rec, w, op);
@@ -727,7 +736,34 @@ void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, co
   require(rows_with_cols(dx, K, op, "dx") == M, op, "dx is " + dx.describe() + " for dy " + dy.describe());
   // dx(m, k) = Σ_n dy(m, n)·w(n, k): B's "row" index is k (stride 1), its reduction index n (stride K).
   gemm(rec, {.op = op, .a = dy, .b = bw.b, .c = dx, .M = M, .N = K, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
-             .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .qb = bw.q});
+             .b_sk = K, .c_sm = K, .beta = 1, .accumulate = accumulate, .qb = bw.q, .unreduced = unreduced});
+}
+
+bool split_into_norm() {
+  const char* v = std::getenv("LORASTUDIO_SPLIT_INTO_NORM");  // (read while recording: tests switch it)
+  return !(v && std::string_view(v) == "0");
+}
+}  // namespace
+
+void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias,
+                    bool accumulate) {
+  forward_product(rec, "matmul_forward", y, x, w, bias, accumulate, nullptr);
+}
+
+void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w, bool accumulate) {
+  backward_x_product(rec, "matmul_backward_x", dx, dy, w, accumulate, nullptr);
+}
+
+SplitSums matmul_forward_unreduced(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w) {
+  SplitSums sums;
+  forward_product(rec, "matmul_forward_unreduced", y, x, w, Tensor(), false, split_into_norm() ? &sums : nullptr);
+  return sums;
+}
+
+SplitSums matmul_backward_x_unreduced(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w) {
+  SplitSums sums;
+  backward_x_product(rec, "matmul_backward_x_unreduced", dx, dy, w, false, split_into_norm() ? &sums : nullptr);
+  return sums;
 }
 
 void matmul_backward_x_lora(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,

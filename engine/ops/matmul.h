@@ -8,6 +8,7 @@
 #include <span>
 
 #include "ops/quant_weight.h"
+#include "ops/split_sums.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
@@ -32,6 +33,12 @@ void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const W
 // dx [.., K] = dy [.., N] · w [N, K]; with accumulate, dx += dy·w.
 void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
                        bool accumulate = false);
+// matmul_forward (no bias, y =) and matmul_backward_x (dx =), except that where the product splits K into slices
+// and y (dx) is f32, the slices' partial sums are returned unreduced and y (dx) is NOT written: the caller hands them
+// to an op that adds them up as it reads them (ops/norms.h), one stage fewer. Otherwise the product writes its
+// output as usual and the result is undefined. LORASTUDIO_SPLIT_INTO_NORM=0 always reduces (measurement).
+SplitSums matmul_forward_unreduced(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w);
+SplitSums matmul_backward_x_unreduced(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w);
 // dx (+)= dy·w + dt·lora_a: an adapter's dx term (dt [.., r], lora_a [r, K], f32) with the product, in its epilogue
 // where the kernel takes one (the shader cores' and the cooperative-matrix-2 kernels, as lora_backward's own dx
 // product does), else as a second product after it.

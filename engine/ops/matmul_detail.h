@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "ops/quant_weight.h"
+#include "ops/split_sums.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
@@ -110,6 +111,9 @@ struct Gemm {
   // B is this quantized weight, read in packed form by shaders/matmul_coopmat2.comp (b is its codes): only
   // where ops::quant_in_gemm allows, batch 1, every operand within one binding.
   const QuantWeight* qb = nullptr;
+  // Where set, a product that splits K whole (one dispatch, f32 C, no epilogue) leaves its partial sums here
+  // instead of reducing them into C (ops::matmul_forward_unreduced).
+  SplitSums* unreduced = nullptr;
 };
 
 // One dispatch of a product: g's operands, or the chunks of them that gemm() binds where the product is
@@ -134,6 +138,9 @@ struct GemmDispatch {
   void run_slices(vk::Kernel kernel, const Tensor& first, const Tensor& partial, const GemmParams& p, vk::Groups groups,
                   const vk::Spec& spec) const;
   void reduce_slices(const Tensor& partial, uint32_t splits, bool deferrable = false) const;
+  // Where the caller takes the partial sums unreduced (Gemm::unreduced) and this dispatch is the whole product with
+  // nothing for the reduce's epilogue to do: hands them over and returns true (no reduce to record).
+  bool leave_unreduced(const Tensor& partial, uint32_t splits) const;
 };
 
 // The paths of ops/matmul_skinny.cpp for LoRA's own f32 products: one short side and a long reduction

@@ -84,6 +84,16 @@ void require_grad(const Tensor& g, uint32_t cols, const char* op, const char* na
   require_shape(g, {cols}, op, name);
 }
 
+// Partial sums standing for `t` (ops/split_sums.h): f32, [splits·rows, cols] of t's rows and cols.
+void require_split_sums(const SplitSums& sums, const Tensor& t, const char* op, const char* name) {
+  require_dtype(sums.partial, {DType::f32}, op, (std::string(name) + "'s partial sums").c_str());
+  require(sums.lanes >= 1 && sums.lanes <= 32 && std::has_single_bit(sums.lanes), op,
+          std::string(name) + "'s partial sums: " + std::to_string(sums.lanes) + " lanes (a power of two to 32)");
+  require(sums.partial.numel() == uint64_t(sums.splits) * t.numel() && sums.partial.cols() == t.cols(), op,
+          std::string(name) + "'s partial sums are " + sums.partial.describe() + ", not " + std::to_string(sums.splits) +
+              " slices of " + t.describe());
+}
+
 using vk::Kernel;
 
 // rms_norm_f32_to_f16_<w>: the kernel names give its family as rms_norm_f32_to with types (f16, w).
@@ -106,7 +116,7 @@ void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, co
 }
 
 void rms_norm_forward_add(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& a,
-                          const Tensor& b, const Tensor& w, float eps) {
+                          const Tensor& b, const Tensor& w, float eps, const Tensor& x_copy, const SplitSums& b_sums) {
   const char* op = "rms_norm_forward_add";
   // The f32 residual stream only: an f16 sum, rounded before the norm reads it, came out unrounded on the H100
   // (session 19, call 3: the driver folds the f32 -> f16 -> f32 round trip).
@@ -118,9 +128,16 @@ void rms_norm_forward_add(vk::Recorder& rec, const Tensor& y, const Tensor& rstd
     require_shape(*t, x.shape(), op, name);
     require(t->dtype() == x.dtype(), op, std::string("dtypes differ: ") + name + " " + t->describe() + ", x " + x.describe());
   }
+  if (x_copy.defined()) {
+    require_shape(x_copy, x.shape(), op, "x_copy");
+    require(x_copy.dtype() == x.dtype(), op, "dtypes differ: x_copy " + x_copy.describe() + ", x " + x.describe());
+  }
+  if (b_sums.defined()) require_split_sums(b_sums, x, op, "b");
+  const Tensor& b_read = b_sums.defined() ? b_sums.partial : b;
   vk::Spec spec = row_threads(x.cols());
-  spec.constants = {1u};
-  rec.dispatch(rms_norm_kernel(x, to_f16, w, op), {in(a), in(w), out(y), out(rstd), in(b), out(x)},
+  spec.constants = {x_copy.defined() ? 2u : 1u, b_sums.splits, b_sums.lanes};
+  rec.dispatch(rms_norm_kernel(x, to_f16, w, op),
+               {in(a), in(w), out(y), out(rstd), in(b_read), out(x), x_copy.defined() ? out(x_copy) : in(b_read)},
                NormParams{.rows = uint32_t(x.rows()), .cols = x.cols(), .eps = eps}, grid_stride_rows(x.rows()), spec);
 }
 
@@ -146,16 +163,24 @@ void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, co
     require_dtype(more.dy2, {DType::f32}, op, "dy2");
     require_shape(more.dy2, dy.shape(), op, "dy2");
   }
+  if (more.dy_sums.defined()) require_split_sums(more.dy_sums, dy, op, "dy");
+  if (more.dy2_sums.defined()) {
+    require(more.dy2.defined(), op, "dy2's partial sums without dy2");
+    require_split_sums(more.dy2_sums, more.dy2, op, "dy2");
+  }
+  const Tensor& dy_read = more.dy_sums.defined() ? more.dy_sums.partial : dy;
+  const Tensor& dy2_read = more.dy2_sums.defined() ? more.dy2_sums.partial : more.dy2.defined() ? more.dy2 : dy_read;
   const bool copy = more.f16_copy && cm2_products(rec.device());
   std::shared_ptr<vk::Allocation> dx16;
   if (copy) dx16 = rec.scratch(dx.numel() * 2, vk::Recorder::kScratchCm2A);
   const NormBackwardParams params{.rows = uint32_t(x.rows()), .cols = x.cols()};
   vk::Spec spec = row_threads(x.cols());
-  spec.constants = {accumulate ? 1u : 0u, more.dy2.defined() ? 1u : 0u, copy ? 1u : 0u};
+  spec.constants = {accumulate ? 1u : 0u, more.dy2.defined() ? 1u : 0u, copy ? 1u : 0u, more.dy_sums.splits,
+                    more.dy_sums.lanes, more.dy2_sums.splits, more.dy2_sums.lanes};
   const Tensor copy_t = copy ? Tensor::view(rec.device(), dx16, dx.shape(), DType::f16) : dx;
   rec.dispatch(variant(vk::family::rms_norm_backward, {DType::f32, w.dtype()}, op),
-               {in(dy), in(x), in(w), in(rstd), accumulate ? inout(dx) : out(dx), in(more.dy2.defined() ? more.dy2 : dy),
-                copy ? out(copy_t) : in(dy)},
+               {in(dy_read), in(x), in(w), in(rstd), accumulate ? inout(dx) : out(dx), in(dy2_read),
+                copy ? out(copy_t) : in(dy_read)},
                params, grid_stride_rows(x.rows()), spec);
   if (copy) remember_f16_copy(rec, dx, std::move(dx16));
 }

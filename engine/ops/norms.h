@@ -7,6 +7,7 @@
 // order (deterministic). dx must not alias dy or x.
 #include <span>
 
+#include "ops/split_sums.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
@@ -16,9 +17,13 @@ namespace ls::ops {
 void rms_norm_forward(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
                       float eps);
 // The same of x = a + b (a residual add), x also written (ops::add_forward's sums): the add and the norm in one
-// pass. x, a and b f32 (the residual stream) of one shape; y f32 or f16.
+// pass. x, a and b f32 (the residual stream) of one shape; y f32 or f16. `x_copy`, where defined (x's shape and
+// dtype), gets the sums too: the next residual add's starting value, for a product that adds into it. `b_sums`,
+// where defined: b is not read but added up from these partial sums of the product that makes it ([slices·rows,
+// cols]; ops/matmul.h matmul_forward_unreduced), in the order its reduce would.
 void rms_norm_forward_add(vk::Recorder& rec, const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& a,
-                          const Tensor& b, const Tensor& w, float eps);
+                          const Tensor& b, const Tensor& w, float eps, const Tensor& x_copy = {},
+                          const SplitSums& b_sums = {});
 // dx = rstd * (w*dy - x * rstd^2 * mean(w*dy*x)) per row; dw += sum_rows dy * x * rstd.
 // dw is optional: an undefined Tensor skips it (frozen norm weights). accumulate: dx += instead of dx =.
 void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,
@@ -27,9 +32,12 @@ void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dw, co
 // other; dw not supported), and, with `f16_copy` on a device whose tensor-core products read f16 (coopmat2), dx
 // also written as f16 and remembered as its copy (vk::Recorder::remember_copy), so that the product that reads
 // dx next does not convert it in a dispatch of its own (ops/matmul.cpp cm2_a_as_f16).
+// dy_sums, dy2_sums, where defined: dy or dy2 is not read but added up from these partial sums of the product that
+// makes it (ops/matmul.h matmul_backward_x_unreduced), in the order its reduce would.
 struct NormBackwardMore {
   Tensor dy2;
   bool f16_copy = false;
+  SplitSums dy_sums, dy2_sums;
 };
 void rms_norm_backward(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const Tensor& x, const Tensor& w,
                        const Tensor& rstd, bool accumulate, const NormBackwardMore& more);

@@ -62,7 +62,7 @@ class StepWalk {
     // With --grad-checkpoint each layer's forward runs again before its backward: the same requests as the
     // first forward, which grow nothing but take their turns in the split ring (request_split).
     for (size_t i = L; i-- > 0;) {
-      if (o_.recompute) layer_forward(spec_.layers[i]);
+      if (o_.recompute) layer_forward(spec_.layers[i], true);
       layer_backward(spec_.layers[i], i > 0);
     }
     uint64_t deferred = 0;
@@ -237,13 +237,15 @@ class StepWalk {
     }
   }
 
-  void layer_forward(const model::LayerSpec& s) {
+  // (model/layer.cpp layer_forward: a recompute without sandwich norms skips an unadapted down product, whose
+  // output the backward does not read)
+  void layer_forward(const model::LayerSpec& s, bool recomputing = false) {
     deferring([&] {
       for (LoraTarget t : {LoraTarget::q_proj, LoraTarget::k_proj, LoraTarget::v_proj}) project(s, t);
     });
     attention_forward(s);
-    for (LoraTarget t : {LoraTarget::o_proj, LoraTarget::gate_proj, LoraTarget::up_proj, LoraTarget::down_proj})
-      project(s, t);
+    for (LoraTarget t : {LoraTarget::o_proj, LoraTarget::gate_proj, LoraTarget::up_proj}) project(s, t);
+    if (!recomputing || s.sandwich_norms || adapted(s, LoraTarget::down_proj)) project(s, LoraTarget::down_proj);
   }
 
   void layer_backward(const model::LayerSpec& s, bool input_grad) {

@@ -267,6 +267,91 @@ void TrainingStep::expect_recompute_identical() {
 
 TEST_F(TrainingStep, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
 TEST_F(TrainingStepWithDropout, RecomputedActivationsGiveIdenticalGradients) { expect_recompute_identical(); }
+// With no adapter on down_proj the recomputed forward skips the down product (the backward reads nothing it
+// makes): still the same bits.
+TEST_F(TrainingStep, RecomputedWithoutDownAdapterGivesIdenticalGradients) {
+  std::erase(adapter_.targets, LoraTarget::down_proj);
+  for (auto& layer : adapter_.layers) layer[size_t(LoraTarget::down_proj)] = {};
+  expect_recompute_identical();
+}
+
+// The down product adding into x_out, which the post-attention norm's pass set to x_mid (the default), against
+// an add pass after it (LORASTUDIO_DOWN_ADDS=0): the same f32 sum, x_mid + (x·W + the adapter's term), so the same
+// loss and gradients, bit for bit.
+TEST_F(TrainingStep, DownProductAddingIntoTheStreamChangesNoBit) {
+  const auto adds = loss_and_grads({});
+  setenv("LORASTUDIO_DOWN_ADDS", "0", 1);  // read while the step is recorded
+  const auto pass = loss_and_grads({});
+  unsetenv("LORASTUDIO_DOWN_ADDS");
+  ASSERT_EQ(adds.size(), pass.size());
+  EXPECT_GT(adds[0][0], 0.0f);
+  for (size_t i = 0; i < adds.size(); ++i) EXPECT_EQ(adds[i], pass[i]) << "tensor " << i << " (0: the loss)";
+}
+
+// Split products' sums added up by the norms that read them (ops::SplitSums: o's in the post-attention norm's pass,
+// gate's and up's dx in its backward) against their own reduces (LORASTUDIO_SPLIT_INTO_NORM=0): the same bits, three
+// dispatches a layer fewer. A model and step large enough for those products to split K on lavapipe (reductions of
+// 256 and 512 over 32 rows) and an adapter on q and v only (an adapted product keeps its reduce).
+class SplitIntoNormStep : public test::GpuTest {
+ protected:
+  struct Result {
+    std::vector<std::vector<float>> values;  // the loss, then each LoRA gradient
+    size_t dispatches = 0;
+  };
+  Result run(bool into_norm) {
+    if (!into_norm) setenv("LORASTUDIO_SPLIT_INTO_NORM", "0", 1);  // read while the step is recorded
+    auto grads = model::zero_grads_like(dev(), adapter_);
+    Tensor l = Tensor::empty(dev(), {2}, DType::f32, "loss");
+    vk::Recorder rec(dev());
+    model::record_train_step(rec, *model_, adapter_, grads, batch_, l, {});
+    unsetenv("LORASTUDIO_SPLIT_INTO_NORM");
+    vk::Program program = rec.finish();
+    Result r{.dispatches = program.dispatch_count()};
+    program.run();
+    r.values.push_back(download(l));
+    for (const auto& layer : grads.layers)
+      for (const auto& p : layer)
+        if (p.defined()) r.values.push_back(download(p.a)), r.values.push_back(download(p.b));
+    return r;
+  }
+  void SetUp() override {
+    nlohmann::json c = nlohmann::json::parse(R"({
+      "architectures": ["Qwen2ForCausalLM"], "vocab_size": 301, "hidden_size": 256, "intermediate_size": 512,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "rope_theta": 10000.0,
+      "rms_norm_eps": 1e-6, "tie_word_embeddings": true})");
+    test::write_random_model(dir_.path(), c, 5000);
+    model_ = std::make_unique<model::Model>(model::Model::load(dev(), dir_.path()));
+    adapter_ = test::random_adapter(dev(), model_->config, 2, 700);
+    std::erase_if(adapter_.targets, [](LoraTarget t) { return t != LoraTarget::q_proj && t != LoraTarget::v_proj; });
+    for (auto& layer : adapter_.layers)
+      for (size_t t = 0; t < layer.size(); ++t)
+        if (LoraTarget(t) != LoraTarget::q_proj && LoraTarget(t) != LoraTarget::v_proj) layer[t] = {};
+    const uint32_t B = 2, T = 16;
+    const auto ids = test::random_ints(B * T, 11, 0, 300);
+    std::vector<int32_t> positions(B * T), targets(B * T);
+    for (uint32_t i = 0; i < B * T; ++i) {
+      positions[i] = int32_t(i % T);
+      targets[i] = i % T + 1 < T ? ids[i + 1] : -100;
+    }
+    batch_ = {.B = B, .T = T, .ids = test::tensor_from_ints(dev(), {B * T}, ids),
+              .positions = test::tensor_from_ints(dev(), {B * T}, positions),
+              .targets = test::tensor_from_ints(dev(), {B * T}, targets)};
+  }
+  test::TempDir dir_;
+  std::unique_ptr<model::Model> model_;
+  model::LoraAdapter adapter_;
+  model::TrainBatch batch_;
+};
+
+TEST_F(SplitIntoNormStep, SumsAddedUpByTheNormsChangeNoBit) {
+  const Result fused = run(true), reduced = run(false);
+  EXPECT_EQ(fused.dispatches + 3 * model_->config.num_layers, reduced.dispatches)
+      << "o's reduce, gate's and up's dx reduces: none of their own";
+  ASSERT_EQ(fused.values.size(), reduced.values.size());
+  EXPECT_GT(fused.values[0][0], 0.0f);
+  for (size_t i = 0; i < fused.values.size(); ++i)
+    EXPECT_EQ(fused.values[i], reduced.values[i]) << "tensor " << i << " (0: the loss)";
+}
 
 // Activations kept in f16 (model/layer_acts.h F16Operands, forced on any device by LORASTUDIO_F16_ACTS=1: the
 // norms' outputs, q, k, v, the attention's output, gate, up and the MLP's gradients) give the f32 step's loss

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "ops/dropout.h"
+#include "ops/elementwise.h"
 #include "ops/matmul_detail.h"
 #include "support/testing.h"
 
@@ -197,6 +198,69 @@ TEST_F(MatmulBatchedTest, EachBatchIsItsOwnProduct) {
                              std::span<const float>(w0).subspan(size_t(z) * N * K, size_t(N) * K), {}, M, N, K);
   test::expect_close(download(y.t), want, tol(dev(), M, DType::f16, DType::f32), "matmul_strided", y.t.shape());
   y.expect_guards_intact("matmul_strided");
+}
+
+// A product's partial sums left unreduced (ops::matmul_forward_unreduced, matmul_backward_x_unreduced, for an op that
+// adds them up as it reads them): where it splits the reduction, its slices, added up as its reduce adds them (each
+// lane's slices in order, then the lanes in a tree), are the bits matmul_forward / matmul_backward_x write; where it
+// does not split, or with LORASTUDIO_SPLIT_INTO_NORM=0, it returns none and writes its output as they do. On lavapipe's
+// shader-core path a reduction of 512 over 24 rows and 40 outputs splits (4 slices), one of 64 does not.
+class MatmulUnreducedTest : public test::GpuTest {};
+
+TEST_F(MatmulUnreducedTest, SlicesAddUpToTheReducedProduct) {
+  struct Product {
+    uint32_t M, N, K;
+    bool backward, splits_on_shader_cores;
+  };
+  for (const Product& c : {Product{24, 40, 512, false, true}, Product{24, 512, 40, true, true},
+                           Product{24, 40, 64, false, false}})
+    for (bool off : {false, true}) {
+      const uint32_t out_cols = c.backward ? c.K : c.N, in_cols = c.backward ? c.N : c.K;
+      const std::string what = std::string(c.backward ? "backward_x " : "forward ") + std::to_string(c.M) + "x" +
+                               std::to_string(c.N) + "x" + std::to_string(c.K) + (off ? " (switched off)" : "");
+      auto in = test::tensor_from(dev(), {c.M, in_cols}, DType::f32, test::random_values(size_t(c.M) * in_cols, 70));
+      auto w = test::tensor_from(dev(), {c.N, c.K}, DType::f32, test::random_values(size_t(c.N) * c.K, 71));
+      auto want = test::poisoned(dev(), {c.M, out_cols}, DType::f32), got = test::poisoned(dev(), {c.M, out_cols}, DType::f32);
+      if (off) setenv("LORASTUDIO_SPLIT_INTO_NORM", "0", 1);
+      ops::SplitSums sums;
+      test::run(dev(), [&](vk::Recorder& rec) {
+        if (c.backward) {
+          ops::matmul_backward_x(rec, want.t, in, w);
+          sums = ops::matmul_backward_x_unreduced(rec, got.t, in, w);
+        } else {
+          ops::matmul_forward(rec, want.t, in, w, Tensor());
+          sums = ops::matmul_forward_unreduced(rec, got.t, in, w);
+        }
+        if (sums.defined()) {  // read before the recording ends: the scratch is the recording's
+          auto copy = Tensor::empty(dev(), sums.partial.shape(), DType::f32, "partial sums");
+          ops::scale_forward(rec, copy, sums.partial, 1.0f);
+          sums.partial = copy;
+        }
+      });
+      unsetenv("LORASTUDIO_SPLIT_INTO_NORM");
+      const std::vector<float> reduced = download(want.t);
+      if (!sums.defined()) {
+        EXPECT_FALSE(!off && c.splits_on_shader_cores && !dev().coopmat()) << what << ": no partial sums";
+        EXPECT_EQ(download(got.t), reduced) << what;
+        continue;
+      }
+      EXPECT_FALSE(off) << what;
+      ASSERT_GT(sums.splits, 1u) << what;
+      const std::vector<float> parts = download(sums.partial);
+      const size_t n = reduced.size();
+      ASSERT_EQ(parts.size(), n * sums.splits) << what;
+      std::vector<float> added(n);
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<float> lane(sums.lanes, 0.0f);
+        for (uint32_t l = 0; l < sums.lanes; ++l)
+          for (uint32_t s = l; s < sums.splits; s += sums.lanes) lane[l] += parts[s * n + i];
+        for (uint32_t h = sums.lanes / 2; h > 0; h /= 2)
+          for (uint32_t l = 0; l < h; ++l) lane[l] += lane[l + h];
+        added[i] = lane[0];
+      }
+      EXPECT_EQ(added, reduced) << what << ": " << sums.splits << " slices in " << sums.lanes << " lanes";
+      got.expect_guards_intact(what.c_str());
+    }
 }
 
 // Split products whose slices add up their partial sums themselves (on a device with VK_NV_cooperative_matrix2: the

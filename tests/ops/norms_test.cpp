@@ -301,12 +301,15 @@ TEST_F(NormTest, RmsNormBackwardAddsTwoGradientPartsAndLeavesAnF16Copy) {
 
 // The residual add and the norm in one pass (model/layer.cpp: x_mid = x_in + o, then its norm): x = a + b in f32
 // as add_forward sums, y (f32, or f16 for the products) and rstd as the norm of that x. The f32 residual stream only.
+// With a copy (training: x_out's starting value, which the down product adds into), the same sums twice.
 TEST_F(NormTest, RmsNormOfResidualAddMatchesReference) {
   for (const auto& [rows, cols] : {std::pair<uint32_t, uint32_t>{1, 1}, {3, 7}, {5, 896}, {2, 1000}})
     for (DType yt : {DType::f32, DType::f16})
-      for (DType wt : {DType::f32, DType::bf16}) {
+      for (DType wt : {DType::f32, DType::bf16})
+      for (bool with_copy : {false, true}) {
         const Shape shape{rows, cols};
-        const std::string what = shape_string(shape) + " y " + dtype_name(yt) + " w " + dtype_name(wt) + ": ";
+        const std::string what = shape_string(shape) + " y " + dtype_name(yt) + " w " + dtype_name(wt) +
+                                 (with_copy ? " with a copy" : "") + ": ";
         auto a0 = test::random_values(size_t(rows) * cols, 600 + rows * 7 + cols);
         auto b0 = test::random_values(size_t(rows) * cols, 700 + rows * 7 + cols);
         auto w0 = test::rounded(test::random_values(cols, 800 + cols, 2.0f), wt);
@@ -318,7 +321,10 @@ TEST_F(NormTest, RmsNormOfResidualAddMatchesReference) {
         auto x = test::poisoned(dev(), shape, DType::f32);
         auto y = test::poisoned(dev(), shape, yt);
         auto rstd = test::poisoned(dev(), {rows}, DType::f32);
-        test::run(dev(), [&](vk::Recorder& rec) { ops::rms_norm_forward_add(rec, y.t, rstd.t, x.t, a, b, w, kRmsEps); });
+        auto copy = test::poisoned(dev(), shape, DType::f32);
+        test::run(dev(), [&](vk::Recorder& rec) {
+          ops::rms_norm_forward_add(rec, y.t, rstd.t, x.t, a, b, w, kRmsEps, with_copy ? copy.t : Tensor());
+        });
         auto want_y = zeros(x0.size()), want_rstd = zeros(rows);
         ops::ref::rms_norm_forward(want_y, want_rstd, x0, w0, kRmsEps);
         expect_close(download(x.t), x0, 0.0, what + "x = a + b", shape);
@@ -327,6 +333,10 @@ TEST_F(NormTest, RmsNormOfResidualAddMatchesReference) {
         x.expect_guards_intact("x");
         y.expect_guards_intact("y");
         rstd.expect_guards_intact("rstd");
+        if (with_copy) {
+          expect_close(download(copy.t), x0, 0.0, what + "the copy", shape);
+          copy.expect_guards_intact("copy");
+        }
       }
   auto a = test::tensor_from(dev(), {2, 8}, DType::f32, std::vector<float>(16, 1.0f));
   auto a16 = test::tensor_from(dev(), {2, 8}, DType::f16, std::vector<float>(16, 1.0f));
@@ -336,6 +346,90 @@ TEST_F(NormTest, RmsNormOfResidualAddMatchesReference) {
   vk::Recorder rec(dev());
   EXPECT_THROW(ops::rms_norm_forward_add(rec, a, r, a, a, short_b, w, kRmsEps), Error) << "b of another shape";
   EXPECT_THROW(ops::rms_norm_forward_add(rec, a16, r, a16, a16, a16, w, kRmsEps), Error) << "an f16 residual stream";
+  EXPECT_THROW(ops::rms_norm_forward_add(rec, a, r, a, a, a, w, kRmsEps, short_b), Error) << "a copy of another shape";
+  EXPECT_THROW(ops::rms_norm_forward_add(rec, a, r, a, a, a, w, kRmsEps, a16), Error) << "an f16 copy";
+}
+
+// A split product's partial sums read in place of its output (ops::SplitSums): b of the residual add, dy and dy2 of
+// the backward added up slice by slice in order, as the product's reduce would, so the results are the bits the same
+// op gives from the reduced tensors. The tensors they stand for are poisoned (NaN): never read.
+TEST_F(NormTest, SplitSumsGiveTheBitsOfTheirReducedTensors) {
+  for (const auto& [rows, cols] : {std::pair<uint32_t, uint32_t>{3, 7}, {5, 896}, {2, 4100}})
+    for (DType yt : {DType::f32, DType::f16}) {
+      const Shape shape{rows, cols};
+      const size_t n = size_t(rows) * cols;
+      const std::string what = shape_string(shape) + " y " + dtype_name(yt) + ": ";
+      // b: 3 slices in one lane; dy: 2 in 2 lanes; dy2: 5 in 4 lanes; and what their reduces would write
+      // (shaders/matmul_splitk_reduce.comp: each lane's slices in order, then the lanes in a tree)
+      auto sum_of = [&](const std::vector<float>& parts, uint32_t slices, uint32_t lanes) {
+        std::vector<float> sum(n);
+        for (size_t i = 0; i < n; ++i) {
+          std::vector<float> lane(lanes, 0.0f);
+          for (uint32_t l = 0; l < lanes; ++l)
+            for (uint32_t s = l; s < slices; s += lanes) lane[l] += parts[s * n + i];
+          for (uint32_t h = lanes / 2; h > 0; h /= 2)
+            for (uint32_t l = 0; l < h; ++l) lane[l] += lane[l + h];
+          sum[i] = lane[0];
+        }
+        return sum;
+      };
+      const auto b_parts = test::random_values(3 * n, 910 + cols), dy_parts = test::random_values(2 * n, 920 + cols),
+                 dy2_parts = test::random_values(5 * n, 930 + cols);
+      const ops::SplitSums b_sums{.partial = test::tensor_from(dev(), {3 * rows, cols}, DType::f32, b_parts), .splits = 3},
+          dy_sums{.partial = test::tensor_from(dev(), {2 * rows, cols}, DType::f32, dy_parts), .splits = 2, .lanes = 2},
+          dy2_sums{.partial = test::tensor_from(dev(), {5 * rows, cols}, DType::f32, dy2_parts), .splits = 5, .lanes = 4};
+      auto a = test::tensor_from(dev(), shape, DType::f32, test::random_values(n, 940 + cols));
+      auto w = test::tensor_from(dev(), {cols}, DType::bf16, test::rounded(test::random_values(cols, 950, 2.0f), DType::bf16));
+      auto b = test::tensor_from(dev(), shape, DType::f32, sum_of(b_parts, 3, 1));
+      auto unread = test::poisoned(dev(), shape, DType::f32);
+      // forward: from the sums and from the reduced b
+      auto x1 = test::poisoned(dev(), shape, DType::f32), x2 = test::poisoned(dev(), shape, DType::f32);
+      auto y1 = test::poisoned(dev(), shape, yt), y2 = test::poisoned(dev(), shape, yt);
+      auto r1 = test::poisoned(dev(), {rows}, DType::f32), r2 = test::poisoned(dev(), {rows}, DType::f32);
+      test::run(dev(), [&](vk::Recorder& rec) {
+        ops::rms_norm_forward_add(rec, y1.t, r1.t, x1.t, a, unread.t, w, kRmsEps, Tensor(), b_sums);
+        ops::rms_norm_forward_add(rec, y2.t, r2.t, x2.t, a, b, w, kRmsEps);
+      });
+      EXPECT_EQ(download(x1.t), download(x2.t)) << what << "x";
+      EXPECT_EQ(download(y1.t), download(y2.t)) << what << "y";
+      EXPECT_EQ(download(r1.t), download(r2.t)) << what << "rstd";
+      for (auto* g : {&x1, &y1, &r1, &unread}) g->expect_guards_intact("forward");
+      // backward, accumulating into dx: dy and dy2 both from sums, and from the reduced tensors
+      auto dy = test::tensor_from(dev(), shape, DType::f32, sum_of(dy_parts, 2, 2));
+      auto dy2 = test::tensor_from(dev(), shape, DType::f32, sum_of(dy2_parts, 5, 4));
+      const auto dx0 = test::random_values(n, 960 + cols);
+      auto dx1 = test::tensor_from(dev(), shape, DType::f32, dx0), dx2 = test::tensor_from(dev(), shape, DType::f32, dx0);
+      auto unread2 = test::poisoned(dev(), shape, DType::f32);
+      test::run(dev(), [&](vk::Recorder& rec) {
+        ops::rms_norm_backward(rec, dx1, unread.t, x2.t, w, r2.t, true,
+                               {.dy2 = unread2.t, .dy_sums = dy_sums, .dy2_sums = dy2_sums});
+        ops::rms_norm_backward(rec, dx2, dy, x2.t, w, r2.t, true, {.dy2 = dy2});
+      });
+      EXPECT_EQ(download(dx1), download(dx2)) << what << "dx";
+      // dy alone from sums
+      auto dx3 = test::tensor_from(dev(), shape, DType::f32, dx0), dx4 = test::tensor_from(dev(), shape, DType::f32, dx0);
+      test::run(dev(), [&](vk::Recorder& rec) {
+        ops::rms_norm_backward(rec, dx3, unread.t, x2.t, w, r2.t, false, {.dy_sums = dy_sums});
+        ops::rms_norm_backward(rec, dx4, dy, x2.t, w, r2.t, false, {});
+      });
+      EXPECT_EQ(download(dx3), download(dx4)) << what << "dx from dy's sums alone";
+      unread2.expect_guards_intact("dy2");
+    }
+  // Partial sums of another shape, or for dy2 without dy2, are refused, naming them.
+  auto a = test::tensor_from(dev(), {2, 8}, DType::f32, std::vector<float>(16, 1.0f));
+  auto w = test::tensor_from(dev(), {8}, DType::f32, std::vector<float>(8, 1.0f));
+  auto r = test::tensor_from(dev(), {2}, DType::f32, std::vector<float>(2, 1.0f));
+  const ops::SplitSums short_sums{.partial = test::tensor_from(dev(), {5, 8}, DType::f32, std::vector<float>(40, 1.0f)),
+                                  .splits = 3};
+  vk::Recorder rec(dev());
+  test::expect_error_naming([&] { ops::rms_norm_forward_add(rec, a, r, a, a, a, w, kRmsEps, Tensor(), short_sums); },
+                            "b's partial sums");
+  test::expect_error_naming([&] { ops::rms_norm_backward(rec, a, a, a, w, r, false, {.dy_sums = short_sums}); },
+                            "dy's partial sums");
+  const ops::SplitSums sums{.partial = test::tensor_from(dev(), {6, 8}, DType::f32, std::vector<float>(48, 1.0f)),
+                            .splits = 3};
+  test::expect_error_naming([&] { ops::rms_norm_backward(rec, a, a, a, w, r, false, {.dy2_sums = sums}); },
+                            "without dy2");
 }
 
 // More rows than workgroups one dimension allows (65535): the kernels' grid-stride loop over rows, and
