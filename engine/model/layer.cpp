@@ -108,6 +108,12 @@ bool down_adds_into_stream() {
   return !(v && std::string_view(v) == "0");
 }
 
+// Training: whether a layer's last residual add may be left to the next layer's input norm (ResidualCarry).
+bool add_into_norm() {
+  const char* v = std::getenv("LORASTUDIO_ADD_INTO_NORM");  // (read while recording: tests switch it)
+  return !(v && std::string_view(v) == "0");
+}
+
 // dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
 // projection's forward input. A quantized weight is read (or dequantized) for dx only.
 ops::WeightOperand weight_operand(const LinearWeights& w) {
@@ -226,7 +232,7 @@ void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, con
 }
 
 void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w, const LayerActs& a,
-                   const LayerRun& run, uint32_t layer) {
+                   const LayerRun& run, uint32_t layer, ResidualCarry* carry) {
   const uint32_t M = uint32_t(a.x_in.rows()), H = s.heads, KV = s.kv_heads, D = s.head_dim;
   const Tensor& inv_freq = s.local_rope ? run.inv_freq_local : run.inv_freq;
   std::optional<vk::Recorder::Label> group;
@@ -243,7 +249,16 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   const bool fold_rope = fold_input_norm && !s.qk_norm && !run.rows_are_sequences &&
                          ops::norm_qkv_rope_fits(a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, qkv_rope);
   group.emplace(rec, kGroupNorms);
-  if (!fold_input_norm) norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);  // (M, C)
+  if (carry && carry->pending()) {
+    // x_in = the previous layer's x_mid + down, and its norm, in one pass
+    if (fold_input_norm) throw Error("layer_forward: a residual carry into a decoding layer");
+    ops::rms_norm_forward_add(rec, a.h1, a.rstd1, a.x_in, carry->base, carry->b, w.input_norm, s.norm.eps, Tensor(),
+                              carry->sums);
+    carry->base = carry->b = Tensor();
+    carry->sums = {};
+  } else if (!fold_input_norm) {
+    norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);  // (M, C)
+  }
   group.emplace(rec, kGroupAttention);
   if (fold_rope) {
     // Decoding: the input norm, q, k, v, RoPE and the cache write in one pass
@@ -314,10 +329,12 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
                               norm_folds(s, run, layer, a, a.x_mid, w.post_attention_norm,
                                          {{LoraTarget::gate_proj, w.gate, a.gated}, {LoraTarget::up_proj, w.up, a.gated}});
   group.emplace(rec, kGroupNorms);
-  // Training: x_out starts as x_mid (the norm's pass writes the sum twice) and the down product adds into it,
-  // the layer's last residual add done in the product's epilogue instead of a pass of its own.
-  const bool down_adds = plain_add && a.x_mid.dtype() == DType::f32 && a.x_out.defined() &&
-                         a.x_out.dtype() == DType::f32 && down_adds_into_stream();
+  // Training: x_out left to the next layer's input norm (carry), or it starts as x_mid (the norm's pass writes the
+  // sum twice) and the down product adds into it: the layer's last residual add done in the next pass or in the
+  // product's epilogue instead of a pass of its own.
+  const bool stream_f32 = plain_add && a.x_mid.dtype() == DType::f32 && a.x_out.defined() && a.x_out.dtype() == DType::f32;
+  const bool carries = carry && carry->next_layer && stream_f32 && add_into_norm();
+  const bool down_adds = stream_f32 && !carries && down_adds_into_stream();
   if (plain_add && a.x_mid.dtype() == DType::f32) {
     // x_mid = x_in + o and its norm in one pass
     ops::rms_norm_forward_add(rec, a.h2, a.rstd2, a.x_mid, a.x_in, a.o, w.post_attention_norm, s.norm.eps,
@@ -341,6 +358,16 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   }
   if (in_place || down_adds) {
     project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.x_out, a.gated, true);  // (M, C)
+    return;
+  }
+  if (carries) {
+    // x_out = x_mid + down, in the next layer's input norm; a plain down product's split sums added up there too
+    ops::SplitSums sums;
+    if (!lora_of(s, run, layer, LoraTarget::down_proj) && !w.down.b.defined() && !w.down.q.defined())
+      sums = ops::matmul_forward_unreduced(rec, a.down, a.gated, w.down.w);  // (M, C)
+    else
+      project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);
+    carry->base = a.x_mid, carry->b = a.down, carry->sums = sums;
     return;
   }
   // A recompute (no x_out) without sandwich norms: the backward reads neither down's output nor, with no adapter

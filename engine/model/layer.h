@@ -70,10 +70,22 @@ void logit_softcap(vk::Recorder& rec, const ModelSpec& spec, const Tensor& logit
 void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, const Tensor& dy, const Tensor& x,
                    const Tensor& w, const Tensor& rstd, bool accumulate = false, const ops::NormBackwardMore& more = {});
 
+// Training: a layer's last residual add, x_out = base + b, left to the next layer's input norm, whose pass adds
+// and norms in one (ops::rms_norm_forward_add): no add pass, and where the down product splits K, its slices added
+// up there too (sums) instead of a reduce of their own.
+struct ResidualCarry {
+  Tensor base, b;          // x_mid and down's output (not read where sums is defined)
+  ops::SplitSums sums;
+  bool next_layer = false;  // the caller's: a next layer will read what this one leaves
+  bool pending() const { return base.defined(); }
+};
+
 // Records layer `layer`'s forward from a.x_in: every tensor of `a` the forward makes, and a.x_out when
-// defined.
+// defined. With `carry` (training, every layer called with the same one): a.x_in is computed from the carry the
+// previous layer left, if pending, and where carry->next_layer is set this layer may leave its own a.x_out pending
+// there instead of writing it (LORASTUDIO_ADD_INTO_NORM=0: never, for measurement).
 void layer_forward(vk::Recorder& rec, const LayerSpec& spec, const LayerWeights& w, const LayerActs& a,
-                   const LayerRun& run, uint32_t layer);
+                   const LayerRun& run, uint32_t layer, ResidualCarry* carry = nullptr);
 // Records its backward (training; `a` as the forward left it). dres: (M, C) f32, the residual stream's
 // gradient: d x_out in, d x_in out (accumulated), the latter only with input_grad (the first layer's
 // input comes from the frozen embedding: nothing needs its gradient). LoRA gradients accumulate into

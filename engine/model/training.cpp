@@ -205,7 +205,11 @@ void record_train_step(vk::Recorder& rec, const Model& model, const LoraAdapter&
                      .grad_unscale = 1.0f / grad_scale,
                      .recomputing = options.recompute};
   embed_tokens(rec, spec, acts[0].x_in, w.embed, batch.ids);
-  for (uint32_t i = 0; i < c.num_layers; ++i) layer_forward(rec, spec.layers[i], w.layers[i], acts[i], run, i);
+  ResidualCarry carry;  // each layer's last add left to the next layer's input norm (not the last layer's)
+  for (uint32_t i = 0; i < c.num_layers; ++i) {
+    carry.next_layer = i + 1 < c.num_layers;
+    layer_forward(rec, spec.layers[i], w.layers[i], acts[i], run, i, &carry);
+  }
   const Tensor& x = acts.back().x_out;
   // The backward's activation gradients, one set for all layers.
   const LayerActs d = plan_layer_grads(dev, spec.layers[0], B, T, f16);

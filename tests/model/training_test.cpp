@@ -275,22 +275,32 @@ TEST_F(TrainingStep, RecomputedWithoutDownAdapterGivesIdenticalGradients) {
   expect_recompute_identical();
 }
 
-// The down product adding into x_out, which the post-attention norm's pass set to x_mid (the default), against
-// an add pass after it (LORASTUDIO_DOWN_ADDS=0): the same f32 sum, x_mid + (x·W + the adapter's term), so the same
-// loss and gradients, bit for bit.
-TEST_F(TrainingStep, DownProductAddingIntoTheStreamChangesNoBit) {
+// A layer's last residual add, x_out = x_mid + down, done three ways: by the next layer's input norm (the default,
+// model::ResidualCarry; the last layer as below), by the down product adding into x_out, which the post-attention
+// norm's pass set to x_mid (LORASTUDIO_ADD_INTO_NORM=0), or by an add pass after the product (and
+// LORASTUDIO_DOWN_ADDS=0): the same f32 sum, x_mid + (x·W + the adapter's term), so the same loss and gradients, bit
+// for bit.
+TEST_F(TrainingStep, LastResidualAddDoneAnyWayChangesNoBit) {
+  const auto carried = loss_and_grads({});
+  setenv("LORASTUDIO_ADD_INTO_NORM", "0", 1);  // read while the step is recorded
   const auto adds = loss_and_grads({});
-  setenv("LORASTUDIO_DOWN_ADDS", "0", 1);  // read while the step is recorded
+  setenv("LORASTUDIO_DOWN_ADDS", "0", 1);
   const auto pass = loss_and_grads({});
   unsetenv("LORASTUDIO_DOWN_ADDS");
+  unsetenv("LORASTUDIO_ADD_INTO_NORM");
   ASSERT_EQ(adds.size(), pass.size());
+  ASSERT_EQ(carried.size(), pass.size());
   EXPECT_GT(adds[0][0], 0.0f);
-  for (size_t i = 0; i < adds.size(); ++i) EXPECT_EQ(adds[i], pass[i]) << "tensor " << i << " (0: the loss)";
+  for (size_t i = 0; i < adds.size(); ++i) {
+    EXPECT_EQ(carried[i], pass[i]) << "tensor " << i << " (0: the loss), carried into the next norm";
+    EXPECT_EQ(adds[i], pass[i]) << "tensor " << i << " (0: the loss), added by the product";
+  }
 }
 
 // Split products' sums added up by the norms that read them (ops::SplitSums: o's in the post-attention norm's pass,
-// gate's and up's dx in its backward) against their own reduces (LORASTUDIO_SPLIT_INTO_NORM=0): the same bits, three
-// dispatches a layer fewer. A model and step large enough for those products to split K on lavapipe (reductions of
+// down's in the next layer's input norm, gate's and up's dx in the post-attention norm's backward) against their own
+// reduces (LORASTUDIO_SPLIT_INTO_NORM=0): the same bits, four dispatches a layer fewer (three in the last layer, whose
+// down product adds into the stream). A model and step large enough for those products to split K on lavapipe (reductions of
 // 256 and 512 over 32 rows) and an adapter on q and v only (an adapted product keeps its reduce).
 class SplitIntoNormStep : public test::GpuTest {
  protected:
@@ -345,8 +355,8 @@ class SplitIntoNormStep : public test::GpuTest {
 
 TEST_F(SplitIntoNormStep, SumsAddedUpByTheNormsChangeNoBit) {
   const Result fused = run(true), reduced = run(false);
-  EXPECT_EQ(fused.dispatches + 3 * model_->config.num_layers, reduced.dispatches)
-      << "o's reduce, gate's and up's dx reduces: none of their own";
+  EXPECT_EQ(fused.dispatches + 4 * model_->config.num_layers - 1, reduced.dispatches)
+      << "o's and down's reduces, gate's and up's dx reduces: none of their own";
   ASSERT_EQ(fused.values.size(), reduced.values.size());
   EXPECT_GT(fused.values[0][0], 0.0f);
   for (size_t i = 0; i < fused.values.size(); ++i)
