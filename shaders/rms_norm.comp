@@ -11,7 +11,9 @@
 // which the down product then adds into). The sum is the same f32 add ops::add_forward makes. kSlices (constant 2,
 // with kAdd; kLanes, constant 3, their grouping): x2 is a split product's partial sums [kSlices, rows, cols]
 // (ops::SplitSums), added up here as the product's own reduce would (the same bits), one stage fewer.
-// Each invocation keeps the row's values it reads (up to kKept of them) for the second pass.
+// Each invocation keeps the row's values it reads (up to kKept of them) for the second pass. With kAdd, x may be
+// a (bindings 5 and 0 one buffer: prefill updates the stream in place): each invocation reads its elements before it
+// writes them, and past kKept reads its own sums back.
 #include "common/types.glsl"
 #include "common/reduce.glsl"
 #include "common/split_sums.glsl"
@@ -25,7 +27,7 @@ layout(binding = 1) readonly buffer W { STORE(W_T) w[]; };
 layout(binding = 2) writeonly buffer Y { STORE(Y_T) y[]; };
 layout(binding = 3) writeonly buffer Rstd { float rstd[]; };
 layout(binding = 4) readonly buffer X2 { STORE(X_T) x2[]; };
-layout(binding = 5) writeonly buffer Sum { STORE(X_T) sum[]; };
+layout(binding = 5) buffer Sum { STORE(X_T) sum[]; };
 layout(binding = 6) writeonly buffer Sum2 { STORE(X_T) sum2[]; };
 layout(push_constant) uniform Params { uint rows; uint cols; float eps; } p;
 layout(constant_id = 1) const uint kAdd = 0u;
@@ -63,7 +65,11 @@ void main() {
       const uint c = tid + j * threads;
       if (c < p.cols) y[base + c] = FROM_F32(Y_T, (kept[j] * r) * TO_F32(W_T, w[c]));
     }
-    for (uint c = tail; c < p.cols; c += threads) y[base + c] = FROM_F32(Y_T, (x_at(base + c) * r) * TO_F32(W_T, w[c]));
+    // (with kAdd the sum this invocation wrote, not a + x2 again: x may be a, the stream updated in place)
+    for (uint c = tail; c < p.cols; c += threads) {
+      const float v = kAdd != 0u ? TO_F32(X_T, sum[base + c]) : x_at(base + c);
+      y[base + c] = FROM_F32(Y_T, (v * r) * TO_F32(W_T, w[c]));
+    }
     if (tid == 0u) rstd[row] = r;
   }
 }

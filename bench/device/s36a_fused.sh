@@ -4,7 +4,8 @@
 # layer's last add in the next layer's input norm or the down product, LORASTUDIO_ADD_INTO_NORM=0 and
 # LORASTUDIO_DOWN_ADDS=0 keep the add pass; split sums added up by the norms, LORASTUDIO_SPLIT_INTO_NORM=0 keeps the
 # reduces; "base" has all three off), same binary: GPU tests, micro, the
-# 0.5B B1 step alternated, B8, prefill, a B1 trace, the 7B B1 step.
+# 0.5B B1 step alternated, B8, prefill (its adds in the norms too: "base" keeps the products'), a B1 trace, the 7B
+# B1 step.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s36a_fused.sh
 source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
@@ -34,6 +35,9 @@ train_env b8_new "" --model /tmp/q05 --batch 8 --seq 512 --steps 5
 train_env b8_base "$BASE" --model /tmp/q05 --batch 8 --seq 512 --steps 5
 train_env b8_qkv $QKV --model /tmp/q05 --batch 8 --seq 512 --steps 5
 prefill_env pf "" --model /tmp/q05
+prefill_env pf_base "$BASE" --model /tmp/q05
+prefill_env pf2 "" --model /tmp/q05
+prefill_env pf_base2 "$BASE" --model /tmp/q05
 train_env b1_trace "" --model /tmp/q05 --batch 1 --seq 512 --steps 3 --trace $R/trace_b1.tsv
 tar czf $OUT/s36a.tar.gz -C $OUT r
 wait $MK; tail -1 $R/make_model7.txt; echo "models at ${SECONDS}s"
@@ -41,5 +45,5 @@ train_env 7b_new "" --model /tmp/q7 --batch 1 --seq 512 --steps 5
 train_env 7b_base "$BASE" --model /tmp/q7 --batch 1 --seq 512 --steps 5
 train_env 7b_qkv $QKV --model /tmp/q7 --batch 1 --seq 512 --steps 5
 tar czf $OUT/s36a.tar.gz -C $OUT r
-gpu_tests arch_golden_test quantized_model_test memory_plan_test recorder_test
+gpu_tests arch_golden_test generator_golden_test quantized_model_test memory_plan_test recorder_test
 tar czf $OUT/s36a.tar.gz -C $OUT r

@@ -55,10 +55,12 @@ void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* ad
                      .adapter = adapter,
                      .rows_are_sequences = in.rows_are_sequences};
   embed_tokens(rec, spec, acts[0].x_in, w.embed, in.ids);
+  ResidualCarry carry;  // prefill: each layer's down added to x by the next layer's input norm (not the last's)
   for (uint32_t i = 0; i < c.num_layers; ++i) {
     acts[i].k_cache = cache.k[i];
     acts[i].v_cache = cache.v[i];
-    layer_forward(rec, spec.layers[i], w.layers[i], acts[i], run, i);
+    carry.next_layer = i + 1 < c.num_layers;
+    layer_forward(rec, spec.layers[i], w.layers[i], acts[i], run, i, &carry);
   }
   // The final norm goes through the layers' (free) normed and rstd tensors.
   const Tensor &x = acts.back().x_out, &h = acts.back().h1, &rstd = acts.back().rstd1;

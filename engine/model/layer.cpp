@@ -239,7 +239,8 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   // q and k, or with qk_norm their projections before the per-head norms; (M, H·D), (M, KV·D), (M, KV·D)
   const Tensor q_out = (s.qk_norm ? a.q_proj : a.q).reshape({M, H * D});
   const Tensor k_out = (s.qk_norm ? a.k_proj : a.k).reshape({M, KV * D}), v_out = a.v.reshape({M, KV * D});
-  const bool fold_input_norm = norm_folds(s, run, layer, a, a.x_in, w.input_norm,
+  const bool fold_input_norm = !(carry && carry->pending()) &&
+                               norm_folds(s, run, layer, a, a.x_in, w.input_norm,
                                           {{LoraTarget::q_proj, w.q, q_out}, {LoraTarget::k_proj, w.k, k_out},
                                            {LoraTarget::v_proj, w.v, v_out}});
   // and, without qk_norm, RoPE and the KV-cache write in the same pass
@@ -250,8 +251,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
                          ops::norm_qkv_rope_fits(a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, qkv_rope);
   group.emplace(rec, kGroupNorms);
   if (carry && carry->pending()) {
-    // x_in = the previous layer's x_mid + down, and its norm, in one pass
-    if (fold_input_norm) throw Error("layer_forward: a residual carry into a decoding layer");
+    // x_in = the previous layer's x_mid + down, and its norm, in one pass (in place: x += down)
     ops::rms_norm_forward_add(rec, a.h1, a.rstd1, a.x_in, carry->base, carry->b, w.input_norm, s.norm.eps, Tensor(),
                               carry->sums);
     carry->base = carry->b = Tensor();
@@ -308,14 +308,21 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   const bool in_place = !s.sandwich_norms && same_tensor(a.x_mid, a.x_in) && same_tensor(a.x_out, a.x_mid);
   const Tensor attn = a.attn.reshape({M, H * D});
   const bool plain_add = !in_place && !s.sandwich_norms;
-  // o's split sums added up by the post-attention norm's pass below (its reduce no stage of its own), where o is a
-  // plain product (no adapter, bias or quantized weight) into the f32 stream's add
+  // Decoding: the post-attention norm, gate, up and their activation in one pass (no bias on gate or up)
+  const bool fold_post_norm = in_place && !w.gate.b.defined() && !w.up.b.defined() &&
+                              norm_folds(s, run, layer, a, a.x_mid, w.post_attention_norm,
+                                         {{LoraTarget::gate_proj, w.gate, a.gated}, {LoraTarget::up_proj, w.up, a.gated}});
+  // The adds into the stream done by the norms' passes that read the sums next (rms_norm_forward_add), not by a
+  // pass of their own or the products (training; and prefill, in place, where the post-attention norm is a pass of
+  // its own and o a plain product): x_mid = x_in + o in the post-attention norm's pass, where o's split sums are
+  // added up too (its reduce no stage of its own), where o is a plain product (no adapter, bias or quantized weight).
+  const bool plain_o = !lora_of(s, run, layer, LoraTarget::o_proj) && !w.o.b.defined() && !w.o.q.defined();
+  const bool f32_stream = a.x_mid.dtype() == DType::f32 && a.o.defined() && a.o.dtype() == DType::f32;
+  const bool prefill_adds = in_place && !fold_post_norm && plain_o && f32_stream && add_into_norm();
   ops::SplitSums o_sums;
-  const bool o_unreduced = plain_add && a.x_mid.dtype() == DType::f32 && a.o.dtype() == DType::f32 &&
-                           !lora_of(s, run, layer, LoraTarget::o_proj) && !w.o.b.defined() && !w.o.q.defined();
-  if (in_place) {
+  if (in_place && !prefill_adds) {
     project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.x_mid, attn, true);  // (M, C)
-  } else if (o_unreduced) {
+  } else if ((plain_add && f32_stream && plain_o) || prefill_adds) {
     o_sums = ops::matmul_forward_unreduced(rec, a.o, attn, w.o.w);  // (M, C)
   } else {
     project(rec, s, run, layer, LoraTarget::o_proj, w.o, a, a.o, attn);  // (M, C)
@@ -324,19 +331,16 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
       ops::add_forward(rec, a.x_mid, a.x_in, a.out_normed);
     }
   }
-  // Decoding: the post-attention norm, gate, up and their activation in one pass (no bias on gate or up)
-  const bool fold_post_norm = in_place && !w.gate.b.defined() && !w.up.b.defined() &&
-                              norm_folds(s, run, layer, a, a.x_mid, w.post_attention_norm,
-                                         {{LoraTarget::gate_proj, w.gate, a.gated}, {LoraTarget::up_proj, w.up, a.gated}});
   group.emplace(rec, kGroupNorms);
-  // Training: x_out left to the next layer's input norm (carry), or it starts as x_mid (the norm's pass writes the
-  // sum twice) and the down product adds into it: the layer's last residual add done in the next pass or in the
-  // product's epilogue instead of a pass of its own.
+  // x_out = x_mid + down left to the next layer's input norm (carry: training, and prefill in place), or, training's
+  // last layer, x_out starting as x_mid (the norm's pass writes the sum twice) with the down product adding into it:
+  // the layer's last residual add done in the next pass or in the product's epilogue, not a pass of its own.
   const bool stream_f32 = plain_add && a.x_mid.dtype() == DType::f32 && a.x_out.defined() && a.x_out.dtype() == DType::f32;
-  const bool carries = carry && carry->next_layer && stream_f32 && add_into_norm();
+  const bool carries = carry && carry->next_layer && (stream_f32 || (prefill_adds && a.down.defined())) &&
+                       add_into_norm();
   const bool down_adds = stream_f32 && !carries && down_adds_into_stream();
-  if (plain_add && a.x_mid.dtype() == DType::f32) {
-    // x_mid = x_in + o and its norm in one pass
+  if ((plain_add && a.x_mid.dtype() == DType::f32) || prefill_adds) {
+    // x_mid = x_in + o and its norm in one pass (in place: x += o)
     ops::rms_norm_forward_add(rec, a.h2, a.rstd2, a.x_mid, a.x_in, a.o, w.post_attention_norm, s.norm.eps,
                               down_adds ? a.x_out : Tensor(), o_sums);
   } else if (!fold_post_norm) {  // (folding implies in_place: x_mid is already the sum)
@@ -356,10 +360,6 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     project(rec, s, run, layer, LoraTarget::up_proj, w.up, a, a.up, a.h2);        // (M, I)
     mlp_activation_forward(rec, s.activation, a.gated, a.gate, a.up);            // (M, I)
   }
-  if (in_place || down_adds) {
-    project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.x_out, a.gated, true);  // (M, C)
-    return;
-  }
   if (carries) {
     // x_out = x_mid + down, in the next layer's input norm; a plain down product's split sums added up there too
     ops::SplitSums sums;
@@ -368,6 +368,10 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     else
       project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);
     carry->base = a.x_mid, carry->b = a.down, carry->sums = sums;
+    return;
+  }
+  if (in_place || down_adds) {
+    project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.x_out, a.gated, true);  // (M, C)
     return;
   }
   // A recompute (no x_out) without sandwich norms: the backward reads neither down's output nor, with no adapter

@@ -353,6 +353,22 @@ class SplitIntoNormStep : public test::GpuTest {
   model::TrainBatch batch_;
 };
 
+// Prefill (the stream updated in place) the same way: o's and down's sums added into x by the norms' passes, and
+// against LORASTUDIO_ADD_INTO_NORM=0 (the products adding into x), the same logits, bit for bit.
+TEST_F(SplitIntoNormStep, PrefillAddsInTheNormsChangeNoBit) {
+  const auto ids = test::random_ints(32, 13, 0, 300);
+  auto logits = [&] {
+    infer::Generator g(dev(), *model_, &adapter_, {.context = 64});
+    return g.logits_of_every_position(ids);
+  };
+  const std::vector<float> in_norms = logits();
+  setenv("LORASTUDIO_ADD_INTO_NORM", "0", 1);  // read while the prefill is recorded
+  const std::vector<float> by_products = logits();
+  unsetenv("LORASTUDIO_ADD_INTO_NORM");
+  ASSERT_EQ(in_norms.size(), size_t(32) * model_->config.vocab_size);
+  EXPECT_EQ(in_norms, by_products);
+}
+
 TEST_F(SplitIntoNormStep, SumsAddedUpByTheNormsChangeNoBit) {
   const Result fused = run(true), reduced = run(false);
   EXPECT_EQ(fused.dispatches + 4 * model_->config.num_layers - 1, reduced.dispatches)
