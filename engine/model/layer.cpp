@@ -199,7 +199,7 @@ void mlp_activation_backward(vk::Recorder& rec, MlpActivation f, const Tensor& d
 bool qkv_backward_fuses() {
   static const bool on = [] {
     const char* v = std::getenv("LORASTUDIO_QKV_FUSED");
-    return v && std::string_view(v) == "1";
+    return !(v && std::string_view(v) == "0");
   }();
   return on;
 }
