@@ -114,12 +114,18 @@ bool add_into_norm() {
   return !(v && std::string_view(v) == "0");
 }
 
-// dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
-// projection's forward input. A quantized weight is read (or dequantized) for dx only.
 ops::WeightOperand weight_operand(const LinearWeights& w) {
   return w.q.defined() ? ops::WeightOperand(w.q) : ops::WeightOperand(w.w);
 }
 
+// Whether projection t is a plain product (no adapter term, bias or quantized weight): one whose split sums an op
+// reading its output may add up itself (ops/split_sums.h).
+bool plain_product(const LayerSpec& s, const LayerRun& run, uint32_t layer, LoraTarget t, const LinearWeights& w) {
+  return !lora_of(s, run, layer, t) && !w.b.defined() && !w.q.defined();
+}
+
+// dx (+)= dy·W (+ the adapter's term), unless dx is undefined; the LoRA gradients accumulate. x is the
+// projection's forward input. A quantized weight is read (or dequantized) for dx only.
 void project_backward(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_t layer,
                       LoraTarget target, const LinearWeights& w, const LayerActs& a, const Tensor& x, const Tensor& dx,
                       const Tensor& dy, bool accumulate) {
@@ -316,7 +322,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   // pass of their own or the products (training; and prefill, in place, where the post-attention norm is a pass of
   // its own and o a plain product): x_mid = x_in + o in the post-attention norm's pass, where o's split sums are
   // added up too (its reduce no stage of its own), where o is a plain product (no adapter, bias or quantized weight).
-  const bool plain_o = !lora_of(s, run, layer, LoraTarget::o_proj) && !w.o.b.defined() && !w.o.q.defined();
+  const bool plain_o = plain_product(s, run, layer, LoraTarget::o_proj, w.o);
   const bool f32_stream = a.x_mid.dtype() == DType::f32 && a.o.defined() && a.o.dtype() == DType::f32;
   const bool prefill_adds = in_place && !fold_post_norm && plain_o && f32_stream && add_into_norm();
   ops::SplitSums o_sums;
@@ -363,7 +369,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   if (carries) {
     // x_out = x_mid + down, in the next layer's input norm; a plain down product's split sums added up there too
     ops::SplitSums sums;
-    if (!lora_of(s, run, layer, LoraTarget::down_proj) && !w.down.b.defined() && !w.down.q.defined())
+    if (plain_product(s, run, layer, LoraTarget::down_proj, w.down))
       sums = ops::matmul_forward_unreduced(rec, a.down, a.gated, w.down.w);  // (M, C)
     else
       project(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.down, a.gated);
