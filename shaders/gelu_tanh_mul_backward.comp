@@ -27,12 +27,8 @@ layout(binding = 3) writeonly buffer DGate8 { uvec4 dgate8[]; };
 layout(binding = 4) writeonly buffer DUp8 { uvec4 dup8[]; };
 #endif
 
-// (dgate, dup) of one element from dy, gate and up: both loops below call it.
-vec2 grads(const in float d, const in float g, const in float u) {
-  const float t = tanh_safe(kBeta * (g + kKappa * g * g * g));
-  const float dgelu = 0.5 * (1.0 + t) + 0.5 * g * (1.0 - t * t) * kBeta * (1.0 + 3.0 * kKappa * g * g);
-  return vec2(d * u * dgelu, d * 0.5 * g * (1.0 + t));
-}
+// (dgate, dup) of one element from dy, gate and up (common/glu.glsl): both loops below call it.
+vec2 grads(const in float d, const in float g, const in float u) { return gelu_tanh_mul_grads(d, g, u); }
 
 void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;

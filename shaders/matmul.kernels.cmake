@@ -7,6 +7,26 @@ foreach(a f32 f16)
     endforeach()
   endforeach()
 endforeach()
+# The same with the gated MLP's activation backward in the epilogue (GLU 1: SiLU, 2: GELU-tanh;
+# ops::matmul_backward_x_glu): down's dx product writing d gate and d up.
+foreach(glu "silu|1" "gelu|2")
+  string(REPLACE "|" ";" glu_parts "${glu}")
+  list(GET glu_parts 0 glu_name)
+  list(GET glu_parts 1 glu_value)
+  foreach(a f32 f16)
+    foreach(b f32 f16 bf16)
+      foreach(c f32 f16)
+        ls_kernel(gemm_glu_${glu_name}_${a}_${b}_${c} matmul.comp A_T=${a} B_T=${b} C_T=${c} GLU=${glu_value})
+      endforeach()
+    endforeach()
+  endforeach()
+  foreach(b f32 f16 bf16)
+    foreach(c f32 f16)
+      ls_kernel(gemm_splitk_reduce_glu_${glu_name}_${b}_${c} matmul_splitk_reduce.comp A_T=f32 B_T=${b} C_T=${c}
+                GLU=${glu_value})
+    endforeach()
+  endforeach()
+endforeach()
 # Tensor cores (VK_NV_cooperative_matrix), chosen at run time when the device has them: f16 or f32
 # activations (rounded to f16 while staged) with f16, bf16 or f32 right operands (weights, or activations
 # in attention's batched products).
@@ -128,6 +148,12 @@ foreach(tile ${ls_cm2_tiles})
         string(TOUPPER ${q} Q)
         ls_kernel_cm2(gemm_cm2q_${q}_${tile_name}${orientation}_f16_f16_${c} matmul_coopmat2.comp ${defs} Q_${Q})
       endforeach()
+      # gemm_cm2g_<activation>_<tile>n: down's dx product (B along n) in the f16 operands' path with the gated
+      # MLP's activation backward in its epilogue (GLU 1: SiLU, 2: GELU-tanh; ops::matmul_backward_x_glu).
+      if(orientation STREQUAL "n" AND c STREQUAL "f16")
+        ls_kernel_cm2(gemm_cm2g_silu_${tile_name}n_f16_f16_f16 matmul_coopmat2.comp ${defs} GLU=1)
+        ls_kernel_cm2(gemm_cm2g_gelu_${tile_name}n_f16_f16_f16 matmul_coopmat2.comp ${defs} GLU=2)
+      endif()
     endforeach()
   endforeach()
 endforeach()

@@ -16,6 +16,8 @@
 // Epilogue: alpha, then the bias and the LoRA term as more K steps on the tensor cores
 // (epilogue_products), accumulation (beta·C) on whole matrices and one tensor store (storing element by
 // element made the epilogue cost more than the product at 7B, session 11).
+// With GLU (1 SiLU, 2 GELU-tanh), the gated MLP's activation backward after the epilogue (common/gemm_interface.glsl):
+// down's dx product writes d gate and d up instead of d(act(gate)·up).
 // With Q_NF4 or Q_Q8, B is a quantized weight [rows, cols] in packed form (ops/quant.h, QLoRA): binding 1
 // holds its blocks of 64 codes, bindings 6-8 the blocks' scales; the driver calls decode_b for each element
 // of a weight tile as it loads it (a block layout of 1×64), so the product reads 4 or 8 bits a weight and no
@@ -149,6 +151,21 @@ void epilogue_products(inout ACC acc, const in uint m0, const in uint n0) {
   }
 }
 
+#ifdef GLU
+// The activation backward on element (r, col) of the transposed tile at (m0, n0) (common/gemm_interface.glsl's
+// GLU): d up written here, d gate returned for the tile's store. Element by element, as ggml-vulkan's flash
+// attention stores its grouped-query output, so that no more whole matrices live beside the sums.
+float glu_element(const in uint r, const in uint col, const in float v, const in uint c_base, const in uint m0,
+                  const in uint n0) {
+  const uint n = n0 + r, m = m0 + col;
+  if (m >= p.M || n >= p.N) return 0.0;
+  const uint i = c_base + m * p.c_sm + n;
+  const vec2 gr = glu_grads(v, i);
+  glu_dup[i] = FROM_F32(C_T, gr.y);
+  return gr.x;
+}
+#endif
+
 // One step of K at k0 through the layouts LX (A as [M, K]) and LW (B as [N, K], or [K, N] with B_ALONG_N).
 #ifdef B_ALONG_N
 #define LOAD_W(mw, LW, k0) \
@@ -259,6 +276,9 @@ void main() {
     }
   }
   epilogue_products(acc, m0, n0);
+#ifdef GLU
+  coopMatPerElementNV(acc, acc, glu_element, c_base, m0, n0);
+#endif
   tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lc =
       createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
   lc = setTensorLayoutDimensionNV(lc, p.M, p.N);

@@ -26,11 +26,8 @@ layout(binding = 3) writeonly buffer DGate8 { uvec4 dgate8[]; };
 layout(binding = 4) writeonly buffer DUp8 { uvec4 dup8[]; };
 #endif
 
-// (dgate, dup) of one element from dy, gate and up: both loops below call it.
-vec2 grads(const in float d, const in float g, const in float u) {
-  const float s = sigmoid(g);
-  return vec2(d * u * s * (1.0 + g * (1.0 - s)), d * g * s);
-}
+// (dgate, dup) of one element from dy, gate and up (common/glu.glsl): both loops below call it.
+vec2 grads(const in float d, const in float g, const in float u) { return silu_mul_grads(d, g, u); }
 
 void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;

@@ -408,8 +408,15 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
     norm_backward(rec, s.norm, d.down, dres, a.down, w.mlp_out_norm, a.rstd_down);
     d_down = d.down;
   }
-  project_backward(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, d_down, false);  // (M, I)
-  mlp_activation_backward(rec, s.activation, d.gate, d.up, d.gated, a.gate, a.up);                   // (M, I)
+  // d gate and d up from down's dx product with the activation's backward in its epilogue (d gated never written),
+  // where down has no adapter and a kernel takes it; else the product, then the activation's backward.
+  const ops::GluActivation glu =
+      s.activation == MlpActivation::silu ? ops::GluActivation::silu : ops::GluActivation::gelu_tanh;
+  if (lora_of(s, run, layer, LoraTarget::down_proj) ||
+      !ops::matmul_backward_x_glu(rec, d.gate, d.up, d_down, weight_operand(w.down), a.gate, a.up, glu)) {
+    project_backward(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, d_down, false);  // (M, I)
+    mlp_activation_backward(rec, s.activation, d.gate, d.up, d.gated, a.gate, a.up);                   // (M, I)
+  }
   // gate's and up's dx side by side, up's into d attn (free until o_proj's backward below), added by the norm's
   // backward: the two products run in one stage instead of the second accumulating after the first (the 7B
   // shape's 112 tiles each leave SMs idle). Where d attn is not [M, C] f32, up's accumulates into gate's.

@@ -80,6 +80,18 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = Quant
   return variant(*families[format][b_along_n][uint32_t(tile)], {DType::f16, DType::f16, c}, "matmul");
 }
 
+// cm2_kernel's B-along-n, f16-out kernel with the gated MLP's activation backward in its epilogue (GLU 1 SiLU,
+// 2 GELU-tanh: matmul.kernels.cmake's gemm_cm2g_<activation>_<tile>n).
+vk::Kernel cm2_glu_kernel(Cm2Tile tile, uint32_t act) {
+  namespace f = vk::family;
+  static constexpr const vk::KernelFamily* families[2][7] = {
+      {&f::gemm_cm2g_silu_ln, &f::gemm_cm2g_silu_tn, &f::gemm_cm2g_silu_mn, &f::gemm_cm2g_silu_sn,
+       &f::gemm_cm2g_silu_wn, &f::gemm_cm2g_silu_hn, &f::gemm_cm2g_silu_dn},
+      {&f::gemm_cm2g_gelu_ln, &f::gemm_cm2g_gelu_tn, &f::gemm_cm2g_gelu_mn, &f::gemm_cm2g_gelu_sn,
+       &f::gemm_cm2g_gelu_wn, &f::gemm_cm2g_gelu_hn, &f::gemm_cm2g_gelu_dn}};
+  return variant(*families[act == 1 ? 0 : 1][uint32_t(tile)], {DType::f16, DType::f16, DType::f16}, "matmul");
+}
+
 // The tile for an M×N×K product. Reductions up to 4864 long (every product of the 0.5B shape, the 7B shape's
 // q/k/v/o, gate/up and the down product's dx): 128×64 on 128 invocations at up to 512 rows, 128×128 above. On
 // the H100 (session 15, s15b/s15c) the 0.5B B1 step took 18.59 ms with 128×64 against 19.61 with the tiles
@@ -307,7 +319,10 @@ bool cm2_fits(const vk::Device& dev, const Gemm& g, DType a, DType b, DType c) {
   return g.c_sm % 8 == 0 && g.a_sm % 8 == 0;
 }
 
-vk::Kernel splitk_reduce_kernel(DType b, DType c) {
+vk::Kernel splitk_reduce_kernel(DType b, DType c, const GluOperands* glu = nullptr) {
+  if (glu)
+    return variant(glu->act == 1 ? vk::family::gemm_splitk_reduce_glu_silu : vk::family::gemm_splitk_reduce_glu_gelu,
+                   {b, c}, "matmul");
   return variant(vk::family::gemm_splitk_reduce, {b, c}, "matmul");
 }
 
@@ -390,13 +405,13 @@ void cm2_dispatch(const GemmDispatch& d) {
     splits = 1;
   }
   if (splits == 1) {
-    d.run(cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params, {tiles_n, tiles_m, g.batch},
-          cm2_spec(tile, uint64_t(tiles_n) * tiles_m * g.batch, sms, K));
+    d.run(g.glu ? cm2_glu_kernel(tile, g.glu->act) : cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, d.params,
+          {tiles_n, tiles_m, g.batch}, cm2_spec(tile, uint64_t(tiles_n) * tiles_m * g.batch, sms, K));
     return;
   }
   const Tensor partial = d.partial(splits, true);
   const uint64_t tiles = uint64_t(tiles_n) * tiles_m;
-  if (cm2_fixup_enabled() && tiles <= vk::Recorder::kCounterWords) {
+  if (cm2_fixup_enabled() && !g.glu && tiles <= vk::Recorder::kCounterWords) {
     run_fixup(d, cm2_kernel(tile, b_along_n, d.c.dtype(), q), a16, partial, splits, kc, {tiles_n, tiles_m, splits},
               cm2_spec(tile, tiles * splits, sms, kc, true));
     return;
@@ -420,6 +435,8 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
                  .a_sz2 = g.a_sz2, .b_sz2 = g.b_sz2, .c_sz2 = g.c_sz2, .b_group = g.b_group,
                  .q_offset = g.qb ? g.qb->offset : 0.0f}};
   const GemmParams& params = d.params;
+  if (g.glu && (M <= kSkinnyMax || N <= kSkinnyMax || K <= kShortKMax))
+    fail(g.op, "internal: the gated activation's backward on a few-row, skinny or short product");
   if (g.qb) {  // a quantized weight: only the workgroup-scope kernel reads it packed
     if (!cm2_fits(rec.device(), g, a.dtype(), b.dtype(), c.dtype())) fail(g.op, "a quantized weight's product does not fit the packed kernel");
     return cm2_dispatch(d);
@@ -448,9 +465,13 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
   bool tensor_cores = rec.device().coopmat() && (a.dtype() == DType::f16 || a.dtype() == DType::f32) &&
                       (b.dtype() == DType::f16 || b.dtype() == DType::bf16 || (b.dtype() == DType::f32 && g.round_f32_b));
   const bool big = tensor_cores && big_tile_fits(a.dtype(), b.dtype(), M, N, g.c_sm, g.batch, flags);
+  if (g.glu && tensor_cores) fail(g.op, "internal: the gated activation's backward on a kernel without it");
   const bool khr = rec.device().coopmat_khr();
   const CoopmatTile tc = tensor_cores ? coopmat_tile(khr, a.dtype(), b.dtype(), c.dtype(), big) : CoopmatTile{};
-  vk::Kernel kernel = tensor_cores ? tc.kernel : variant(vk::family::gemm, {a.dtype(), b.dtype(), c.dtype()}, g.op);
+  const vk::KernelFamily& scalar = !g.glu             ? vk::family::gemm
+                                   : g.glu->act == 1 ? vk::family::gemm_glu_silu
+                                                     : vk::family::gemm_glu_gelu;
+  vk::Kernel kernel = tensor_cores ? tc.kernel : variant(scalar, {a.dtype(), b.dtype(), c.dtype()}, g.op);
   // Tiles: 64x64 on the scalar path, the kernel's on tensor cores (shaders/matmul_coopmat.comp).
   const uint32_t bm = tensor_cores ? tc.bm : kTile, bn = tensor_cores ? tc.bn : kTile;
   const uint32_t threads = tensor_cores ? tc.threads : 256u;
@@ -610,6 +631,11 @@ void GemmDispatch::run(vk::Kernel kernel, const Tensor& first, const GemmParams&
                  {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l), in(g.qb->absmax), in(g.qb->scales),
                   in(g.qb->map)},
                  p, groups, spec);
+  else if (g.glu)  // gate, up and d up at bindings 11-13 (common/gemm_interface.glsl), A's in the unused ones
+    rec.dispatch(kernel,
+                 {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l), in(first), in(first), in(first),
+                  in(first), in(first), in(g.glu->gate), in(g.glu->up), out(g.glu->dup)},
+                 p, groups, spec);
   else
     rec.dispatch(kernel, {in(first), in(b), c_use, in(bound_bias), in(bound_t), in(bound_l)}, p, groups, spec);
 }
@@ -652,7 +678,7 @@ static uint32_t reduce_lanes(uint64_t outputs, uint32_t splits) {
 
 bool GemmDispatch::leave_unreduced(const Tensor& partial, uint32_t splits) const {
   const bool whole = M == g.M && N == g.N && K == g.K && g.batch == 1 && g.c_sm == N;
-  if (!g.unreduced || !whole || flags != 0 || params.alpha != 1 || c.dtype() != DType::f32) return false;
+  if (!g.unreduced || g.glu || !whole || flags != 0 || params.alpha != 1 || c.dtype() != DType::f32) return false;
   *g.unreduced = {.partial = partial, .splits = splits, .lanes = reduce_lanes(uint64_t(M) * N, splits)};
   return true;
 }
@@ -663,13 +689,16 @@ void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits, bool de
   const uint32_t lanes = reduce_lanes(uint64_t(M) * N, splits);
   const uint32_t groups = uint32_t(std::min<uint64_t>(ceil_div(uint64_t(M) * N * lanes, 256), 65535u));
   // Its B type is the bias's: a quantized weight's bias has the dequantized dtype, f16 on these devices.
-  const vk::Kernel kernel = splitk_reduce_kernel(g.qb ? DType::f16 : b.dtype(), c.dtype());
+  const vk::Kernel kernel = splitk_reduce_kernel(g.qb ? DType::f16 : b.dtype(), c.dtype(), g.glu);
   const vk::Spec spec{.local_x = 256u, .constants = {lanes}};
   // The reduce reads the partial sums and the epilogue's operands: B and the unused bindings hold the partial sums,
   // so that it never waits on, nor holds back, a write to B or A (scratch, when dequantized or converted).
   const vk::Use c_use = flags & kAccumulate ? inout(c) : out(c);
-  const std::vector<vk::Use> bound = {in(partial), in(partial), c_use, in(bias.defined() ? bias : partial),
-                                      in(lt.defined() ? lt : partial), in(ll.defined() ? ll : partial)};
+  std::vector<vk::Use> bound = {in(partial), in(partial), c_use, in(bias.defined() ? bias : partial),
+                                in(lt.defined() ? lt : partial), in(ll.defined() ? ll : partial)};
+  if (g.glu)  // gate, up and d up at bindings 11-13
+    bound.insert(bound.end(), {in(partial), in(partial), in(partial), in(partial), in(partial), in(g.glu->gate),
+                               in(g.glu->up), out(g.glu->dup)});
   // In a vk::Recorder::DeferScope the reduce waits for the scope's end, after the next products' slices.
   if (deferrable && rec.deferring()) return rec.defer(kernel, bound, second, {groups, 1, 1}, spec);
   vk::Recorder::check_params(kernel, sizeof second, vk::params_scalars(second));
@@ -790,6 +819,47 @@ void matmul_backward_x_lora(vk::Recorder& rec, const Tensor& dx, const Tensor& d
   }
   matmul_backward_x(rec, dx, dy, w, accumulate);
   matmul_backward_x(rec, dx, dt, lora_a, true);
+}
+
+namespace {
+bool glu_epilogue_on() {
+  const char* v = std::getenv("LORASTUDIO_GLU_EPILOGUE");  // (read while recording: tests switch it)
+  return !(v && std::string_view(v) == "0");
+}
+bool overlap(const Tensor& a, const Tensor& b) {
+  const vk::BufferRange x = a.range(), y = b.range();
+  return x.alloc == y.alloc && x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+}
+}  // namespace
+
+bool matmul_backward_x_glu(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup, const Tensor& dy,
+                           const WeightOperand& w, const Tensor& gate, const Tensor& up, GluActivation act) {
+  const char* op = "matmul_backward_x_glu";
+  require_dtype(dy, kActivation, op, "dy");
+  require_dtype(gate, kActivation, op, "gate");
+  for (const Tensor* t : {&up, &dgate, &dup}) require_shape(*t, gate.shape(), op, "up, dgate and dup as gate");
+  const uint32_t N = w.rows(), K = w.cols();
+  const uint32_t M = rows_with_cols(dy, N, op, "dy");
+  require(rows_with_cols(gate, K, op, "gate") == M, op, "gate is " + gate.describe() + " for dy " + dy.describe());
+  for (const Tensor* t : {&dgate, &dup})
+    for (const Tensor* in : {&gate, &up, &dy})
+      require(!overlap(*t, *in), op, "an output shares memory with an input");
+  require(!overlap(dgate, dup), op, "dgate and dup share memory");
+  const vk::Device& dev = rec.device();
+  // Where the product takes the shader cores' kernel or the cooperative-matrix-2 kernel (with an f16 C): not a
+  // few-row, skinny or short-K product (their own kernels), nor a quantized weight, nor one past a binding.
+  const bool one_dtype = up.dtype() == gate.dtype() && dgate.dtype() == gate.dtype() && dup.dtype() == gate.dtype();
+  if (!glu_epilogue_on() || !one_dtype || w.q || M <= std::max(kMatvecMaxRows, kSkinnyMax) || K <= kSkinnyMax || N <= kShortKMax ||
+      !fits_one_binding(dev, {dy, w.w, gate, up, dgate, dup}))
+    return false;
+  const GluOperands glu{.gate = gate, .up = up, .dup = dup, .act = act == GluActivation::silu ? 1u : 2u};
+  const Gemm g{.op = op, .a = dy, .b = w.w, .c = dgate, .M = M, .N = K, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
+               .b_sk = K, .c_sm = K, .beta = 1, .glu = &glu};
+  if (dev.coopmat2() ? !(gate.dtype() == DType::f16 && cm2_fits(dev, g, dy.dtype(), w.w.dtype(), gate.dtype()))
+                     : dev.coopmat())
+    return false;
+  gemm(rec, g);
+  return true;
 }
 
 void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale) {

@@ -7,6 +7,7 @@
 // maxStorageBufferRange is split into several dispatches (rows of W, rows of x, or slices of K).
 #include <span>
 
+#include "ops/glu.h"
 #include "ops/quant_weight.h"
 #include "ops/split_sums.h"
 #include "tensor/tensor.h"
@@ -44,6 +45,15 @@ SplitSums matmul_backward_x_unreduced(vk::Recorder& rec, const Tensor& dx, const
 // product does), else as a second product after it.
 void matmul_backward_x_lora(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
                             const Tensor& dt, const Tensor& lora_a, bool accumulate = false);
+// The gated MLP's activation (y = act(gate)·up, ops/activations.h) and down's dx product in one: d gate, d up [.., K]
+// = the activation's backward (silu_mul_backward, gelu_tanh_mul_backward: the same bits) of dy [.., N] · w [N, K],
+// applied in the product's epilogue, so that d y = dy·w is neither written nor read back. gate, up, d gate and
+// d up of one dtype (f32 or f16), no two sharing memory. Where no kernel takes it (the tensor-core kernels of
+// VK_NV_cooperative_matrix / VK_KHR_cooperative_matrix, the few-row and skinny products, a quantized weight,
+// operands past one binding, LORASTUDIO_GLU_EPILOGUE=0) records nothing and returns false: the caller records
+// the product and the activation's backward itself.
+bool matmul_backward_x_glu(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup, const Tensor& dy,
+                           const WeightOperand& w, const Tensor& gate, const Tensor& up, GluActivation act);
 // dw [N, K] (f32) += scale · dy [.., N]ᵀ · x [.., K]. Parameter gradients accumulate.
 void matmul_backward_w(vk::Recorder& rec, const Tensor& dw, const Tensor& dy, const Tensor& x, float scale = 1.0f);
 

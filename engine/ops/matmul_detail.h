@@ -92,6 +92,13 @@ inline uint32_t skinny_rows(uint32_t L) { return std::clamp(L / 256, 1u, kSkinny
 // enough for about 1024 workgroups, each slice at least 8 long, the partial sums within one binding.
 uint32_t skinny_splits(uint32_t L, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding);
 
+// The gated MLP's activation backward in a product's epilogue (ops::matmul_backward_x_glu; the kernels' GLU):
+// gate and up read, C written as d gate and dup as d up, all laid out as C; act 1 SiLU, 2 GELU-tanh.
+struct GluOperands {
+  Tensor gate, up, dup;
+  uint32_t act = 1;
+};
+
 // Operand layouts: element (i, k) of A sits at i*a_sm + k*a_sk, (j, k) of B at j*b_sn + k*b_sk,
 // (i, j) of C at i*c_sm + j.
 struct Gemm {
@@ -114,6 +121,9 @@ struct Gemm {
   // Where set, a product that splits K whole (one dispatch, f32 C, no epilogue) leaves its partial sums here
   // instead of reducing them into C (ops::matmul_forward_unreduced).
   SplitSums* unreduced = nullptr;
+  // Where set, the epilogue applies the gated MLP's activation backward: batch 1, no accumulation, C f32 or f16, on
+  // the shader cores' kernel or (C f16) the cooperative-matrix-2 kernel only (ops::matmul_backward_x_glu checks).
+  const GluOperands* glu = nullptr;
 };
 
 // One dispatch of a product: g's operands, or the chunks of them that gemm() binds where the product is

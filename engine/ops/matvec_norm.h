@@ -12,13 +12,12 @@
 // the f32 sums.
 #include <span>
 
+#include "ops/glu.h"
 #include "ops/quant_weight.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
 namespace ls::ops {
-
-enum class GluActivation { silu, gelu_tanh };
 
 // Whether the fused kernels take these operands (every weight given; undefined ones are skipped): few
 // rows, sizes and strides the 16-byte loads and the staging allow, one dtype for the weights and the bias. The callers fall back

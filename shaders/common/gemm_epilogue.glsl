@@ -16,6 +16,12 @@ float gemm_value(uint m, uint n, float acc) {
 void gemm_store(uint m, uint n, float acc, uint c_base) {
   float v = gemm_value(m, n, acc);
   uint ci = c_base + m * p.c_sm + n;
+#ifdef GLU
+  const vec2 gr = glu_grads(v, ci);
+  c[ci] = FROM_F32(C_T, gr.x);
+  glu_dup[ci] = FROM_F32(C_T, gr.y);
+#else
   if ((p.flags & 2u) != 0u) v = fma(p.beta, TO_F32(C_T, c[ci]), v);
   c[ci] = FROM_F32(C_T, v);
+#endif
 }

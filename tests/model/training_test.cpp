@@ -379,6 +379,25 @@ TEST_F(SplitIntoNormStep, SumsAddedUpByTheNormsChangeNoBit) {
     EXPECT_EQ(fused.values[i], reduced.values[i]) << "tensor " << i << " (0: the loss)";
 }
 
+// The MLP activation's backward in down's dx product (ops::matmul_backward_x_glu: d gate and d up from the product's
+// epilogue, d gated never written) against the product and the activation's own pass (LORASTUDIO_GLU_EPILOGUE=0): the
+// same bits, one dispatch a layer fewer, with f32 activations and with f16 ones (LORASTUDIO_F16_ACTS=1).
+TEST_F(SplitIntoNormStep, ActivationBackwardInDownsProductChangesNoBit) {
+  for (bool f16 : {false, true}) {
+    if (f16) setenv("LORASTUDIO_F16_ACTS", "1", 1);  // read while the step is recorded
+    const Result fused = run(true);
+    setenv("LORASTUDIO_GLU_EPILOGUE", "0", 1);
+    const Result apart = run(true);
+    unsetenv("LORASTUDIO_GLU_EPILOGUE");
+    unsetenv("LORASTUDIO_F16_ACTS");
+    EXPECT_EQ(fused.dispatches + model_->config.num_layers, apart.dispatches) << (f16 ? "f16" : "f32");
+    ASSERT_EQ(fused.values.size(), apart.values.size());
+    EXPECT_GT(fused.values[0][0], 0.0f);
+    for (size_t i = 0; i < fused.values.size(); ++i)
+      EXPECT_EQ(fused.values[i], apart.values[i]) << "tensor " << i << " (0: the loss), " << (f16 ? "f16" : "f32");
+  }
+}
+
 // Activations kept in f16 (model/layer_acts.h F16Operands, forced on any device by LORASTUDIO_F16_ACTS=1: the
 // norms' outputs, q, k, v, the attention's output, gate, up and the MLP's gradients) give the f32 step's loss
 // within 2e-3 relative and its LoRA gradients within 2e-2 of each matrix's largest: f16 rounds each to ~5e-4.

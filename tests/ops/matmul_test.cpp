@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cmath>
 
+#include "ops/activations.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/matmul_detail.h"
@@ -657,6 +658,105 @@ TEST(MatmulCm2Rules, UnrollLeavesNoTailWhereItCan) {
     EXPECT_TRUE(u >= 1 && u <= 16) << s;
     EXPECT_TRUE(s <= 16 ? s % u == 0 : u == 8) << s;
   }
+}
+
+// [SECTION] The gated activation's backward in down's dx product
+
+// ops::matmul_backward_x_glu: d gate and d up from dy·w with SiLU's or GELU-tanh's backward in the product's epilogue
+// are the bits of the product written out (in gate's dtype) and then silu_mul_backward / gelu_tanh_mul_backward, and
+// match the double-accumulating reference (tolerance: f32 1e-5; f16 5e-3: d gated and the outputs rounded to f16, on
+// tensor cores dy too). Where the device's kernel for the product is the shader cores' one, or the
+// cooperative-matrix-2 one with f16 operands, the epilogue takes it; elsewhere the op returns false. A reduction of
+// 1024 over 24 rows splits K on lavapipe (the reduce applies the epilogue).
+struct GluCase {
+  uint32_t M, N, K;  // dy [M, N], w [N, K], gate and up [M, K]
+  DType act, w;
+  ops::GluActivation f;
+};
+
+class MatmulGluTest : public test::GpuTest {};
+
+TEST_F(MatmulGluTest, EpilogueGivesTheBitsOfTheProductThenTheActivationsBackward) {
+  using G = ops::GluActivation;
+  for (const GluCase& c : {GluCase{40, 96, 136, DType::f32, DType::f32, G::silu},
+                           GluCase{40, 96, 136, DType::f16, DType::f16, G::silu},
+                           GluCase{40, 96, 136, DType::f16, DType::bf16, G::gelu_tanh},
+                           GluCase{24, 1024, 40, DType::f16, DType::f32, G::silu},
+                           GluCase{24, 1024, 40, DType::f16, DType::f16, G::gelu_tanh},
+                           GluCase{136, 80, 200, DType::f32, DType::f16, G::gelu_tanh}}) {
+    const std::string what = std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + " " +
+                             dtype_name(c.act) + " w " + dtype_name(c.w) + (c.f == G::silu ? " silu" : " gelu_tanh");
+    const size_t n = size_t(c.M) * c.K;
+    const auto dy0 = test::random_values(size_t(c.M) * c.N, 80, 0.5f);
+    const auto w0 = test::rounded(test::random_values(size_t(c.N) * c.K, 81, 0.2f), c.w);
+    const auto gate0 = test::rounded(test::random_values(n, 82, 2.0f), c.act);
+    const auto up0 = test::rounded(test::random_values(n, 83), c.act);
+    auto dy = test::tensor_from(dev(), {c.M, c.N}, DType::f32, dy0);
+    auto w = test::tensor_from(dev(), {c.N, c.K}, c.w, w0);
+    auto gate = test::tensor_from(dev(), {c.M, c.K}, c.act, gate0);
+    auto up = test::tensor_from(dev(), {c.M, c.K}, c.act, up0);
+    auto dgate = test::poisoned(dev(), {c.M, c.K}, c.act), dup = test::poisoned(dev(), {c.M, c.K}, c.act);
+    auto dgate_apart = test::poisoned(dev(), {c.M, c.K}, c.act), dup_apart = test::poisoned(dev(), {c.M, c.K}, c.act);
+    auto dgated = Tensor::empty(dev(), {c.M, c.K}, c.act, "d gated");
+    bool fused = false;
+    auto backward = [&](vk::Recorder& rec, const Tensor& dg, const Tensor& du) {
+      if (c.f == G::silu) ops::silu_mul_backward(rec, dg, du, dgated, gate, up);
+      else ops::gelu_tanh_mul_backward(rec, dg, du, dgated, gate, up);
+    };
+    test::run(dev(), [&](vk::Recorder& rec) {
+      fused = ops::matmul_backward_x_glu(rec, dgate.t, dup.t, dy, w, gate, up, c.f);
+      if (!fused) {
+        ops::matmul_backward_x(rec, dgated, dy, w);
+        backward(rec, dgate.t, dup.t);
+      }
+      ops::matmul_backward_x(rec, dgated, dy, w);
+      backward(rec, dgate_apart.t, dup_apart.t);
+    });
+    const bool takes = !dev().coopmat() || (dev().coopmat2() && c.act == DType::f16 && c.w == DType::f16);
+    EXPECT_EQ(fused, takes) << what;
+    EXPECT_EQ(download(dgate.t), download(dgate_apart.t)) << what << ": d gate";
+    EXPECT_EQ(download(dup.t), download(dup_apart.t)) << what << ": d up";
+    dgate.expect_guards_intact(what.c_str());
+    dup.expect_guards_intact(what.c_str());
+
+    std::vector<float> dgated_ref(n), dgate_ref(n), dup_ref(n);
+    ops::ref::matmul_backward_x(dgated_ref, dy0, w0, c.M, c.N, c.K);
+    dgated_ref = test::rounded(dgated_ref, c.act);
+    if (c.f == G::silu) ops::ref::silu_mul_backward(dgate_ref, dup_ref, dgated_ref, gate0, up0);
+    else ops::ref::gelu_tanh_mul_backward(dgate_ref, dup_ref, dgated_ref, gate0, up0);
+    const double rtol = c.act == DType::f32 && !(dev().coopmat() && c.w != DType::f32) ? 1e-5 : 5e-3;
+    test::expect_close(download(dgate.t), test::rounded(dgate_ref, c.act), rtol, what + ": d gate", dgate.t.shape());
+    test::expect_close(download(dup.t), test::rounded(dup_ref, c.act), rtol, what + ": d up", dup.t.shape());
+  }
+}
+
+// A few rows (the matrix-vector kernels), LORASTUDIO_GLU_EPILOGUE=0 or mixed dtypes: nothing recorded, false returned;
+// an output sharing an input's memory is an error naming the op.
+TEST_F(MatmulGluTest, NotTakenWhereNoKernelAppliesIt) {
+  auto dy = test::tensor_from(dev(), {4, 96}, DType::f32, test::random_values(4 * 96, 84));
+  auto w = test::tensor_from(dev(), {96, 64}, DType::f32, test::random_values(96 * 64, 85));
+  auto act = [&](uint32_t M, DType t) { return Tensor::empty(dev(), {M, 64}, t, "glu operand"); };
+  auto dy40 = test::tensor_from(dev(), {40, 96}, DType::f32, test::random_values(40 * 96, 86));
+  vk::Recorder rec(dev());
+  const auto silu = ops::GluActivation::silu;
+  EXPECT_FALSE(ops::matmul_backward_x_glu(rec, act(4, DType::f32), act(4, DType::f32), dy, w, act(4, DType::f32),
+                                          act(4, DType::f32), silu));
+  EXPECT_FALSE(ops::matmul_backward_x_glu(rec, act(40, DType::f16), act(40, DType::f16), dy40, w, act(40, DType::f32),
+                                          act(40, DType::f32), silu));
+  setenv("LORASTUDIO_GLU_EPILOGUE", "0", 1);
+  EXPECT_FALSE(ops::matmul_backward_x_glu(rec, act(40, DType::f32), act(40, DType::f32), dy40, w, act(40, DType::f32),
+                                          act(40, DType::f32), silu));
+  unsetenv("LORASTUDIO_GLU_EPILOGUE");
+  EXPECT_EQ(rec.finish().dispatch_count(), 0u);
+  vk::Recorder errors(dev());
+  const Tensor gate = act(40, DType::f32);
+  test::expect_error_naming(
+      [&] { ops::matmul_backward_x_glu(errors, gate, act(40, DType::f32), dy40, w, gate, act(40, DType::f32), silu); },
+      "matmul_backward_x_glu");
+  test::expect_error_naming(
+      [&] { ops::matmul_backward_x_glu(errors, act(40, DType::f32), act(40, DType::f32), dy40, w, act(41, DType::f32),
+                                       act(41, DType::f32), silu); },
+      "matmul_backward_x_glu");
 }
 
 // [SECTION] Bad input
