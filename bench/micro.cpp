@@ -190,6 +190,30 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
     train_matmul("train16_lmhead_2048x896x151936", 2048, 896, 151936, DT::f16);
     train_matmul("train16_lmhead_256x896x151936", 256, 896, 151936, DT::f16);  // a B1 step's chunk
   }
+  // Down's dx product as the f16 path records it (d gated [M, I] f16 from dy [M, C] f32), then SiLU·up's backward, against
+  // the two in one (ops::matmul_backward_x_glu: _dxglu). FLOPs the product's; bytes: dy, W, and gate, up, d gate and
+  // d up (f16) for _dxglu, d gated for _dx16.
+  auto down_glu = [&](const std::string& name, uint32_t M, uint32_t C, uint32_t I) {
+    if (!filter.empty() && (name + "_dx16").find(filter) == std::string::npos &&
+        (name + "_dxglu").find(filter) == std::string::npos)
+      return;
+    auto dy = random_tensor(dev, {M, C}, DT::f32, seed++), w = random_tensor(dev, {C, I}, DT::f16, seed++, 0.05f);
+    auto gate = random_tensor(dev, {M, I}, DT::f16, seed++), up = random_tensor(dev, {M, I}, DT::f16, seed++);
+    auto dgated = Tensor::empty(dev, {M, I}, DT::f16), dgate = Tensor::empty(dev, {M, I}, DT::f16);
+    auto dup = Tensor::empty(dev, {M, I}, DT::f16);
+    const std::string dims = "dy f32 [" + std::to_string(M) + ", " + std::to_string(C) + "] x W f16 [" +
+                             std::to_string(C) + ", " + std::to_string(I) + "]";
+    const double flops = 2.0 * M * C * I, base = 4.0 * M * C + 2.0 * C * I;
+    cases.push_back({name + "_dx16", dims + " -> f16", flops, base + 2.0 * M * I,
+                     [=](vk::Recorder& rec) { ops::matmul_backward_x(rec, dgated, dy, w); }});
+    cases.push_back({name + "_dxglu", dims + ", SiLU·up's backward", flops, base + 8.0 * M * I, [=](vk::Recorder& rec) {
+                       if (!ops::matmul_backward_x_glu(rec, dgate, dup, dy, w, gate, up, ops::GluActivation::silu))
+                         throw Error("micro: no kernel takes down's dx with the activation's backward here");
+                     }});
+  };
+  down_glu("down16_512x896x4864", 512, 896, 4864);
+  down_glu("down16_4096x896x4864", 4096, 896, 4864);
+  if (!filter.empty()) down_glu("down16_7b_512x3584x18944", 512, 3584, 18944);  // 136 MB of weight: only if named
   // Training's SwiGLU on f16 gate and up (model/layer_acts.h F16Operands::gate_up) at B8×T512 of the 0.5B shape:
   // memory-bound, so its figure of merit is GB/s (bytes: forward reads 2 and writes 1 tensor, backward 3 and 2).
   auto silu16 = [&](const std::string& name, uint32_t rows, uint32_t cols) {

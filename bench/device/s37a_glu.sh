@@ -12,6 +12,9 @@ timeout 200 $B/matmul_test --gtest_filter='MatmulGlu*:MatmulUnreduced*' > $R/mat
 echo "matmul_test glu rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|Failure|Which is|fused|d gate|d up" $R/matmul_glu.txt | head -20
 gpu_tests training_test
 tar czf $OUT/s37a.tar.gz -C $OUT r
+micro_env glu down16_
+micro_env silu silu16
+for t in m w s; do micro_env tile_$t down16_512 LORASTUDIO_CM2_TILE=$t; done
 until grep -q '^saved' $R/make_model05.txt 2>/dev/null || [ $SECONDS -gt 250 ]; do sleep 2; done
 NOGLU=LORASTUDIO_GLU_EPILOGUE=0
 t() { local n=$1 e=$2; shift 2
