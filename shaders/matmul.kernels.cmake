@@ -127,11 +127,12 @@ ls_kernel(gemm_short_k matmul_short_k.comp A_T=f32 B_T=f32 C_T=f32)
 #   l 128×256×64 on 256 · t 256×128×64 on 256 · m 128×128×64 on 256 · s 64×64×64 on 128
 #   w 64×128×64 on 128 · h 128×64×64 on 128 (more workgroups for the 0.5B shape's products)
 #   d 16×128×64 on 128 (a few rows: batched generation's products, K split into short slices)
+#   g 192×64×64 on 128 (measurement, LORASTUDIO_CM2_TILE=g: 512 rows in 3 tiles, 0.5B down's dx on one wave)
 # gemm_cm2q_<format>_<tile><orientation>: the same with B a quantized weight (nf4, q8) decoded as each tile
 # loads (ops/quant_weight.h quant_in_gemm); B_T f16 is its bias's type.
 set(ls_cm2_tiles "l|BM=128 BN=256 BK=64" "t|BM=256 BN=128 BK=64"
     "m|BM=128 BN=128 BK=64" "s|BM=64 BN=64 BK=64"
-    "w|BM=64 BN=128 BK=64" "h|BM=128 BN=64 BK=64" "d|BM=16 BN=128 BK=64")
+    "w|BM=64 BN=128 BK=64" "h|BM=128 BN=64 BK=64" "d|BM=16 BN=128 BK=64" "g|BM=192 BN=64 BK=64")
 foreach(tile ${ls_cm2_tiles})
   string(REPLACE "|" ";" tile_parts "${tile}")
   list(GET tile_parts 0 tile_name)

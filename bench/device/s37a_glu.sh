@@ -14,7 +14,8 @@ gpu_tests training_test
 tar czf $OUT/s37a.tar.gz -C $OUT r
 micro_env glu down16_
 micro_env silu silu16
-for t in m w s; do micro_env tile_$t down16_512 LORASTUDIO_CM2_TILE=$t; done
+for t in m w s g; do micro_env tile_$t down16_512 LORASTUDIO_CM2_TILE=$t; done
+micro_env gate_g train16_512x896x4864_fwd LORASTUDIO_CM2_TILE=g
 until grep -q '^saved' $R/make_model05.txt 2>/dev/null || [ $SECONDS -gt 250 ]; do sleep 2; done
 NOGLU=LORASTUDIO_GLU_EPILOGUE=0
 t() { local n=$1 e=$2; shift 2

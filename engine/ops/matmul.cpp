@@ -64,18 +64,19 @@ constexpr uint32_t kCm2ShaderUnroll = 8;  // shaders/matmul_coopmat2.comp's UNRO
 // B f16, or (q) a quantized weight decoded as each tile loads (matmul.kernels.cmake's gemm_cm2q_<format>_*).
 vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = QuantType::none) {
   namespace f = vk::family;
-  static constexpr const vk::KernelFamily* families[3][2][7] = {
-      {{&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s, &f::gemm_cm2_w, &f::gemm_cm2_h, &f::gemm_cm2_d},
+  static constexpr const vk::KernelFamily* families[3][2][8] = {
+      {{&f::gemm_cm2_l, &f::gemm_cm2_t, &f::gemm_cm2_m, &f::gemm_cm2_s, &f::gemm_cm2_w, &f::gemm_cm2_h, &f::gemm_cm2_d,
+        &f::gemm_cm2_g},
        {&f::gemm_cm2_ln, &f::gemm_cm2_tn, &f::gemm_cm2_mn, &f::gemm_cm2_sn, &f::gemm_cm2_wn, &f::gemm_cm2_hn,
-        &f::gemm_cm2_dn}},
+        &f::gemm_cm2_dn, &f::gemm_cm2_gn}},
       {{&f::gemm_cm2q_nf4_l, &f::gemm_cm2q_nf4_t, &f::gemm_cm2q_nf4_m, &f::gemm_cm2q_nf4_s, &f::gemm_cm2q_nf4_w,
-        &f::gemm_cm2q_nf4_h, &f::gemm_cm2q_nf4_d},
+        &f::gemm_cm2q_nf4_h, &f::gemm_cm2q_nf4_d, &f::gemm_cm2q_nf4_g},
        {&f::gemm_cm2q_nf4_ln, &f::gemm_cm2q_nf4_tn, &f::gemm_cm2q_nf4_mn, &f::gemm_cm2q_nf4_sn, &f::gemm_cm2q_nf4_wn,
-        &f::gemm_cm2q_nf4_hn, &f::gemm_cm2q_nf4_dn}},
+        &f::gemm_cm2q_nf4_hn, &f::gemm_cm2q_nf4_dn, &f::gemm_cm2q_nf4_gn}},
       {{&f::gemm_cm2q_q8_l, &f::gemm_cm2q_q8_t, &f::gemm_cm2q_q8_m, &f::gemm_cm2q_q8_s, &f::gemm_cm2q_q8_w,
-        &f::gemm_cm2q_q8_h, &f::gemm_cm2q_q8_d},
+        &f::gemm_cm2q_q8_h, &f::gemm_cm2q_q8_d, &f::gemm_cm2q_q8_g},
        {&f::gemm_cm2q_q8_ln, &f::gemm_cm2q_q8_tn, &f::gemm_cm2q_q8_mn, &f::gemm_cm2q_q8_sn, &f::gemm_cm2q_q8_wn,
-        &f::gemm_cm2q_q8_hn, &f::gemm_cm2q_q8_dn}}};
+        &f::gemm_cm2q_q8_hn, &f::gemm_cm2q_q8_dn, &f::gemm_cm2q_q8_gn}}};
   const uint32_t format = q == QuantType::nf4 ? 1 : q == QuantType::q8 ? 2 : 0;
   return variant(*families[format][b_along_n][uint32_t(tile)], {DType::f16, DType::f16, c}, "matmul");
 }
@@ -84,11 +85,11 @@ vk::Kernel cm2_kernel(Cm2Tile tile, bool b_along_n, DType c, QuantType q = Quant
 // 2 GELU-tanh: matmul.kernels.cmake's gemm_cm2g_<activation>_<tile>n).
 vk::Kernel cm2_glu_kernel(Cm2Tile tile, uint32_t act) {
   namespace f = vk::family;
-  static constexpr const vk::KernelFamily* families[2][7] = {
+  static constexpr const vk::KernelFamily* families[2][8] = {
       {&f::gemm_cm2g_silu_ln, &f::gemm_cm2g_silu_tn, &f::gemm_cm2g_silu_mn, &f::gemm_cm2g_silu_sn,
-       &f::gemm_cm2g_silu_wn, &f::gemm_cm2g_silu_hn, &f::gemm_cm2g_silu_dn},
+       &f::gemm_cm2g_silu_wn, &f::gemm_cm2g_silu_hn, &f::gemm_cm2g_silu_dn, &f::gemm_cm2g_silu_gn},
       {&f::gemm_cm2g_gelu_ln, &f::gemm_cm2g_gelu_tn, &f::gemm_cm2g_gelu_mn, &f::gemm_cm2g_gelu_sn,
-       &f::gemm_cm2g_gelu_wn, &f::gemm_cm2g_gelu_hn, &f::gemm_cm2g_gelu_dn}};
+       &f::gemm_cm2g_gelu_wn, &f::gemm_cm2g_gelu_hn, &f::gemm_cm2g_gelu_dn, &f::gemm_cm2g_gelu_gn}};
   return variant(*families[act == 1 ? 0 : 1][uint32_t(tile)], {DType::f16, DType::f16, DType::f16}, "matmul");
 }
 
@@ -104,8 +105,8 @@ vk::Kernel cm2_glu_kernel(Cm2Tile tile, uint32_t act) {
 // The lm_head's logits at 256 rows (a B1 chunk) stay on 128×64 too: on the H100 (session 30) 128×128 took 356 µs
 // against 400 in micro (s30b; 256×128 429, 128×256 1,016), but 432 against 415 in the step's trace, and the step
 // was no faster (14.87 against 14.75-14.79 ms, s30c).
-// LORASTUDIO_CM2_TILE (l, t, m, s, w, h or d) forces one, for tuning; LORASTUDIO_CM2_SHORT_K=0 takes the longer
-// reductions' rule for every product (session 14's), for measurement.
+// LORASTUDIO_CM2_TILE (l, t, m, s, w, h, d or g) forces one, for tuning (g, 192×64, is only taken so);
+// LORASTUDIO_CM2_SHORT_K=0 takes the longer reductions' rule for every product (session 14's), for measurement.
 // The rules below count workgroups against the GPU's SMs (multiprocessors): the driver's count where it gives one
 // (VK_NV_shader_sm_builtins, which NVIDIA's drivers offer wherever they offer VK_NV_cooperative_matrix2), else an
 // H100's, whose 132 the rules were measured on (the H200 has as many).
@@ -129,7 +130,7 @@ bool few_rows_rule() {
 }
 // The tile a letter of Cm2Tile's names stands for (the measurement switches below), if any.
 std::optional<Cm2Tile> tile_named(char letter) {
-  const size_t t = std::string_view("ltmswhd").find(letter);
+  const size_t t = std::string_view("ltmswhdg").find(letter);
   return t == std::string_view::npos ? std::nullopt : std::optional<Cm2Tile>(Cm2Tile(t));
 }
 Cm2Tile cm2_tile_rule(uint32_t M, uint32_t N, uint32_t K, uint64_t sms) {

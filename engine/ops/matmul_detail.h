@@ -46,12 +46,13 @@ uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t ma
 
 // The workgroup-scope kernels of VK_NV_cooperative_matrix2 (shaders/matmul_coopmat2.comp), by tile
 // (BM rows of C, the tokens, × BN columns, the output features, on `threads` invocations).
-enum class Cm2Tile : uint32_t { l, t, m, s, w, h, d };
+enum class Cm2Tile : uint32_t { l, t, m, s, w, h, d, g };
 struct Cm2TileShape {
   uint32_t bm, bn, threads;
 };
 inline constexpr Cm2TileShape kCm2Tiles[] = {{128, 256, 256}, {256, 128, 256}, {128, 128, 256},
-                                             {64, 64, 128},   {64, 128, 128},  {128, 64, 128}, {16, 128, 128}};
+                                             {64, 64, 128},   {64, 128, 128},  {128, 64, 128}, {16, 128, 128},
+                                             {192, 64, 128}};
 // The tile ops/matmul.cpp's rule gives an M×N×K product on a GPU of `sms` multiprocessors (its comment says why).
 Cm2Tile cm2_tile(uint32_t M, uint32_t N, uint32_t K, uint64_t sms);
 // A tile's invocations as ops/matmul.cpp's rule sets them (cm2_spec, which says why), for that many workgroups
