@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // The flash backward's row statistic in a pass of its own (ops/attention_flash.cpp): for query row t of head h,
 //   delta[b, h, t] = Σ_d do[b, t, h, d]·o[b, t, h, d]   (f32 sums)
 // so that the cooperative-matrix-2 dq and dk/dv kernels (shaders/flash_attention_cm2.comp) both read it and run
@@ -12,7 +13,13 @@
 layout(local_size_x = 256) in;
 const uint kLanes = 16u, kRowsPerGroup = 256u / kLanes;
 
+// With kSlices > 0, binding 0 holds the partial sums [kSlices, B·T·H·D] of the split product that makes do (o's dx,
+// ops::SplitSums), added up here as its reduce adds them (common/split_sums.glsl, kSplitLanes lanes): the same bits.
+layout(constant_id = 1) const uint kSlices = 0u;
+layout(constant_id = 2) const uint kSplitLanes = 1u;
 layout(binding = 0) readonly buffer DO { float do_[]; };
+#include "common/split_sums.glsl"
+DEFINE_SPLIT_SUM(do_sum, do_, kSlices, kSplitLanes)
 layout(binding = 1) readonly buffer O { STORE(T) o[]; };
 layout(binding = 2) writeonly buffer Delta { float delta[]; };
 layout(binding = 3) writeonly buffer DO16 { float16_t do16[]; };
@@ -31,7 +38,7 @@ void main() {
   float acc = 0.0;
   if (inside)
     for (uint d = lane; d < p.D; d += kLanes) {
-      const float g = do_[row * p.D + d];
+      const float g = kSlices > 0u ? do_sum(row * p.D + d, p.B * p.T * p.H * p.D) : do_[row * p.D + d];
       acc += g * TO_F32(T, o[row * p.D + d]);
       if (p.do16 != 0u) do16[row * p.D + d] = float16_t(g);
     }

@@ -455,9 +455,16 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
     d_o = d.o;
   }
   const Tensor attn = a.attn.reshape({M, H * D});
-  project_backward(rec, s, run, layer, LoraTarget::o_proj, w.o, a, attn, d.attn.reshape({M, H * D}), d_o, false);
+  // A plain o product's split sums added up by the attention backward's delta pass (its reduce no stage of its own),
+  // where that pass reads dO (the cooperative-matrix-2 flash kernels)
+  ops::SplitSums do_sums;
+  if (plain_product(s, run, layer, LoraTarget::o_proj, w.o) && d.attn.dtype() == DType::f32 &&
+      ops::attention_backward_takes_split_do(rec.device(), a.q, a.k, a.v, s.window.value_or(0)))
+    do_sums = ops::matmul_backward_x_unreduced(rec, d.attn.reshape({M, H * D}), d_o, w.o.w);
+  else
+    project_backward(rec, s, run, layer, LoraTarget::o_proj, w.o, a, attn, d.attn.reshape({M, H * D}), d_o, false);
   ops::attention_backward(rec, d.q, d.k, d.v, d.attn, a.q, a.k, a.v, a.attn, a.lse, s.attention_scale,
-                          s.window.value_or(0));
+                          s.window.value_or(0), do_sums);
   ops::rope_backward(rec, d.q, d.q, run.positions, inv_freq);
   ops::rope_backward(rec, d.k, d.k, run.positions, inv_freq);
   Tensor dq = d.q, dk = d.k;  // the gradients of q_proj(h1), k_proj(h1)

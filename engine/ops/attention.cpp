@@ -155,9 +155,18 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
                params, row_groups(rows, op), {.local_x = kThreads});
 }
 
+bool attention_backward_takes_split_do(vk::Device& device, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       uint32_t window) {
+  AttentionDims d = attention_dims(q, k, v, {DType::f32, DType::f16}, "attention_backward");
+  if (window && window < d.S) return false;
+  if (q.dtype() == DType::f16 && !detail::attention_flash_backward_f16_fit(device, d)) return false;
+  return detail::attention_flash_coopmat_fit(device, d, q.dtype()) &&
+         detail::flash_backward_reads_delta_pass(device, d, q.dtype());
+}
+
 void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                        float scale, uint32_t window) {
+                        float scale, uint32_t window, const SplitSums& do_sums) {
   const char* op = "attention_backward";
   AttentionDims d = attention_dims(q, k, v, {DType::f32, DType::f16}, op);
   d.window = window && window < d.S ? window : 0;
@@ -181,12 +190,14 @@ void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, c
       return y;
     };
     return attention_backward(rec, dq, dk, dv, do_, widened(q), widened(k), widened(v), widened(o), lse, scale,
-                              window);
+                              window, do_sums);
   }
+  const bool flash_cm = !d.window && detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype());
+  if (do_sums.defined() && !flash_cm) fail(op, "internal: dO's split sums on a path that reads dO itself");
   if (d.window)
     detail::attention_backward_rows(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
-  else if (detail::attention_flash_coopmat_fit(rec.device(), d, q.dtype()))
-    detail::attention_backward_flash(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
+  else if (flash_cm)
+    detail::attention_backward_flash(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale, do_sums);
   else if (detail::attention_products_fit(rec.device(), d, q.dtype()))
     detail::attention_backward_products(rec, dq, dk, dv, do_, q, k, v, o, lse, d, scale);
   else if (detail::attention_flash_fit(rec.device(), d, q.dtype()))

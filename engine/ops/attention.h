@@ -13,6 +13,7 @@
 // products and split paths being for unwindowed attention.
 #include <span>
 
+#include "ops/split_sums.h"
 #include "tensor/tensor.h"
 #include "vk/recorder.h"
 
@@ -47,9 +48,16 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
 //   dk[b,j,g,:] = scale * sum_{h in g, t} ds * q[b,t,h,:],   dv[b,j,g,:] = sum_{h in g, t} p * do[b,t,h,:]
 // dq, dk, dv are overwritten. Two dispatches (dq and delta, then dk and dv); delta lives in a scratch tensor the
 // recorded program keeps alive. Deterministic (no atomics).
+// With do_sums defined (attention_backward_takes_split_do must hold), do is neither read nor expected written: the
+// split product that makes it (o's dx, ops::matmul_backward_x_unreduced) left its partial sums, which the backward's
+// first pass adds up as the product's reduce would, so the reduce needs no stage of its own.
 void attention_backward(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& do_,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o, const Tensor& lse,
-                        float scale, uint32_t window = 0);
+                        float scale, uint32_t window = 0, const SplitSums& do_sums = {});
+// Whether attention_backward with these operands takes do as split sums: its kernels are the cooperative-matrix-2
+// flash ones, whose row statistic (delta) is a pass of its own that reads do (ops/attention_flash.h flash_delta).
+bool attention_backward_takes_split_do(vk::Device& device, const Tensor& q, const Tensor& k, const Tensor& v,
+                                       uint32_t window = 0);
 
 // CPU reference, double accumulation. Same layouts as above, flat row-major spans; dims.window as above.
 namespace ref {

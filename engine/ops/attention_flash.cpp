@@ -261,7 +261,7 @@ uint64_t flash_forward_stat_bytes(const AttentionDims& d, uint32_t splits) {  //
 }
 
 void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, const Tensor& o, const AttentionDims& d,
-                 const Tensor& do16) {
+                 const Tensor& do16, const SplitSums& do_sums) {
   struct DeltaParams {  // = Params in shaders/flash_delta.comp
     uint32_t B, T, H, D, do16;
   } dp{d.B, d.T, d.H, d.D, do16.defined() ? 1u : 0u};
@@ -270,10 +270,17 @@ void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, cons
             "dO's f16 copy is " + do16.describe() + "; expected the shape of " + do_.describe() + " in f16");
   const uint64_t groups = ceil_div(uint64_t(d.B) * d.T * d.H, 16);  // its kRowsPerGroup
   const uint32_t x = uint32_t(std::min<uint64_t>(groups, 65535));
+  vk::Spec spec{.local_x = 256};
+  if (do_sums.defined()) {
+    require(do_sums.partial.numel() == uint64_t(do_sums.splits) * do_.numel() && do_sums.lanes <= 32, "attention",
+            "dO's split sums are " + do_sums.partial.describe() + " in " + std::to_string(do_sums.splits) +
+                " slices; expected slices of " + do_.describe());
+    spec.constants = {do_sums.splits, do_sums.lanes};
+  }
   // Without the copy, binding 3 is unwritten; delta stands in for it.
   rec.dispatch(variant(vk::family::flash_delta, {o.dtype()}, "attention"),
-               {in(do_), in(o), out(delta), do16.defined() ? out(do16) : out(delta)}, dp,
-               {x, uint32_t(ceil_div(groups, uint64_t(x))), 1}, {.local_x = 256});
+               {in(do_sums.defined() ? do_sums.partial : do_), in(o), out(delta), do16.defined() ? out(do16) : out(delta)},
+               dp, {x, uint32_t(ceil_div(groups, uint64_t(x))), 1}, spec);
 }
 
 void flash_combine(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& part, const Tensor& ml,
@@ -320,9 +327,13 @@ void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& l
                plan.forward());
 }
 
+bool flash_backward_reads_delta_pass(vk::Device& device, const AttentionDims& d, DType dtype) {
+  return cm2_backward(plan_for(device, d, dtype).kernels);
+}
+
 void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                               const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
-                              const Tensor& lse, const AttentionDims& d, float scale) {
+                              const Tensor& lse, const AttentionDims& d, float scale, const SplitSums& do_sums) {
   vk::Device& dev = rec.device();
   const FlashPlan plan = plan_for(dev, d, q.dtype());
   const bool tensor_cores = attention_flash_coopmat_fit(dev, d, DType::f32);
@@ -331,6 +342,7 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
   // both run in one stage (session 19); that pass also leaves dO's f16 copy, which they read. The others' dq
   // kernel writes delta for dk/dv.
   const bool delta_first = cm2_backward(plan.kernels);
+  if (do_sums.defined() && !delta_first) fail("attention", "internal: dO's split sums without the delta pass");
   // kScratchAttention: delta [B, H, T], then (split) dq's partials [splits·B, H, T, D], then (cm2) dO in f16.
   const uint64_t delta_floats = flash_delta_floats(d);
   const uint64_t dq_floats = splits > 1 ? uint64_t(splits) * d.B * d.H * d.T * d.D : 0;
@@ -347,7 +359,7 @@ void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor&
     do_read = Tensor::view(dev, scratch, {uint32_t(first + n), 1}, DType::f16)
                   .slice_rows(first, first + n)
                   .reshape({d.B, d.T, d.H, d.D});
-    flash_delta(rec, delta, do_, o, d, do_read);
+    flash_delta(rec, delta, do_, o, d, do_read, do_sums);
   }
   rec.dispatch(plan.kernels.dq,
                {in(q), in(k), in(v), in(o), in(do_read), in(lse), out(dq_out), delta_first ? in(delta) : out(delta)},

@@ -28,9 +28,13 @@ void attention_forward_flash(vk::Recorder& rec, const Tensor& o, const Tensor& l
 // H = KV; on tensor cores, with few query tiles, dq's and dk/dv's loops split over more workgroups
 // (attention_flash_backward_splits) and dq's partial sums are added by a fifth. delta, dq's partials and
 // the per-head gradients live in the recording's attention scratch (sizes below, for the memory plan).
+// With do_sums defined (flash_backward_reads_delta_pass), the delta pass reads them in place of do.
 void attention_backward_flash(vk::Recorder& rec, const Tensor& dq, const Tensor& dk, const Tensor& dv,
                               const Tensor& do_, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& o,
-                              const Tensor& lse, const AttentionDims& d, float scale);
+                              const Tensor& lse, const AttentionDims& d, float scale, const SplitSums& do_sums = {});
+// Whether attention_backward_flash's kernels for these dims and q's dtype are the cooperative-matrix-2 ones, which
+// read delta (and dO's f16 copy) from flash_delta's pass.
+bool flash_backward_reads_delta_pass(vk::Device& device, const AttentionDims& d, DType dtype);
 // Whether the tensor-core flash kernels are the cooperative-matrix-2 ones (shaders/flash_attention_cm2.comp),
 // on a device that offers the extension: built, and not turned off by LORASTUDIO_FLASH_CM2=0.
 bool flash_cm2_enabled(bool device_coopmat2);
@@ -49,9 +53,10 @@ uint64_t flash_forward_stat_bytes(const AttentionDims& d, uint32_t splits);
 void flash_combine(vk::Recorder& rec, const Tensor& o, const Tensor& lse, const Tensor& part, const Tensor& ml,
                    const AttentionDims& d, uint32_t splits);
 // delta [B, H, T] = rowsum(do ∘ o) (shaders/flash_delta.comp): do f32, o f32 or f16, both [B, T, H, D]; with do16
-// defined (f16, do's shape), also do rounded to f16 there.
+// defined (f16, do's shape), also do rounded to f16 there. With do_sums defined, do is not read (nor written by
+// anyone): its split product's partial sums are, added up as that product's reduce would (the same bits).
 void flash_delta(vk::Recorder& rec, const Tensor& delta, const Tensor& do_, const Tensor& o, const AttentionDims& d,
-                 const Tensor& do16 = Tensor());
+                 const Tensor& do16 = Tensor(), const SplitSums& do_sums = {});
 // delta's floats at the start of slot kScratchAttention (B·H·T rounded up to 64, so dq's partials after it
 // start aligned), and the bytes of each per-head gradient (slots kScratchAttention + 1 and + 2).
 uint64_t flash_delta_floats(const AttentionDims& d);

@@ -14,6 +14,7 @@
 #include "ops/attention_flash.h"
 #include "ops/attention_products.h"
 #include "ops/copy_rows.h"
+#include "ops/matmul.h"
 #include "support/testing.h"
 
 namespace ls {
@@ -241,6 +242,38 @@ TEST(FlashDelta, RowSumsOfDoTimesO) {
         }
       }
     }
+  }
+}
+
+// dO as the split sums of the product that makes it (o's dx left unreduced, ops::matmul_backward_x_unreduced; a
+// reduction of 512 over 24 rows splits on lavapipe's shader cores): delta and dO's f16 copy are the bits of the pass
+// over the reduced product. The training step takes this where the flash kernels are the cooperative-matrix-2 ones.
+TEST(FlashDelta, SplitSumsGiveTheBitsOfTheReducedProduct) {
+  vk::Device& dev = test::device();
+  const AttentionDims d{.B = 1, .T = 24, .S = 24, .H = 4, .KV = 4, .D = 10};
+  const uint32_t M = d.T, C = 512, HD = d.H * d.D;
+  auto dy = test::tensor_from(dev, {M, C}, DType::f32, test::random_values(size_t(M) * C, 90));
+  auto w = test::tensor_from(dev, {C, HD}, DType::f32, test::random_values(size_t(C) * HD, 91));
+  for (DType dtype : {DType::f32, DType::f16}) {
+    auto o = test::tensor_from(dev, q_shape(d), dtype, test::rounded(test::random_values(size_t(M) * HD, 92), dtype));
+    auto reduced = Tensor::empty(dev, {M, HD}, DType::f32, "dO"), unwritten = Tensor::empty(dev, {M, HD}, DType::f32, "dO");
+    auto delta = test::poisoned(dev, lse_shape(d), DType::f32), delta_sums = test::poisoned(dev, lse_shape(d), DType::f32);
+    auto do16 = test::poisoned(dev, q_shape(d), DType::f16), do16_sums = test::poisoned(dev, q_shape(d), DType::f16);
+    ops::SplitSums sums;
+    test::run(dev, [&](vk::Recorder& rec) {
+      ops::matmul_backward_x(rec, reduced, dy, w);
+      ops::detail::flash_delta(rec, delta.t, reduced.reshape(q_shape(d)), o, d, do16.t);
+      sums = ops::matmul_backward_x_unreduced(rec, unwritten, dy, w);
+      ops::detail::flash_delta(rec, delta_sums.t, unwritten.reshape(q_shape(d)), o, d, do16_sums.t, sums);
+    });
+    const std::string what = std::string("flash_delta from split sums, o ") + dtype_name(dtype);
+    if (!dev.coopmat()) {
+      EXPECT_GT(sums.splits, 1u) << what;
+    }
+    EXPECT_EQ(download(delta_sums.t), download(delta.t)) << what;
+    EXPECT_EQ(download(do16_sums.t), download(do16.t)) << what;
+    delta_sums.expect_guards_intact(what.c_str());
+    do16_sums.expect_guards_intact(what.c_str());
   }
 }
 
