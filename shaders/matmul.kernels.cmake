@@ -62,6 +62,12 @@ foreach(b f32 f16 bf16)
     ls_kernel(gemm_splitk_reduce_${b}_${c} matmul_splitk_reduce.comp A_T=f32 B_T=${b} C_T=${c})
   endforeach()
 endforeach()
+# The same with RoPE on the output as it is written (ROPE: training's q and k products, ops::RopeInReduce).
+foreach(b f32 f16 bf16)
+  foreach(c f32 f16)
+    ls_kernel(gemm_splitk_reduce_rope_${b}_${c} matmul_splitk_reduce.comp A_T=f32 B_T=${b} C_T=${c} ROPE)
+  endforeach()
+endforeach()
 # A few rows (M <= 4) with unit-stride operands: a bandwidth-bound matrix-vector kernel.
 foreach(a f32 f16)
   foreach(b f32 f16 bf16)

@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // Second pass of a split-K matrix product: C(m, n) = epilogue(Σ_s partial[s](m, n)), deterministic (unlike
 // atomics). The partial sums [S, M, N] f32 come in binding 0 (A), S in p.K; the epilogue (alpha, bias, LoRA
 // term, accumulation into C) is shaders/matmul.comp's.
@@ -17,6 +18,34 @@ layout(constant_id = 1) const uint kLanes = 1u;  // a power of two, 1 .. 256
 
 shared float sums[256];
 
+#ifdef ROPE
+// RoPE on the output as it is written (ops::RopeInReduce: training's q and k products): C's columns are heads of
+// kHeadDim values, rotated as shaders/rope.comp rotates them after the output is rounded to C's type, so the same
+// bits. An invocation a pair (i, i + kHeadDim/2) of a row, adding up both elements' slices itself in the order the
+// kLanes lanes of the plain reduce would (common/split_sums.glsl).
+layout(constant_id = 2) const uint kHeadDim = 64u;
+layout(binding = 6) readonly buffer RopePositions { int rope_positions[]; };
+layout(binding = 7) readonly buffer RopeInvFreq { float rope_inv_freq[]; };
+#include "common/rope_angle.glsl"
+#include "common/split_sums.glsl"
+DEFINE_SPLIT_SUM(slices_sum, a, p.K, kLanes)
+
+void main() {
+  const uint half_d = kHeadDim / 2u, row_pairs = p.N / 2u, pairs = p.M * row_pairs, slice = p.M * p.N;
+  const uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * 256u;
+  const uint first = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * 256u + gl_LocalInvocationID.x;
+  for (uint j = first; j < pairs; j += stride) {
+    const uint m = j / row_pairs, r = j % row_pairs, i = r % half_d;
+    const uint n = (r / half_d) * kHeadDim + i, lo = m * p.N + n;
+    const float s0 = slices_sum(lo, slice), s1 = slices_sum(lo + half_d, slice);
+    precise float angle = float(rope_positions[m]) * rope_inv_freq[i];
+    const vec2 y = rope_rotate(TO_F32(C_T, FROM_F32(C_T, gemm_value(m, n, s0))),
+                               TO_F32(C_T, FROM_F32(C_T, gemm_value(m, n + half_d, s1))), sin_cos(angle));
+    c[m * p.c_sm + n] = FROM_F32(C_T, y.x);
+    c[m * p.c_sm + n + half_d] = FROM_F32(C_T, y.y);
+  }
+}
+#else
 void main() {
   const uint total = p.M * p.N, slice = p.M * p.N, per_group = 256u / kLanes;
   const uint lane = gl_LocalInvocationID.x % kLanes, slot = gl_LocalInvocationID.x / kLanes;
@@ -42,3 +71,4 @@ void main() {
     barrier();
   }
 }
+#endif

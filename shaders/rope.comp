@@ -33,8 +33,8 @@ void main() {
     sc.x = -sc.x;
 #endif
     uint lo = row * 2u * p.half_d + i, hi = lo + p.half_d;
-    float x0 = TO_F32(T, x[lo]), x1 = TO_F32(T, x[hi]);
-    y[lo] = FROM_F32(T, x0 * sc.y - x1 * sc.x);
-    y[hi] = FROM_F32(T, x1 * sc.y + x0 * sc.x);
+    const vec2 r = rope_rotate(TO_F32(T, x[lo]), TO_F32(T, x[hi]), sc);
+    y[lo] = FROM_F32(T, r.x);
+    y[hi] = FROM_F32(T, r.y);
   }
 }

@@ -59,19 +59,23 @@ ops::LoraDropout dropout_of(const LayerRun& run, uint32_t layer, LoraTarget t) {
 // y = x·Wᵀ + b, plus the adapter's term where it adapts this projection (t = x̃·Aᵀ kept in a.lora_t); with
 // accumulate, y += that (a residual add in the product). A quantized weight goes through ops/quant.h's forms of
 // the same products.
+// With rope, the output rotated by the product's split reduce where it can (ops::RopeInReduce; not a quantized
+// weight's product): rope->applied says whether it was.
 void project(vk::Recorder& rec, const LayerSpec& s, const LayerRun& run, uint32_t layer, LoraTarget target,
-             const LinearWeights& w, const LayerActs& a, const Tensor& y, const Tensor& x, bool accumulate = false) {
+             const LinearWeights& w, const LayerActs& a, const Tensor& y, const Tensor& x, bool accumulate = false,
+             ops::RopeInReduce* rope = nullptr) {
   const std::optional<Adapted> ad = lora_of(s, run, layer, target);
+  if (rope) rope->applied = false;
   if (ad && w.q.defined())
     ops::quant_lora_forward(rec, y, a.lora_t[size_t(ad->owner)], x, w.q, w.b, ad->pair.a, ad->pair.b,
                             run.adapter->scale(), dropout_of(run, layer, ad->owner), accumulate);
   else if (ad)
     ops::lora_forward(rec, y, a.lora_t[size_t(ad->owner)], x, w.w, w.b, ad->pair.a, ad->pair.b, run.adapter->scale(),
-                      dropout_of(run, layer, ad->owner), accumulate);
+                      dropout_of(run, layer, ad->owner), accumulate, rope);
   else if (w.q.defined())
     ops::quant_linear_forward(rec, y, x, w.q, w.b, accumulate);
   else
-    ops::matmul_forward(rec, y, x, w.w, w.b, accumulate);
+    ops::matmul_forward(rec, y, x, w.w, w.b, accumulate, rope);
 }
 
 // Decoding (inference, a few rows): whether the norm of x before these projections runs inside their products
@@ -266,6 +270,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
     norm_forward(rec, s.norm, a.h1, a.rstd1, a.x_in, w.input_norm);  // (M, C)
   }
   group.emplace(rec, kGroupAttention);
+  ops::RopeInReduce q_rope{.positions = run.positions, .inv_freq = inv_freq, .head_dim = D}, k_rope = q_rope;
   if (fold_rope) {
     // Decoding: the input norm, q, k, v, RoPE and the cache write in one pass
     ops::norm_qkv_rope_forward(rec, a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, s.norm.eps, qkv_rope);
@@ -278,9 +283,11 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   } else {
     // Split products' reduces after all three products' slices: one stage for the slices, one for the reduces
     // (vk::Recorder::DeferScope), not a stage each as they are recorded.
+    // Training: RoPE on q and k by their reduces where the products split (no pass of its own below).
     vk::Recorder::DeferScope side_by_side(rec);
-    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, q_out, a.h1);
-    project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, k_out, a.h1);
+    const bool rotate = !a.k_cache.defined() && !s.qk_norm;
+    project(rec, s, run, layer, LoraTarget::q_proj, w.q, a, q_out, a.h1, false, rotate ? &q_rope : nullptr);
+    project(rec, s, run, layer, LoraTarget::k_proj, w.k, a, k_out, a.h1, false, rotate ? &k_rope : nullptr);
     project(rec, s, run, layer, LoraTarget::v_proj, w.v, a, v_out, a.h1);
   }
   if (s.qk_norm) {
@@ -305,8 +312,8 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
                                   s.window.value_or(0));
   } else {
     // Training: q attends over the batch row's own k and v; lse is kept for the backward.
-    ops::rope_forward(rec, a.q, a.q, run.positions, inv_freq);  // (B, T, H, D)
-    ops::rope_forward(rec, a.k, a.k, run.positions, inv_freq);  // (B, T, KV, D)
+    if (!q_rope.applied) ops::rope_forward(rec, a.q, a.q, run.positions, inv_freq);  // (B, T, H, D)
+    if (!k_rope.applied) ops::rope_forward(rec, a.k, a.k, run.positions, inv_freq);  // (B, T, KV, D)
     ops::attention_forward(rec, a.attn, a.lse, a.q, a.k, a.v, s.attention_scale, s.window.value_or(0));
   }
   // The residual stream updated in place (inference, no sandwich norms): x += o_proj(attn) and, below,

@@ -687,11 +687,18 @@ bool GemmDispatch::leave_unreduced(const Tensor& partial, uint32_t splits) const
 void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits, bool deferrable) const {
   GemmParams second = params;
   second.K = splits;
-  const uint32_t lanes = reduce_lanes(uint64_t(M) * N, splits);
-  const uint32_t groups = uint32_t(std::min<uint64_t>(ceil_div(uint64_t(M) * N * lanes, 256), 65535u));
+  // RoPE as the output is written (the whole product, not a chunk of one past a binding): an invocation a pair
+  const bool rope = g.rope && !g.glu && M == g.M && N == g.N && K == g.K && g.batch == 1 && g.c_sm == N &&
+                    !(flags & kAccumulate);
+  const uint32_t lanes = reduce_lanes(uint64_t(M) * N, splits);  // (with rope: the order each invocation adds in)
+  const uint32_t groups =
+      uint32_t(std::min<uint64_t>(ceil_div(rope ? uint64_t(M) * N / 2 : uint64_t(M) * N * lanes, 256), 65535u));
   // Its B type is the bias's: a quantized weight's bias has the dequantized dtype, f16 on these devices.
-  const vk::Kernel kernel = splitk_reduce_kernel(g.qb ? DType::f16 : b.dtype(), c.dtype(), g.glu);
-  const vk::Spec spec{.local_x = 256u, .constants = {lanes}};
+  const DType bias_type = g.qb ? DType::f16 : b.dtype();
+  const vk::Kernel kernel = rope ? variant(vk::family::gemm_splitk_reduce_rope, {bias_type, c.dtype()}, "matmul")
+                                 : splitk_reduce_kernel(bias_type, c.dtype(), g.glu);
+  vk::Spec spec{.local_x = 256u, .constants = {lanes}};
+  if (rope) spec.constants.push_back(g.rope->head_dim);
   // The reduce reads the partial sums and the epilogue's operands: B and the unused bindings hold the partial sums,
   // so that it never waits on, nor holds back, a write to B or A (scratch, when dequantized or converted).
   const vk::Use c_use = flags & kAccumulate ? inout(c) : out(c);
@@ -700,6 +707,10 @@ void GemmDispatch::reduce_slices(const Tensor& partial, uint32_t splits, bool de
   if (g.glu)  // gate, up and d up at bindings 11-13
     bound.insert(bound.end(), {in(partial), in(partial), in(partial), in(partial), in(partial), in(g.glu->gate),
                                in(g.glu->up), out(g.glu->dup)});
+  if (rope) {  // positions and inv_freq at bindings 6 and 7
+    bound.insert(bound.end(), {in(g.rope->positions), in(g.rope->inv_freq)});
+    g.rope->applied = true;
+  }
   // In a vk::Recorder::DeferScope the reduce waits for the scope's end, after the next products' slices.
   if (deferrable && rec.deferring()) return rec.defer(kernel, bound, second, {groups, 1, 1}, spec);
   vk::Recorder::check_params(kernel, sizeof second, vk::params_scalars(second));
@@ -743,8 +754,25 @@ void require_bias(const Tensor& bias, uint32_t N, DType dtype, const char* op) {
 namespace {
 // matmul_forward's and matmul_backward_x's products, with their checks under the name `op`; `unreduced` as
 // Gemm::unreduced.
+// rope for a product's output y [M, N] (RopeInReduce), checked; null where it is switched off
+// (LORASTUDIO_ROPE_IN_REDUCE=0, read while recording: tests switch it).
+RopeInReduce* checked_rope(RopeInReduce* rope, const Tensor& y, uint32_t M, uint32_t N, bool accumulate,
+                           const char* op) {
+  if (!rope) return nullptr;
+  rope->applied = false;
+  const char* v = std::getenv("LORASTUDIO_ROPE_IN_REDUCE");
+  if (v && std::string_view(v) == "0") return nullptr;
+  require(!accumulate && rope->head_dim > 0 && rope->head_dim % 2 == 0 && N % rope->head_dim == 0, op,
+          "RoPE on y " + y.describe() + " in heads of " + std::to_string(rope->head_dim) + " without accumulation");
+  require_dtype(rope->positions, {DType::i32}, op, "positions");
+  require_numel(rope->positions, M, op, "positions");
+  require_dtype(rope->inv_freq, {DType::f32}, op, "inv_freq");
+  require_numel(rope->inv_freq, rope->head_dim / 2, op, "inv_freq");
+  return rope;
+}
+
 void forward_product(vk::Recorder& rec, const char* op, const Tensor& y, const Tensor& x, const WeightOperand& w,
-                     const Tensor& bias, bool accumulate, SplitSums* unreduced) {
+                     const Tensor& bias, bool accumulate, SplitSums* unreduced, RopeInReduce* rope = nullptr) {
   require_dtype(x, kActivation, op, "x");
   require_dtype(y, kActivation, op, "y");
   const BoundWeight bw = bind_weight(rec, w, op);
@@ -753,7 +781,8 @@ void forward_product(vk::Recorder& rec, const char* op, const Tensor& y, const T
   require(rows_with_cols(y, N, op, "y") == M, op, "y is " + y.describe() + " for x " + x.describe());
   require_bias(bias, N, bw.dtype, op);
   gemm(rec, {.op = op, .a = x, .b = bw.b, .c = y, .bias = bias, .M = M, .N = N, .K = K, .a_sm = K, .a_sk = 1,
-             .b_sn = K, .b_sk = 1, .c_sm = N, .beta = 1, .accumulate = accumulate, .qb = bw.q, .unreduced = unreduced});
+             .b_sn = K, .b_sk = 1, .c_sm = N, .beta = 1, .accumulate = accumulate, .qb = bw.q, .unreduced = unreduced,
+             .rope = checked_rope(rope, y, M, N, accumulate, op)});
 }
 
 void backward_x_product(vk::Recorder& rec, const char* op, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
@@ -776,8 +805,8 @@ bool split_into_norm() {
 }  // namespace
 
 void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias,
-                    bool accumulate) {
-  forward_product(rec, "matmul_forward", y, x, w, bias, accumulate, nullptr);
+                    bool accumulate, RopeInReduce* rope) {
+  forward_product(rec, "matmul_forward", y, x, w, bias, accumulate, nullptr, rope);
 }
 
 void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w, bool accumulate) {
@@ -910,7 +939,7 @@ Tensor dropout_scratch(vk::Recorder& rec, const Tensor& x, uint32_t M, uint32_t 
 
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const WeightOperand& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
-                  const LoraDropout& dropout, bool accumulate) {
+                  const LoraDropout& dropout, bool accumulate, RopeInReduce* rope) {
   const char* op = "lora_forward";
   require_dtype(lora_a, {DType::f32}, op, "lora_a");
   require_dtype(lora_b, {DType::f32}, op, "lora_b");
@@ -937,7 +966,7 @@ void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Ten
   require_bias(bias, N, bw.dtype, op);
   gemm(rec, {.op = op, .a = x, .b = bw.b, .c = y, .bias = bias, .lora_t = t, .lora_l = lora_b, .M = M, .N = N, .K = K,
              .a_sm = K, .a_sk = 1, .b_sn = K, .b_sk = 1, .c_sm = N, .beta = 1, .accumulate = accumulate, .rank = r,
-             .lora_scale = scale, .qb = bw.q});
+             .lora_scale = scale, .qb = bw.q, .rope = checked_rope(rope, y, M, N, accumulate, op)});
 }
 
 bool cm2_products(const vk::Device& device) { return device.coopmat2(); }

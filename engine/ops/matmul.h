@@ -27,10 +27,22 @@ struct WeightOperand {
   uint32_t cols() const { return q ? q->cols : w.dim(1); }
 };
 
+// RoPE (ops/rope.h rope_forward, the same bits) on a product's output, done by its split-K reduce where the product
+// splits K into slices (a few hundred rows: training's q and k products at B1), so that no pass of its own follows:
+// y's columns are heads of head_dim values; positions [M] i32 and inv_freq [head_dim / 2] f32 as rope_forward takes
+// them. `applied` says whether it was: where the product does not split (or LORASTUDIO_ROPE_IN_REDUCE=0), y is
+// written unrotated and the caller records rope_forward.
+struct RopeInReduce {
+  Tensor positions, inv_freq;
+  uint32_t head_dim = 0;
+  bool applied = false;
+};
+
 // y [.., N] = x [.., K] · w [N, K]ᵀ (+ bias [N], same dtype as w; pass Tensor() for none); with accumulate,
-// y += ... (a residual add folded into the product: inference's o and down projections).
+// y += ... (a residual add folded into the product: inference's o and down projections). With rope (no accumulate),
+// its output rotated where the split's reduce can (RopeInReduce).
 void matmul_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, const WeightOperand& w, const Tensor& bias,
-                    bool accumulate = false);
+                    bool accumulate = false, RopeInReduce* rope = nullptr);
 // dx [.., K] = dy [.., N] · w [N, K]; with accumulate, dx += dy·w.
 void matmul_backward_x(vk::Recorder& rec, const Tensor& dx, const Tensor& dy, const WeightOperand& w,
                        bool accumulate = false);
@@ -71,7 +83,7 @@ struct LoraDropout {
 // low-rank term is fused into the base product's epilogue). x̃ = x without dropout. With accumulate, y += ....
 void lora_forward(vk::Recorder& rec, const Tensor& y, const Tensor& t, const Tensor& x, const WeightOperand& w,
                   const Tensor& bias, const Tensor& lora_a, const Tensor& lora_b, float scale,
-                  const LoraDropout& dropout = {}, bool accumulate = false);
+                  const LoraDropout& dropout = {}, bool accumulate = false, RopeInReduce* rope = nullptr);
 // dB += u·scale·dyᵀ·t;  dt = scale·dy·B (scratch [M, r] f32);  dA += u·dtᵀ·x̃;  dx = dy·W + dropoutᵀ(dt·A)
 // when dx is defined (activation gradient through the frozen weight and the adapter; with accumulate,
 // dx += ...). u (grad_unscale) undoes a loss scale the activation gradients carry (see record_train_step).

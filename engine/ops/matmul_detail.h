@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 
+#include "ops/matmul.h"
 #include "ops/quant_weight.h"
 #include "ops/split_sums.h"
 #include "tensor/tensor.h"
@@ -125,6 +126,8 @@ struct Gemm {
   // Where set, the epilogue applies the gated MLP's activation backward: batch 1, no accumulation, C f32 or f16, on
   // the shader cores' kernel or (C f16) the cooperative-matrix-2 kernel only (ops::matmul_backward_x_glu checks).
   const GluOperands* glu = nullptr;
+  // Where set, a split product's reduce rotates the output (ops::RopeInReduce) and sets rope->applied.
+  RopeInReduce* rope = nullptr;
 };
 
 // One dispatch of a product: g's operands, or the chunks of them that gemm() binds where the product is

@@ -24,3 +24,12 @@ vec2 sin_cos(float a) {
   if (q == 2) return vec2(-s, -c);
   return vec2(-c, s);
 }
+
+// A pair (x0, x1) = (x[i], x[i + D/2]) rotated by the angle whose (sin, cos) is sc (negate sc.x for the backward),
+// each product rounded apart (`precise`: no fused multiply-add), so that every kernel that rotates (shaders/rope.comp,
+// matmul_splitk_reduce.comp's ROPE) gives the same bits.
+vec2 rope_rotate(const in float x0, const in float x1, const in vec2 sc) {
+  precise float y0 = x0 * sc.y - x1 * sc.x;
+  precise float y1 = x1 * sc.y + x0 * sc.x;
+  return vec2(y0, y1);
+}

@@ -398,6 +398,25 @@ TEST_F(SplitIntoNormStep, ActivationBackwardInDownsProductChangesNoBit) {
   }
 }
 
+// RoPE on q and k done by their split products' reduces (ops::RopeInReduce) against the reduce and a pass of its own
+// (LORASTUDIO_ROPE_IN_REDUCE=0): the same bits, two dispatches a layer fewer (q's and k's products split here), with
+// f32 activations and with f16 ones.
+TEST_F(SplitIntoNormStep, RopeInTheReducesChangesNoBit) {
+  for (bool f16 : {false, true}) {
+    if (f16) setenv("LORASTUDIO_F16_ACTS", "1", 1);  // read while the step is recorded
+    const Result fused = run(true);
+    setenv("LORASTUDIO_ROPE_IN_REDUCE", "0", 1);
+    const Result apart = run(true);
+    unsetenv("LORASTUDIO_ROPE_IN_REDUCE");
+    unsetenv("LORASTUDIO_F16_ACTS");
+    EXPECT_EQ(fused.dispatches + 2 * model_->config.num_layers, apart.dispatches) << (f16 ? "f16" : "f32");
+    ASSERT_EQ(fused.values.size(), apart.values.size());
+    EXPECT_GT(fused.values[0][0], 0.0f);
+    for (size_t i = 0; i < fused.values.size(); ++i)
+      EXPECT_EQ(fused.values[i], apart.values[i]) << "tensor " << i << " (0: the loss), " << (f16 ? "f16" : "f32");
+  }
+}
+
 // Activations kept in f16 (model/layer_acts.h F16Operands, forced on any device by LORASTUDIO_F16_ACTS=1: the
 // norms' outputs, q, k, v, the attention's output, gate, up and the MLP's gradients) give the f32 step's loss
 // within 2e-3 relative and its LoRA gradients within 2e-2 of each matrix's largest: f16 rounds each to ~5e-4.

@@ -10,6 +10,7 @@
 #include "ops/activations.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/rope.h"
 #include "ops/matmul_detail.h"
 #include "support/testing.h"
 
@@ -757,6 +758,51 @@ TEST_F(MatmulGluTest, NotTakenWhereNoKernelAppliesIt) {
       [&] { ops::matmul_backward_x_glu(errors, act(40, DType::f32), act(40, DType::f32), dy40, w, act(41, DType::f32),
                                        act(41, DType::f32), silu); },
       "matmul_backward_x_glu");
+}
+
+// [SECTION] RoPE in the split reduce
+
+// ops::RopeInReduce: a split product's reduce rotates its output (heads of 10 values here) as rope_forward would after
+// it: the same bits, with a bias and with a LoRA term, f32 and f16 out; `applied` where the product splits (on
+// lavapipe's shader cores a reduction of 512 over 24 rows does), and not where LORASTUDIO_ROPE_IN_REDUCE=0.
+TEST(MatmulRope, RotatedByTheReduceAsByRopeAfterIt) {
+  vk::Device& dev = test::device();
+  const uint32_t M = 24, K = 512, N = 40, D = 10;
+  auto x = test::tensor_from(dev, {M, K}, DType::f32, test::random_values(size_t(M) * K, 95));
+  auto w = test::tensor_from(dev, {N, K}, DType::f32, test::random_values(size_t(N) * K, 96, 0.2f));
+  auto bias = test::tensor_from(dev, {N}, DType::f32, test::random_values(N, 97));
+  auto a = test::tensor_from(dev, {4, K}, DType::f32, test::random_values(4 * K, 98, 0.2f));
+  auto b = test::tensor_from(dev, {N, 4}, DType::f32, test::random_values(N * 4, 99, 0.2f));
+  std::vector<int32_t> pos(M);
+  for (uint32_t i = 0; i < M; ++i) pos[i] = int32_t(3 * i + 1);
+  auto positions = test::tensor_from_ints(dev, {M}, pos);
+  std::vector<float> freq(D / 2);
+  for (uint32_t i = 0; i < D / 2; ++i) freq[i] = std::pow(10000.0f, -2.0f * float(i) / float(D));
+  auto inv_freq = test::tensor_from(dev, {D / 2}, DType::f32, freq);
+  for (bool off : {false, true})
+    for (DType out : {DType::f32, DType::f16})
+      for (bool lora : {false, true}) {
+        const std::string what = std::string(dtype_name(out)) + (lora ? " with a LoRA term" : "") + (off ? " (off)" : "");
+        auto want = Tensor::empty(dev, {M, N / D, D}, out, "want"), got = Tensor::empty(dev, {M, N / D, D}, out, "got");
+        auto t = Tensor::empty(dev, {M, 4}, DType::f32, "t");
+        ops::RopeInReduce rope{.positions = positions, .inv_freq = inv_freq, .head_dim = D};
+        if (off) setenv("LORASTUDIO_ROPE_IN_REDUCE", "0", 1);
+        test::run(dev, [&](vk::Recorder& rec) {
+          auto product = [&](const Tensor& y, ops::RopeInReduce* r) {
+            if (lora) ops::lora_forward(rec, y.reshape({M, N}), t, x, w, bias, a, b, 2.0f, {}, false, r);
+            else ops::matmul_forward(rec, y.reshape({M, N}), x, w, bias, false, r);
+          };
+          product(want, nullptr);
+          ops::rope_forward(rec, want, want, positions, inv_freq);
+          product(got, &rope);
+          if (!rope.applied) ops::rope_forward(rec, got, got, positions, inv_freq);
+        });
+        unsetenv("LORASTUDIO_ROPE_IN_REDUCE");
+        if (off || !dev.coopmat()) {
+          EXPECT_EQ(rope.applied, !off) << what;
+        }
+        EXPECT_EQ(download(got), download(want)) << what;
+      }
 }
 
 // [SECTION] Bad input
