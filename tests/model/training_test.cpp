@@ -303,11 +303,12 @@ TEST_F(TrainingStep, LastResidualAddDoneAnyWayChangesNoBit) {
 // down product adds into the stream). A model and step large enough for those products to split K on lavapipe (reductions of
 // 256 and 512 over 32 rows) and an adapter on q and v only (an adapted product keeps its reduce).
 class SplitIntoNormStep : public test::GpuTest {
- protected:
+ public:
   struct Result {
     std::vector<std::vector<float>> values;  // the loss, then each LoRA gradient
     size_t dispatches = 0;
   };
+  uint32_t layers() const { return model_->config.num_layers; }
   Result run(bool into_norm) {
     if (!into_norm) setenv("LORASTUDIO_SPLIT_INTO_NORM", "0", 1);  // read while the step is recorded
     auto grads = model::zero_grads_like(dev(), adapter_);
@@ -324,6 +325,8 @@ class SplitIntoNormStep : public test::GpuTest {
         if (p.defined()) r.values.push_back(download(p.a)), r.values.push_back(download(p.b));
     return r;
   }
+
+ protected:
   void SetUp() override {
     nlohmann::json c = nlohmann::json::parse(R"({
       "architectures": ["Qwen2ForCausalLM"], "vocab_size": 301, "hidden_size": 256, "intermediate_size": 512,
@@ -379,42 +382,36 @@ TEST_F(SplitIntoNormStep, SumsAddedUpByTheNormsChangeNoBit) {
     EXPECT_EQ(fused.values[i], reduced.values[i]) << "tensor " << i << " (0: the loss)";
 }
 
-// The MLP activation's backward in down's dx product (ops::matmul_backward_x_glu: d gate and d up from the product's
-// epilogue, d gated never written) against the product and the activation's own pass (LORASTUDIO_GLU_EPILOGUE=0): the
-// same bits, one dispatch a layer fewer, with f32 activations and with f16 ones (LORASTUDIO_F16_ACTS=1).
-TEST_F(SplitIntoNormStep, ActivationBackwardInDownsProductChangesNoBit) {
+// A switch's path against the default's (`env`=0 set while the step is recorded): the same loss and LoRA gradients,
+// bit for bit, and `fewer` dispatches a layer fewer by default, with f32 activations and with f16 ones
+// (LORASTUDIO_F16_ACTS=1).
+void expect_switch_changes_no_bit(SplitIntoNormStep& t, const char* env, uint32_t fewer) {
   for (bool f16 : {false, true}) {
-    if (f16) setenv("LORASTUDIO_F16_ACTS", "1", 1);  // read while the step is recorded
-    const Result fused = run(true);
-    setenv("LORASTUDIO_GLU_EPILOGUE", "0", 1);
-    const Result apart = run(true);
-    unsetenv("LORASTUDIO_GLU_EPILOGUE");
+    const std::string what = std::string(env) + (f16 ? ", f16" : ", f32");
+    if (f16) setenv("LORASTUDIO_F16_ACTS", "1", 1);
+    const auto by_default = t.run(true);
+    setenv(env, "0", 1);
+    const auto switched = t.run(true);
+    unsetenv(env);
     unsetenv("LORASTUDIO_F16_ACTS");
-    EXPECT_EQ(fused.dispatches + model_->config.num_layers, apart.dispatches) << (f16 ? "f16" : "f32");
-    ASSERT_EQ(fused.values.size(), apart.values.size());
-    EXPECT_GT(fused.values[0][0], 0.0f);
-    for (size_t i = 0; i < fused.values.size(); ++i)
-      EXPECT_EQ(fused.values[i], apart.values[i]) << "tensor " << i << " (0: the loss), " << (f16 ? "f16" : "f32");
+    EXPECT_EQ(by_default.dispatches + fewer * t.layers(), switched.dispatches) << what;
+    ASSERT_EQ(by_default.values.size(), switched.values.size()) << what;
+    EXPECT_GT(by_default.values[0][0], 0.0f) << what;
+    for (size_t i = 0; i < by_default.values.size(); ++i)
+      EXPECT_EQ(by_default.values[i], switched.values[i]) << "tensor " << i << " (0: the loss), " << what;
   }
 }
 
-// RoPE on q and k done by their split products' reduces (ops::RopeInReduce) against the reduce and a pass of its own
-// (LORASTUDIO_ROPE_IN_REDUCE=0): the same bits, two dispatches a layer fewer (q's and k's products split here), with
-// f32 activations and with f16 ones.
+// The MLP activation's backward in down's dx product (ops::matmul_backward_x_glu: d gate and d up from the product's
+// epilogue, d gated never written) against the product and the activation's own pass: one dispatch a layer fewer.
+TEST_F(SplitIntoNormStep, ActivationBackwardInDownsProductChangesNoBit) {
+  expect_switch_changes_no_bit(*this, "LORASTUDIO_GLU_EPILOGUE", 1);
+}
+
+// RoPE on q and k done by their split products' reduces (ops::RopeInReduce) against the reduce and a pass of its own:
+// two dispatches a layer fewer (q's and k's products split here).
 TEST_F(SplitIntoNormStep, RopeInTheReducesChangesNoBit) {
-  for (bool f16 : {false, true}) {
-    if (f16) setenv("LORASTUDIO_F16_ACTS", "1", 1);  // read while the step is recorded
-    const Result fused = run(true);
-    setenv("LORASTUDIO_ROPE_IN_REDUCE", "0", 1);
-    const Result apart = run(true);
-    unsetenv("LORASTUDIO_ROPE_IN_REDUCE");
-    unsetenv("LORASTUDIO_F16_ACTS");
-    EXPECT_EQ(fused.dispatches + 2 * model_->config.num_layers, apart.dispatches) << (f16 ? "f16" : "f32");
-    ASSERT_EQ(fused.values.size(), apart.values.size());
-    EXPECT_GT(fused.values[0][0], 0.0f);
-    for (size_t i = 0; i < fused.values.size(); ++i)
-      EXPECT_EQ(fused.values[i], apart.values[i]) << "tensor " << i << " (0: the loss), " << (f16 ? "f16" : "f32");
-  }
+  expect_switch_changes_no_bit(*this, "LORASTUDIO_ROPE_IN_REDUCE", 2);
 }
 
 // Activations kept in f16 (model/layer_acts.h F16Operands, forced on any device by LORASTUDIO_F16_ACTS=1: the
