@@ -879,8 +879,8 @@ bool matmul_backward_x_glu(vk::Recorder& rec, const Tensor& dgate, const Tensor&
   // Where the product takes the shader cores' kernel or the cooperative-matrix-2 kernel (with an f16 C): not a
   // few-row, skinny or short-K product (their own kernels), nor a quantized weight, nor one past a binding.
   const bool one_dtype = up.dtype() == gate.dtype() && dgate.dtype() == gate.dtype() && dup.dtype() == gate.dtype();
-  if (!glu_epilogue_on() || !one_dtype || w.q || M <= std::max(kMatvecMaxRows, kSkinnyMax) || K <= kSkinnyMax || N <= kShortKMax ||
-      !fits_one_binding(dev, {dy, w.w, gate, up, dgate, dup}))
+  if (!glu_epilogue_on() || !one_dtype || w.q || M <= std::max(kMatvecMaxRows, kSkinnyMax) || K <= kSkinnyMax ||
+      N <= kShortKMax || !fits_one_binding(dev, {dy, w.w, gate, up, dgate, dup}))
     return false;
   const GluOperands glu{.gate = gate, .up = up, .dup = dup, .act = act == GluActivation::silu ? 1u : 2u};
   const Gemm g{.op = op, .a = dy, .b = w.w, .c = dgate, .M = M, .N = K, .K = N, .a_sm = N, .a_sk = 1, .b_sn = 1,
