@@ -15,6 +15,7 @@
 #include "ops/activations.h"
 #include "ops/attention.h"
 #include "ops/convert.h"
+#include "ops/decode_layer.h"
 #include "ops/elementwise.h"
 #include "ops/embedding.h"
 #include "ops/matmul.h"
@@ -204,6 +205,33 @@ void mlp_activation_backward(vk::Recorder& rec, MlpActivation f, const Tensor& d
   }
 }
 
+ops::GluActivation glu_of(MlpActivation f) {
+  return f == MlpActivation::silu ? ops::GluActivation::silu : ops::GluActivation::gelu_tanh;
+}
+
+// Decoding one token through a plain layer (no adapter, quantized weight or bias but q's, k's and v's; no sandwich
+// or q/k norms, no window; the stream updated in place): the whole layer in one dispatch where the persistent
+// kernel takes it (ops::decode_layer_forward, opt-in), the same bits as the dispatches layer_forward records.
+bool decode_whole_layer(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w, const LayerActs& a,
+                        const LayerRun& run, uint32_t layer, const ops::QkvRope& qkv) {
+  if (s.sandwich_norms || s.qk_norm || !same_tensor(a.x_mid, a.x_in) || !same_tensor(a.x_out, a.x_mid)) return false;
+  const uint64_t cache_rows = a.k_cache.numel() / (uint64_t(s.kv_heads) * s.head_dim);
+  if (s.window.value_or(0) != 0 && *s.window < cache_rows) return false;  // (a window past the cache sees it all)
+  for (const auto& [t, lw] : {std::pair<LoraTarget, const LinearWeights&>{LoraTarget::o_proj, w.o},
+                              {LoraTarget::gate_proj, w.gate}, {LoraTarget::up_proj, w.up},
+                              {LoraTarget::down_proj, w.down}})
+    if (!plain_product(s, run, layer, t, lw)) return false;
+  const ops::DecodeLayer l{.x = a.x_in, .input_norm = w.input_norm, .post_norm = w.post_attention_norm, .qkv = qkv,
+                           .q = a.q, .k_cache = a.k_cache, .v_cache = a.v_cache, .attn = a.attn, .wo = w.o.w,
+                           .w_gate = w.gate.w, .w_up = w.up.w, .w_down = w.down.w,
+                           .gated = a.gated.reshape({1, uint32_t(a.gated.numel())}), .eps = s.norm.eps,
+                           .scale = s.attention_scale, .activation = glu_of(s.activation)};
+  if (!ops::decode_layer_fits(rec.device(), l)) return false;
+  vk::Recorder::Label label(rec, kGroupAttention);
+  ops::decode_layer_forward(rec, l);
+  return true;
+}
+
 }  // namespace
 
 bool qkv_backward_fuses() {
@@ -259,6 +287,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
                               .slot = int32_t(kPastSlot)};
   const bool fold_rope = fold_input_norm && !s.qk_norm && !run.rows_are_sequences &&
                          ops::norm_qkv_rope_fits(a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, qkv_rope);
+  if (fold_rope && M == 1 && decode_whole_layer(rec, s, w, a, run, layer, qkv_rope)) return;
   group.emplace(rec, kGroupNorms);
   if (carry && carry->pending()) {
     // x_in = the previous layer's x_mid + down, and its norm, in one pass (in place: x += down)
@@ -362,8 +391,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   }
   group.emplace(rec, kGroupMlp);
   if (fold_post_norm) {
-    const ops::GluActivation act =
-        s.activation == MlpActivation::silu ? ops::GluActivation::silu : ops::GluActivation::gelu_tanh;
+    const ops::GluActivation act = glu_of(s.activation);
     if (w.gate.q.defined())
       ops::norm_glu_matvec_forward(rec, a.gated, a.x_mid, w.post_attention_norm, s.norm.eps, w.gate.q, w.up.q, act);
     else
@@ -417,8 +445,7 @@ void layer_backward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w
   }
   // d gate and d up from down's dx product with the activation's backward in its epilogue (d gated never written),
   // where down has no adapter and a kernel takes it; else the product, then the activation's backward.
-  const ops::GluActivation glu =
-      s.activation == MlpActivation::silu ? ops::GluActivation::silu : ops::GluActivation::gelu_tanh;
+  const ops::GluActivation glu = glu_of(s.activation);
   if (lora_of(s, run, layer, LoraTarget::down_proj) ||
       !ops::matmul_backward_x_glu(rec, d.gate, d.up, d_down, weight_operand(w.down), a.gate, a.up, glu)) {
     project_backward(rec, s, run, layer, LoraTarget::down_proj, w.down, a, a.gated, d.gated, d_down, false);  // (M, I)

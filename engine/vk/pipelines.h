@@ -13,7 +13,7 @@
 
 namespace ls::vk {
 
-constexpr uint32_t kMaxBindings = 14;  // matvec_norm_qkv.comp has the most
+constexpr uint32_t kMaxBindings = 24;  // decode_layer.comp has the most
 constexpr uint32_t kMaxPushBytes = 128;
 
 // Specialization constants: id 0 is the workgroup's x size (local_size_x_id = 0); ids 1.. follow.

@@ -1,0 +1,515 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// A decoded token's whole layer in one dispatch of p.groups persistent workgroups (all resident at once: the
+// host sizes p.groups to the GPU's multiprocessors, ops::decode_layer_groups), its five stages separated by a grid
+// barrier instead of a dispatch each (a token at 0.5B was 123 dependent dispatches of ~9 us, each far from moving its
+// bytes: issue 20). Each stage computes what the dispatch it replaces computes, in the same order, so the bits:
+//   A  the input norm, q, k, v, their biases, RoPE, k and v into the cache  (shaders/matvec_norm_qkv.comp)
+//   B  attention over the cache split in 64 keys a part, the last part of a head combining
+//                                             (shaders/attention_split.comp, PARTIAL with kVec and kLastCombines)
+//   C  x += attn·Woᵀ                          (shaders/matvec8.comp accumulating into the f32 stream)
+//   D  the post-attention norm, gate, up and act(gate)·up   (shaders/matvec_norm.comp GLU_SILU / GLU_GELU)
+//   E  x += gated·Wdownᵀ                      (shaders/matvec8.comp)
+// A workgroup takes every p.groups-th piece of a stage (columns, pairs, attention parts), so any number of
+// workgroups gives the same bits. Stage B runs four 64-invocation parts a workgroup, each part reducing over its own
+// subgroups as a 64-invocation workgroup would (subgroups of at most 64 lanes that divide 64).
+// One token (M = 1); the weights K-contiguous, no biases but q's, k's and v's; x: the f32 residual stream [K].
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_ballot : require
+#include "common/types.glsl"
+#include "common/reduce.glsl"
+#include "common/f16_bits.glsl"
+#include "common/glu.glsl"
+#include "common/rope_angle.glsl"
+
+layout(local_size_x = 256) in;
+
+// Written by one workgroup and read by another within the dispatch: coherent.
+layout(binding = 0) coherent buffer X { vec4 x4[]; };
+layout(binding = 0) coherent buffer X1 { float x1[]; };
+layout(binding = 1) readonly buffer NormW1 { uint nw1[]; };  // the input norm's weight, of type p.nw1_type
+layout(binding = 2) readonly buffer NormW2 { uint nw2[]; };  // the post-attention norm's, of type p.nw2_type
+layout(binding = 3) readonly buffer Wq { uvec4 wq[]; };
+layout(binding = 4) readonly buffer Wk { uvec4 wk[]; };
+layout(binding = 5) readonly buffer Wv { uvec4 wv[]; };
+layout(binding = 6) readonly buffer Bq { STORE(W_T) bq[]; };
+layout(binding = 7) readonly buffer Bk { STORE(W_T) bk[]; };
+layout(binding = 8) readonly buffer Bv { STORE(W_T) bv[]; };
+layout(binding = 9) readonly buffer Positions { int pos[]; };
+layout(binding = 10) readonly buffer InvFreq { float inv_freq[]; };
+layout(binding = 11) readonly buffer Offsets { int offsets[]; };  // offsets[p.slot]: the tokens already cached
+layout(binding = 12) coherent buffer Q { STORE(ACT_T) q[]; };
+layout(binding = 13) coherent buffer KCache { STORE(ACT_T) k_cache[]; };
+layout(binding = 13) coherent buffer KCache16 { uvec4 k16[]; };
+layout(binding = 14) coherent buffer VCache { STORE(ACT_T) v_cache[]; };
+layout(binding = 14) coherent buffer VCache16 { uvec4 v16[]; };
+layout(binding = 15) coherent buffer Part { float part[]; };  // [H, splits, D + 2]: o, max, sum of a part
+layout(binding = 16) coherent buffer Done { uint done[]; };   // [H]: a head's parts done, then 0 again
+layout(binding = 17) coherent buffer Attn { STORE(ACT_T) attn[]; };
+layout(binding = 17) coherent buffer Attn16 { uvec4 attn16[]; };
+layout(binding = 18) readonly buffer Wo { uvec4 wo[]; };
+layout(binding = 19) readonly buffer Wgate { uvec4 wg[]; };
+layout(binding = 20) readonly buffer Wup { uvec4 wu[]; };
+layout(binding = 21) readonly buffer Wdown { uvec4 wd[]; };
+layout(binding = 22) coherent buffer Gated { STORE(ACT_T) gated[]; };
+layout(binding = 22) coherent buffer Gated16 { uvec4 gated16[]; };
+layout(binding = 23) coherent buffer Sync { uint sync_count, sync_generation; };
+
+layout(push_constant) uniform Params {
+  uint K;           // hidden size
+  uint I;           // the MLP's intermediate size
+  uint heads, kv_heads, half_d;
+  uint cache_rows;  // the caches' rows (S)
+  int slot;
+  float eps;
+  uint flags;       // 1: q's, k's and v's biases
+  uint nw1_type, nw2_type;  // the norms' weight types: 0 f32, 1 f16, 2 bf16
+  float scale;      // the attention's
+  uint splits;      // parts of 64 keys a head: ceil(S / 64)
+  uint groups;      // the workgroups of the dispatch
+} p;
+
+// The column splits (ops::detail::matvec_split) of stages A, C, D and E, as their dispatches would take them.
+layout(constant_id = 1) const uint kSplitQkv = 1u;
+layout(constant_id = 2) const uint kSplitO = 1u;
+layout(constant_id = 3) const uint kSplitGlu = 1u;
+layout(constant_id = 4) const uint kSplitDown = 1u;
+
+#define MAX_D 256
+const uint kPart = 64u;   // invocations of an attention part
+const uint kParts = 4u;   // parts a workgroup
+const uint kBatch = 8u;   // loads in flight an invocation in the attention's loops (attention_split.comp)
+const uint kStageWords = 1024u;  // x̂ staged 8 values to a uvec4 (f16), or 4 (f32): 16 KiB
+shared uvec4 xs[kStageWords];
+shared vec2 split_sums[256u / 8u];  // [subgroup]
+shared float q_row[kParts][MAX_D];
+shared float probs[kParts][kPart];
+shared float pv[kParts][kPart * 8u];
+shared float part_scratch[256u / 8u];
+shared bool last_of_head[kParts];
+
+// ---- unpacking, as shaders/matvec8.comp and common/matvec_norm_stage.glsl
+void unpack8_half(uvec4 r, out vec4 lo, out vec4 hi) {
+  lo = vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y));
+  hi = vec4(unpackHalf2x16(r.z), unpackHalf2x16(r.w));
+}
+void unpack8_bf16(uvec4 r, out vec4 lo, out vec4 hi) {
+  lo = vec4(uintBitsToFloat(r.x << 16), uintBitsToFloat(r.x & 0xffff0000u), uintBitsToFloat(r.y << 16),
+            uintBitsToFloat(r.y & 0xffff0000u));
+  hi = vec4(uintBitsToFloat(r.z << 16), uintBitsToFloat(r.z & 0xffff0000u), uintBitsToFloat(r.w << 16),
+            uintBitsToFloat(r.w & 0xffff0000u));
+}
+// 8 weights from element e (a multiple of 8)
+#if defined(W_IS_F32)
+#define LOAD_W(buf, e, lo, hi) lo = uintBitsToFloat(buf[(e) / 4u]); hi = uintBitsToFloat(buf[(e) / 4u + 1u])
+#elif defined(W_IS_BF16)
+#define LOAD_W(buf, e, lo, hi) unpack8_bf16(buf[(e) / 8u], lo, hi)
+#else
+#define LOAD_W(buf, e, lo, hi) unpack8_half(buf[(e) / 8u], lo, hi)
+#endif
+// 8 activations (ACT_T) from element e
+#if defined(ACT_IS_F16)
+#define LOAD_ACT(buf, e, lo, hi) unpack8_half(buf[(e) / 8u], lo, hi)
+#else
+#define LOAD_ACT(buf, e, lo, hi) lo = uintBitsToFloat(buf[(e) / 4u]); hi = uintBitsToFloat(buf[(e) / 4u + 1u])
+#endif
+
+float round_act(float f) {
+#if defined(ACT_IS_F16)
+  return unpackHalf2x16(f16_from_f32(floatBitsToUint(f))).x;
+#else
+  return f;
+#endif
+}
+
+// ---- the grid barrier: every workgroup's writes before it visible to every workgroup after it. The first subgroup
+// waits as a whole, its loop uniform (lane 0's reads broadcast). Not on lavapipe (ops::decode_layer_groups gives it
+// one workgroup, which never waits): its shaders end every loop once an invocation has made 65535 iterations in all
+// (gallivm's loop limiter), so a wait there would cut the stages' loops short.
+void grid_barrier() {
+  memoryBarrierBuffer();
+  barrier();
+  if (gl_SubgroupID == 0u) {
+    uint generation = 0u;
+    bool last = false;
+    if (subgroupElect()) {
+      generation = atomicAdd(sync_generation, 0u);
+      memoryBarrierBuffer();  // the generation read before this workgroup counts itself in
+      last = atomicAdd(sync_count, 1u) + 1u == p.groups;
+      if (last) {
+        atomicExchange(sync_count, 0u);  // ready for the next barrier before anyone passes this one
+        memoryBarrierBuffer();
+        atomicAdd(sync_generation, 1u);
+      }
+    }
+    generation = subgroupBroadcastFirst(generation);
+    if (!subgroupBroadcastFirst(last)) {
+      uint now = generation;
+      while (now == generation) {
+        uint seen = 0u;
+        if (subgroupElect()) seen = atomicAdd(sync_generation, 0u);
+        now = subgroupBroadcastFirst(seen);
+      }
+    }
+  }
+  barrier();
+  memoryBarrierBuffer();
+}
+
+// ---- stages A and D: x̂ = round_act((x * rstd) * w) staged in shared memory (common/matvec_norm_stage.glsl)
+float norm_weight(bool second, uint k) {
+  const uint type = second ? p.nw2_type : p.nw1_type;
+  if (type == 0u) return uintBitsToFloat(second ? nw2[k] : nw1[k]);
+  const uint half_bits = ((second ? nw2[k / 2u] : nw1[k / 2u]) >> (16u * (k & 1u))) & 0xffffu;
+  return type == 1u ? unpackHalf2x16(half_bits).x : uintBitsToFloat(half_bits << 16);
+}
+
+void stage_norm(bool second) {
+  const uint tid = gl_LocalInvocationID.x, K4 = p.K / 4u;
+  float sum_sq = 0.0;
+  for (uint i = tid; i < K4; i += gl_WorkGroupSize.x) {
+    vec4 v = x4[i];
+    sum_sq += dot(v, v);
+  }
+  const float r = 1.0 / sqrt(workgroup_sum(sum_sq) / float(p.K) + p.eps);
+  for (uint g = tid; g < p.K / 8u; g += gl_WorkGroupSize.x) {
+    const uint e = g * 8u;
+    const vec4 lo = x4[e / 4u], hi = x4[e / 4u + 1u];
+    float v[8] = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+    for (uint i = 0u; i < 8u; ++i) v[i] = (v[i] * r) * norm_weight(second, e + i);
+#if defined(ACT_IS_F16)
+    xs[g] = uvec4(packFloat2x16(f16vec2(v[0], v[1])), packFloat2x16(f16vec2(v[2], v[3])),
+                  packFloat2x16(f16vec2(v[4], v[5])), packFloat2x16(f16vec2(v[6], v[7])));
+#else
+    xs[2u * g] = floatBitsToUint(vec4(v[0], v[1], v[2], v[3]));
+    xs[2u * g + 1u] = floatBitsToUint(vec4(v[4], v[5], v[6], v[7]));
+#endif
+  }
+  barrier();
+}
+
+void load_x(uint e, out vec4 lo, out vec4 hi) {
+#if defined(ACT_IS_F16)
+  unpack8_half(xs[e / 8u], lo, hi);
+#else
+  lo = uintBitsToFloat(xs[e / 4u]);
+  hi = uintBitsToFloat(xs[e / 4u + 1u]);
+#endif
+}
+
+// A column's two sums over its lanes and its `split` subgroups (in order), true in the one lane that has them
+// (common/matvec_norm_stage.glsl's column_sums). Every invocation calls it; a barrier after, when split.
+bool column_sums(inout vec2 acc, bool live, uint split) {
+  acc = vec2(subgroupAdd(acc.x), subgroupAdd(acc.y));
+  if (split == 1u) return live && subgroupElect();
+  if (subgroupElect()) split_sums[gl_SubgroupID] = acc;
+  barrier();
+  const bool mine = live && gl_SubgroupID % split == 0u && subgroupElect();
+  if (mine) {
+    vec2 t = vec2(0.0);
+    for (uint i = 0u; i < split; ++i) t += split_sums[gl_SubgroupID + i];
+    acc = t;
+  }
+  barrier();  // read before the next column's sums are written
+  return mine;
+}
+
+// ---- stage A: one subgroup (or kSplitQkv) a pair (i, i + D/2) of a head of q, k or v
+void stage_qkv() {
+  stage_norm(false);
+  const uint split = kSplitQkv, cols = gl_NumSubgroups / split, D = 2u * p.half_d;
+  const uint pairs = (p.heads + 2u * p.kv_heads) * p.half_d;
+  const uint k0 = ((gl_SubgroupID % split) * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u;
+  const uint k_step = gl_SubgroupSize * 8u * split;
+  const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
+  for (uint first = gl_WorkGroupID.x * cols; first < pairs; first += p.groups * cols) {  // uniform
+    const uint pair = first + gl_SubgroupID / split;
+    const bool live = pair < pairs;
+    const uint head = pair / p.half_d, i = pair % p.half_d;
+    const uint which = head < p.heads ? 0u : head < p.heads + p.kv_heads ? 1u : 2u;
+    const uint h = which == 0u ? head : which == 1u ? head - p.heads : head - p.heads - p.kv_heads;
+    const uint lo = h * D + i, hi = lo + p.half_d;
+    float acc_lo = 0.0, acc_hi = 0.0;
+    if (live) {
+      for (uint k = k0; k < p.K; k += k_step) {
+        vec4 al, ah, bl, bh;
+        if (which == 0u) {
+          LOAD_W(wq, lo * p.K + k, al, ah);
+          LOAD_W(wq, hi * p.K + k, bl, bh);
+        } else if (which == 1u) {
+          LOAD_W(wk, lo * p.K + k, al, ah);
+          LOAD_W(wk, hi * p.K + k, bl, bh);
+        } else {
+          LOAD_W(wv, lo * p.K + k, al, ah);
+          LOAD_W(wv, hi * p.K + k, bl, bh);
+        }
+        vec4 xl, xh;
+        load_x(k, xl, xh);
+        acc_lo += dot(xl, al) + dot(xh, ah);
+        acc_hi += dot(xl, bl) + dot(xh, bh);
+      }
+    }
+    vec2 acc = vec2(acc_lo, acc_hi);
+    if (!column_sums(acc, live, split)) continue;
+    float v0 = acc.x, v1 = acc.y;
+    if ((p.flags & 1u) != 0u) {
+      v0 += TO_F32(W_T, which == 0u ? bq[lo] : which == 1u ? bk[lo] : bv[lo]);
+      v1 += TO_F32(W_T, which == 0u ? bq[hi] : which == 1u ? bk[hi] : bv[hi]);
+    }
+    v0 = round_act(v0);  // the products as stored before RoPE reads them
+    v1 = round_act(v1);
+    if (which == 2u) {
+      if (d0 < p.cache_rows) {
+        const uint c = d0 * p.kv_heads * D;
+        v_cache[c + lo] = FROM_F32(ACT_T, v0);
+        v_cache[c + hi] = FROM_F32(ACT_T, v1);
+      }
+      continue;
+    }
+    precise float a = float(pos[0]) * inv_freq[i];
+    vec2 sc = sin_cos(a);
+    const float r0 = v0 * sc.y - v1 * sc.x, r1 = v1 * sc.y + v0 * sc.x;
+    if (which == 0u) {
+      q[lo] = FROM_F32(ACT_T, r0);
+      q[hi] = FROM_F32(ACT_T, r1);
+    } else if (d0 < p.cache_rows) {
+      const uint c = d0 * p.kv_heads * D;
+      k_cache[c + lo] = FROM_F32(ACT_T, r0);
+      k_cache[c + hi] = FROM_F32(ACT_T, r1);
+    }
+  }
+}
+
+// ---- stage B: attention, shaders/attention_split.comp's PARTIAL (kVec, kLastCombines) a 64-invocation part
+// A part's maximum and sum: its subgroups' results in order, as common/reduce.glsl over a 64-invocation workgroup.
+// Every invocation of the workgroup calls them.
+float part_max(float v, uint at) {
+  v = subgroupMax(v);
+  barrier();
+  if (subgroupElect()) part_scratch[gl_SubgroupID] = v;
+  barrier();
+  const uint n = kPart / gl_SubgroupSize, first = at * n;
+  float m = part_scratch[first];
+  for (uint i = 1u; i < n; ++i) m = max(m, part_scratch[first + i]);
+  return m;
+}
+float part_sum(float v, uint at) {
+  v = subgroupAdd(v);
+  barrier();
+  if (subgroupElect()) part_scratch[gl_SubgroupID] = v;
+  barrier();
+  const uint n = kPart / gl_SubgroupSize, first = at * n;
+  float total = 0.0;
+  for (uint i = 0u; i < n; ++i) total += part_scratch[first + i];
+  return total;
+}
+
+void load8_cache(bool from_k, uint e, out vec4 lo, out vec4 hi) {
+#if defined(ACT_IS_F16)
+  unpack8_half(from_k ? k16[e / 8u] : v16[e / 8u], lo, hi);
+#else
+  lo = uintBitsToFloat(from_k ? k16[e / 4u] : v16[e / 4u]);
+  hi = uintBitsToFloat(from_k ? k16[e / 4u + 1u] : v16[e / 4u + 1u]);
+#endif
+}
+
+// Head h's output from its parts (attention_split.comp's combine), by part `at` where has_unit (every part calls it).
+void combine(uint at, uint t, bool has_unit, uint h, uint used) {
+  const uint D = 2u * p.half_d, stride = D + 2u, part0 = h * p.splits * stride;
+  float mx_part = -3.0e38;
+  if (has_unit)
+    for (uint s = t; s < used; s += kPart) mx_part = max(mx_part, part[part0 + s * stride + D]);
+  const float mx = part_max(mx_part, at);
+  float total_part = 0.0;
+  if (has_unit)
+    for (uint s = t; s < used; s += kPart) total_part += part[part0 + s * stride + D + 1u] * exp(part[part0 + s * stride + D] - mx);
+  const float total = part_sum(total_part, at);
+  float acc[MAX_D / kPart];
+  [[unroll]] for (uint i = 0u; i < MAX_D / kPart; ++i) acc[i] = 0.0;
+  for (uint s0 = 0u; s0 < used; s0 += kPart * 8u) {  // the weights of up to 512 parts at a time, in pv
+    const uint n = min(used - s0, kPart * 8u);
+    barrier();
+    if (has_unit)
+      for (uint s = t; s < n; s += kPart) pv[at][s] = exp(part[part0 + (s0 + s) * stride + D] - mx);
+    barrier();
+    if (!has_unit) continue;
+    [[unroll]] for (uint i = 0u; i < MAX_D / kPart; ++i) {
+      const uint d = t + i * kPart;
+      if (d >= D) break;
+      for (uint s = 0u; s < n; s += kBatch) {
+        float v[kBatch];
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+          v[u] = s + u < n ? part[part0 + (s0 + s + u) * stride + d] : 0.0;
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+          if (s + u >= n) break;
+          acc[i] += v[u] * pv[at][s + u];
+        }
+      }
+    }
+  }
+  if (!has_unit) return;
+  [[unroll]] for (uint i = 0u; i < MAX_D / kPart; ++i) {
+    const uint d = t + i * kPart;
+    if (d >= D) break;
+    attn[h * D + d] = FROM_F32(ACT_T, acc[i] / total);
+  }
+}
+
+void stage_attention() {
+  const uint D = 2u * p.half_d, at = gl_LocalInvocationID.x / kPart, t = gl_LocalInvocationID.x % kPart;
+  const uint n_keys = min(uint(max(offsets[p.slot], 0)) + 1u, p.cache_rows);
+  const uint used = min(p.splits, (n_keys + kPart - 1u) / kPart), units = p.heads * used;
+  const uint key_stride = p.kv_heads * D;
+  for (uint first = gl_WorkGroupID.x * kParts; first < units; first += p.groups * kParts) {  // uniform
+    const uint unit = first + at;
+    const bool has_unit = unit < units;
+    const uint h = has_unit ? unit / used : 0u, s = has_unit ? unit % used : 0u;
+    const uint key0 = (h / (p.heads / p.kv_heads)) * D, base = (h * p.splits + s) * (D + 2u), first_key = s * kPart;
+    barrier();  // the previous unit's readers are done with q_row, probs and pv
+    if (has_unit)
+      for (uint d = t; d < D; d += kPart) q_row[at][d] = TO_F32(ACT_T, q[h * D + d]);
+    barrier();
+    const uint j = first_key + t;
+    const bool live = has_unit && j < n_keys;
+    float score = -3.0e38;
+    if (live) {
+      vec4 acc = vec4(0.0);
+      for (uint i0 = 0u; i0 < D; i0 += 8u * kBatch) {
+        vec4 lo[kBatch], hi[kBatch];
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+          if (i0 + 8u * u < D) load8_cache(true, key0 + j * key_stride + i0 + 8u * u, lo[u], hi[u]);
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+          const uint i = i0 + 8u * u;
+          if (i >= D) break;
+          acc += vec4(q_row[at][i], q_row[at][i + 1u], q_row[at][i + 2u], q_row[at][i + 3u]) * lo[u];
+          acc += vec4(q_row[at][i + 4u], q_row[at][i + 5u], q_row[at][i + 6u], q_row[at][i + 7u]) * hi[u];
+        }
+      }
+      score = p.scale * ((acc.x + acc.y) + (acc.z + acc.w));
+    }
+    const float m = part_max(score, at);
+    const float e = live ? exp(score - m) : 0.0;
+    const float l = part_sum(e, at);
+    probs[at][t] = e;
+    barrier();
+    const uint count = has_unit ? min(kPart, n_keys - first_key) : 0u;
+    const uint chunks = D / 8u, subsets = kPart / chunks, c = t % chunks, set = t / chunks;
+    vec4 lo_sum = vec4(0.0), hi_sum = vec4(0.0);
+    if (has_unit && set < subsets) {
+      for (uint jj0 = set; jj0 < count; jj0 += kBatch * subsets) {
+        vec4 lo[kBatch], hi[kBatch];
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+          if (jj0 + u * subsets < count)
+            load8_cache(false, key0 + (first_key + jj0 + u * subsets) * key_stride + c * 8u, lo[u], hi[u]);
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+          const uint jj = jj0 + u * subsets;
+          if (jj >= count) break;
+          lo_sum += probs[at][jj] * lo[u];
+          hi_sum += probs[at][jj] * hi[u];
+        }
+      }
+      for (uint i = 0u; i < 4u; ++i) {
+        pv[at][set * D + c * 8u + i] = lo_sum[i];
+        pv[at][set * D + c * 8u + 4u + i] = hi_sum[i];
+      }
+    }
+    barrier();
+    if (has_unit) {
+      for (uint d = t; d < D; d += kPart) {
+        float a = 0.0;
+        for (uint i = 0u; i < subsets; ++i) a += pv[at][i * D + d];
+        part[base + d] = a;
+      }
+      if (t == 0u) {
+        part[base + D] = m;
+        part[base + D + 1u] = l;
+      }
+    }
+    memoryBarrierBuffer();  // this part's results, visible before it counts itself done
+    barrier();
+    if (t == 0u) {
+      bool last = false;
+      if (has_unit) {
+        last = atomicAdd(done[h], 1u) + 1u == used;
+        if (last) done[h] = 0u;  // the head's other parts have all counted: ready for the next token
+      }
+      last_of_head[at] = last;
+    }
+    barrier();
+    const bool combines = last_of_head[at];
+    if (combines) memoryBarrierBuffer();
+    combine(at, t, combines, h, used);
+  }
+}
+
+// ---- stages C and E: x(n) += Σ_k a(k)·W(n, k), a subgroup (or `split`) a column (shaders/matvec8.comp)
+void matvec_into_stream(bool down, uint split) {
+  const uint N = p.K, Kr = down ? p.I : p.heads * 2u * p.half_d, cols = gl_NumSubgroups / split;
+  const uint k0 = ((gl_SubgroupID % split) * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u;
+  const uint k_step = gl_SubgroupSize * 8u * split;
+  for (uint first = gl_WorkGroupID.x * cols; first < N; first += p.groups * cols) {  // uniform
+    const uint n = first + gl_SubgroupID / split;
+    const bool live = n < N;
+    float acc = 0.0;
+    if (live) {
+      for (uint k = k0; k < Kr; k += k_step) {
+        vec4 wl, wh, al, ah;
+        if (down) {
+          LOAD_W(wd, n * Kr + k, wl, wh);
+          LOAD_ACT(gated16, k, al, ah);
+        } else {
+          LOAD_W(wo, n * Kr + k, wl, wh);
+          LOAD_ACT(attn16, k, al, ah);
+        }
+        acc += dot(al, wl) + dot(ah, wh);
+      }
+    }
+    vec2 sums = vec2(acc, 0.0);
+    if (column_sums(sums, live, split)) x1[n] = fma(1.0, x1[n], sums.x);  // gemm_store's accumulation (beta 1)
+  }
+}
+
+// ---- stage D: gated = act(round_act(x̂·Wgᵀ)) · round_act(x̂·Wuᵀ)
+#if defined(GLU_SILU)
+float act(float g) { return silu(g); }
+#else
+float act(float g) { return gelu_tanh(g); }
+#endif
+
+void stage_glu() {
+  stage_norm(true);
+  const uint split = kSplitGlu, cols = gl_NumSubgroups / split;
+  const uint k0 = ((gl_SubgroupID % split) * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u;
+  const uint k_step = gl_SubgroupSize * 8u * split;
+  for (uint first = gl_WorkGroupID.x * cols; first < p.I; first += p.groups * cols) {  // uniform
+    const uint n = first + gl_SubgroupID / split;
+    const bool live = n < p.I;
+    float acc = 0.0, acc_up = 0.0;
+    if (live) {
+      for (uint k = k0; k < p.K; k += k_step) {
+        vec4 wl, wh, ul, uh, xl, xh;
+        LOAD_W(wg, n * p.K + k, wl, wh);
+        LOAD_W(wu, n * p.K + k, ul, uh);
+        load_x(k, xl, xh);
+        acc += dot(xl, wl) + dot(xh, wh);
+        acc_up += dot(xl, ul) + dot(xh, uh);
+      }
+    }
+    vec2 sums = vec2(acc, acc_up);
+    if (column_sums(sums, live, split)) gated[n] = FROM_F32(ACT_T, act(round_act(sums.x)) * round_act(sums.y));
+  }
+}
+
+void main() {
+  stage_qkv();
+  grid_barrier();
+  stage_attention();
+  grid_barrier();
+  matvec_into_stream(false, kSplitO);
+  grid_barrier();
+  stage_glu();
+  grid_barrier();
+  matvec_into_stream(true, kSplitDown);
+}
