@@ -101,14 +101,49 @@ void unpack8_bf16(uvec4 r, out vec4 lo, out vec4 hi) {
   hi = vec4(uintBitsToFloat(r.z << 16), uintBitsToFloat(r.z & 0xffff0000u), uintBitsToFloat(r.w << 16),
             uintBitsToFloat(r.w & 0xffff0000u));
 }
-// 8 weights from element e (a multiple of 8)
+// 8 weights from element e (a multiple of 8) as loaded (two uvec4 for f32, one for f16 and bf16), then unpacked
+struct RawW { uvec4 a, b; };
 #if defined(W_IS_F32)
-#define LOAD_W(buf, e, lo, hi) lo = uintBitsToFloat(buf[(e) / 4u]); hi = uintBitsToFloat(buf[(e) / 4u + 1u])
+#define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 4u]; r.b = buf[(e) / 4u + 1u]; }
+void unpack_w(RawW r, out vec4 lo, out vec4 hi) { lo = uintBitsToFloat(r.a); hi = uintBitsToFloat(r.b); }
 #elif defined(W_IS_BF16)
-#define LOAD_W(buf, e, lo, hi) unpack8_bf16(buf[(e) / 8u], lo, hi)
+#define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 8u]; }
+void unpack_w(RawW r, out vec4 lo, out vec4 hi) { unpack8_bf16(r.a, lo, hi); }
 #else
-#define LOAD_W(buf, e, lo, hi) unpack8_half(buf[(e) / 8u], lo, hi)
+#define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 8u]; }
+void unpack_w(RawW r, out vec4 lo, out vec4 hi) { unpack8_half(r.a, lo, hi); }
 #endif
+const uint kWq = 0u, kWk = 1u, kWv = 2u, kWo = 3u, kWgate = 4u, kWup = 5u, kWdown = 6u;
+RawW load_piece(uint w, uint e) {  // (w uniform over the subgroup)
+  RawW r = RawW(uvec4(0u), uvec4(0u));
+  if (w == kWq) LOAD_RAW(wq, e, r)
+  else if (w == kWk) LOAD_RAW(wk, e, r)
+  else if (w == kWv) LOAD_RAW(wv, e, r)
+  else if (w == kWo) LOAD_RAW(wo, e, r)
+  else if (w == kWgate) LOAD_RAW(wg, e, r)
+  else if (w == kWup) LOAD_RAW(wu, e, r)
+  else LOAD_RAW(wd, e, r)
+  return r;
+}
+
+// Weight prefetch across a grid barrier (kPrefetch, constant 5: 0 to 4): before the barrier ahead of a stage, each
+// lane loads the first kPrefetch pieces of its first column's weights (they do not wait on the barrier), so that
+// the stage's first round starts with them in registers instead of a memory round trip a step.
+layout(constant_id = 5) const uint kPrefetch = 0u;
+const uint kMaxPrefetch = 4u;
+RawW prefetched[2][kMaxPrefetch];  // [the column's first and second row (q/k/v's pair, or gate and up)][piece]
+void prefetch(uint which, uint w, uint row, uint K, uint k0, uint k_step) {
+  [[unroll]] for (uint i = 0u; i < kMaxPrefetch; ++i)
+    if (i < kPrefetch && k0 + i * k_step < K) prefetched[which][i] = load_piece(w, row * K + k0 + i * k_step);
+}
+// Piece j of row `which` (j < kPrefetch) from the prefetch, else loaded.
+RawW piece(bool from_prefetch, uint which, uint j, uint w, uint e) {
+  if (!from_prefetch || j >= kPrefetch) return load_piece(w, e);
+  RawW r = prefetched[which][0];
+  [[unroll]] for (uint i = 1u; i < kMaxPrefetch; ++i)
+    if (i == j) r = prefetched[which][i];
+  return r;
+}
 // 8 activations (ACT_T) from element e
 #if defined(ACT_IS_F16)
 #define LOAD_ACT(buf, e, lo, hi) unpack8_half(buf[(e) / 8u], lo, hi)
@@ -216,35 +251,56 @@ bool column_sums(inout vec2 acc, bool live, uint split) {
   return mine;
 }
 
+// A stage's columns: `split` subgroups a column, this lane's first K index and the stride between its pieces.
+struct Columns { uint split, cols, k0, k_step; };
+Columns columns(uint split) {
+  return Columns(split, gl_NumSubgroups / split,
+                 ((gl_SubgroupID % split) * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u,
+                 gl_SubgroupSize * 8u * split);
+}
+// The first column a subgroup takes in a stage.
+uint first_column(Columns c) { return gl_WorkGroupID.x * c.cols + gl_SubgroupID / c.split; }
+
 // ---- stage A: one subgroup (or kSplitQkv) a pair (i, i + D/2) of a head of q, k or v
+uint qkv_pairs() { return (p.heads + 2u * p.kv_heads) * p.half_d; }
+// The pair's weights (kWq, kWk or kWv), its head in them, its rows.
+void pair_rows(uint pair, out uint w, out uint h, out uint lo, out uint hi) {
+  const uint head = pair / p.half_d, i = pair % p.half_d;
+  w = head < p.heads ? kWq : head < p.heads + p.kv_heads ? kWk : kWv;
+  h = w == kWq ? head : w == kWk ? head - p.heads : head - p.heads - p.kv_heads;
+  lo = h * 2u * p.half_d + i;
+  hi = lo + p.half_d;
+}
+void prefetch_qkv() {
+  const Columns c = columns(kSplitQkv);
+  const uint pair = first_column(c);
+  if (kPrefetch == 0u || pair >= qkv_pairs()) return;
+  uint w, h, lo, hi;
+  pair_rows(pair, w, h, lo, hi);
+  prefetch(0u, w, lo, p.K, c.k0, c.k_step);
+  prefetch(1u, w, hi, p.K, c.k0, c.k_step);
+}
+
 void stage_qkv() {
   stage_norm(false);
-  const uint split = kSplitQkv, cols = gl_NumSubgroups / split, D = 2u * p.half_d;
-  const uint pairs = (p.heads + 2u * p.kv_heads) * p.half_d;
-  const uint k0 = ((gl_SubgroupID % split) * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u;
-  const uint k_step = gl_SubgroupSize * 8u * split;
+  const Columns c = columns(kSplitQkv);
+  const uint split = c.split, cols = c.cols, k0 = c.k0, k_step = c.k_step, D = 2u * p.half_d;
+  const uint pairs = qkv_pairs();
   const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
   for (uint first = gl_WorkGroupID.x * cols; first < pairs; first += p.groups * cols) {  // uniform
     const uint pair = first + gl_SubgroupID / split;
-    const bool live = pair < pairs;
-    const uint head = pair / p.half_d, i = pair % p.half_d;
-    const uint which = head < p.heads ? 0u : head < p.heads + p.kv_heads ? 1u : 2u;
-    const uint h = which == 0u ? head : which == 1u ? head - p.heads : head - p.heads - p.kv_heads;
-    const uint lo = h * D + i, hi = lo + p.half_d;
+    const bool live = pair < pairs, first_round = first == gl_WorkGroupID.x * cols;
+    const uint i = pair % p.half_d;
+    uint w, h, lo, hi;
+    pair_rows(pair, w, h, lo, hi);
+    const uint which = w;  // 0 q, 1 k, 2 v
     float acc_lo = 0.0, acc_hi = 0.0;
     if (live) {
-      for (uint k = k0; k < p.K; k += k_step) {
+      uint j = 0u;
+      for (uint k = k0; k < p.K; k += k_step, ++j) {
         vec4 al, ah, bl, bh;
-        if (which == 0u) {
-          LOAD_W(wq, lo * p.K + k, al, ah);
-          LOAD_W(wq, hi * p.K + k, bl, bh);
-        } else if (which == 1u) {
-          LOAD_W(wk, lo * p.K + k, al, ah);
-          LOAD_W(wk, hi * p.K + k, bl, bh);
-        } else {
-          LOAD_W(wv, lo * p.K + k, al, ah);
-          LOAD_W(wv, hi * p.K + k, bl, bh);
-        }
+        unpack_w(piece(first_round, 0u, j, w, lo * p.K + k), al, ah);
+        unpack_w(piece(first_round, 1u, j, w, hi * p.K + k), bl, bh);
         vec4 xl, xh;
         load_x(k, xl, xh);
         acc_lo += dot(xl, al) + dot(xh, ah);
@@ -445,22 +501,29 @@ void stage_attention() {
 }
 
 // ---- stages C and E: x(n) += Σ_k a(k)·W(n, k), a subgroup (or `split`) a column (shaders/matvec8.comp)
+uint stream_reduction(bool down) { return down ? p.I : p.heads * 2u * p.half_d; }
+void prefetch_into_stream(bool down, uint split) {
+  const Columns c = columns(split);
+  const uint n = first_column(c);
+  if (kPrefetch != 0u && n < p.K) prefetch(0u, down ? kWdown : kWo, n, stream_reduction(down), c.k0, c.k_step);
+}
+
 void matvec_into_stream(bool down, uint split) {
-  const uint N = p.K, Kr = down ? p.I : p.heads * 2u * p.half_d, cols = gl_NumSubgroups / split;
-  const uint k0 = ((gl_SubgroupID % split) * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u;
-  const uint k_step = gl_SubgroupSize * 8u * split;
+  const Columns c = columns(split);
+  const uint N = p.K, Kr = stream_reduction(down), cols = c.cols, k0 = c.k0, k_step = c.k_step;
+  const uint w = down ? kWdown : kWo;
   for (uint first = gl_WorkGroupID.x * cols; first < N; first += p.groups * cols) {  // uniform
     const uint n = first + gl_SubgroupID / split;
-    const bool live = n < N;
+    const bool live = n < N, first_round = first == gl_WorkGroupID.x * cols;
     float acc = 0.0;
     if (live) {
-      for (uint k = k0; k < Kr; k += k_step) {
+      uint j = 0u;
+      for (uint k = k0; k < Kr; k += k_step, ++j) {
         vec4 wl, wh, al, ah;
+        unpack_w(piece(first_round, 0u, j, w, n * Kr + k), wl, wh);
         if (down) {
-          LOAD_W(wd, n * Kr + k, wl, wh);
           LOAD_ACT(gated16, k, al, ah);
         } else {
-          LOAD_W(wo, n * Kr + k, wl, wh);
           LOAD_ACT(attn16, k, al, ah);
         }
         acc += dot(al, wl) + dot(ah, wh);
@@ -478,20 +541,28 @@ float act(float g) { return silu(g); }
 float act(float g) { return gelu_tanh(g); }
 #endif
 
+void prefetch_glu() {
+  const Columns c = columns(kSplitGlu);
+  const uint n = first_column(c);
+  if (kPrefetch == 0u || n >= p.I) return;
+  prefetch(0u, kWgate, n, p.K, c.k0, c.k_step);
+  prefetch(1u, kWup, n, p.K, c.k0, c.k_step);
+}
+
 void stage_glu() {
   stage_norm(true);
-  const uint split = kSplitGlu, cols = gl_NumSubgroups / split;
-  const uint k0 = ((gl_SubgroupID % split) * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u;
-  const uint k_step = gl_SubgroupSize * 8u * split;
+  const Columns c = columns(kSplitGlu);
+  const uint split = c.split, cols = c.cols, k0 = c.k0, k_step = c.k_step;
   for (uint first = gl_WorkGroupID.x * cols; first < p.I; first += p.groups * cols) {  // uniform
     const uint n = first + gl_SubgroupID / split;
-    const bool live = n < p.I;
+    const bool live = n < p.I, first_round = first == gl_WorkGroupID.x * cols;
     float acc = 0.0, acc_up = 0.0;
     if (live) {
-      for (uint k = k0; k < p.K; k += k_step) {
+      uint j = 0u;
+      for (uint k = k0; k < p.K; k += k_step, ++j) {
         vec4 wl, wh, ul, uh, xl, xh;
-        LOAD_W(wg, n * p.K + k, wl, wh);
-        LOAD_W(wu, n * p.K + k, ul, uh);
+        unpack_w(piece(first_round, 0u, j, kWgate, n * p.K + k), wl, wh);
+        unpack_w(piece(first_round, 1u, j, kWup, n * p.K + k), ul, uh);
         load_x(k, xl, xh);
         acc += dot(xl, wl) + dot(xh, wh);
         acc_up += dot(xl, ul) + dot(xh, uh);
@@ -503,13 +574,17 @@ void stage_glu() {
 }
 
 void main() {
+  prefetch_qkv();
   stage_qkv();
   grid_barrier();
   stage_attention();
+  prefetch_into_stream(false, kSplitO);
   grid_barrier();
   matvec_into_stream(false, kSplitO);
+  prefetch_glu();
   grid_barrier();
   stage_glu();
+  prefetch_into_stream(true, kSplitDown);
   grid_barrier();
   matvec_into_stream(true, kSplitDown);
 }

@@ -112,6 +112,9 @@ foreach(act f32 f16)
     ls_kernel(matvec_norm_silu_${act}_${w} matvec_norm.comp ${defs} GLU_SILU=1)
     ls_kernel(matvec_norm_gelu_${act}_${w} matvec_norm.comp ${defs} GLU_GELU=1)
     ls_kernel(matvec_norm_qkv_${act}_${w} matvec_norm_qkv.comp ${defs})
+    # a decoded token's whole layer in one dispatch of persistent workgroups (decode_layer.comp), by MLP activation
+    ls_kernel(decode_layer_silu_${act}_${w} decode_layer.comp ${defs} GLU_SILU=1)
+    ls_kernel(decode_layer_gelu_${act}_${w} decode_layer.comp ${defs} GLU_GELU=1)
   endforeach()
 endforeach()
 # One side of at most 16 outputs and a long reduction, f32 (LoRA's rank-r products in training): a

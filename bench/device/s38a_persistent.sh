@@ -1,10 +1,11 @@
 #!/bin/bash
 # Session 38, call 1: the persistent decode layer (ops::decode_layer_forward, LORASTUDIO_DECODE_PERSISTENT=n: a layer
 # in one dispatch of n workgroups a multiprocessor, a grid barrier between its five stages) against the default
-# decode (five dispatches a layer), same binary: its GPU test first (the same bits at 132 and 264 workgroups: the grid
+# decode (five dispatches a layer), same binary, and with LORASTUDIO_DECODE_PREFETCH=k (the first k weight pieces of
+# each stage loaded before its barrier): its GPU test first (the same bits at 132 and 264 workgroups: the grid
 # barrier's first run with more than one workgroup), then 0.5B decode alternated default / n=1 / n=2 with the
 # per-kernel profile, the 7B decode both ways; then session 37's unrun checks (s37a_glu.sh: the GPU tests of the
-# cooperative-matrix-2 GLU and RoPE epilogues, the 0.5B B1 step with and without each switch, the compiled peer B1).
+# cooperative-matrix-2 GLU and RoPE epilogues, the 0.5B B1 step with and without session 37's three switches).
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s38a_persistent.sh
 source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
@@ -22,6 +23,8 @@ for i in 1 2; do
   dec d05_base$i "" --model /tmp/q05
   dec d05_p1_$i $P=1 --model /tmp/q05
   dec d05_p2_$i $P=2 --model /tmp/q05
+  dec d05_p2_pf2_$i "$P=2 LORASTUDIO_DECODE_PREFETCH=2" --model /tmp/q05
+  dec d05_p1_pf4_$i "$P=1 LORASTUDIO_DECODE_PREFETCH=4" --model /tmp/q05
 done
 tar czf $OUT/s38a.tar.gz -C $OUT r
 timeout 150 $B/matmul_test --gtest_filter='MatmulGlu*:MatmulUnreduced*:MatmulRope*' > $R/matmul_glu.txt 2>&1
@@ -37,4 +40,6 @@ tar czf $OUT/s38a.tar.gz -C $OUT r
 wait $MK; tail -1 $R/make_model7.txt; echo "models at ${SECONDS}s"
 dec d7_base "" --model /tmp/q7
 dec d7_p1 $P=1 --model /tmp/q7
+dec d7_p2_pf2 "$P=2 LORASTUDIO_DECODE_PREFETCH=2" --model /tmp/q7
+env LORASTUDIO_PIPELINE_STATS=1 $P=1 timeout 60 $B/lorastudio-bench inference --model /tmp/q05 --new-tokens 4 2>&1 | grep -A2 -i decode_layer | head -12 > $R/stats.txt; cat $R/stats.txt
 tar czf $OUT/s38a.tar.gz -C $OUT r

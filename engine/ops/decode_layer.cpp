@@ -26,10 +26,18 @@ constexpr uint32_t kKeysAPart = 64;     // the kernel's kPart: keys an attention
 constexpr uint32_t kMaxHeadDim = 256;   // its MAX_D
 constexpr uint64_t kStageBytes = 16384;  // its x̂ staging
 
-// (read at each recording: a test records both ways in one process)
+// (read at each recording: a test records both ways in one process). At most 2: every workgroup must be resident at
+// once or the grid barrier waits forever, and two of 256 invocations fit an SM up to 128 registers an invocation.
 uint32_t per_multiprocessor() {
   const char* v = std::getenv("LORASTUDIO_DECODE_PERSISTENT");
-  return v ? uint32_t(std::clamp(std::atoi(v), 0, 8)) : 0u;
+  return v ? uint32_t(std::clamp(std::atoi(v), 0, 2)) : 0u;
+}
+
+// The weight pieces a lane loads before the grid barrier ahead of a stage (the kernel's kPrefetch, 0 to 4):
+// LORASTUDIO_DECODE_PREFETCH (measurement; 0 unless set).
+uint32_t prefetch_pieces() {
+  const char* v = std::getenv("LORASTUDIO_DECODE_PREFETCH");
+  return v ? uint32_t(std::clamp(std::atoi(v), 0, 4)) : 0u;
 }
 
 bool is_matrix(const Tensor& w, uint64_t rows, uint64_t cols, DType dtype) {
@@ -83,7 +91,7 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   vk::Spec spec{.local_x = kThreads};
   spec.constants = {detail::matvec_split((H + 2 * KV) * (D / 2), C, sg, subgroups),
                     detail::matvec_split(C, H * D, sg, subgroups), detail::matvec_split(I, C, sg, subgroups),
-                    detail::matvec_split(C, I, sg, subgroups)};
+                    detail::matvec_split(C, I, sg, subgroups), prefetch_pieces()};
   // A head's attention parts (o, max, sum), the parts done (the last combines, then sets it back to 0), and the grid
   // barrier's count and generation
   Tensor part = Tensor::empty(rec.device(), {H, splits, D + 2}, DType::f32, "decode layer attention parts");

@@ -7,9 +7,9 @@
 // resident and wait on a device-scope counter, so there are only as many as the GPU holds at once
 // (decode_layer_groups).
 //
-// Opt-in for now (measurement): LORASTUDIO_DECODE_PERSISTENT=n runs n workgroups a multiprocessor where the driver
-// says how many multiprocessors the GPU has (VK_NV_shader_sm_builtins), else n workgroups; one on a CPU device
-// (lavapipe: the tests); unset or 0: off.
+// Opt-in for now (measurement): LORASTUDIO_DECODE_PERSISTENT=n (1 or 2) runs n workgroups a multiprocessor where
+// the driver says how many multiprocessors the GPU has (VK_NV_shader_sm_builtins), else n workgroups; one on a CPU
+// device (lavapipe: the tests); unset or 0: off.
 #include "ops/glu.h"
 #include "ops/matvec_norm.h"
 #include "tensor/tensor.h"

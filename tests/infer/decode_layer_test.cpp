@@ -1,10 +1,11 @@
 // The persistent decode layer (ops::decode_layer_forward, shaders/decode_layer.comp; LORASTUDIO_DECODE_PERSISTENT)
-// against the five dispatches a decoded token's layer is otherwise: on the golden models of
-// tests/fixtures/models (random f32 weights; qwen2_tiny with q/k/v biases and GQA 4/2, llama_tiny without, GQA 4/1),
-// f32 and f16 activations, every decoded token's logits are the same bits, the greedy tokens the same, and the decode
-// program has four dispatches a layer fewer. On lavapipe the layer runs as one workgroup (ops::decode_layer_groups),
-// which takes every column, pair and attention part and never waits at the grid barrier; on a GPU with one and two
-// workgroups a multiprocessor, each then taking every G-th piece and waiting for the others between stages.
+// against the five dispatches a decoded token's layer is otherwise: on the golden models of tests/fixtures/models
+// (random f32 weights; qwen2_tiny with q/k/v biases and GQA 4/2, llama_tiny without, GQA 4/1), f32 and f16
+// activations, with and without weights prefetched ahead of the stages, every decoded token's logits are the same
+// bits, the greedy tokens the same, and the decode program has four dispatches a layer fewer. On lavapipe the layer
+// runs as one workgroup (ops::decode_layer_groups), which takes every column, pair and attention part and never
+// waits at the grid barrier; on a GPU with one and two workgroups a multiprocessor, each then taking every G-th
+// piece and waiting for the others between stages.
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -67,11 +68,15 @@ TEST_P(DecodeLayer, WholeLayerGivesTheBitsOfItsFiveDispatches) {
     const Decoded base = decode(dev(), m, ids, act, 0);
     ASSERT_EQ(base.logits.size(), ids.size() * m.config.vocab_size);
     ASSERT_EQ(base.greedy.size(), 12u);
-    for (uint32_t per_sm = 1; per_sm <= (dev().report().type == "cpu" ? 1u : 2u); ++per_sm) {
+    for (uint32_t per_sm = 1; per_sm <= (dev().report().type == "cpu" ? 1u : 2u); ++per_sm)
+    for (const char* prefetch : {"0", "3"}) {
       setenv("LORASTUDIO_DECODE_PERSISTENT", std::to_string(per_sm).c_str(), 1);
+      setenv("LORASTUDIO_DECODE_PREFETCH", prefetch, 1);  // weight pieces loaded ahead of each stage's barrier
       const std::string what = GetParam() + ", " + dtype_name(act) + " activations, " +
-                               std::to_string(ops::decode_layer_groups(dev())) + " workgroups";
+                               std::to_string(ops::decode_layer_groups(dev())) + " workgroups, " + prefetch +
+                               " pieces prefetched";
       const Decoded got = decode(dev(), m, ids, act, per_sm);
+      unsetenv("LORASTUDIO_DECODE_PREFETCH");
       EXPECT_EQ(got.dispatches + 4 * layers, base.dispatches) << what << ": four dispatches a layer fewer";
       ASSERT_EQ(got.logits.size(), base.logits.size()) << what;
       size_t differ = 0, first = got.logits.size();
