@@ -19,12 +19,25 @@ dec() { local n=$1 e=$2; shift 2
   env $e timeout 100 $B/lorastudio-bench inference "$@" > $R/$n.txt 2>&1
   echo "$n rc=$? at ${SECONDS}s"; grep -E "^decode|profiled|decode_layer|matvec|attention_split" $R/$n.txt | head -8; }
 P=LORASTUDIO_DECODE_PERSISTENT
+# Two workgroups a multiprocessor only if the driver gives the kernel at most 128 registers (else they are not all
+# resident and the grid barrier would never finish)
+env LORASTUDIO_PIPELINE_STATS=1 $P=1 LORASTUDIO_DECODE_PREFETCH=4 timeout 90 $B/lorastudio-bench inference --model /tmp/q05 --new-tokens 4 > $R/stats.txt 2>&1
+grep "pipeline stats: decode_layer" $R/stats.txt | cut -c1-400 | head -4
+REGS=$(grep "pipeline stats: decode_layer" $R/stats.txt | grep -oiE "register[^=]*=[0-9]+" | grep -oE "[0-9]+$" | sort -n | tail -1)
+TWO=0; [ -n "$REGS" ] && [ "$REGS" -le 128 ] && TWO=1
+echo "registers $REGS: two a multiprocessor $TWO"
+if [ $TWO = 1 ]; then
+  LS_TEST_TWO_PER_SM=1 timeout 150 $B/decode_layer_test > $R/decode_layer_test2.txt 2>&1
+  echo "decode_layer_test two rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|differ in|Which is" $R/decode_layer_test2.txt | head -12
+fi
 for i in 1 2; do
   dec d05_base$i "" --model /tmp/q05
   dec d05_p1_$i $P=1 --model /tmp/q05
-  dec d05_p2_$i $P=2 --model /tmp/q05
-  dec d05_p2_pf2_$i "$P=2 LORASTUDIO_DECODE_PREFETCH=2" --model /tmp/q05
   dec d05_p1_pf4_$i "$P=1 LORASTUDIO_DECODE_PREFETCH=4" --model /tmp/q05
+  if [ $TWO = 1 ]; then
+    dec d05_p2_$i $P=2 --model /tmp/q05
+    dec d05_p2_pf2_$i "$P=2 LORASTUDIO_DECODE_PREFETCH=2" --model /tmp/q05
+  fi
 done
 tar czf $OUT/s38a.tar.gz -C $OUT r
 timeout 150 $B/matmul_test --gtest_filter='MatmulGlu*:MatmulUnreduced*:MatmulRope*' > $R/matmul_glu.txt 2>&1
@@ -40,6 +53,5 @@ tar czf $OUT/s38a.tar.gz -C $OUT r
 wait $MK; tail -1 $R/make_model7.txt; echo "models at ${SECONDS}s"
 dec d7_base "" --model /tmp/q7
 dec d7_p1 $P=1 --model /tmp/q7
-dec d7_p2_pf2 "$P=2 LORASTUDIO_DECODE_PREFETCH=2" --model /tmp/q7
-env LORASTUDIO_PIPELINE_STATS=1 $P=1 timeout 60 $B/lorastudio-bench inference --model /tmp/q05 --new-tokens 4 2>&1 | grep -A2 -i decode_layer | head -12 > $R/stats.txt; cat $R/stats.txt
+dec d7_p1_pf4 "$P=1 LORASTUDIO_DECODE_PREFETCH=4" --model /tmp/q7
 tar czf $OUT/s38a.tar.gz -C $OUT r
