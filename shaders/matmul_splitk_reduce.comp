@@ -27,6 +27,7 @@ layout(constant_id = 2) const uint kHeadDim = 64u;
 layout(binding = 6) readonly buffer RopePositions { int rope_positions[]; };
 layout(binding = 7) readonly buffer RopeInvFreq { float rope_inv_freq[]; };
 #include "common/rope_angle.glsl"
+#include "common/round_to.glsl"
 #include "common/split_sums.glsl"
 DEFINE_SPLIT_SUM(slices_sum, a, p.K, kLanes)
 
@@ -39,8 +40,8 @@ void main() {
     const uint n = (r / half_d) * kHeadDim + i, lo = m * p.N + n;
     const float s0 = slices_sum(lo, slice), s1 = slices_sum(lo + half_d, slice);
     precise float angle = float(rope_positions[m]) * rope_inv_freq[i];
-    const vec2 y = rope_rotate(TO_F32(C_T, FROM_F32(C_T, gemm_value(m, n, s0))),
-                               TO_F32(C_T, FROM_F32(C_T, gemm_value(m, n + half_d, s1))), sin_cos(angle));
+    const vec2 y = rope_rotate(ROUND_TO(C_T, gemm_value(m, n, s0)), ROUND_TO(C_T, gemm_value(m, n + half_d, s1)),
+                               sin_cos(angle));
     c[m * p.c_sm + n] = FROM_F32(C_T, y.x);
     c[m * p.c_sm + n + half_d] = FROM_F32(C_T, y.y);
   }

@@ -1,3 +1,5 @@
+#ifndef LS_F16_BITS_GLSL
+#define LS_F16_BITS_GLSL
 // f32 bits to f16 bits, rounding to nearest even with integer ops (as ls::f32_to_f16): the same on every
 // device, where float16_t() may flush subnormals or round toward zero.
 uint f16_from_f32(uint u) {  // as ls::f32_to_f16
@@ -17,3 +19,4 @@ uint f16_from_f32(uint u) {  // as ls::f32_to_f16
   if (rest > 0x1000u || (rest == 0x1000u && (h & 1u) != 0u)) ++h;  // a carry into the exponent is right too
   return sign | h;
 }
+#endif  // LS_F16_BITS_GLSL

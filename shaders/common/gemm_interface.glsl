@@ -38,12 +38,13 @@ void gemm_bases(uint z, out uint a_base, out uint b_base, out uint c_base) {
 // product's value is d(act(gate)·up), rounded to C's type as a product storing it would round it; C receives
 // d gate and binding 13 d up. gate, up and d up are laid out as C. No accumulation (flag 2) with it.
 #include "common/glu.glsl"
+#include "common/round_to.glsl"
 layout(binding = 11) readonly buffer BufGluGate { STORE(C_T) glu_gate[]; };
 layout(binding = 12) readonly buffer BufGluUp { STORE(C_T) glu_up[]; };
 layout(binding = 13) writeonly buffer BufGluDup { STORE(C_T) glu_dup[]; };
 // (d gate, d up) at C's element i from the product's value v there.
 vec2 glu_grads(const in float v, const in uint i) {
-  const float d = TO_F32(C_T, FROM_F32(C_T, v)), g = TO_F32(C_T, glu_gate[i]), u = TO_F32(C_T, glu_up[i]);
+  const float d = ROUND_TO(C_T, v), g = TO_F32(C_T, glu_gate[i]), u = TO_F32(C_T, glu_up[i]);
 #if GLU == 1
   return silu_mul_grads(d, g, u);
 #else

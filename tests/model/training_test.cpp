@@ -309,6 +309,9 @@ class SplitIntoNormStep : public test::GpuTest {
     size_t dispatches = 0;
   };
   uint32_t layers() const { return model_->config.num_layers; }
+  // The dispatch counts below are lavapipe's (the shader cores' kernels); a GPU's kernels split other products (o's dx
+  // into the flash backward's delta pass on cooperative-matrix-2) or take some epilogues at other sizes.
+  bool counts_exact() { return dev().report().type == "cpu"; }
   Result run(bool into_norm) {
     if (!into_norm) setenv("LORASTUDIO_SPLIT_INTO_NORM", "0", 1);  // read while the step is recorded
     auto grads = model::zero_grads_like(dev(), adapter_);
@@ -374,8 +377,11 @@ TEST_F(SplitIntoNormStep, PrefillAddsInTheNormsChangeNoBit) {
 
 TEST_F(SplitIntoNormStep, SumsAddedUpByTheNormsChangeNoBit) {
   const Result fused = run(true), reduced = run(false);
-  EXPECT_EQ(fused.dispatches + 4 * model_->config.num_layers - 1, reduced.dispatches)
-      << "o's and down's reduces, gate's and up's dx reduces: none of their own";
+  if (counts_exact())
+    EXPECT_EQ(fused.dispatches + 4 * model_->config.num_layers - 1, reduced.dispatches)
+        << "o's and down's reduces, gate's and up's dx reduces: none of their own";
+  else
+    EXPECT_GE(reduced.dispatches, fused.dispatches + 4 * model_->config.num_layers - 1);
   ASSERT_EQ(fused.values.size(), reduced.values.size());
   EXPECT_GT(fused.values[0][0], 0.0f);
   for (size_t i = 0; i < fused.values.size(); ++i)
@@ -394,7 +400,12 @@ void expect_switch_changes_no_bit(SplitIntoNormStep& t, const char* env, uint32_
     const auto switched = t.run(true);
     unsetenv(env);
     unsetenv("LORASTUDIO_F16_ACTS");
-    EXPECT_EQ(by_default.dispatches + fewer * t.layers(), switched.dispatches) << what;
+    if (t.counts_exact())
+      EXPECT_EQ(by_default.dispatches + fewer * t.layers(), switched.dispatches) << what;
+    else  // (where the device's kernel declines these shapes, both paths record the same dispatches)
+      EXPECT_TRUE(switched.dispatches == by_default.dispatches ||
+                  switched.dispatches == by_default.dispatches + fewer * t.layers())
+          << what << ": " << by_default.dispatches << " dispatches by default, " << switched.dispatches << " switched";
     ASSERT_EQ(by_default.values.size(), switched.values.size()) << what;
     EXPECT_GT(by_default.values[0][0], 0.0f) << what;
     for (size_t i = 0; i < by_default.values.size(); ++i)
