@@ -2,7 +2,7 @@
 # Session 38, call 2: session 37's epilogues round as a store would (common/round_to.glsl: NVIDIA's driver folded the
 # float -> float16_t -> float round trip, so the cooperative-matrix-2 GLU epilogue and the RoPE reduce rounded nothing
 # on the H200 in call 1): their GPU tests again, training_test, and the 0.5B B1 step with and without session 37's
-# three switches, alternated; the persistent decode layer's registers without the prefetch. Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry.
+# three switches, alternated (the GLU epilogue now off on cooperative-matrix-2 unless LORASTUDIO_GLU_EPILOGUE=1, once); the persistent decode layer's registers without the prefetch. Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry.
 source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
 link_source_dir
@@ -20,6 +20,7 @@ for i in 1 2; do
   t b1_new$i "" --model /tmp/q05 --batch 1 --seq 512 --steps 9
   t b1_base$i "$OFF" --model /tmp/q05 --batch 1 --seq 512 --steps 9
 done
+t b1_glu1 LORASTUDIO_GLU_EPILOGUE=1 --model /tmp/q05 --batch 1 --seq 512 --steps 9
 # the persistent decode layer's registers without the prefetch (call 1: 214 with 4 pieces prefetched)
 env LORASTUDIO_PIPELINE_STATS=1 LORASTUDIO_DECODE_PERSISTENT=1 timeout 90 $B/lorastudio-bench inference --model /tmp/q05 --new-tokens 4 > $R/stats.txt 2>&1
 grep "pipeline stats: decode_layer" $R/stats.txt | cut -c1-200 | head -2

@@ -62,8 +62,9 @@ void matmul_backward_x_lora(vk::Recorder& rec, const Tensor& dx, const Tensor& d
 // applied in the product's epilogue, so that d y = dy·w is neither written nor read back. gate, up, d gate and
 // d up of one dtype (f32 or f16), no two sharing memory. Where no kernel takes it (the tensor-core kernels of
 // VK_NV_cooperative_matrix / VK_KHR_cooperative_matrix, the few-row and skinny products, a quantized weight,
-// operands past one binding, LORASTUDIO_GLU_EPILOGUE=0) records nothing and returns false: the caller records
-// the product and the activation's backward itself.
+// operands past one binding, LORASTUDIO_GLU_EPILOGUE=0; the cooperative-matrix-2 kernel only with
+// LORASTUDIO_GLU_EPILOGUE=1, being slower there) records nothing and returns false: the caller records the product
+// and the activation's backward itself.
 bool matmul_backward_x_glu(vk::Recorder& rec, const Tensor& dgate, const Tensor& dup, const Tensor& dy,
                            const WeightOperand& w, const Tensor& gate, const Tensor& up, GluActivation act);
 // dw [N, K] (f32) += scale · dy [.., N]ᵀ · x [.., K]. Parameter gradients accumulate.

@@ -679,6 +679,7 @@ class MatmulGluTest : public test::GpuTest {};
 
 TEST_F(MatmulGluTest, EpilogueGivesTheBitsOfTheProductThenTheActivationsBackward) {
   using G = ops::GluActivation;
+  setenv("LORASTUDIO_GLU_EPILOGUE", "1", 1);  // the cooperative-matrix-2 kernel's too (off there by default)
   for (const GluCase& c : {GluCase{40, 96, 136, DType::f32, DType::f32, G::silu},
                            GluCase{40, 96, 136, DType::f16, DType::f16, G::silu},
                            GluCase{40, 96, 136, DType::f16, DType::bf16, G::gelu_tanh},
@@ -729,6 +730,7 @@ TEST_F(MatmulGluTest, EpilogueGivesTheBitsOfTheProductThenTheActivationsBackward
     test::expect_close(download(dgate.t), test::rounded(dgate_ref, c.act), rtol, what + ": d gate", dgate.t.shape());
     test::expect_close(download(dup.t), test::rounded(dup_ref, c.act), rtol, what + ": d up", dup.t.shape());
   }
+  unsetenv("LORASTUDIO_GLU_EPILOGUE");
 }
 
 // A few rows (the matrix-vector kernels), LORASTUDIO_GLU_EPILOGUE=0 or mixed dtypes: nothing recorded, false returned;
