@@ -80,7 +80,9 @@ layout(constant_id = 4) const uint kSplitDown = 1u;
 #define MAX_D 256
 const uint kPart = 64u;   // invocations of an attention part
 const uint kParts = 4u;   // parts a workgroup
-const uint kBatch = 8u;   // loads in flight an invocation in the attention's loops (attention_split.comp)
+// Loads in flight an invocation in the attention's loops (constant 6; attention_split.comp's 8): the sums keep their
+// order whatever it is, and fewer keep the kernel's registers down.
+layout(constant_id = 6) const uint kBatch = 8u;
 const uint kStageWords = 1024u;  // x̂ staged 8 values to a uvec4 (f16), or 4 (f32): 16 KiB
 shared uvec4 xs[kStageWords];
 shared vec2 split_sums[256u / 8u];  // [subgroup]
@@ -102,20 +104,25 @@ void unpack8_bf16(uvec4 r, out vec4 lo, out vec4 hi) {
             uintBitsToFloat(r.w & 0xffff0000u));
 }
 // 8 weights from element e (a multiple of 8) as loaded (two uvec4 for f32, one for f16 and bf16), then unpacked
-struct RawW { uvec4 a, b; };
 #if defined(W_IS_F32)
+struct RawW { uvec4 a, b; };
+#define RAW_ZERO RawW(uvec4(0u), uvec4(0u))
 #define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 4u]; r.b = buf[(e) / 4u + 1u]; }
 void unpack_w(RawW r, out vec4 lo, out vec4 hi) { lo = uintBitsToFloat(r.a); hi = uintBitsToFloat(r.b); }
 #elif defined(W_IS_BF16)
+struct RawW { uvec4 a; };  // (16-bit weights: one uvec4 a piece, so the prefetch holds no unused registers)
+#define RAW_ZERO RawW(uvec4(0u))
 #define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 8u]; }
 void unpack_w(RawW r, out vec4 lo, out vec4 hi) { unpack8_bf16(r.a, lo, hi); }
 #else
+struct RawW { uvec4 a; };
+#define RAW_ZERO RawW(uvec4(0u))
 #define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 8u]; }
 void unpack_w(RawW r, out vec4 lo, out vec4 hi) { unpack8_half(r.a, lo, hi); }
 #endif
 const uint kWq = 0u, kWk = 1u, kWv = 2u, kWo = 3u, kWgate = 4u, kWup = 5u, kWdown = 6u;
 RawW load_piece(uint w, uint e) {  // (w uniform over the subgroup)
-  RawW r = RawW(uvec4(0u), uvec4(0u));
+  RawW r = RAW_ZERO;
   if (w == kWq) LOAD_RAW(wq, e, r)
   else if (w == kWk) LOAD_RAW(wk, e, r)
   else if (w == kWv) LOAD_RAW(wv, e, r)

@@ -33,6 +33,13 @@ uint32_t per_multiprocessor() {
   return v ? uint32_t(std::clamp(std::atoi(v), 0, 2)) : 0u;
 }
 
+// Loads in flight an invocation in the attention stage (the kernel's kBatch: 8, or 1 to 8 with
+// LORASTUDIO_DECODE_ATTN_BATCH, for measurement: fewer, fewer registers; the same bits).
+uint32_t attention_batch() {
+  const char* v = std::getenv("LORASTUDIO_DECODE_ATTN_BATCH");
+  return v ? uint32_t(std::clamp(std::atoi(v), 1, 8)) : 8u;
+}
+
 // The weight pieces a lane loads before the grid barrier ahead of a stage (the kernel's kPrefetch, 0 to 4):
 // LORASTUDIO_DECODE_PREFETCH (measurement; 0 unless set).
 uint32_t prefetch_pieces() {
@@ -91,7 +98,7 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   vk::Spec spec{.local_x = kThreads};
   spec.constants = {detail::matvec_split((H + 2 * KV) * (D / 2), C, sg, subgroups),
                     detail::matvec_split(C, H * D, sg, subgroups), detail::matvec_split(I, C, sg, subgroups),
-                    detail::matvec_split(C, I, sg, subgroups), prefetch_pieces()};
+                    detail::matvec_split(C, I, sg, subgroups), prefetch_pieces(), attention_batch()};
   // A head's attention parts (o, max, sum), the parts done (the last combines, then sets it back to 0), and the grid
   // barrier's count and generation
   Tensor part = Tensor::empty(rec.device(), {H, splits, D + 2}, DType::f32, "decode layer attention parts");

@@ -76,11 +76,14 @@ TEST_P(DecodeLayer, WholeLayerGivesTheBitsOfItsFiveDispatches) {
     for (const char* prefetch : {"0", "3"}) {
       setenv("LORASTUDIO_DECODE_PERSISTENT", std::to_string(per_sm).c_str(), 1);
       setenv("LORASTUDIO_DECODE_PREFETCH", prefetch, 1);  // weight pieces loaded ahead of each stage's barrier
+      if (std::string(prefetch) != "0")  // and then 3 loads in flight in the attention's loops, not 8
+        setenv("LORASTUDIO_DECODE_ATTN_BATCH", "3", 1);
       const std::string what = GetParam() + ", " + dtype_name(act) + " activations, " +
                                std::to_string(ops::decode_layer_groups(dev())) + " workgroups, " + prefetch +
                                " pieces prefetched";
       const Decoded got = decode(dev(), m, ids, act, per_sm);
       unsetenv("LORASTUDIO_DECODE_PREFETCH");
+      unsetenv("LORASTUDIO_DECODE_ATTN_BATCH");
       EXPECT_EQ(got.dispatches + 4 * layers, base.dispatches) << what << ": four dispatches a layer fewer";
       ASSERT_EQ(got.logits.size(), base.logits.size()) << what;
       size_t differ = 0, first = got.logits.size();
