@@ -2,8 +2,9 @@
 # Session 38, call 2: session 37's epilogues round as a store would (common/round_to.glsl: NVIDIA's driver folded the
 # float -> float16_t -> float round trip, so the cooperative-matrix-2 GLU epilogue and the RoPE reduce rounded nothing
 # on the H200 in call 1): their GPU tests again, training_test, and the 0.5B B1 step with and without session 37's
-# three switches, alternated (the GLU epilogue now off on cooperative-matrix-2 unless LORASTUDIO_GLU_EPILOGUE=1, once); the
-# persistent decode layer's registers without the prefetch and by attention load batch, its decode and its GPU test. Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry.
+# three switches, alternated (the GLU epilogue now off on cooperative-matrix-2 unless LORASTUDIO_GLU_EPILOGUE=1, once);
+# the persistent decode layer's registers without the prefetch and by attention load batch, its decode, its GPU test.
+# Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s38b_round.sh
 source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
 link_source_dir
