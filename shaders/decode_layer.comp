@@ -85,7 +85,7 @@ const uint kParts = 4u;   // parts a workgroup
 layout(constant_id = 6) const uint kBatch = 8u;
 const uint kStageWords = 1024u;  // x̂ staged 8 values to a uvec4 (f16), or 4 (f32): 16 KiB
 shared uvec4 xs[kStageWords];
-shared vec2 split_sums[256u / 8u];  // [subgroup]
+shared vec2 split_sums[(256u / 8u) * 4u];  // [subgroup][column of the subgroup's batch]
 shared float q_row[kParts][MAX_D];
 shared float probs[kParts][kPart];
 shared float pv[kParts][kPart * 8u];
@@ -110,7 +110,7 @@ struct RawW { uvec4 a, b; };
 #define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 4u]; r.b = buf[(e) / 4u + 1u]; }
 void unpack_w(RawW r, out vec4 lo, out vec4 hi) { lo = uintBitsToFloat(r.a); hi = uintBitsToFloat(r.b); }
 #elif defined(W_IS_BF16)
-struct RawW { uvec4 a; };  // (16-bit weights: one uvec4 a piece, so the prefetch holds no unused registers)
+struct RawW { uvec4 a; };  // (16-bit weights: one uvec4 a piece, so a batch of loads holds no unused registers)
 #define RAW_ZERO RawW(uvec4(0u))
 #define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 8u]; }
 void unpack_w(RawW r, out vec4 lo, out vec4 hi) { unpack8_bf16(r.a, lo, hi); }
@@ -133,24 +133,6 @@ RawW load_piece(uint w, uint e) {  // (w uniform over the subgroup)
   return r;
 }
 
-// Weight prefetch across a grid barrier (kPrefetch, constant 5: 0 to 4): before the barrier ahead of a stage, each
-// lane loads the first kPrefetch pieces of its first column's weights (they do not wait on the barrier), so that
-// the stage's first round starts with them in registers instead of a memory round trip a step.
-layout(constant_id = 5) const uint kPrefetch = 0u;
-const uint kMaxPrefetch = 4u;
-RawW prefetched[2][kMaxPrefetch];  // [the column's first and second row (q/k/v's pair, or gate and up)][piece]
-void prefetch(uint which, uint w, uint row, uint K, uint k0, uint k_step) {
-  [[unroll]] for (uint i = 0u; i < kMaxPrefetch; ++i)
-    if (i < kPrefetch && k0 + i * k_step < K) prefetched[which][i] = load_piece(w, row * K + k0 + i * k_step);
-}
-// Piece j of row `which` (j < kPrefetch) from the prefetch, else loaded.
-RawW piece(bool from_prefetch, uint which, uint j, uint w, uint e) {
-  if (!from_prefetch || j >= kPrefetch) return load_piece(w, e);
-  RawW r = prefetched[which][0];
-  [[unroll]] for (uint i = 1u; i < kMaxPrefetch; ++i)
-    if (i == j) r = prefetched[which][i];
-  return r;
-}
 // 8 activations (ACT_T) from element e
 #if defined(ACT_IS_F16)
 #define LOAD_ACT(buf, e, lo, hi) unpack8_half(buf[(e) / 8u], lo, hi)
@@ -241,22 +223,15 @@ void load_x(uint e, out vec4 lo, out vec4 hi) {
 #endif
 }
 
-// A column's two sums over its lanes and its `split` subgroups (in order), true in the one lane that has them
-// (common/matvec_norm_stage.glsl's column_sums). Every invocation calls it; a barrier after, when split.
-bool column_sums(inout vec2 acc, bool live, uint split) {
-  acc = vec2(subgroupAdd(acc.x), subgroupAdd(acc.y));
-  if (split == 1u) return live && subgroupElect();
-  if (subgroupElect()) split_sums[gl_SubgroupID] = acc;
-  barrier();
-  const bool mine = live && gl_SubgroupID % split == 0u && subgroupElect();
-  if (mine) {
-    vec2 t = vec2(0.0);
-    for (uint i = 0u; i < split; ++i) t += split_sums[gl_SubgroupID + i];
-    acc = t;
-  }
-  barrier();  // read before the next column's sums are written
-  return mine;
-}
+// ---- the matrix-vector stages' columns (A, C, D, E). A subgroup (or `split` of them) sums a column; it takes
+// kCols columns at once (constant 5, 1 to kMaxCols) and loads kDepth pieces of each of their rows at once (constant
+// 7, 1 to kMaxDepth), every load of a batch issued before any sum uses it, so that a lane has kCols·kDepth memory
+// round trips in flight (twice that with two rows a column) instead of one: one workgroup a multiprocessor has
+// 8 subgroups to stream the weights where the five dispatches have up to 64. Each column's sums keep their order,
+// so the bits are the same whatever the two are.
+layout(constant_id = 5) const uint kCols = 1u;
+layout(constant_id = 7) const uint kDepth = 1u;
+const uint kMaxCols = 4u, kMaxDepth = 4u;
 
 // A stage's columns: `split` subgroups a column, this lane's first K index and the stride between its pieces.
 struct Columns { uint split, cols, k0, k_step; };
@@ -265,8 +240,92 @@ Columns columns(uint split) {
                  ((gl_SubgroupID % split) * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u,
                  gl_SubgroupSize * 8u * split);
 }
-// The first column a subgroup takes in a stage.
-uint first_column(Columns c) { return gl_WorkGroupID.x * c.cols + gl_SubgroupID / c.split; }
+// Rounds of kCols columns: the workgroup's first, the step between rounds, and column c of this subgroup's batch
+// (its c-th round as if it took one column at a time: first + c·step/kCols + its place).
+uint first_round(Columns c) { return gl_WorkGroupID.x * c.cols; }
+uint round_step(Columns c) { return p.groups * c.cols * kCols; }
+uint batch_column(Columns c, uint first, uint i) { return first + i * p.groups * c.cols + gl_SubgroupID / c.split; }
+// How many of the batch's columns are below N (a prefix: they increase with i).
+uint live_columns(Columns c, uint first, uint N) {
+  uint live = 0u;
+  [[unroll]] for (uint i = 0u; i < kMaxCols; ++i)
+    if (i < kCols && batch_column(c, first, i) < N) live = i + 1u;
+  return live;
+}
+
+// A column's rows: the weights (kWq ... kWdown) and first element of its first row, and of its second when `two`.
+struct Rows { uint wa, ea, wb, eb; };
+// The vector the rows are summed against: x̂ staged in shared memory, attn or gated.
+const uint kFromStage = 0u, kFromAttn = 1u, kFromGated = 2u;
+void load_vector(uint from, uint k, out vec4 lo, out vec4 hi) {
+  if (from == kFromStage) {
+    load_x(k, lo, hi);
+  } else if (from == kFromAttn) {
+    LOAD_ACT(attn16, k, lo, hi);
+  } else {
+    LOAD_ACT(gated16, k, lo, hi);
+  }
+}
+// This lane's sums of the first `live` columns' rows (x: the first row, y: the second) over k = k0, k0 + k_step, ...
+// below K, in that order.
+void lane_sums(Rows rows[kMaxCols], uint live, bool two, uint from, uint K, Columns c, out vec2 acc[kMaxCols]) {
+  [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) acc[i] = vec2(0.0);
+  for (uint kb = c.k0; kb < K; kb += kDepth * c.k_step) {
+    RawW ra[kMaxCols * kMaxDepth], rb[kMaxCols * kMaxDepth];
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+        const uint k = kb + u * c.k_step;
+        if (i < kCols && u < kDepth && i < live && k < K) {
+          ra[i * kMaxDepth + u] = load_piece(rows[i].wa, rows[i].ea + k);
+          if (two) rb[i * kMaxDepth + u] = load_piece(rows[i].wb, rows[i].eb + k);
+        }
+      }
+    }
+    [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+      const uint k = kb + u * c.k_step;
+      if (u >= kDepth || k >= K) break;
+      vec4 xl, xh;
+      load_vector(from, k, xl, xh);
+      [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+        if (i >= kCols || i >= live) break;
+        vec4 al, ah;
+        unpack_w(ra[i * kMaxDepth + u], al, ah);
+        acc[i].x += dot(xl, al) + dot(xh, ah);
+        if (two) {
+          vec4 bl, bh;
+          unpack_w(rb[i * kMaxDepth + u], bl, bh);
+          acc[i].y += dot(xl, bl) + dot(xh, bh);
+        }
+      }
+    }
+  }
+}
+
+// The batch's columns' sums over their lanes and their `split` subgroups (in order): bit i of the result is set in
+// the one lane that has column i's (common/matvec_norm_stage.glsl's column_sums). Every invocation calls it; a
+// barrier after, when split.
+uint column_sums(inout vec2 acc[kMaxCols], uint live, bool two, uint split) {
+  [[unroll]] for (uint i = 0u; i < kMaxCols; ++i)
+    if (i < kCols) acc[i] = vec2(subgroupAdd(acc[i].x), two ? subgroupAdd(acc[i].y) : 0.0);
+  const uint all_live = (1u << live) - 1u;
+  if (split == 1u) return subgroupElect() ? all_live : 0u;
+  if (subgroupElect()) {
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i)
+      if (i < kCols) split_sums[gl_SubgroupID * kMaxCols + i] = acc[i];
+  }
+  barrier();
+  const bool mine = gl_SubgroupID % split == 0u && subgroupElect();
+  if (mine) {
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+      if (i >= kCols) break;
+      vec2 t = vec2(0.0);
+      for (uint j = 0u; j < split; ++j) t += split_sums[(gl_SubgroupID + j) * kMaxCols + i];
+      acc[i] = t;
+    }
+  }
+  barrier();  // read before the next batch's sums are written
+  return mine ? all_live : 0u;
+}
 
 // ---- stage A: one subgroup (or kSplitQkv) a pair (i, i + D/2) of a head of q, k or v
 uint qkv_pairs() { return (p.heads + 2u * p.kv_heads) * p.half_d; }
@@ -278,70 +337,58 @@ void pair_rows(uint pair, out uint w, out uint h, out uint lo, out uint hi) {
   lo = h * 2u * p.half_d + i;
   hi = lo + p.half_d;
 }
-void prefetch_qkv() {
-  const Columns c = columns(kSplitQkv);
-  const uint pair = first_column(c);
-  if (kPrefetch == 0u || pair >= qkv_pairs()) return;
-  uint w, h, lo, hi;
-  pair_rows(pair, w, h, lo, hi);
-  prefetch(0u, w, lo, p.K, c.k0, c.k_step);
-  prefetch(1u, w, hi, p.K, c.k0, c.k_step);
+
+// The pair's sums: biases, rounding as stored, RoPE (q and k), then into q or the cache.
+void store_pair(uint pair, vec2 acc) {
+  const uint D = 2u * p.half_d, i = pair % p.half_d;
+  const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
+  uint which, h, lo, hi;  // which: 0 q, 1 k, 2 v
+  pair_rows(pair, which, h, lo, hi);
+  float v0 = acc.x, v1 = acc.y;
+  if ((p.flags & 1u) != 0u) {
+    v0 += TO_F32(W_T, which == 0u ? bq[lo] : which == 1u ? bk[lo] : bv[lo]);
+    v1 += TO_F32(W_T, which == 0u ? bq[hi] : which == 1u ? bk[hi] : bv[hi]);
+  }
+  v0 = round_act(v0);  // the products as stored before RoPE reads them
+  v1 = round_act(v1);
+  if (which == 2u) {
+    if (d0 < p.cache_rows) {
+      const uint c = d0 * p.kv_heads * D;
+      v_cache[c + lo] = FROM_F32(ACT_T, v0);
+      v_cache[c + hi] = FROM_F32(ACT_T, v1);
+    }
+    return;
+  }
+  precise float a = float(pos[0]) * inv_freq[i];
+  vec2 sc = sin_cos(a);
+  const float r0 = v0 * sc.y - v1 * sc.x, r1 = v1 * sc.y + v0 * sc.x;
+  if (which == 0u) {
+    q[lo] = FROM_F32(ACT_T, r0);
+    q[hi] = FROM_F32(ACT_T, r1);
+  } else if (d0 < p.cache_rows) {
+    const uint c = d0 * p.kv_heads * D;
+    k_cache[c + lo] = FROM_F32(ACT_T, r0);
+    k_cache[c + hi] = FROM_F32(ACT_T, r1);
+  }
 }
 
 void stage_qkv() {
   stage_norm(false);
   const Columns c = columns(kSplitQkv);
-  const uint split = c.split, cols = c.cols, k0 = c.k0, k_step = c.k_step, D = 2u * p.half_d;
   const uint pairs = qkv_pairs();
-  const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
-  for (uint first = gl_WorkGroupID.x * cols; first < pairs; first += p.groups * cols) {  // uniform
-    const uint pair = first + gl_SubgroupID / split;
-    const bool live = pair < pairs, first_round = first == gl_WorkGroupID.x * cols;
-    const uint i = pair % p.half_d;
-    uint w, h, lo, hi;
-    pair_rows(pair, w, h, lo, hi);
-    const uint which = w;  // 0 q, 1 k, 2 v
-    float acc_lo = 0.0, acc_hi = 0.0;
-    if (live) {
-      uint j = 0u;
-      for (uint k = k0; k < p.K; k += k_step, ++j) {
-        vec4 al, ah, bl, bh;
-        unpack_w(piece(first_round, 0u, j, w, lo * p.K + k), al, ah);
-        unpack_w(piece(first_round, 1u, j, w, hi * p.K + k), bl, bh);
-        vec4 xl, xh;
-        load_x(k, xl, xh);
-        acc_lo += dot(xl, al) + dot(xh, ah);
-        acc_hi += dot(xl, bl) + dot(xh, bh);
-      }
+  for (uint first = first_round(c); first < pairs; first += round_step(c)) {  // uniform
+    const uint live = live_columns(c, first, pairs);
+    Rows rows[kMaxCols];
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+      uint w, h, lo, hi;
+      pair_rows(min(batch_column(c, first, i), pairs - 1u), w, h, lo, hi);
+      rows[i] = Rows(w, lo * p.K, w, hi * p.K);
     }
-    vec2 acc = vec2(acc_lo, acc_hi);
-    if (!column_sums(acc, live, split)) continue;
-    float v0 = acc.x, v1 = acc.y;
-    if ((p.flags & 1u) != 0u) {
-      v0 += TO_F32(W_T, which == 0u ? bq[lo] : which == 1u ? bk[lo] : bv[lo]);
-      v1 += TO_F32(W_T, which == 0u ? bq[hi] : which == 1u ? bk[hi] : bv[hi]);
-    }
-    v0 = round_act(v0);  // the products as stored before RoPE reads them
-    v1 = round_act(v1);
-    if (which == 2u) {
-      if (d0 < p.cache_rows) {
-        const uint c = d0 * p.kv_heads * D;
-        v_cache[c + lo] = FROM_F32(ACT_T, v0);
-        v_cache[c + hi] = FROM_F32(ACT_T, v1);
-      }
-      continue;
-    }
-    precise float a = float(pos[0]) * inv_freq[i];
-    vec2 sc = sin_cos(a);
-    const float r0 = v0 * sc.y - v1 * sc.x, r1 = v1 * sc.y + v0 * sc.x;
-    if (which == 0u) {
-      q[lo] = FROM_F32(ACT_T, r0);
-      q[hi] = FROM_F32(ACT_T, r1);
-    } else if (d0 < p.cache_rows) {
-      const uint c = d0 * p.kv_heads * D;
-      k_cache[c + lo] = FROM_F32(ACT_T, r0);
-      k_cache[c + hi] = FROM_F32(ACT_T, r1);
-    }
+    vec2 acc[kMaxCols];
+    lane_sums(rows, live, true, kFromStage, p.K, c, acc);
+    const uint mine = column_sums(acc, live, true, c.split);
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i)
+      if (i < kCols && (mine & (1u << i)) != 0u) store_pair(batch_column(c, first, i), acc[i]);
   }
 }
 
@@ -508,36 +555,20 @@ void stage_attention() {
 }
 
 // ---- stages C and E: x(n) += Σ_k a(k)·W(n, k), a subgroup (or `split`) a column (shaders/matvec8.comp)
-uint stream_reduction(bool down) { return down ? p.I : p.heads * 2u * p.half_d; }
-void prefetch_into_stream(bool down, uint split) {
-  const Columns c = columns(split);
-  const uint n = first_column(c);
-  if (kPrefetch != 0u && n < p.K) prefetch(0u, down ? kWdown : kWo, n, stream_reduction(down), c.k0, c.k_step);
-}
-
 void matvec_into_stream(bool down, uint split) {
   const Columns c = columns(split);
-  const uint N = p.K, Kr = stream_reduction(down), cols = c.cols, k0 = c.k0, k_step = c.k_step;
-  const uint w = down ? kWdown : kWo;
-  for (uint first = gl_WorkGroupID.x * cols; first < N; first += p.groups * cols) {  // uniform
-    const uint n = first + gl_SubgroupID / split;
-    const bool live = n < N, first_round = first == gl_WorkGroupID.x * cols;
-    float acc = 0.0;
-    if (live) {
-      uint j = 0u;
-      for (uint k = k0; k < Kr; k += k_step, ++j) {
-        vec4 wl, wh, al, ah;
-        unpack_w(piece(first_round, 0u, j, w, n * Kr + k), wl, wh);
-        if (down) {
-          LOAD_ACT(gated16, k, al, ah);
-        } else {
-          LOAD_ACT(attn16, k, al, ah);
-        }
-        acc += dot(al, wl) + dot(ah, wh);
-      }
+  const uint N = p.K, Kr = down ? p.I : p.heads * 2u * p.half_d, w = down ? kWdown : kWo;
+  for (uint first = first_round(c); first < N; first += round_step(c)) {  // uniform
+    const uint live = live_columns(c, first, N);
+    Rows rows[kMaxCols];
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) rows[i] = Rows(w, batch_column(c, first, i) * Kr, w, 0u);
+    vec2 acc[kMaxCols];
+    lane_sums(rows, live, false, down ? kFromGated : kFromAttn, Kr, c, acc);
+    const uint mine = column_sums(acc, live, false, split);
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+      const uint n = batch_column(c, first, i);
+      if (i < kCols && (mine & (1u << i)) != 0u) x1[n] = fma(1.0, x1[n], acc[i].x);  // gemm_store's (beta 1)
     }
-    vec2 sums = vec2(acc, 0.0);
-    if (column_sums(sums, live, split)) x1[n] = fma(1.0, x1[n], sums.x);  // gemm_store's accumulation (beta 1)
   }
 }
 
@@ -548,50 +579,33 @@ float act(float g) { return silu(g); }
 float act(float g) { return gelu_tanh(g); }
 #endif
 
-void prefetch_glu() {
-  const Columns c = columns(kSplitGlu);
-  const uint n = first_column(c);
-  if (kPrefetch == 0u || n >= p.I) return;
-  prefetch(0u, kWgate, n, p.K, c.k0, c.k_step);
-  prefetch(1u, kWup, n, p.K, c.k0, c.k_step);
-}
-
 void stage_glu() {
   stage_norm(true);
   const Columns c = columns(kSplitGlu);
-  const uint split = c.split, cols = c.cols, k0 = c.k0, k_step = c.k_step;
-  for (uint first = gl_WorkGroupID.x * cols; first < p.I; first += p.groups * cols) {  // uniform
-    const uint n = first + gl_SubgroupID / split;
-    const bool live = n < p.I, first_round = first == gl_WorkGroupID.x * cols;
-    float acc = 0.0, acc_up = 0.0;
-    if (live) {
-      uint j = 0u;
-      for (uint k = k0; k < p.K; k += k_step, ++j) {
-        vec4 wl, wh, ul, uh, xl, xh;
-        unpack_w(piece(first_round, 0u, j, kWgate, n * p.K + k), wl, wh);
-        unpack_w(piece(first_round, 1u, j, kWup, n * p.K + k), ul, uh);
-        load_x(k, xl, xh);
-        acc += dot(xl, wl) + dot(xh, wh);
-        acc_up += dot(xl, ul) + dot(xh, uh);
-      }
+  for (uint first = first_round(c); first < p.I; first += round_step(c)) {  // uniform
+    const uint live = live_columns(c, first, p.I);
+    Rows rows[kMaxCols];
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+      const uint e = batch_column(c, first, i) * p.K;
+      rows[i] = Rows(kWgate, e, kWup, e);
     }
-    vec2 sums = vec2(acc, acc_up);
-    if (column_sums(sums, live, split)) gated[n] = FROM_F32(ACT_T, act(round_act(sums.x)) * round_act(sums.y));
+    vec2 acc[kMaxCols];
+    lane_sums(rows, live, true, kFromStage, p.K, c, acc);
+    const uint mine = column_sums(acc, live, true, c.split);
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i)
+      if (i < kCols && (mine & (1u << i)) != 0u)
+        gated[batch_column(c, first, i)] = FROM_F32(ACT_T, act(round_act(acc[i].x)) * round_act(acc[i].y));
   }
 }
 
 void main() {
-  prefetch_qkv();
   stage_qkv();
   grid_barrier();
   stage_attention();
-  prefetch_into_stream(false, kSplitO);
   grid_barrier();
   matvec_into_stream(false, kSplitO);
-  prefetch_glu();
   grid_barrier();
   stage_glu();
-  prefetch_into_stream(true, kSplitDown);
   grid_barrier();
   matvec_into_stream(true, kSplitDown);
 }

@@ -40,11 +40,12 @@ uint32_t attention_batch() {
   return v ? uint32_t(std::clamp(std::atoi(v), 1, 8)) : 8u;
 }
 
-// The weight pieces a lane loads before the grid barrier ahead of a stage (the kernel's kPrefetch, 0 to 4):
-// LORASTUDIO_DECODE_PREFETCH (measurement; 0 unless set).
-uint32_t prefetch_pieces() {
-  const char* v = std::getenv("LORASTUDIO_DECODE_PREFETCH");
-  return v ? uint32_t(std::clamp(std::atoi(v), 0, 4)) : 0u;
+// The matrix-vector stages' batches (the kernel's kCols and kDepth, 1 to 4 each): columns a subgroup takes at once,
+// and pieces of each of their rows a lane loads at once (LORASTUDIO_DECODE_COLS, LORASTUDIO_DECODE_DEPTH, for
+// measurement; the same bits whatever they are).
+uint32_t env_1_to_4(const char* name, uint32_t otherwise) {
+  const char* v = std::getenv(name);
+  return v ? uint32_t(std::clamp(std::atoi(v), 1, 4)) : otherwise;
 }
 
 bool is_matrix(const Tensor& w, uint64_t rows, uint64_t cols, DType dtype) {
@@ -98,7 +99,8 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   vk::Spec spec{.local_x = kThreads};
   spec.constants = {detail::matvec_split((H + 2 * KV) * (D / 2), C, sg, subgroups),
                     detail::matvec_split(C, H * D, sg, subgroups), detail::matvec_split(I, C, sg, subgroups),
-                    detail::matvec_split(C, I, sg, subgroups), prefetch_pieces(), attention_batch()};
+                    detail::matvec_split(C, I, sg, subgroups), env_1_to_4("LORASTUDIO_DECODE_COLS", 2),
+                    attention_batch(), env_1_to_4("LORASTUDIO_DECODE_DEPTH", 4)};
   // A head's attention parts (o, max, sum), the parts done (the last combines, then sets it back to 0), and the grid
   // barrier's count and generation
   Tensor part = Tensor::empty(rec.device(), {H, splits, D + 2}, DType::f32, "decode layer attention parts");

@@ -1,9 +1,9 @@
 // The persistent decode layer (ops::decode_layer_forward, shaders/decode_layer.comp; LORASTUDIO_DECODE_PERSISTENT)
 // against the five dispatches a decoded token's layer is otherwise: on the golden models of tests/fixtures/models
 // (random f32 weights; qwen2_tiny with q/k/v biases and GQA 4/2, llama_tiny without, GQA 4/1), f32 and f16
-// activations, with and without weights prefetched ahead of the stages, every decoded token's logits are the same
-// bits, the greedy tokens the same, and the decode program has four dispatches a layer fewer. On lavapipe the layer
-// runs as one workgroup (ops::decode_layer_groups), which takes every column, pair and attention part and never
+// activations, the matrix-vector stages a column at a time and in batches of columns and loads, every decoded
+// token's logits are the same bits, the greedy tokens the same, and the decode program has four dispatches a layer
+// fewer. On lavapipe the layer runs as one workgroup (ops::decode_layer_groups), which takes every column, pair and attention part and never
 // waits at the grid barrier; on a GPU with one workgroup a multiprocessor (and two with LS_TEST_TWO_PER_SM=1), each
 // then taking every G-th piece and waiting for the others between stages.
 #include <cstdlib>
@@ -73,16 +73,17 @@ TEST_P(DecodeLayer, WholeLayerGivesTheBitsOfItsFiveDispatches) {
     const char* two = std::getenv("LS_TEST_TWO_PER_SM");
     const uint32_t most = dev().report().type != "cpu" && two && std::string(two) == "1" ? 2 : 1;
     for (uint32_t per_sm = 1; per_sm <= most; ++per_sm)
-    for (const char* prefetch : {"0", "3"}) {
+    for (const char* batch : {"1x1", "3x2"}) {  // columns a subgroup takes at once x pieces a lane loads at once
       setenv("LORASTUDIO_DECODE_PERSISTENT", std::to_string(per_sm).c_str(), 1);
-      setenv("LORASTUDIO_DECODE_PREFETCH", prefetch, 1);  // weight pieces loaded ahead of each stage's barrier
-      if (std::string(prefetch) != "0")  // and then 3 loads in flight in the attention's loops, not 8
-        setenv("LORASTUDIO_DECODE_ATTN_BATCH", "3", 1);
+      const bool batched = std::string(batch) != "1x1";
+      setenv("LORASTUDIO_DECODE_COLS", batched ? "3" : "1", 1);
+      setenv("LORASTUDIO_DECODE_DEPTH", batched ? "2" : "1", 1);
+      if (batched) setenv("LORASTUDIO_DECODE_ATTN_BATCH", "3", 1);  // 3 loads in flight in the attention, not 8
       const std::string what = GetParam() + ", " + dtype_name(act) + " activations, " +
-                               std::to_string(ops::decode_layer_groups(dev())) + " workgroups, " + prefetch +
-                               " pieces prefetched";
+                               std::to_string(ops::decode_layer_groups(dev())) + " workgroups, batches " + batch;
       const Decoded got = decode(dev(), m, ids, act, per_sm);
-      unsetenv("LORASTUDIO_DECODE_PREFETCH");
+      unsetenv("LORASTUDIO_DECODE_COLS");
+      unsetenv("LORASTUDIO_DECODE_DEPTH");
       unsetenv("LORASTUDIO_DECODE_ATTN_BATCH");
       EXPECT_EQ(got.dispatches + 4 * layers, base.dispatches) << what << ": four dispatches a layer fewer";
       ASSERT_EQ(got.logits.size(), base.logits.size()) << what;
