@@ -20,7 +20,7 @@
 #extension GL_KHR_shader_subgroup_ballot : require
 #include "common/types.glsl"
 #include "common/reduce.glsl"
-#include "common/f16_bits.glsl"
+#include "common/round_to.glsl"
 #include "common/glu.glsl"
 #include "common/rope_angle.glsl"
 
@@ -140,13 +140,8 @@ RawW load_piece(uint w, uint e) {  // (w uniform over the subgroup)
 #define LOAD_ACT(buf, e, lo, hi) lo = uintBitsToFloat(buf[(e) / 4u]); hi = uintBitsToFloat(buf[(e) / 4u + 1u])
 #endif
 
-float round_act(float f) {
-#if defined(ACT_IS_F16)
-  return unpackHalf2x16(f16_from_f32(floatBitsToUint(f))).x;
-#else
-  return f;
-#endif
-}
+// (a value as a store to ACT_T then a load gives: common/round_to.glsl)
+#define round_act(f) ROUND_TO(ACT_T, f)
 
 // ---- the grid barrier: every workgroup's writes before it visible to every workgroup after it. The first subgroup
 // waits as a whole, its loop uniform (lane 0's reads broadcast). Not on lavapipe (ops::decode_layer_groups gives it
