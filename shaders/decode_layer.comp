@@ -120,16 +120,25 @@ struct RawW { uvec4 a; };
 #define LOAD_RAW(buf, e, r) { r.a = buf[(e) / 8u]; }
 void unpack_w(RawW r, out vec4 lo, out vec4 hi) { unpack8_half(r.a, lo, hi); }
 #endif
-const uint kWq = 0u, kWk = 1u, kWv = 2u, kWo = 3u, kWgate = 4u, kWup = 5u, kWdown = 6u;
-RawW load_piece(uint w, uint e) {  // (w uniform over the subgroup)
+// The matrix-vector stages, by their number: A (q, k, v), C (o), D (gate, up), E (down).
+const uint kStageQkv = 0u, kStageO = 1u, kStageGlu = 2u, kStageDown = 3u;
+// A piece of a stage's weights: q's, k's or v's (w: kWq, kWk, kWv; uniform over the subgroup), o's, gate's (up's
+// for the second row) or down's. (Each stage's own branches only: the kernel compiles in a fraction of the time.)
+const uint kWq = 0u, kWk = 1u, kWv = 2u;
+RawW load_piece(uint stage, bool second, uint w, uint e) {
   RawW r = RAW_ZERO;
-  if (w == kWq) LOAD_RAW(wq, e, r)
-  else if (w == kWk) LOAD_RAW(wk, e, r)
-  else if (w == kWv) LOAD_RAW(wv, e, r)
-  else if (w == kWo) LOAD_RAW(wo, e, r)
-  else if (w == kWgate) LOAD_RAW(wg, e, r)
-  else if (w == kWup) LOAD_RAW(wu, e, r)
-  else LOAD_RAW(wd, e, r)
+  if (stage == kStageQkv) {
+    if (w == kWq) LOAD_RAW(wq, e, r)
+    else if (w == kWk) LOAD_RAW(wk, e, r)
+    else LOAD_RAW(wv, e, r)
+  } else if (stage == kStageO) {
+    LOAD_RAW(wo, e, r)
+  } else if (stage == kStageGlu) {
+    if (second) LOAD_RAW(wu, e, r)
+    else LOAD_RAW(wg, e, r)
+  } else {
+    LOAD_RAW(wd, e, r)
+  }
   return r;
 }
 
@@ -248,7 +257,8 @@ uint live_columns(Columns c, uint first, uint N) {
   return live;
 }
 
-// A column's rows: the weights (kWq ... kWdown) and first element of its first row, and of its second when `two`.
+// A column's rows: the weights (kWq, kWk or kWv in stage A) and first element of its first row, and of its second
+// when `two`.
 struct Rows { uint wa, ea, wb, eb; };
 // The vector the rows are summed against: x̂ staged in shared memory, attn or gated.
 const uint kFromStage = 0u, kFromAttn = 1u, kFromGated = 2u;
@@ -261,36 +271,38 @@ void load_vector(uint from, uint k, out vec4 lo, out vec4 hi) {
     LOAD_ACT(gated16, k, lo, hi);
   }
 }
-// This lane's sums of the first `live` columns' rows (x: the first row, y: the second) over k = k0, k0 + k_step, ...
-// below K, in that order.
-void lane_sums(Rows rows[kMaxCols], uint live, bool two, uint from, uint K, Columns c, out vec2 acc[kMaxCols]) {
-  [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) acc[i] = vec2(0.0);
-  for (uint kb = c.k0; kb < K; kb += kDepth * c.k_step) {
-    RawW ra[kMaxCols * kMaxDepth], rb[kMaxCols * kMaxDepth];
-    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
-      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
-        const uint k = kb + u * c.k_step;
-        if (i < kCols && u < kDepth && i < live && k < K) {
-          ra[i * kMaxDepth + u] = load_piece(rows[i].wa, rows[i].ea + k);
-          if (two) rb[i * kMaxDepth + u] = load_piece(rows[i].wb, rows[i].eb + k);
-        }
+// A lane's loads at kb: kDepth pieces (k = kb, kb + k_step, ... below K) of each live column's rows, first (a) and
+// second (b, when two rows).
+struct Batch { RawW a[kMaxCols * kMaxDepth], b[kMaxCols * kMaxDepth]; };
+Batch load_batch(uint stage, Rows rows[kMaxCols], uint live, bool two, uint kb, uint K, uint k_step) {
+  Batch t;
+  [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+    [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+      const uint k = kb + u * k_step;
+      if (i < kCols && u < kDepth && i < live && k < K) {
+        t.a[i * kMaxDepth + u] = load_piece(stage, false, rows[i].wa, rows[i].ea + k);
+        if (two) t.b[i * kMaxDepth + u] = load_piece(stage, true, rows[i].wb, rows[i].eb + k);
       }
     }
-    [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
-      const uint k = kb + u * c.k_step;
-      if (u >= kDepth || k >= K) break;
-      vec4 xl, xh;
-      load_vector(from, k, xl, xh);
-      [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
-        if (i >= kCols || i >= live) break;
-        vec4 al, ah;
-        unpack_w(ra[i * kMaxDepth + u], al, ah);
-        acc[i].x += dot(xl, al) + dot(xh, ah);
-        if (two) {
-          vec4 bl, bh;
-          unpack_w(rb[i * kMaxDepth + u], bl, bh);
-          acc[i].y += dot(xl, bl) + dot(xh, bh);
-        }
+  }
+  return t;
+}
+// The batch's pieces into the columns' sums (x: the first row, y: the second), in k order.
+void sum_batch(Batch t, uint live, bool two, uint from, uint kb, uint K, uint k_step, inout vec2 acc[kMaxCols]) {
+  [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+    const uint k = kb + u * k_step;
+    if (u >= kDepth || k >= K) break;
+    vec4 xl, xh;
+    load_vector(from, k, xl, xh);
+    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+      if (i >= kCols || i >= live) break;
+      vec4 al, ah;
+      unpack_w(t.a[i * kMaxDepth + u], al, ah);
+      acc[i].x += dot(xl, al) + dot(xh, ah);
+      if (two) {
+        vec4 bl, bh;
+        unpack_w(t.b[i * kMaxDepth + u], bl, bh);
+        acc[i].y += dot(xl, bl) + dot(xh, bh);
       }
     }
   }
@@ -367,26 +379,6 @@ void store_pair(uint pair, vec2 acc) {
   }
 }
 
-void stage_qkv() {
-  stage_norm(false);
-  const Columns c = columns(kSplitQkv);
-  const uint pairs = qkv_pairs();
-  for (uint first = first_round(c); first < pairs; first += round_step(c)) {  // uniform
-    const uint live = live_columns(c, first, pairs);
-    Rows rows[kMaxCols];
-    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
-      uint w, h, lo, hi;
-      pair_rows(min(batch_column(c, first, i), pairs - 1u), w, h, lo, hi);
-      rows[i] = Rows(w, lo * p.K, w, hi * p.K);
-    }
-    vec2 acc[kMaxCols];
-    lane_sums(rows, live, true, kFromStage, p.K, c, acc);
-    const uint mine = column_sums(acc, live, true, c.split);
-    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i)
-      if (i < kCols && (mine & (1u << i)) != 0u) store_pair(batch_column(c, first, i), acc[i]);
-  }
-}
-
 // ---- stage B: attention, shaders/attention_split.comp's PARTIAL (kVec, kLastCombines) a 64-invocation part
 // A part's maximum and sum: its subgroups' results in order, as common/reduce.glsl over a 64-invocation workgroup.
 // Every invocation of the workgroup calls them.
@@ -429,7 +421,8 @@ void combine(uint at, uint t, bool has_unit, uint h, uint used) {
   const float mx = part_max(mx_part, at);
   float total_part = 0.0;
   if (has_unit)
-    for (uint s = t; s < used; s += kPart) total_part += part[part0 + s * stride + D + 1u] * exp(part[part0 + s * stride + D] - mx);
+    for (uint s = t; s < used; s += kPart)
+      total_part += part[part0 + s * stride + D + 1u] * exp(part[part0 + s * stride + D] - mx);
   const float total = part_sum(total_part, at);
   float acc[MAX_D / kPart];
   [[unroll]] for (uint i = 0u; i < MAX_D / kPart; ++i) acc[i] = 0.0;
@@ -549,58 +542,97 @@ void stage_attention() {
   }
 }
 
-// ---- stages C and E: x(n) += Σ_k a(k)·W(n, k), a subgroup (or `split`) a column (shaders/matvec8.comp)
-void matvec_into_stream(bool down, uint split) {
-  const Columns c = columns(split);
-  const uint N = p.K, Kr = down ? p.I : p.heads * 2u * p.half_d, w = down ? kWdown : kWo;
-  for (uint first = first_round(c); first < N; first += round_step(c)) {  // uniform
-    const uint live = live_columns(c, first, N);
-    Rows rows[kMaxCols];
-    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) rows[i] = Rows(w, batch_column(c, first, i) * Kr, w, 0u);
-    vec2 acc[kMaxCols];
-    lane_sums(rows, live, false, down ? kFromGated : kFromAttn, Kr, c, acc);
-    const uint mine = column_sums(acc, live, false, split);
-    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
-      const uint n = batch_column(c, first, i);
-      if (i < kCols && (mine & (1u << i)) != 0u) x1[n] = fma(1.0, x1[n], acc[i].x);  // gemm_store's (beta 1)
-    }
-  }
-}
-
-// ---- stage D: gated = act(round_act(x̂·Wgᵀ)) · round_act(x̂·Wuᵀ)
+// ---- the matrix-vector stages
 #if defined(GLU_SILU)
 float act(float g) { return silu(g); }
 #else
 float act(float g) { return gelu_tanh(g); }
 #endif
 
-void stage_glu() {
-  stage_norm(true);
-  const Columns c = columns(kSplitGlu);
-  for (uint first = first_round(c); first < p.I; first += round_step(c)) {  // uniform
-    const uint live = live_columns(c, first, p.I);
-    Rows rows[kMaxCols];
-    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
-      const uint e = batch_column(c, first, i) * p.K;
-      rows[i] = Rows(kWgate, e, kWup, e);
+Columns stage_columns(uint stage) {
+  return columns(stage == kStageQkv ? kSplitQkv : stage == kStageO ? kSplitO : stage == kStageGlu ? kSplitGlu
+                                                                                                     : kSplitDown);
+}
+uint stage_width(uint stage) { return stage == kStageQkv ? qkv_pairs() : stage == kStageGlu ? p.I : p.K; }
+uint stage_reduction(uint stage) {
+  return stage == kStageO ? p.heads * 2u * p.half_d : stage == kStageDown ? p.I : p.K;
+}
+bool two_rows(uint stage) { return stage == kStageQkv || stage == kStageGlu; }
+// The rows of the round's columns (a pair's two rows in q, k or v; gate's and up's; o's or down's one).
+void stage_rows(uint stage, Columns c, uint first, out Rows rows[kMaxCols]) {
+  const uint K = stage_reduction(stage);
+  [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+    const uint n = batch_column(c, first, i);
+    if (stage == kStageQkv) {
+      uint w, h, lo, hi;
+      pair_rows(min(n, qkv_pairs() - 1u), w, h, lo, hi);
+      rows[i] = Rows(w, lo * K, w, hi * K);
+    } else if (stage == kStageGlu) {
+      rows[i] = Rows(0u, n * K, 0u, n * K);
+    } else {
+      rows[i] = Rows(0u, n * K, 0u, 0u);
     }
-    vec2 acc[kMaxCols];
-    lane_sums(rows, live, true, kFromStage, p.K, c, acc);
-    const uint mine = column_sums(acc, live, true, c.split);
-    [[unroll]] for (uint i = 0u; i < kMaxCols; ++i)
-      if (i < kCols && (mine & (1u << i)) != 0u)
-        gated[batch_column(c, first, i)] = FROM_F32(ACT_T, act(round_act(acc[i].x)) * round_act(acc[i].y));
+  }
+}
+// The first batch of the round at `first`: loaded ahead of what the sums wait for (the grid barrier before the stage,
+// the norm's staging), since the weights depend on neither.
+Batch first_batch(uint stage, uint first) {
+  const Columns c = stage_columns(stage);
+  Rows rows[kMaxCols];
+  stage_rows(stage, c, first, rows);
+  const uint live = live_columns(c, first, stage_width(stage));
+  return load_batch(stage, rows, live, two_rows(stage), c.k0, stage_reduction(stage), c.k_step);
+}
+
+// One round of the stage's columns, its first batch `t` loaded: sums, then each column's result where it belongs:
+//   A  biases, RoPE, into q or the caches (store_pair)
+//   C, E  x(n) += Σ_k a(k)·W(n, k)  (shaders/matvec8.comp; gemm_store's accumulation, beta 1)
+//   D  gated = act(round_act(x̂·Wgᵀ)) · round_act(x̂·Wuᵀ)
+void stage_round(uint stage, uint first, Batch t) {
+  const Columns c = stage_columns(stage);
+  const uint K = stage_reduction(stage), live = live_columns(c, first, stage_width(stage));
+  const bool two = two_rows(stage);
+  const uint from = stage == kStageO ? kFromAttn : stage == kStageDown ? kFromGated : kFromStage;
+  Rows rows[kMaxCols];
+  stage_rows(stage, c, first, rows);
+  vec2 acc[kMaxCols];
+  [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) acc[i] = vec2(0.0);
+  sum_batch(t, live, two, from, c.k0, K, c.k_step, acc);
+  for (uint kb = c.k0 + kDepth * c.k_step; kb < K; kb += kDepth * c.k_step)
+    sum_batch(load_batch(stage, rows, live, two, kb, K, c.k_step), live, two, from, kb, K, c.k_step, acc);
+  const uint mine = column_sums(acc, live, two, c.split);
+  [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
+    if (i >= kCols || (mine & (1u << i)) == 0u) continue;
+    const uint n = batch_column(c, first, i);
+    if (stage == kStageQkv) store_pair(n, acc[i]);
+    else if (stage == kStageGlu) gated[n] = FROM_F32(ACT_T, act(round_act(acc[i].x)) * round_act(acc[i].y));
+    else x1[n] = fma(1.0, x1[n], acc[i].x);
   }
 }
 
+// The stage's rounds, the first with its batch already loaded (`t`; the others load theirs).
+void stage_rounds(uint stage, Batch t) {
+  const Columns c = stage_columns(stage);
+  const uint N = stage_width(stage), first = first_round(c);
+  if (first >= N) return;  // (uniform)
+  stage_round(stage, first, t);
+  for (uint f = first + round_step(c); f < N; f += round_step(c)) stage_round(stage, f, first_batch(stage, f));
+}
+
 void main() {
-  stage_qkv();
+  Batch t = first_batch(kStageQkv, first_round(stage_columns(kStageQkv)));
+  stage_norm(false);
+  stage_rounds(kStageQkv, t);
   grid_barrier();
   stage_attention();
+  t = first_batch(kStageO, first_round(stage_columns(kStageO)));
   grid_barrier();
-  matvec_into_stream(false, kSplitO);
+  stage_rounds(kStageO, t);
+  t = first_batch(kStageGlu, first_round(stage_columns(kStageGlu)));
   grid_barrier();
-  stage_glu();
+  stage_norm(true);
+  stage_rounds(kStageGlu, t);
+  t = first_batch(kStageDown, first_round(stage_columns(kStageDown)));
   grid_barrier();
-  matvec_into_stream(true, kSplitDown);
+  stage_rounds(kStageDown, t);
 }
