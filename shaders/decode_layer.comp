@@ -18,6 +18,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_ballot : require
+#extension GL_KHR_memory_scope_semantics : require
 #include "common/types.glsl"
 #include "common/reduce.glsl"
 #include "common/round_to.glsl"
@@ -55,7 +56,9 @@ layout(binding = 20) readonly buffer Wup { uvec4 wu[]; };
 layout(binding = 21) readonly buffer Wdown { uvec4 wd[]; };
 layout(binding = 22) coherent buffer Gated { STORE(ACT_T) gated[]; };
 layout(binding = 22) coherent buffer Gated16 { uvec4 gated16[]; };
-layout(binding = 23) coherent buffer Sync { uint sync_count, sync_generation; };
+// The grid barrier's count and generation, 256 bytes apart: the waiting workgroups' reads of the generation do not
+// queue behind the arrivals' atomics on one cache line.
+layout(binding = 23) coherent buffer Sync { uint sync_count; uint sync_pad[63]; uint sync_generation; };
 
 layout(push_constant) uniform Params {
   uint K;           // hidden size
@@ -163,7 +166,7 @@ void grid_barrier() {
     uint generation = 0u;
     bool last = false;
     if (subgroupElect()) {
-      generation = atomicAdd(sync_generation, 0u);
+      generation = atomicLoad(sync_generation, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
       memoryBarrierBuffer();  // the generation read before this workgroup counts itself in
       last = atomicAdd(sync_count, 1u) + 1u == p.groups;
       if (last) {
@@ -177,7 +180,8 @@ void grid_barrier() {
       uint now = generation;
       while (now == generation) {
         uint seen = 0u;
-        if (subgroupElect()) seen = atomicAdd(sync_generation, 0u);
+        if (subgroupElect())  // a load, not a read-modify-write: polling adds no atomics to the line
+          seen = atomicLoad(sync_generation, gl_ScopeDevice, gl_StorageSemanticsBuffer, gl_SemanticsRelaxed);
         now = subgroupBroadcastFirst(seen);
       }
     }
@@ -619,20 +623,29 @@ void stage_rounds(uint stage, Batch t) {
   for (uint f = first + round_step(c); f < N; f += round_step(c)) stage_round(stage, f, first_batch(stage, f));
 }
 
+// The stages that run (constant 8; bits A 1, B 2, C 4, D 8, E 16): all, except when timing a stage's share
+// (LORASTUDIO_DECODE_STAGES, measurement only: the layer's output is then wrong). The grid barriers always run.
+layout(constant_id = 8) const uint kStages = 31u;
+
 void main() {
-  Batch t = first_batch(kStageQkv, first_round(stage_columns(kStageQkv)));
-  stage_norm(false);
-  stage_rounds(kStageQkv, t);
+  Batch t;
+  if ((kStages & 1u) != 0u) {
+    t = first_batch(kStageQkv, first_round(stage_columns(kStageQkv)));
+    stage_norm(false);
+    stage_rounds(kStageQkv, t);
+  }
   grid_barrier();
-  stage_attention();
-  t = first_batch(kStageO, first_round(stage_columns(kStageO)));
+  if ((kStages & 2u) != 0u) stage_attention();
+  if ((kStages & 4u) != 0u) t = first_batch(kStageO, first_round(stage_columns(kStageO)));
   grid_barrier();
-  stage_rounds(kStageO, t);
-  t = first_batch(kStageGlu, first_round(stage_columns(kStageGlu)));
+  if ((kStages & 4u) != 0u) stage_rounds(kStageO, t);
+  if ((kStages & 8u) != 0u) t = first_batch(kStageGlu, first_round(stage_columns(kStageGlu)));
   grid_barrier();
-  stage_norm(true);
-  stage_rounds(kStageGlu, t);
-  t = first_batch(kStageDown, first_round(stage_columns(kStageDown)));
+  if ((kStages & 8u) != 0u) {
+    stage_norm(true);
+    stage_rounds(kStageGlu, t);
+  }
+  if ((kStages & 16u) != 0u) t = first_batch(kStageDown, first_round(stage_columns(kStageDown)));
   grid_barrier();
-  stage_rounds(kStageDown, t);
+  if ((kStages & 16u) != 0u) stage_rounds(kStageDown, t);
 }

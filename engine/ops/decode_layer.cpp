@@ -48,6 +48,13 @@ uint32_t env_1_to_4(const char* name, uint32_t otherwise) {
   return v ? uint32_t(std::clamp(std::atoi(v), 1, 4)) : otherwise;
 }
 
+// The stages that run (the kernel's kStages): all 5 (31), or for timing a stage's share of the layer the bits set in
+// LORASTUDIO_DECODE_STAGES (measurement only: the layer's output is then wrong).
+uint32_t stages_run() {
+  const char* v = std::getenv("LORASTUDIO_DECODE_STAGES");
+  return v ? uint32_t(std::clamp(std::atoi(v), 0, 31)) : 31u;
+}
+
 bool is_matrix(const Tensor& w, uint64_t rows, uint64_t cols, DType dtype) {
   return w.defined() && w.rank() == 2 && w.rows() == rows && w.cols() == cols && w.dtype() == dtype;
 }
@@ -100,14 +107,14 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   spec.constants = {detail::matvec_split((H + 2 * KV) * (D / 2), C, sg, subgroups),
                     detail::matvec_split(C, H * D, sg, subgroups), detail::matvec_split(I, C, sg, subgroups),
                     detail::matvec_split(C, I, sg, subgroups), env_1_to_4("LORASTUDIO_DECODE_COLS", 2),
-                    attention_batch(), env_1_to_4("LORASTUDIO_DECODE_DEPTH", 4)};
+                    attention_batch(), env_1_to_4("LORASTUDIO_DECODE_DEPTH", 4), stages_run()};
   // A head's attention parts (o, max, sum), the parts done (the last combines, then sets it back to 0), and the grid
   // barrier's count and generation
   Tensor part = Tensor::empty(rec.device(), {H, splits, D + 2}, DType::f32, "decode layer attention parts");
   Tensor done = Tensor::empty(rec.device(), {H}, DType::i32, "decode layer parts done");
   upload(done, std::vector<int32_t>(H, 0));
-  Tensor sync = Tensor::empty(rec.device(), {2}, DType::i32, "decode layer grid barrier");
-  upload(sync, std::vector<int32_t>(2, 0));
+  Tensor sync = Tensor::empty(rec.device(), {65}, DType::i32, "decode layer grid barrier");  // the kernel's Sync
+  upload(sync, std::vector<int32_t>(65, 0));
   const QkvRope& r = l.qkv;
   const bool biases = r.bq.defined();
   const DecodeLayerParams params{.K = C, .I = I, .heads = H, .kv_heads = KV, .half_d = D / 2, .cache_rows = S,
