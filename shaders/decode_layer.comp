@@ -233,13 +233,15 @@ void load_x(uint e, out vec4 lo, out vec4 hi) {
 
 // ---- the matrix-vector stages' columns (A, C, D, E). A subgroup (or `split` of them) sums a column; it takes
 // kCols columns at once (constant 5, 1 to kMaxCols) and loads kDepth pieces of each of their rows at once (constant
-// 7, 1 to kMaxDepth), every load of a batch issued before any sum uses it, so that a lane has kCols·kDepth memory
-// round trips in flight (twice that with two rows a column) instead of one: one workgroup a multiprocessor has
-// 8 subgroups to stream the weights where the five dispatches have up to 64. Each column's sums keep their order,
-// so the bits are the same whatever the two are.
+// 7, 1 to 4; twice that in the stages of one row a column, C and E, so that they hold as many loads as A and D), every
+// load of a batch issued before any sum uses it, so that a lane has kCols·kDepth·2 memory round trips in flight
+// instead of one or two: one workgroup a multiprocessor has 8 subgroups to stream the weights where the five
+// dispatches have up to 64. Each column's sums keep their order, so the bits are the same whatever the two are.
 layout(constant_id = 5) const uint kCols = 1u;
 layout(constant_id = 7) const uint kDepth = 1u;
-const uint kMaxCols = 4u, kMaxDepth = 4u;
+const uint kMaxCols = 4u, kMaxDepth = 8u;
+// Pieces of a row a lane loads at once.
+uint depth(bool two) { return two ? kDepth : 2u * kDepth; }
 
 // A stage's columns: `split` subgroups a column, this lane's first K index and the stride between its pieces.
 struct Columns { uint split, cols, k0, k_step; };
@@ -275,15 +277,15 @@ void load_vector(uint from, uint k, out vec4 lo, out vec4 hi) {
     LOAD_ACT(gated16, k, lo, hi);
   }
 }
-// A lane's loads at kb: kDepth pieces (k = kb, kb + k_step, ... below K) of each live column's rows, first (a) and
-// second (b, when two rows).
+// A lane's loads at kb: depth(two) pieces (k = kb, kb + k_step, ... below K) of each live column's rows, first (a)
+// and second (b, when two rows).
 struct Batch { RawW a[kMaxCols * kMaxDepth], b[kMaxCols * kMaxDepth]; };
 Batch load_batch(uint stage, Rows rows[kMaxCols], uint live, bool two, uint kb, uint K, uint k_step) {
   Batch t;
   [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
     [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
       const uint k = kb + u * k_step;
-      if (i < kCols && u < kDepth && i < live && k < K) {
+      if (i < kCols && u < depth(two) && i < live && k < K) {
         t.a[i * kMaxDepth + u] = load_piece(stage, false, rows[i].wa, rows[i].ea + k);
         if (two) t.b[i * kMaxDepth + u] = load_piece(stage, true, rows[i].wb, rows[i].eb + k);
       }
@@ -295,7 +297,7 @@ Batch load_batch(uint stage, Rows rows[kMaxCols], uint live, bool two, uint kb, 
 void sum_batch(Batch t, uint live, bool two, uint from, uint kb, uint K, uint k_step, inout vec2 acc[kMaxCols]) {
   [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
     const uint k = kb + u * k_step;
-    if (u >= kDepth || k >= K) break;
+    if (u >= depth(two) || k >= K) break;
     vec4 xl, xh;
     load_vector(from, k, xl, xh);
     [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
@@ -602,7 +604,7 @@ void stage_round(uint stage, uint first, Batch t) {
   vec2 acc[kMaxCols];
   [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) acc[i] = vec2(0.0);
   sum_batch(t, live, two, from, c.k0, K, c.k_step, acc);
-  for (uint kb = c.k0 + kDepth * c.k_step; kb < K; kb += kDepth * c.k_step)
+  for (uint kb = c.k0 + depth(two) * c.k_step; kb < K; kb += depth(two) * c.k_step)
     sum_batch(load_batch(stage, rows, live, two, kb, K, c.k_step), live, two, from, kb, K, c.k_step, acc);
   const uint mine = column_sums(acc, live, two, c.split);
   [[unroll]] for (uint i = 0u; i < kMaxCols; ++i) {
