@@ -27,22 +27,23 @@ constexpr uint32_t kMaxHeadDim = 256;   // its MAX_D
 constexpr uint64_t kStageBytes = 16384;  // its x̂ staging
 
 // (read at each recording: a test records both ways in one process). At most 2: every workgroup must be resident at
-// once or the grid barrier waits forever, and two of 256 invocations fit an SM up to 128 registers an invocation.
+// once or the grid barrier waits forever, and two of 256 invocations fit an SM up to 128 registers an invocation
+// (the default batches below take 120 on NVIDIA's driver, session 39; larger ones do not fit two).
 uint32_t per_multiprocessor() {
   const char* v = std::getenv("LORASTUDIO_DECODE_PERSISTENT");
   return v ? uint32_t(std::clamp(std::atoi(v), 0, 2)) : 0u;
 }
 
-// Loads in flight an invocation in the attention stage (the kernel's kBatch: 8, or 1 to 8 with
-// LORASTUDIO_DECODE_ATTN_BATCH, for measurement: fewer, fewer registers; the same bits).
+// Loads in flight an invocation in the attention stage (the kernel's kBatch: 2, or 1 to 8 with
+// LORASTUDIO_DECODE_ATTN_BATCH, for measurement: more, more registers; the same bits).
 uint32_t attention_batch() {
   const char* v = std::getenv("LORASTUDIO_DECODE_ATTN_BATCH");
-  return v ? uint32_t(std::clamp(std::atoi(v), 1, 8)) : 8u;
+  return v ? uint32_t(std::clamp(std::atoi(v), 1, 8)) : 2u;
 }
 
-// The matrix-vector stages' batches (the kernel's kCols and kDepth, 1 to 4 each): columns a subgroup takes at once,
-// and pieces of each of their rows a lane loads at once (LORASTUDIO_DECODE_COLS, LORASTUDIO_DECODE_DEPTH, for
-// measurement; the same bits whatever they are).
+// The matrix-vector stages' batches (the kernel's kCols and kDepth, 1 to 4 each; 2 and 2 unless set): columns a
+// subgroup takes at once, and pieces of each of their rows a lane loads at once (LORASTUDIO_DECODE_COLS,
+// LORASTUDIO_DECODE_DEPTH, for measurement; the same bits whatever they are).
 uint32_t env_1_to_4(const char* name, uint32_t otherwise) {
   const char* v = std::getenv(name);
   return v ? uint32_t(std::clamp(std::atoi(v), 1, 4)) : otherwise;
@@ -107,7 +108,7 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   spec.constants = {detail::matvec_split((H + 2 * KV) * (D / 2), C, sg, subgroups),
                     detail::matvec_split(C, H * D, sg, subgroups), detail::matvec_split(I, C, sg, subgroups),
                     detail::matvec_split(C, I, sg, subgroups), env_1_to_4("LORASTUDIO_DECODE_COLS", 2),
-                    attention_batch(), env_1_to_4("LORASTUDIO_DECODE_DEPTH", 4), stages_run()};
+                    attention_batch(), env_1_to_4("LORASTUDIO_DECODE_DEPTH", 2), stages_run()};
   // A head's attention parts (o, max, sum), the parts done (the last combines, then sets it back to 0), and the grid
   // barrier's count and generation
   Tensor part = Tensor::empty(rec.device(), {H, splits, D + 2}, DType::f32, "decode layer attention parts");
