@@ -15,6 +15,10 @@
 //   Every loop over keys, values or partials issues kBatch loads before it uses any (a constant trip count the
 //   driver unrolls): a loop that adds each load as it comes waits out a memory round trip a step, and the
 //   whole kernel is such chains (a decode step's attention is latency, not bytes). The sums keep their order.
+//   Every load that waits on nothing is issued before any is used: a partial's q, the first batch of its key's pieces
+//   and the first batch of its values go out together (one memory round trip where D <= 8·kBatch and the split's
+//   keys fit a batch, three before), and the combine's maxima, sums and first batch of partial outputs together (one
+//   where the row has up to kBatch splits, four before). The same sums in the same order: the same bits.
 //   With kLastCombines (PARTIAL; constant 2), the combine is not a dispatch of its own: each workgroup with keys
 //   counts itself done in done[row] after its partials are visible, and the last of the row's combines them and
 //   sets the count back to 0 for the next run (one dependent stage a layer less when decoding).
@@ -44,29 +48,53 @@ shared bool last_of_row;
 layout(binding = 1) readonly buffer K16 { uvec4 k16[]; };
 layout(binding = 2) readonly buffer V16 { uvec4 v16[]; };
 shared float pv[WG * 8u];  // [key subset][D] partial sums of o (kVec); in the combine, the splits' weights
-const uint kBatch = 8u;    // loads in flight a thread, in every loop
-
-// The 8 values of k or v from element e (a multiple of 8).
-void load8(bool from_k, uint e, out vec4 lo, out vec4 hi) {
+// Loads in flight a thread, in every loop: with f16, all of a key's pieces and of a thread's values up to D = 128 (the
+// 7B shape's heads) in one batch; f32 (exact inference) half as many, for the registers.
 #if defined(T_IS_F16)
-  const uvec4 r = from_k ? k16[e / 8u] : v16[e / 8u];
+const uint kBatch = 16u;
+#else
+const uint kBatch = 8u;
+#endif
+
+// 8 values of k or v as loaded (16 bytes of f16, or 32 of f32), then as floats.
+#if defined(T_IS_F16)
+#define Raw8 uvec4
+Raw8 load8(bool from_k, uint e) { return from_k ? k16[e / 8u] : v16[e / 8u]; }
+void unpack8(Raw8 r, out vec4 lo, out vec4 hi) {
   lo = vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y));
   hi = vec4(unpackHalf2x16(r.z), unpackHalf2x16(r.w));
-#else
-  lo = uintBitsToFloat(from_k ? k16[e / 4u] : v16[e / 4u]);
-  hi = uintBitsToFloat(from_k ? k16[e / 4u + 1u] : v16[e / 4u + 1u]);
-#endif
 }
+#else
+struct Raw8 { uvec4 lo, hi; };
+Raw8 load8(bool from_k, uint e) {
+  return from_k ? Raw8(k16[e / 4u], k16[e / 4u + 1u]) : Raw8(v16[e / 4u], v16[e / 4u + 1u]);
+}
+void unpack8(Raw8 r, out vec4 lo, out vec4 hi) {
+  lo = uintBitsToFloat(r.lo);
+  hi = uintBitsToFloat(r.hi);
+}
+#endif
+
+const uint kCombineBatch = 8u;  // the combine's loads in flight a thread, for each of its up to MAX_D / WG outputs
 
 // o[row] from the row's partials (COMBINE, or the last partial workgroup of the row). The splits' maxima and
 // weights are read a split a thread; each output value then sums its splits in order, kBatch loads at a time.
 void combine(uint row, uint n_keys, uint tid) {
   const uint used = min(p.splits, (n_keys + WG - 1u) / WG), stride = p.D + 2u, part0 = row * p.splits * stride;
-  float mx_part = -3.0e38;
-  for (uint s = tid; s < used; s += WG) mx_part = max(mx_part, part[part0 + s * stride + p.D]);
+  // Loaded at once: the first split's maximum and sum of this thread (split tid), and the first batch of splits'
+  // values of each of its outputs.
+  const bool own = tid < used;
+  const float m_own = own ? part[part0 + tid * stride + p.D] : -3.0e38;
+  const float l_own = own ? part[part0 + tid * stride + p.D + 1u] : 0.0;
+  float first_v[MAX_D / WG][kCombineBatch];
+  [[unroll]] for (uint i = 0u; i < MAX_D / WG; ++i)
+    [[unroll]] for (uint u = 0u; u < kCombineBatch; ++u)
+      first_v[i][u] = tid + i * WG < p.D && u < used ? part[part0 + u * stride + tid + i * WG] : 0.0;
+  float mx_part = m_own;
+  for (uint s = tid + WG; s < used; s += WG) mx_part = max(mx_part, part[part0 + s * stride + p.D]);
   const float mx = workgroup_max(mx_part);
-  float total_part = 0.0;
-  for (uint s = tid; s < used; s += WG)
+  float total_part = own ? l_own * exp(m_own - mx) : 0.0;
+  for (uint s = tid + WG; s < used; s += WG)
     total_part += part[part0 + s * stride + p.D + 1u] * exp(part[part0 + s * stride + p.D] - mx);
   const float total = workgroup_sum(total_part);
   float acc[MAX_D / WG];
@@ -74,16 +102,17 @@ void combine(uint row, uint n_keys, uint tid) {
   for (uint s0 = 0u; s0 < used; s0 += WG * 8u) {  // the weights of up to 512 splits at a time, in pv
     const uint n = min(used - s0, WG * 8u);
     barrier();  // the previous pass's readers (or the partial's) are done with pv
-    for (uint s = tid; s < n; s += WG) pv[s] = exp(part[part0 + (s0 + s) * stride + p.D] - mx);
+    for (uint s = tid; s < n; s += WG)
+      pv[s] = s0 == 0u && s == tid ? exp(m_own - mx) : exp(part[part0 + (s0 + s) * stride + p.D] - mx);
     barrier();
     [[unroll]] for (uint i = 0u; i < MAX_D / WG; ++i) {
       const uint d = tid + i * WG;
       if (d >= p.D) break;
-      for (uint s = 0u; s < n; s += kBatch) {
-        float v[kBatch];
-        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-          v[u] = s + u < n ? part[part0 + (s0 + s + u) * stride + d] : 0.0;
-        [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
+      for (uint s = 0u; s < n; s += kCombineBatch) {
+        float v[kCombineBatch];
+        [[unroll]] for (uint u = 0u; u < kCombineBatch; ++u)
+          v[u] = s0 == 0u && s == 0u ? first_v[i][u] : s + u < n ? part[part0 + (s0 + s + u) * stride + d] : 0.0;
+        [[unroll]] for (uint u = 0u; u < kCombineBatch; ++u) {
           if (s + u >= n) break;
           acc[i] += v[u] * pv[s + u];
         }
@@ -112,22 +141,36 @@ void main() {
     if (tid == 0u) part[base + p.D + 1u] = 0.0;
     return;
   }
-  for (uint d = tid; d < p.D; d += WG) q_row[d] = TO_F32(T, q[row * p.D + d]);
-  barrier();
   const uint j = first + tid;
   const bool live = j < n_keys;
+  const uint count = min(uint(WG), n_keys - first);
+  // kVec: the first batch of this thread's key pieces and of its values (the values' subset `set` of the split's keys,
+  // its 8 values of d from c·8) go out with q's loads, before anything waits.
+  const uint chunks = p.D / 8u, subsets = WG / max(chunks, 1u), c = tid % max(chunks, 1u), set = tid / max(chunks, 1u);
+  const bool sums_values = kVec != 0u && set < subsets;
+  Raw8 kr[kBatch], vr[kBatch];
+  if (live && kVec != 0u)
+    [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+      if (8u * u < p.D) kr[u] = load8(true, key0 + j * key_stride + 8u * u);
+  if (sums_values)
+    [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+      if (set + u * subsets < count) vr[u] = load8(false, key0 + (first + set + u * subsets) * key_stride + c * 8u);
+  for (uint d = tid; d < p.D; d += WG) q_row[d] = TO_F32(T, q[row * p.D + d]);
+  barrier();
   float score = -3.0e38;
   if (live && kVec != 0u) {
     vec4 acc = vec4(0.0);
     for (uint i0 = 0u; i0 < p.D; i0 += 8u * kBatch) {
-      vec4 lo[kBatch], hi[kBatch];
-      [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-        if (i0 + 8u * u < p.D) load8(true, key0 + j * key_stride + i0 + 8u * u, lo[u], hi[u]);
+      if (i0 > 0u)
+        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+          if (i0 + 8u * u < p.D) kr[u] = load8(true, key0 + j * key_stride + i0 + 8u * u);
       [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
         const uint i = i0 + 8u * u;
         if (i >= p.D) break;
-        acc += vec4(q_row[i], q_row[i + 1u], q_row[i + 2u], q_row[i + 3u]) * lo[u];
-        acc += vec4(q_row[i + 4u], q_row[i + 5u], q_row[i + 6u], q_row[i + 7u]) * hi[u];
+        vec4 lo, hi;
+        unpack8(kr[u], lo, hi);
+        acc += vec4(q_row[i], q_row[i + 1u], q_row[i + 2u], q_row[i + 3u]) * lo;
+        acc += vec4(q_row[i + 4u], q_row[i + 5u], q_row[i + 6u], q_row[i + 7u]) * hi;
       }
     }
     score = p.scale * ((acc.x + acc.y) + (acc.z + acc.w));
@@ -141,20 +184,20 @@ void main() {
   const float l = workgroup_sum(e);
   probs[tid] = e;
   barrier();
-  const uint count = min(uint(WG), n_keys - first);
   if (kVec != 0u) {
-    const uint chunks = p.D / 8u, subsets = WG / chunks, c = tid % chunks, set = tid / chunks;
     vec4 lo_sum = vec4(0.0), hi_sum = vec4(0.0);
-    if (set < subsets) {
+    if (sums_values) {
       for (uint jj0 = set; jj0 < count; jj0 += kBatch * subsets) {
-        vec4 lo[kBatch], hi[kBatch];
-        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-          if (jj0 + u * subsets < count) load8(false, key0 + (first + jj0 + u * subsets) * key_stride + c * 8u, lo[u], hi[u]);
+        if (jj0 > set)
+          [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+            if (jj0 + u * subsets < count) vr[u] = load8(false, key0 + (first + jj0 + u * subsets) * key_stride + c * 8u);
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           const uint jj = jj0 + u * subsets;
           if (jj >= count) break;
-          lo_sum += probs[jj] * lo[u];
-          hi_sum += probs[jj] * hi[u];
+          vec4 lo, hi;
+          unpack8(vr[u], lo, hi);
+          lo_sum += probs[jj] * lo;
+          hi_sum += probs[jj] * hi;
         }
       }
       for (uint i = 0u; i < 4u; ++i) {

@@ -263,9 +263,9 @@ uint live_columns(Columns c, uint first, uint N) {
   return live;
 }
 
-// A column's rows: the weights (kWq, kWk or kWv in stage A) and first element of its first row, and of its second
-// when `two`.
-struct Rows { uint wa, ea, wb, eb; };
+// A column's rows: their weights (kWq, kWk or kWv in stage A; up's for the second row in D, by load_piece), the
+// first element of its first row, and of its second when `two`.
+struct Rows { uint w, ea, eb; };
 // The vector the rows are summed against: x̂ staged in shared memory, attn or gated.
 const uint kFromStage = 0u, kFromAttn = 1u, kFromGated = 2u;
 void load_vector(uint from, uint k, out vec4 lo, out vec4 hi) {
@@ -286,8 +286,8 @@ Batch load_batch(uint stage, Rows rows[kMaxCols], uint live, bool two, uint kb, 
     [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
       const uint k = kb + u * k_step;
       if (i < kCols && u < depth(two) && i < live && k < K) {
-        t.a[i * kMaxDepth + u] = load_piece(stage, false, rows[i].wa, rows[i].ea + k);
-        if (two) t.b[i * kMaxDepth + u] = load_piece(stage, true, rows[i].wb, rows[i].eb + k);
+        t.a[i * kMaxDepth + u] = load_piece(stage, false, rows[i].w, rows[i].ea + k);
+        if (two) t.b[i * kMaxDepth + u] = load_piece(stage, true, rows[i].w, rows[i].eb + k);
       }
     }
   }
@@ -409,25 +409,41 @@ float part_sum(float v, uint at) {
   return total;
 }
 
-void load8_cache(bool from_k, uint e, out vec4 lo, out vec4 hi) {
+// 8 values of the k or v cache as loaded (16 bytes of f16, or 32 of f32), then as floats.
 #if defined(ACT_IS_F16)
-  unpack8_half(from_k ? k16[e / 8u] : v16[e / 8u], lo, hi);
+#define Raw8 uvec4
+Raw8 load8_cache(bool from_k, uint e) { return from_k ? k16[e / 8u] : v16[e / 8u]; }
+void unpack8_cache(Raw8 r, out vec4 lo, out vec4 hi) { unpack8_half(r, lo, hi); }
 #else
-  lo = uintBitsToFloat(from_k ? k16[e / 4u] : v16[e / 4u]);
-  hi = uintBitsToFloat(from_k ? k16[e / 4u + 1u] : v16[e / 4u + 1u]);
-#endif
+struct Raw8 { uvec4 lo, hi; };
+Raw8 load8_cache(bool from_k, uint e) {
+  return from_k ? Raw8(k16[e / 4u], k16[e / 4u + 1u]) : Raw8(v16[e / 4u], v16[e / 4u + 1u]);
 }
+void unpack8_cache(Raw8 r, out vec4 lo, out vec4 hi) {
+  lo = uintBitsToFloat(r.lo);
+  hi = uintBitsToFloat(r.hi);
+}
+#endif
 
 // Head h's output from its parts (attention_split.comp's combine), by part `at` where has_unit (every part calls it).
 void combine(uint at, uint t, bool has_unit, uint h, uint used) {
   const uint D = 2u * p.half_d, stride = D + 2u, part0 = h * p.splits * stride;
-  float mx_part = -3.0e38;
+  // Loaded at once, as attention_split.comp's combine: this invocation's first part's maximum and sum (part t), and
+  // the first batch of parts' values of each of its outputs.
+  const bool own = has_unit && t < used;
+  const float m_own = own ? part[part0 + t * stride + D] : -3.0e38;
+  const float l_own = own ? part[part0 + t * stride + D + 1u] : 0.0;
+  float first_v[MAX_D / kPart][kBatch];
+  [[unroll]] for (uint i = 0u; i < MAX_D / kPart; ++i)
+    [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+      first_v[i][u] = has_unit && t + i * kPart < D && u < used ? part[part0 + u * stride + t + i * kPart] : 0.0;
+  float mx_part = m_own;
   if (has_unit)
-    for (uint s = t; s < used; s += kPart) mx_part = max(mx_part, part[part0 + s * stride + D]);
+    for (uint s = t + kPart; s < used; s += kPart) mx_part = max(mx_part, part[part0 + s * stride + D]);
   const float mx = part_max(mx_part, at);
-  float total_part = 0.0;
+  float total_part = own ? l_own * exp(m_own - mx) : 0.0;
   if (has_unit)
-    for (uint s = t; s < used; s += kPart)
+    for (uint s = t + kPart; s < used; s += kPart)
       total_part += part[part0 + s * stride + D + 1u] * exp(part[part0 + s * stride + D] - mx);
   const float total = part_sum(total_part, at);
   float acc[MAX_D / kPart];
@@ -436,7 +452,8 @@ void combine(uint at, uint t, bool has_unit, uint h, uint used) {
     const uint n = min(used - s0, kPart * 8u);
     barrier();
     if (has_unit)
-      for (uint s = t; s < n; s += kPart) pv[at][s] = exp(part[part0 + (s0 + s) * stride + D] - mx);
+      for (uint s = t; s < n; s += kPart)
+        pv[at][s] = s0 == 0u && s == t ? exp(m_own - mx) : exp(part[part0 + (s0 + s) * stride + D] - mx);
     barrier();
     if (!has_unit) continue;
     [[unroll]] for (uint i = 0u; i < MAX_D / kPart; ++i) {
@@ -445,7 +462,7 @@ void combine(uint at, uint t, bool has_unit, uint h, uint used) {
       for (uint s = 0u; s < n; s += kBatch) {
         float v[kBatch];
         [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-          v[u] = s + u < n ? part[part0 + (s0 + s + u) * stride + d] : 0.0;
+          v[u] = s0 == 0u && s == 0u ? first_v[i][u] : s + u < n ? part[part0 + (s0 + s + u) * stride + d] : 0.0;
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           if (s + u >= n) break;
           acc[i] += v[u] * pv[at][s + u];
@@ -471,24 +488,36 @@ void stage_attention() {
     const bool has_unit = unit < units;
     const uint h = has_unit ? unit / used : 0u, s = has_unit ? unit % used : 0u;
     const uint key0 = (h / (p.heads / p.kv_heads)) * D, base = (h * p.splits + s) * (D + 2u), first_key = s * kPart;
+    const uint j = first_key + t;
+    const bool live = has_unit && j < n_keys;
+    const uint count = has_unit ? min(kPart, n_keys - first_key) : 0u;
+    const uint chunks = D / 8u, subsets = kPart / chunks, c = t % chunks, set = t / chunks;
+    // The first batch of this invocation's key pieces and of its values, loaded with q (attention_split.comp)
+    Raw8 kr[kBatch], vr[kBatch];
+    if (live)
+      [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+        if (8u * u < D) kr[u] = load8_cache(true, key0 + j * key_stride + 8u * u);
+    if (set < subsets)
+      [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+        if (set + u * subsets < count) vr[u] = load8_cache(false, key0 + (first_key + set + u * subsets) * key_stride + c * 8u);
     barrier();  // the previous unit's readers are done with q_row, probs and pv
     if (has_unit)
       for (uint d = t; d < D; d += kPart) q_row[at][d] = TO_F32(ACT_T, q[h * D + d]);
     barrier();
-    const uint j = first_key + t;
-    const bool live = has_unit && j < n_keys;
     float score = -3.0e38;
     if (live) {
       vec4 acc = vec4(0.0);
       for (uint i0 = 0u; i0 < D; i0 += 8u * kBatch) {
-        vec4 lo[kBatch], hi[kBatch];
-        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-          if (i0 + 8u * u < D) load8_cache(true, key0 + j * key_stride + i0 + 8u * u, lo[u], hi[u]);
+        if (i0 > 0u)
+          [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+            if (i0 + 8u * u < D) kr[u] = load8_cache(true, key0 + j * key_stride + i0 + 8u * u);
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           const uint i = i0 + 8u * u;
           if (i >= D) break;
-          acc += vec4(q_row[at][i], q_row[at][i + 1u], q_row[at][i + 2u], q_row[at][i + 3u]) * lo[u];
-          acc += vec4(q_row[at][i + 4u], q_row[at][i + 5u], q_row[at][i + 6u], q_row[at][i + 7u]) * hi[u];
+          vec4 lo, hi;
+          unpack8_cache(kr[u], lo, hi);
+          acc += vec4(q_row[at][i], q_row[at][i + 1u], q_row[at][i + 2u], q_row[at][i + 3u]) * lo;
+          acc += vec4(q_row[at][i + 4u], q_row[at][i + 5u], q_row[at][i + 6u], q_row[at][i + 7u]) * hi;
         }
       }
       score = p.scale * ((acc.x + acc.y) + (acc.z + acc.w));
@@ -498,20 +527,20 @@ void stage_attention() {
     const float l = part_sum(e, at);
     probs[at][t] = e;
     barrier();
-    const uint count = has_unit ? min(kPart, n_keys - first_key) : 0u;
-    const uint chunks = D / 8u, subsets = kPart / chunks, c = t % chunks, set = t / chunks;
     vec4 lo_sum = vec4(0.0), hi_sum = vec4(0.0);
     if (has_unit && set < subsets) {
       for (uint jj0 = set; jj0 < count; jj0 += kBatch * subsets) {
-        vec4 lo[kBatch], hi[kBatch];
-        [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-          if (jj0 + u * subsets < count)
-            load8_cache(false, key0 + (first_key + jj0 + u * subsets) * key_stride + c * 8u, lo[u], hi[u]);
+        if (jj0 > set)
+          [[unroll]] for (uint u = 0u; u < kBatch; ++u)
+            if (jj0 + u * subsets < count)
+              vr[u] = load8_cache(false, key0 + (first_key + jj0 + u * subsets) * key_stride + c * 8u);
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           const uint jj = jj0 + u * subsets;
           if (jj >= count) break;
-          lo_sum += probs[at][jj] * lo[u];
-          hi_sum += probs[at][jj] * hi[u];
+          vec4 lo, hi;
+          unpack8_cache(vr[u], lo, hi);
+          lo_sum += probs[at][jj] * lo;
+          hi_sum += probs[at][jj] * hi;
         }
       }
       for (uint i = 0u; i < 4u; ++i) {
@@ -572,11 +601,11 @@ void stage_rows(uint stage, Columns c, uint first, out Rows rows[kMaxCols]) {
     if (stage == kStageQkv) {
       uint w, h, lo, hi;
       pair_rows(min(n, qkv_pairs() - 1u), w, h, lo, hi);
-      rows[i] = Rows(w, lo * K, w, hi * K);
+      rows[i] = Rows(w, lo * K, hi * K);
     } else if (stage == kStageGlu) {
-      rows[i] = Rows(0u, n * K, 0u, n * K);
+      rows[i] = Rows(0u, n * K, n * K);
     } else {
-      rows[i] = Rows(0u, n * K, 0u, 0u);
+      rows[i] = Rows(0u, n * K, 0u);
     }
   }
 }

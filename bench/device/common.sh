@@ -7,7 +7,7 @@
 #   T  .gpu/carry/tok, the tokenizer files peers/make_model.py puts beside a model
 # and offers the steps only some scripts take: unpack_gemm_peer, unpack_old_bench, link_source_dir, and (session 20 on)
 # make_models, gpu_tests, infer, (session 25 on) micro_env, train_env, prefill_env, (session 28 on) gemm_vs_ggml,
-# (session 33 on) compiled_peer.
+# (session 33 on) compiled_peer, (session 40 on) decode_env.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .gpu/env.sh
 R=$OUT/r; mkdir -p $R
@@ -84,4 +84,14 @@ compiled_peer() {
   (cd .gpu/carry/peers && timeout 150 python3 torch_peft_bench.py --model /tmp/q05 --batch $b --compile reduce-overhead \
     --skip-micro > $R/peer05_b${b}_compiled.txt 2>&1; echo "peer05 B$b compiled rc=$? at ${SECONDS}s")
   grep -E '"(train_ms_per_step|train_tokens_per_s|train_peak_gib|prefill512_tokens_per_s)"' $R/peer05_b${b}_compiled.txt | paste -sd' '
+}
+# lorastudio-bench inference's decode figures: name, binary, "environment assignments" (one word, may be empty), args...;
+# its log in $R/name.txt; printed: tok/s in wall time, the profiled token's GPU time and dispatches, and the per-dispatch
+# time of each kernel named in $KERNELS (a space-separated list, e.g. "attention_split_partial decode_layer").
+decode_env() {
+  local n=$1 bin=$2 e=$3 k line; shift 3
+  env $e timeout 100 $bin inference "$@" > $R/$n.txt 2>&1
+  line="$n rc=$? at ${SECONDS}s: $(grep -E '^decode' $R/$n.txt | grep -o '[0-9.]* tok/s'), $(grep -E 'GPU in total' $R/$n.txt | head -1 | grep -oE '[0-9]+ dispatches, [0-9.]+ us GPU')"
+  for k in $KERNELS; do line="$line; $k $(grep -E "^  $k" $R/$n.txt | head -1 | grep -oE '[0-9.]+ us each')"; done
+  echo "$line"
 }

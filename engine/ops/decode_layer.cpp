@@ -26,35 +26,17 @@ constexpr uint32_t kKeysAPart = 64;     // the kernel's kPart: keys an attention
 constexpr uint32_t kMaxHeadDim = 256;   // its MAX_D
 constexpr uint64_t kStageBytes = 16384;  // its x̂ staging
 
-// (read at each recording: a test records both ways in one process). At most 2: every workgroup must be resident at
-// once or the grid barrier waits forever, and two of 256 invocations fit an SM up to 128 registers an invocation
-// (the default batches below take 120 on NVIDIA's driver, session 39; larger ones do not fit two).
-uint32_t per_multiprocessor() {
-  const char* v = std::getenv("LORASTUDIO_DECODE_PERSISTENT");
-  return v ? uint32_t(std::clamp(std::atoi(v), 0, 2)) : 0u;
-}
-
-// Loads in flight an invocation in the attention stage (the kernel's kBatch: 2, or 1 to 8 with
-// LORASTUDIO_DECODE_ATTN_BATCH, for measurement: more, more registers; the same bits).
-uint32_t attention_batch() {
-  const char* v = std::getenv("LORASTUDIO_DECODE_ATTN_BATCH");
-  return v ? uint32_t(std::clamp(std::atoi(v), 1, 8)) : 2u;
-}
-
-// The matrix-vector stages' batches (the kernel's kCols and kDepth, 1 to 4 each; 2 and 2 unless set): columns a
-// subgroup takes at once, and pieces of each of their rows a lane loads at once (LORASTUDIO_DECODE_COLS,
-// LORASTUDIO_DECODE_DEPTH, for measurement; the same bits whatever they are).
-uint32_t env_1_to_4(const char* name, uint32_t otherwise) {
+// A measurement switch: the environment variable's number clamped to [lo, hi], or `otherwise` when it is unset (read
+// at each recording: a test records both ways in one process).
+uint32_t env_clamped(const char* name, int lo, int hi, uint32_t otherwise) {
   const char* v = std::getenv(name);
-  return v ? uint32_t(std::clamp(std::atoi(v), 1, 4)) : otherwise;
+  return v ? uint32_t(std::clamp(std::atoi(v), lo, hi)) : otherwise;
 }
 
-// The stages that run (the kernel's kStages): all 5 (31), or for timing a stage's share of the layer the bits set in
-// LORASTUDIO_DECODE_STAGES (measurement only: the layer's output is then wrong).
-uint32_t stages_run() {
-  const char* v = std::getenv("LORASTUDIO_DECODE_STAGES");
-  return v ? uint32_t(std::clamp(std::atoi(v), 0, 31)) : 31u;
-}
+// Workgroups a multiprocessor (LORASTUDIO_DECODE_PERSISTENT; 0, off, unless set). At most 2: every workgroup must be
+// resident at once or the grid barrier waits forever, and two of 256 invocations fit an SM up to 128 registers an
+// invocation (the default batches below take 120 on NVIDIA's driver, session 39; larger ones do not fit two).
+uint32_t per_multiprocessor() { return env_clamped("LORASTUDIO_DECODE_PERSISTENT", 0, 2, 0); }
 
 bool is_matrix(const Tensor& w, uint64_t rows, uint64_t cols, DType dtype) {
   return w.defined() && w.rank() == 2 && w.rows() == rows && w.cols() == cols && w.dtype() == dtype;
@@ -102,13 +84,18 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   const uint32_t S = uint32_t(l.k_cache.numel() / (uint64_t(KV) * D)), splits = ceil_div(S, kKeysAPart);
   const uint32_t groups = decode_layer_groups(rec.device());
   // The column splits each stage's own dispatch would take (ops::norm_qkv_rope_forward, matmul_forward's matvec8,
-  // norm_glu_matvec_forward), so that each column's sums run in the same order
+  // norm_glu_matvec_forward), so that each column's sums run in the same order. Then, for measurement (the same bits
+  // whatever they are): the matrix-vector stages' batches (the kernel's kCols and kDepth, 1 to 4, 2 and 2 unless set:
+  // columns a subgroup takes at once, pieces of each of their rows a lane loads at once), loads in flight an
+  // invocation in the attention stage (kBatch, 1 to 8, 2 unless set), and the stages that run (kStages: all 5, 31,
+  // unless LORASTUDIO_DECODE_STAGES times a stage's share of the layer; the layer's output is then wrong).
   const uint32_t sg = rec.device().report().subgroup_size, subgroups = kThreads / sg;
   vk::Spec spec{.local_x = kThreads};
   spec.constants = {detail::matvec_split((H + 2 * KV) * (D / 2), C, sg, subgroups),
                     detail::matvec_split(C, H * D, sg, subgroups), detail::matvec_split(I, C, sg, subgroups),
-                    detail::matvec_split(C, I, sg, subgroups), env_1_to_4("LORASTUDIO_DECODE_COLS", 2),
-                    attention_batch(), env_1_to_4("LORASTUDIO_DECODE_DEPTH", 2), stages_run()};
+                    detail::matvec_split(C, I, sg, subgroups), env_clamped("LORASTUDIO_DECODE_COLS", 1, 4, 2),
+                    env_clamped("LORASTUDIO_DECODE_ATTN_BATCH", 1, 8, 2),
+                    env_clamped("LORASTUDIO_DECODE_DEPTH", 1, 4, 2), env_clamped("LORASTUDIO_DECODE_STAGES", 0, 31, 31)};
   // A head's attention parts (o, max, sum), the parts done (the last combines, then sets it back to 0), and the grid
   // barrier's count and generation
   Tensor part = Tensor::empty(rec.device(), {H, splits, D + 2}, DType::f32, "decode layer attention parts");
