@@ -137,7 +137,7 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
   auto decode_mlp = [&](std::string name, uint32_t C, uint32_t I, QuantType q) {
     name += std::string("_") + (q == QuantType::none ? "f16" : quant_name(q));
     if (!filter.empty() && (name + "_glu").find(filter) == std::string::npos &&
-        (name + "_down").find(filter) == std::string::npos)
+        (name + "_down").find(filter) == std::string::npos && (name + "_o").find(filter) == std::string::npos)
       return;
     auto x = random_tensor(dev, {1, C}, DT::f32, seed++), norm = random_tensor(dev, {C}, DT::bf16, seed++);
     auto gated = random_tensor(dev, {1, I}, DT::f16, seed++);
@@ -152,6 +152,10 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
                        }});
       cases.push_back({name + "_down", dims, 2.0 * C * I, weights / 3,
                        [=](vk::Recorder& rec) { ops::matmul_forward(rec, res, gated, wd, Tensor(), true); }});
+      // o: the attention's output (as many values as the hidden size, heads × head dim) into the stream
+      auto attn = random_tensor(dev, {1, C}, DT::f16, seed++), wo = random_tensor(dev, {C, C}, DT::f16, seed++, 0.05f);
+      cases.push_back({name + "_o", "C " + std::to_string(C), 2.0 * C * C, 2.0 * C * C,
+                       [=](vk::Recorder& rec) { ops::matmul_forward(rec, res, attn, wo, Tensor(), true); }});
       return;
     }
     if (!map.defined()) map = ops::upload_dynamic_map(dev);

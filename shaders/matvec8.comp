@@ -7,7 +7,9 @@
 // lanes and the column's first subgroup the kSplit partial sums, in order. Splitting a column keeps enough
 // loads in flight when the columns are few and long (a decoded token's o and down products: at 0.5B one
 // subgroup a column left each SM 7 warps of one 512-byte load each, ~0.6 TB/s). Two pieces a lane in flight
-// were slower at 7B (session 20, call 3: the o and down products 36.8 -> 45.6 us on the H200). Same bindings, push constants
+// were slower at 7B (session 20, call 3: the o and down products 36.8 -> 45.6 us on the H200). kDepth (constant 2,
+// 1-4; ops::detail::matvec_depth) pieces of W's row a lane loads before it sums any: the same sums in the same
+// order whatever it is. Same bindings, push constants
 // and epilogue as shaders/matmul.comp.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
@@ -45,18 +47,32 @@ void load_a(uint e, out vec4 lo, out vec4 hi) {
 #endif
 }
 
-void load_b(uint e, out vec4 lo, out vec4 hi) {
+// A piece of 8 weights as loaded (two uvec4 for f32, one for f16 and bf16), then as floats.
+struct RawB { uvec4 a, b; };
+RawB load_b(uint e) {
+  RawB r;
 #if defined(B_IS_F32)
-  lo = uintBitsToFloat(b16[e / 4u]);
-  hi = uintBitsToFloat(b16[e / 4u + 1u]);
-#elif defined(B_IS_BF16)
-  unpack8_bf16(b16[e / 8u], lo, hi);
+  r.a = b16[e / 4u];
+  r.b = b16[e / 4u + 1u];
 #else
-  unpack8_half(b16[e / 8u], lo, hi);
+  r.a = b16[e / 8u];
+#endif
+  return r;
+}
+void unpack_b(RawB r, out vec4 lo, out vec4 hi) {
+#if defined(B_IS_F32)
+  lo = uintBitsToFloat(r.a);
+  hi = uintBitsToFloat(r.b);
+#elif defined(B_IS_BF16)
+  unpack8_bf16(r.a, lo, hi);
+#else
+  unpack8_half(r.a, lo, hi);
 #endif
 }
 
 layout(constant_id = 1) const uint kSplit = 1u;
+layout(constant_id = 2) const uint kDepth = 1u;
+const uint kMaxDepth = 4u;
 shared float partial_sums[256u / 8u][kMaxRows];  // [subgroup][row], subgroups of 8 lanes at the least
 
 void main() {
@@ -66,14 +82,22 @@ void main() {
   float acc[kMaxRows];
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = 0.0;
   if (live) {
-    for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; k < p.K; k += gl_SubgroupSize * 8u * kSplit) {
-      vec4 wl, wh;
-      load_b(n * p.b_sn + k, wl, wh);
-      [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
-        if (m >= p.M) break;
-        vec4 xl, xh;
-        load_a(m * p.a_sm + k, xl, xh);
-        acc[m] += dot(xl, wl) + dot(xh, wh);
+    const uint step = gl_SubgroupSize * 8u * kSplit;
+    for (uint k0 = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; k0 < p.K; k0 += step * kDepth) {
+      RawB w[kMaxDepth];
+      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u)
+        if (u < kDepth && k0 + u * step < p.K) w[u] = load_b(n * p.b_sn + k0 + u * step);
+      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+        const uint k = k0 + u * step;
+        if (u >= kDepth || k >= p.K) break;
+        vec4 wl, wh;
+        unpack_b(w[u], wl, wh);
+        [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+          if (m >= p.M) break;
+          vec4 xl, xh;
+          load_a(m * p.a_sm + k, xl, xh);
+          acc[m] += dot(xl, wl) + dot(xh, wh);
+        }
       }
     }
   }

@@ -51,21 +51,36 @@ void main() {
   float acc[kMaxRows], acc_up[kMaxRows];
   for (uint m = 0u; m < kMaxRows; ++m) acc[m] = acc_up[m] = 0.0;
   if (live) {
-    for (uint k = split_k0(); k < p.K; k += split_k_step()) {
-      vec4 wl, wh;
-      LOAD_W(w1, n * p.w_sn + k, wl, wh);
+    // kDepth pieces of each row a lane loads before it sums any (the same sums in the same order)
+    const uint step = split_k_step();
+    for (uint k0 = split_k0(); k0 < p.K; k0 += step * kDepth) {
+      RawW w[kMaxDepth], wu[kMaxDepth];
+      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+        if (u < kDepth && k0 + u * step < p.K) {
+          LOAD_RAW(w1, n * p.w_sn + k0 + u * step, w[u]);
 #if defined(GLU_SILU) || defined(GLU_GELU)
-      vec4 ul, uh;
-      LOAD_W(w2, n * p.w_sn + k, ul, uh);
+          LOAD_RAW(w2, n * p.w_sn + k0 + u * step, wu[u]);
 #endif
-      [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
-        if (m >= p.M) break;
-        vec4 xl, xh;
-        load_x(m * p.K + k, xl, xh);
-        acc[m] += dot(xl, wl) + dot(xh, wh);
+        }
+      }
+      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+        const uint k = k0 + u * step;
+        if (u >= kDepth || k >= p.K) break;
+        vec4 wl, wh;
+        unpack_w(w[u], wl, wh);
 #if defined(GLU_SILU) || defined(GLU_GELU)
-        acc_up[m] += dot(xl, ul) + dot(xh, uh);
+        vec4 ul, uh;
+        unpack_w(wu[u], ul, uh);
 #endif
+        [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+          if (m >= p.M) break;
+          vec4 xl, xh;
+          load_x(m * p.K + k, xl, xh);
+          acc[m] += dot(xl, wl) + dot(xh, wh);
+#if defined(GLU_SILU) || defined(GLU_GELU)
+          acc_up[m] += dot(xl, ul) + dot(xh, uh);
+#endif
+        }
       }
     }
   }

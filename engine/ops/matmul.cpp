@@ -449,7 +449,7 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
     const uint32_t split = matvec_split(N, K, sg, subgroups);
     uint32_t groups = ceil_div(N, subgroups / split);
     vk::Spec spec{.local_x = 256};
-    spec.constants = {split};
+    spec.constants = {split, matvec_depth()};
     d.run(variant(vk::family::matvec8, {a.dtype(), b.dtype(), c.dtype()}, g.op), a, params,
           {std::min<uint32_t>(groups, 65535), ceil_div(groups, 65535), 1}, spec);
     return;
@@ -610,6 +610,11 @@ uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t s
          ceil_div(N, subgroups / split) < kMatvecMinGroups)
     split *= 2;
   return split;
+}
+
+uint32_t matvec_depth() {  // (read at each recording: a test records several depths in one process)
+  const char* v = std::getenv("LORASTUDIO_MATVEC_DEPTH");
+  return v ? uint32_t(std::clamp(std::atoi(v), 1, 4)) : 1u;
 }
 
 uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {

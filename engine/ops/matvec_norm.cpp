@@ -32,7 +32,7 @@ ColumnGroups column_groups(vk::Recorder& rec, uint32_t N, uint32_t K) {
   const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), subgroups = std::max(1u, kThreads / sg);
   const uint32_t split = detail::matvec_split(N, K, sg, subgroups);
   ColumnGroups g{.groups = {ceil_div(N, subgroups / split), 1, 1}, .spec = {.local_x = kThreads}};
-  g.spec.constants = {split};
+  g.spec.constants = {split, detail::matvec_depth()};
   return g;
 }
 

@@ -9,6 +9,9 @@
 // against the reference on the dequantized weights and against rms_norm_forward + quant_matvec_forward.
 #include "ops/matvec_norm.h"
 
+#include <bit>
+#include <cstdlib>
+
 #include "ops/activations.h"
 #include "ops/matmul.h"
 #include "ops/norms.h"
@@ -96,6 +99,39 @@ TEST_P(MatvecNormTest, GatedProductsMatchReferenceAndUnfusedOps) {
       else ops::gelu_tanh_mul_forward(rec, gate, gate, up);
     });
     test::expect_close(got, download(gate), tol(act), std::string("fused vs unfused, ") + name, {M, N});
+  }
+}
+
+// The few-row products' loads in flight a lane (LORASTUDIO_MATVEC_DEPTH, their kDepth: 1 by default) change which
+// loads are issued together, not the sums or their order: the same bits at every depth, tails (K not a multiple of
+// the depth's pieces) included. Checked for the plain and gated norm-fused products and for matvec8 (matmul_forward
+// on a few rows, accumulating into an f32 stream as decoding's o and down do).
+TEST_P(MatvecNormTest, LoadDepthChangesNoBit) {
+  auto [M, K, N, act, wt, nwt] = GetParam();
+  Tensor h = test::tensor_from(dev(), {M, K}, act, test::random_values(size_t(M) * K, 16 + K));
+  const std::vector<float> stream0 = test::random_values(size_t(M) * N, 17 + N);
+  auto products = [&] {
+    Tensor y = Tensor::empty(dev(), {M, N}, act, "y"), g = Tensor::empty(dev(), {M, N}, act, "gated");
+    Tensor stream = test::tensor_from(dev(), {M, N}, DType::f32, stream0);
+    test::run(dev(), [&](vk::Recorder& rec) {
+      ops::norm_matvec_forward(rec, y, x, norm_w, kEps, wg, bias);
+      ops::norm_glu_matvec_forward(rec, g, x, norm_w, kEps, wg, wu, ops::GluActivation::silu);
+      ops::matmul_forward(rec, stream, h, wg, Tensor(), true);
+    });
+    return std::vector<std::vector<float>>{download(y), download(g), download(stream)};
+  };
+  const auto depth1 = products();
+  for (const char* depth : {"2", "3", "4"}) {
+    SCOPED_TRACE(::testing::Message() << "LORASTUDIO_MATVEC_DEPTH=" << depth);
+    setenv("LORASTUDIO_MATVEC_DEPTH", depth, 1);
+    const auto got = products();
+    unsetenv("LORASTUDIO_MATVEC_DEPTH");
+    for (size_t i = 0; i < got.size(); ++i) {
+      SCOPED_TRACE(i == 0 ? "norm_matvec_forward" : i == 1 ? "norm_glu_matvec_forward" : "matmul_forward (matvec8)");
+      ASSERT_EQ(got[i].size(), depth1[i].size());
+      for (size_t j = 0; j < got[i].size(); ++j)
+        ASSERT_EQ(std::bit_cast<uint32_t>(got[i][j]), std::bit_cast<uint32_t>(depth1[i][j])) << "element " << j;
+    }
   }
 }
 

@@ -1,0 +1,26 @@
+#!/bin/bash
+# Session 40, call 2: the few-row products' loads in flight a lane (LORASTUDIO_MATVEC_DEPTH, 1-4: shaders/matvec8.comp,
+# the o and down products and the lm head; matvec_norm.comp, the gate/up product with its norm; the same sums in the
+# same order): micro's decode products at each depth, then 0.5B and 7B decode at depth 1 and the best two, alternated;
+# matvec_norm_test (which checks the bits at every depth) on the GPU.
+# Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s40b_matvec_depth.sh
+source "$(dirname "$0")/common.sh"
+export LS_TEST_NO_VALIDATION=1
+link_source_dir
+make_models
+timeout 120 $B/matvec_norm_test > $R/matvec_norm_test.txt 2>&1
+echo "matvec_norm_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]" $R/matvec_norm_test.txt | head -6
+for d in 1 2 3 4; do
+  env LORASTUDIO_MATVEC_DEPTH=$d timeout 90 $B/lorastudio-bench micro --filter decode_ --iters 50 > $R/micro_d$d.txt 2>&1
+  echo "micro depth $d rc=$? at ${SECONDS}s"; grep -E "^decode_(05b|7b)_(f16|nf4)" $R/micro_d$d.txt | cut -c1-33,78-112
+done
+until grep -q '^saved' $R/make_model05.txt 2>/dev/null || [ $SECONDS -gt 250 ]; do sleep 2; done
+KERNELS="matvec8_f16_f16_f32 matvec_norm_silu_f16_f16 matvec_norm_qkv_f16_f16"
+for i in 1 2; do
+  for d in 1 2 4; do decode_env d05_d${d}_$i $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q05; done
+done
+wait $MK
+for i in 1 2; do
+  for d in 1 2 4; do decode_env d7_d${d}_$i $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q7; done
+done
+tar czf $OUT/s40b.tar.gz -C $OUT r
