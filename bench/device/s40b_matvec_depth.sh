@@ -8,6 +8,8 @@ source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
 link_source_dir
 make_models
+timeout 150 $B/decode_layer_test > $R/decode_layer_test.txt 2>&1
+echo "decode_layer_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|differ in|PERSISTENT" $R/decode_layer_test.txt | head -6
 timeout 120 $B/matvec_norm_test > $R/matvec_norm_test.txt 2>&1
 echo "matvec_norm_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]" $R/matvec_norm_test.txt | head -6
 for d in 1 2 3 4; do
@@ -19,6 +21,13 @@ KERNELS="matvec8_f16_f16_f32 matvec_norm_silu_f16_f16 matvec_norm_qkv_f16_f16"
 for i in 1 2; do
   for d in 1 2 4; do decode_env d05_d${d}_$i $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q05; done
 done
+# the persistent layer at two workgroups an SM, taken only where its registers fit (2x2x2: 120, taken; 2x4x2: ~200,
+# run at one: its note on stderr)
+KERNELS="decode_layer"
+decode_env d05_p2 $B/lorastudio-bench "LORASTUDIO_DECODE_PERSISTENT=2" --model /tmp/q05
+decode_env d05_p2_2x4x2 $B/lorastudio-bench "LORASTUDIO_DECODE_PERSISTENT=2 LORASTUDIO_DECODE_DEPTH=4" --model /tmp/q05
+grep PERSISTENT $R/d05_p2*.txt
+KERNELS="matvec8_f16_f16_f32 matvec_norm_silu_f16_f16 matvec_norm_qkv_f16_f16"
 wait $MK
 for i in 1 2; do
   for d in 1 2 4; do decode_env d7_d${d}_$i $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q7; done

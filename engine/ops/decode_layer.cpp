@@ -1,7 +1,9 @@
 #include "ops/decode_layer.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -38,10 +40,23 @@ uint32_t env_clamped(const char* name, int lo, int hi, uint32_t otherwise) {
 // invocation (the default batches below take 120 on NVIDIA's driver, session 39; larger ones do not fit two).
 uint32_t per_multiprocessor() { return env_clamped("LORASTUDIO_DECODE_PERSISTENT", 0, 2, 0); }
 
+// An SM's registers on NVIDIA's GPUs (compute capability 5.0 and later), 32-bit each: two 256-invocation workgroups
+// fit one only at up to 128 registers an invocation.
+constexpr uint64_t kSmRegisters = 65536;
+
 bool is_matrix(const Tensor& w, uint64_t rows, uint64_t cols, DType dtype) {
   return w.defined() && w.rank() == 2 && w.rows() == rows && w.cols() == cols && w.dtype() == dtype;
 }
 }  // namespace
+
+namespace detail {
+uint32_t resident_per_multiprocessor(uint32_t wanted, std::optional<uint32_t> registers) {
+  if (wanted <= 1) return wanted;
+  uint32_t fit = 1;
+  while (fit < wanted && registers && uint64_t(*registers) * kThreads * (fit + 1) <= kSmRegisters) ++fit;
+  return fit;
+}
+}  // namespace detail
 
 uint32_t decode_layer_groups(const vk::Device& device) {
   const vk::DeviceReport& r = device.report();
@@ -82,7 +97,6 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   require(std::isfinite(l.eps) && l.eps >= 0, op, "eps must be finite and >= 0");
   const uint32_t C = l.x.cols(), H = l.q.dim(-2), D = l.q.dim(-1), KV = l.k_cache.dim(-2), I = uint32_t(l.w_gate.rows());
   const uint32_t S = uint32_t(l.k_cache.numel() / (uint64_t(KV) * D)), splits = ceil_div(S, kKeysAPart);
-  const uint32_t groups = decode_layer_groups(rec.device());
   // The column splits each stage's own dispatch would take (ops::norm_qkv_rope_forward, matmul_forward's matvec8,
   // norm_glu_matvec_forward), so that each column's sums run in the same order. Then, for measurement (the same bits
   // whatever they are): the matrix-vector stages' batches (the kernel's kCols and kDepth, 1 to 4, 2 and 2 unless set:
@@ -103,6 +117,29 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   upload(done, std::vector<int32_t>(H, 0));
   Tensor sync = Tensor::empty(rec.device(), {65}, DType::i32, "decode layer grid barrier");  // the kernel's Sync
   upload(sync, std::vector<int32_t>(65, 0));
+  const vk::KernelFamily& family =
+      l.activation == GluActivation::silu ? vk::family::decode_layer_silu : vk::family::decode_layer_gelu;
+  const vk::Kernel kernel = variant(family, {l.q.dtype(), l.qkv.wq.dtype()}, op);
+  // Two workgroups an SM only where the driver says both fit (the grid barrier would wait forever for one that is
+  // not resident); the same bits with any number of workgroups.
+  uint32_t groups = decode_layer_groups(rec.device());
+  const uint32_t wanted = per_multiprocessor(), sms = rec.device().report().sm_count;
+  if (wanted > 1 && rec.device().report().type != "cpu" && sms) {
+    const std::optional<uint32_t> registers = rec.device().pipelines().registers(kernel, spec);
+    const uint32_t fit = detail::resident_per_multiprocessor(wanted, registers);
+    if (fit < wanted) {
+      static std::once_flag said;
+      std::call_once(said, [&] {
+        const std::string why = registers ? "the layer takes " + std::to_string(*registers) +
+                                                " registers an invocation, too many for " + std::to_string(wanted) +
+                                                " workgroups of 256 on one"
+                                          : std::string("the driver does not report the layer's registers");
+        std::fprintf(stderr, "LORASTUDIO_DECODE_PERSISTENT=%u: %s; running %u a multiprocessor\n", wanted, why.c_str(),
+                     fit);
+      });
+      groups = fit * sms;
+    }
+  }
   const QkvRope& r = l.qkv;
   const bool biases = r.bq.defined();
   const DecodeLayerParams params{.K = C, .I = I, .heads = H, .kv_heads = KV, .half_d = D / 2, .cache_rows = S,
@@ -110,9 +147,7 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
                                  .nw1_type = uint32_t(float_index(l.input_norm.dtype())),
                                  .nw2_type = uint32_t(float_index(l.post_norm.dtype())), .scale = l.scale,
                                  .splits = splits, .groups = groups};
-  const vk::KernelFamily& family =
-      l.activation == GluActivation::silu ? vk::family::decode_layer_silu : vk::family::decode_layer_gelu;
-  rec.dispatch(variant(family, {l.q.dtype(), r.wq.dtype()}, op),
+  rec.dispatch(kernel,
                {inout(l.x), in(l.input_norm), in(l.post_norm), in(r.wq), in(r.wk), in(r.wv),
                 in(biases ? r.bq : r.wq), in(biases ? r.bk : r.wq), in(biases ? r.bv : r.wq), in(r.positions),
                 in(r.inv_freq), in(r.offsets), inout(l.q), inout(l.k_cache), inout(l.v_cache), inout(part),

@@ -10,6 +10,8 @@
 // Opt-in for now (measurement): LORASTUDIO_DECODE_PERSISTENT=n (1 or 2) runs n workgroups a multiprocessor where
 // the driver says how many multiprocessors the GPU has (VK_NV_shader_sm_builtins), else n workgroups; one on a CPU
 // device (lavapipe: the tests); unset or 0: off.
+#include <optional>
+
 #include "ops/glu.h"
 #include "ops/matvec_norm.h"
 #include "tensor/tensor.h"
@@ -39,5 +41,11 @@ uint32_t decode_layer_groups(const vk::Device& device);
 // Whether the kernel takes these operands (the callers record the five dispatches when not).
 bool decode_layer_fits(const vk::Device& device, const DecodeLayer& l);
 void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l);
+
+namespace detail {
+// Of `wanted` 256-invocation workgroups an SM (LORASTUDIO_DECODE_PERSISTENT), how many fit one at once given the
+// registers an invocation the driver reports for the kernel (none: it does not say, so one): an SM has 65,536.
+uint32_t resident_per_multiprocessor(uint32_t wanted, std::optional<uint32_t> registers);
+}  // namespace detail
 
 }  // namespace ls::ops

@@ -220,6 +220,7 @@ Device::Device(const DeviceInit& init) : owns_(false) {
   subgroup_32_ = needs.subgroup_32();
   coopmat2_ = needs.coopmat2();
   pipeline_stats_ = needs.pipeline_stats();
+  executable_info_ = needs.executable_info();
   finish_setup("");
 }
 
@@ -230,13 +231,15 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
   features_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11_};
   f11_.storageBuffer16BitAccess = VK_TRUE;
   f12_.shaderFloat16 = report.float16;
-  if (env_flag("LORASTUDIO_PIPELINE_STATS") &&
-      device_has_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {  // measurement
+  // Where offered: a pipeline's registers decide how many of the persistent decode layer's workgroups an SM holds
+  // (ops/decode_layer.cpp), and LORASTUDIO_PIPELINE_STATS=1 prints every pipeline's statistics (measurement).
+  if (device_has_extension(physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
     extensions_.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     executable_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
                    .pNext = &f11_, .pipelineExecutableInfo = VK_TRUE};
     features_.pNext = &executable_;
-    pipeline_stats_ = true;
+    executable_info_ = true;
+    pipeline_stats_ = env_flag("LORASTUDIO_PIPELINE_STATS");
   }
   f12_.vulkanMemoryModel = report.memory_model;
   f12_.vulkanMemoryModelDeviceScope = report.memory_model_device_scope;
@@ -319,6 +322,7 @@ void Device::create_logical_device(const DeviceOptions& options) {
   subgroup_32_ = needs.subgroup_32();
   coopmat2_ = needs.coopmat2();
   pipeline_stats_ = needs.pipeline_stats();
+  executable_info_ = needs.executable_info();
   std::vector<const char*> extensions = needs.extensions();
   for (const auto& e : options.device_extensions) {
     if (!device_has_extension(physical_, e.c_str())) throw Error("device " + report_.name + " lacks " + e);
@@ -345,10 +349,10 @@ void Device::finish_setup(const std::string& cache) {
       cache_file = dir / key;
     }
   }
-  if (env_flag("LORASTUDIO_PIPELINE_STATS") && !pipeline_stats_)
+  if (env_flag("LORASTUDIO_PIPELINE_STATS") && !executable_info_)
     std::fprintf(stderr, "LORASTUDIO_PIPELINE_STATS: %s lacks VK_KHR_pipeline_executable_properties; no statistics\n",
                  report_.name.c_str());
-  pipelines_ = std::make_unique<Pipelines>(device_, cache_file, pipeline_stats_, subgroup_32_);
+  pipelines_ = std::make_unique<Pipelines>(device_, cache_file, pipeline_stats_, subgroup_32_, executable_info_);
   VkCommandPoolCreateInfo pinfo{.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
                                 .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
                                 .queueFamilyIndex = report_.queue_family};

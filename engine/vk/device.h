@@ -74,8 +74,11 @@ class DeviceRequirements {
   // The workgroup-scope tensor-core GEMM (VK_NV_cooperative_matrix2, shaders/matmul_coopmat2.comp) runs:
   // the device offers it and its kernels were built (a glslang >= 14); LORASTUDIO_NO_COOPMAT2=1 turns it off.
   bool coopmat2() const { return coopmat2_; }
-  // VK_KHR_pipeline_executable_properties is on (LORASTUDIO_PIPELINE_STATS=1 where the device offers it):
-  // every pipeline's compiler statistics (registers, shared memory, ...) go to stderr as it is created.
+  // VK_KHR_pipeline_executable_properties is on (wherever the device offers it): a pipeline's compiler statistics
+  // can be read (vk::Pipelines::registers).
+  bool executable_info() const { return executable_info_; }
+  // And LORASTUDIO_PIPELINE_STATS=1: every pipeline's statistics (registers, shared memory, ...) go to stderr as it
+  // is created.
   bool pipeline_stats() const { return pipeline_stats_; }
 
  private:
@@ -92,6 +95,7 @@ class DeviceRequirements {
   bool coopmat_khr_ = false;
   bool subgroup_32_ = false;
   bool coopmat2_ = false;
+  bool executable_info_ = false;
   bool pipeline_stats_ = false;
 };
 
@@ -171,6 +175,7 @@ class Device {
   bool coopmat_khr_ = false;
   bool subgroup_32_ = false;
   bool coopmat2_ = false;
+  bool executable_info_ = false;
   bool pipeline_stats_ = false;
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;

@@ -1,5 +1,7 @@
 #include "vk/pipelines.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,8 +20,10 @@ std::filesystem::path cache_directory() {
   return {};
 }
 
-Pipelines::Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats, bool khr_subgroup_32)
-    : device_(device), capture_stats_(capture_stats), khr_subgroup_32_(khr_subgroup_32),
+Pipelines::Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats, bool khr_subgroup_32,
+                     bool executable_info)
+    : device_(device), capture_stats_(capture_stats && executable_info), executable_info_(executable_info),
+      khr_subgroup_32_(khr_subgroup_32),
       cache_file_(std::move(cache_file)) {
   std::vector<char> initial;
   if (!cache_file_.empty()) {
@@ -78,7 +82,9 @@ size_t Pipelines::created() const {
   return pipelines_.size();
 }
 
-VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) {
+VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) { return get(kernel, spec, false); }
+
+VkPipeline Pipelines::get(Kernel kernel, const Spec& spec, bool keep_stats) {
   std::lock_guard lock(mutex_);
   auto key = std::make_pair(kernel, spec);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
@@ -104,7 +110,7 @@ VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) {
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                 .module = module, .pName = "main", .pSpecializationInfo = &sinfo},
       .layout = layout_};
-  if (capture_stats_) pinfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  if (capture_stats_ || (keep_stats && executable_info_)) pinfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup_32{
       .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO, .requiredSubgroupSize = 32};
   if (khr_subgroup_32_ && std::string_view(info.name).find("coopmat_khr") != std::string_view::npos) {
@@ -119,25 +125,53 @@ VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) {
   return pipeline;
 }
 
-// One line a pipeline executable: "pipeline stats: NAME [local_x c1 c2 ...]: statistic=value, ..."
-void Pipelines::print_stats(VkPipeline pipeline, const char* name, const Spec& spec) const {
+namespace {
+// Each executable's statistics of a pipeline created with VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR (none where
+// the driver gives none).
+std::vector<std::vector<VkPipelineExecutableStatisticKHR>> executable_statistics(VkDevice device, VkPipeline pipeline) {
+  std::vector<std::vector<VkPipelineExecutableStatisticKHR>> all;
   auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
-      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutablePropertiesKHR"));
+      vkGetDeviceProcAddr(device, "vkGetPipelineExecutablePropertiesKHR"));
   auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
-      vkGetDeviceProcAddr(device_, "vkGetPipelineExecutableStatisticsKHR"));
-  if (!properties || !statistics) return;
+      vkGetDeviceProcAddr(device, "vkGetPipelineExecutableStatisticsKHR"));
+  if (!properties || !statistics) return all;
   VkPipelineInfoKHR pinfo{.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = pipeline};
   uint32_t executables = 0;
-  if (properties(device_, &pinfo, &executables, nullptr) != VK_SUCCESS) return;
-  std::string constants = std::to_string(spec.local_x);
-  for (uint32_t c : spec.constants) constants += " " + std::to_string(c);
+  if (properties(device, &pinfo, &executables, nullptr) != VK_SUCCESS) return all;
   for (uint32_t e = 0; e < executables; ++e) {
     VkPipelineExecutableInfoKHR einfo{.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, .pipeline = pipeline,
                                       .executableIndex = e};
     uint32_t count = 0;
-    if (statistics(device_, &einfo, &count, nullptr) != VK_SUCCESS) continue;
+    if (statistics(device, &einfo, &count, nullptr) != VK_SUCCESS) continue;
     std::vector<VkPipelineExecutableStatisticKHR> stats(count, {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
-    if (statistics(device_, &einfo, &count, stats.data()) != VK_SUCCESS) continue;
+    if (statistics(device, &einfo, &count, stats.data()) != VK_SUCCESS) continue;
+    all.push_back(std::move(stats));
+  }
+  return all;
+}
+}  // namespace
+
+std::optional<uint32_t> Pipelines::registers(Kernel kernel, const Spec& spec) {
+  if (!executable_info_) return std::nullopt;
+  const VkPipeline pipeline = get(kernel, spec, true);
+  std::optional<uint32_t> most;
+  for (const auto& stats : executable_statistics(device_, pipeline))
+    for (const auto& st : stats)
+      if (std::string_view(st.name) == "Register Count" &&
+          (st.format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR ||
+           st.format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR)) {
+        const uint64_t n = st.format == VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR ? st.value.u64
+                                                                                           : uint64_t(std::max<int64_t>(0, st.value.i64));
+        most = std::max<uint32_t>(most.value_or(0), uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
+      }
+  return most;
+}
+
+// One line a pipeline executable: "pipeline stats: NAME [local_x c1 c2 ...]: statistic=value, ..."
+void Pipelines::print_stats(VkPipeline pipeline, const char* name, const Spec& spec) const {
+  std::string constants = std::to_string(spec.local_x);
+  for (uint32_t c : spec.constants) constants += " " + std::to_string(c);
+  for (const auto& stats : executable_statistics(device_, pipeline)) {
     std::string line = std::string("pipeline stats: ") + name + " [" + constants + "]:";
     for (const auto& st : stats) {
       line += std::string(" ") + st.name + "=";

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "kernels.h"
@@ -25,26 +26,33 @@ struct Spec {
 
 class Pipelines {
  public:
-  // capture_stats: VK_KHR_pipeline_executable_properties is enabled; each new pipeline's compiler statistics go
-  // to stderr (measurement, LORASTUDIO_PIPELINE_STATS=1). khr_subgroup_32: the pipelines of the
+  // executable_info: VK_KHR_pipeline_executable_properties is enabled, so registers() can read a pipeline's
+  // statistics; capture_stats: each new pipeline's statistics also go to stderr (measurement,
+  // LORASTUDIO_PIPELINE_STATS=1). khr_subgroup_32: the pipelines of the
   // GL_KHR_cooperative_matrix kernels (*coopmat_khr*, written for subgroups of 32) require full subgroups of 32
   // (Vulkan 1.3's subgroupSizeControl and computeFullSubgroups are enabled).
   Pipelines(VkDevice device, std::filesystem::path cache_file, bool capture_stats = false,
-            bool khr_subgroup_32 = false);
+            bool khr_subgroup_32 = false, bool executable_info = false);
   ~Pipelines();
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
 
   VkPipeline get(Kernel kernel, const Spec& spec);
+  // The registers an invocation of the kernel's pipeline takes, as the driver reports them (NVIDIA's "Register
+  // Count" statistic), or none where it does not say (no executable_info, another driver's statistics, or a
+  // pipeline created before without them). Creates the pipeline, with its statistics kept, if it does not exist.
+  std::optional<uint32_t> registers(Kernel kernel, const Spec& spec);
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
   size_t created() const;
 
  private:
   void save_cache();
+  VkPipeline get(Kernel kernel, const Spec& spec, bool keep_stats);
   void print_stats(VkPipeline pipeline, const char* name, const Spec& spec) const;
   VkDevice device_;
   bool capture_stats_ = false;
+  bool executable_info_ = false;
   bool khr_subgroup_32_ = false;
   std::filesystem::path cache_file_;
   VkPipelineCache cache_ = VK_NULL_HANDLE;

@@ -4,7 +4,7 @@
 // activations, the matrix-vector stages a column at a time and in batches of columns and loads, every decoded
 // token's logits are the same bits, the greedy tokens the same, and the decode program has four dispatches a layer
 // fewer. On lavapipe the layer runs as one workgroup (ops::decode_layer_groups), which takes every column, pair and attention part and never
-// waits at the grid barrier; on a GPU with one workgroup a multiprocessor (and two with LS_TEST_TWO_PER_SM=1), each
+// waits at the grid barrier; on a GPU with one workgroup a multiprocessor and with two (where its registers let them), each
 // then taking every G-th piece and waiting for the others between stages.
 #include <cstdlib>
 #include <cstring>
@@ -68,10 +68,9 @@ TEST_P(DecodeLayer, WholeLayerGivesTheBitsOfItsFiveDispatches) {
     const Decoded base = decode(dev(), m, ids, act, 0);
     ASSERT_EQ(base.logits.size(), ids.size() * m.config.vocab_size);
     ASSERT_EQ(base.greedy.size(), 12u);
-    // Two workgroups a multiprocessor only where the driver is known to hold both at once (LS_TEST_TWO_PER_SM=1,
-    // from the pipeline's registers: else the grid barrier would wait forever)
-    const char* two = std::getenv("LS_TEST_TWO_PER_SM");
-    const uint32_t most = dev().report().type != "cpu" && two && std::string(two) == "1" ? 2 : 1;
+    // Two workgroups a multiprocessor on a GPU: the layer takes two only where the driver's register count says
+    // both fit (ops::detail::resident_per_multiprocessor), else one, and the same bits either way
+    const uint32_t most = dev().report().type != "cpu" ? 2 : 1;
     for (uint32_t per_sm = 1; per_sm <= most; ++per_sm)
     for (const char* batch : {"1x1", "3x2"}) {  // columns a subgroup takes at once x pieces a lane loads at once
       setenv("LORASTUDIO_DECODE_PERSISTENT", std::to_string(per_sm).c_str(), 1);
@@ -106,6 +105,21 @@ class DecodeLayerSwitch : public test::GpuTest {};
 TEST_F(DecodeLayerSwitch, OffByDefault) {
   unsetenv("LORASTUDIO_DECODE_PERSISTENT");
   EXPECT_EQ(ops::decode_layer_groups(dev()), 0u);
+}
+
+// Two 256-invocation workgroups share an SM's 65,536 registers only at up to 128 registers an invocation; a count the
+// driver does not give takes one.
+TEST(DecodeLayerResidency, TwoAMultiprocessorOnlyWhereTheRegistersFit) {
+  using ops::detail::resident_per_multiprocessor;
+  EXPECT_EQ(resident_per_multiprocessor(0, 96), 0u);
+  EXPECT_EQ(resident_per_multiprocessor(1, 255), 1u);
+  EXPECT_EQ(resident_per_multiprocessor(2, 120), 2u);
+  EXPECT_EQ(resident_per_multiprocessor(2, 128), 2u);
+  EXPECT_EQ(resident_per_multiprocessor(2, 129), 1u);
+  EXPECT_EQ(resident_per_multiprocessor(2, 214), 1u);
+  EXPECT_EQ(resident_per_multiprocessor(2, std::nullopt), 1u);
+  EXPECT_EQ(resident_per_multiprocessor(4, 64), 4u);
+  EXPECT_EQ(resident_per_multiprocessor(4, 96), 2u);
 }
 
 }  // namespace
