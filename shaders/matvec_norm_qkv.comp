@@ -63,25 +63,36 @@ void main() {
   const uint which = head < p.heads ? 0u : head < p.heads + p.kv_heads ? 1u : 2u;
   const uint h = which == 0u ? head : which == 1u ? head - p.heads : head - p.heads - p.kv_heads;
   const uint lo = h * D + i, hi = lo + p.half_d;
-  const uint k0 = split_k0();
-  // The first pieces are loaded before the norm's staging, their round trip overlapping it (matvec_norm.comp).
-  RawW ra = RawW(uvec4(0u), uvec4(0u)), rb = RawW(uvec4(0u), uvec4(0u));
-  if (live && k0 < p.K) load_pair(which, lo, hi, k0, ra, rb);
+  const uint k0 = split_k0(), step = split_k_step();
+  // kDepth pieces of each row a lane loads before it sums any (the same sums in the same order); the first batch
+  // before the norm's staging, its round trip overlapping it (matvec_norm.comp).
+  RawW ra[kMaxDepth], rb[kMaxDepth];
+  [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+    ra[u] = RawW(uvec4(0u), uvec4(0u));
+    rb[u] = RawW(uvec4(0u), uvec4(0u));
+    if (live && u < kDepth && k0 + u * step < p.K) load_pair(which, lo, hi, k0 + u * step, ra[u], rb[u]);
+  }
   stage_rows();
   float acc_lo[kMaxRows], acc_hi[kMaxRows];  // float, not vec2 (as shaders/matvec_norm.comp)
   for (uint m = 0u; m < kMaxRows; ++m) acc_lo[m] = acc_hi[m] = 0.0;
   if (live) {
-    for (uint k = k0; k < p.K; k += split_k_step()) {
-      if (k != k0) load_pair(which, lo, hi, k, ra, rb);
-      vec4 al, ah, bl, bh;
-      unpack_w(ra, al, ah);
-      unpack_w(rb, bl, bh);
-      [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
-        if (m >= p.M) break;
-        vec4 xl, xh;
-        load_x(m * p.K + k, xl, xh);
-        acc_lo[m] += dot(xl, al) + dot(xh, ah);
-        acc_hi[m] += dot(xl, bl) + dot(xh, bh);
+    for (uint kb = k0; kb < p.K; kb += step * kDepth) {
+      if (kb != k0)
+        [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u)
+          if (u < kDepth && kb + u * step < p.K) load_pair(which, lo, hi, kb + u * step, ra[u], rb[u]);
+      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+        const uint k = kb + u * step;
+        if (u >= kDepth || k >= p.K) break;
+        vec4 al, ah, bl, bh;
+        unpack_w(ra[u], al, ah);
+        unpack_w(rb[u], bl, bh);
+        [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+          if (m >= p.M) break;
+          vec4 xl, xh;
+          load_x(m * p.K + k, xl, xh);
+          acc_lo[m] += dot(xl, al) + dot(xh, ah);
+          acc_hi[m] += dot(xl, bl) + dot(xh, bh);
+        }
       }
     }
   }

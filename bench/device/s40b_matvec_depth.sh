@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 40, call 2: the few-row products' loads in flight a lane (LORASTUDIO_MATVEC_DEPTH, 1-4: shaders/matvec8.comp,
-# the o and down products and the lm head; matvec_norm.comp, the gate/up product with its norm; the same sums in the
+# the o and down products and the lm head; matvec_norm.comp, gate/up with its norm; matvec_norm_qkv.comp; the same sums in the
 # same order): micro's decode products at each depth, then 0.5B and 7B decode at depth 1 and the best two, alternated;
 # matvec_norm_test (which checks the bits at every depth) on the GPU.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s40b_matvec_depth.sh

@@ -233,6 +233,18 @@ TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
   test::expect_close(fq, got_q, tol, "q vs the unfused ops");
   test::expect_close(fk, got_k, tol, "k cache vs the unfused ops");
   test::expect_close(fv, got_v, tol, "v cache vs the unfused ops");
+  // Loads in flight a lane (LORASTUDIO_MATVEC_DEPTH) change no bit (as MatvecNormTest.LoadDepthChangesNoBit)
+  for (const char* depth : {"2", "3", "4"}) {
+    SCOPED_TRACE(::testing::Message() << "LORASTUDIO_MATVEC_DEPTH=" << depth);
+    setenv("LORASTUDIO_MATVEC_DEPTH", depth, 1);
+    run_one(true);
+    unsetenv("LORASTUDIO_MATVEC_DEPTH");
+    for (auto [got, want] : {std::pair{&got_q, &fq}, {&got_k, &fk}, {&got_v, &fv}}) {
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t j = 0; j < got->size(); ++j)
+        ASSERT_EQ(std::bit_cast<uint32_t>((*got)[j]), std::bit_cast<uint32_t>((*want)[j])) << "element " << j;
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, NormQkvRopeTest,
