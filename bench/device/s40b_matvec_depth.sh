@@ -13,8 +13,8 @@ echo "decode_layer_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FA
 timeout 120 $B/matvec_norm_test > $R/matvec_norm_test.txt 2>&1
 echo "matvec_norm_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]" $R/matvec_norm_test.txt | head -6
 for d in 1 2 3 4; do
-  env LORASTUDIO_MATVEC_DEPTH=$d timeout 90 $B/lorastudio-bench micro --filter decode_ --iters 50 > $R/micro_d$d.txt 2>&1
-  echo "micro depth $d rc=$? at ${SECONDS}s"; grep -E "^decode_(05b|7b)_(f16|nf4)" $R/micro_d$d.txt | cut -c1-33,78-112
+  env LORASTUDIO_MATVEC_DEPTH=$d timeout 90 $B/lorastudio-bench micro --filter b_f16_ --iters 50 > $R/micro_d$d.txt 2>&1
+  echo "micro depth $d rc=$? at ${SECONDS}s"; grep -E "^decode_" $R/micro_d$d.txt | cut -c1-33,78-112
 done
 until grep -q '^saved' $R/make_model05.txt 2>/dev/null || [ $SECONDS -gt 250 ]; do sleep 2; done
 KERNELS="matvec8_f16_f16_f32 matvec_norm_silu_f16_f16 matvec_norm_qkv_f16_f16"
