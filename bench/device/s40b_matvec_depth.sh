@@ -12,7 +12,7 @@ timeout 150 $B/decode_layer_test > $R/decode_layer_test.txt 2>&1
 echo "decode_layer_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|differ in|PERSISTENT" $R/decode_layer_test.txt | head -6
 timeout 120 $B/matvec_norm_test > $R/matvec_norm_test.txt 2>&1
 echo "matvec_norm_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]" $R/matvec_norm_test.txt | head -6
-for d in 1 2 3 4; do
+for d in 1 2 4; do
   env LORASTUDIO_MATVEC_DEPTH=$d timeout 90 $B/lorastudio-bench micro --filter b_f16_ --iters 50 > $R/micro_d$d.txt 2>&1
   echo "micro depth $d rc=$? at ${SECONDS}s"; grep -E "^decode_" $R/micro_d$d.txt | cut -c1-33,78-112
 done
@@ -29,7 +29,5 @@ decode_env d05_p2_2x4x2 $B/lorastudio-bench "LORASTUDIO_DECODE_PERSISTENT=2 LORA
 grep PERSISTENT $R/d05_p2*.txt
 KERNELS="matvec8_f16_f16_f32 matvec_norm_silu_f16_f16 matvec_norm_qkv_f16_f16"
 wait $MK
-for i in 1 2; do
-  for d in 1 2 4; do decode_env d7_d${d}_$i $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q7; done
-done
+for d in 1 2 4 1; do decode_env d7_d${d}_$SECONDS $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q7; done
 tar czf $OUT/s40b.tar.gz -C $OUT r
