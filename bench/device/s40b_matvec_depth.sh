@@ -8,8 +8,6 @@ source "$(dirname "$0")/common.sh"
 export LS_TEST_NO_VALIDATION=1
 link_source_dir
 make_models
-timeout 150 $B/decode_layer_test > $R/decode_layer_test.txt 2>&1
-echo "decode_layer_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|differ in|PERSISTENT" $R/decode_layer_test.txt | head -6
 timeout 120 $B/matvec_norm_test > $R/matvec_norm_test.txt 2>&1
 echo "matvec_norm_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]" $R/matvec_norm_test.txt | head -6
 for d in 1 2 4; do
@@ -30,4 +28,6 @@ grep PERSISTENT $R/d05_p2*.txt
 KERNELS="matvec8_f16_f16_f32 matvec_norm_silu_f16_f16 matvec_norm_qkv_f16_f16"
 wait $MK
 for d in 1 2 4 1; do decode_env d7_d${d}_$SECONDS $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q7; done
+timeout 150 $B/decode_layer_test > $R/decode_layer_test.txt 2>&1
+echo "decode_layer_test rc=$? at ${SECONDS}s"; grep -E "^\[  (PASSED|FAILED) |FAILED  \]|differ in|PERSISTENT" $R/decode_layer_test.txt | head -6
 tar czf $OUT/s40b.tar.gz -C $OUT r
