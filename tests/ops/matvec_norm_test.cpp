@@ -107,7 +107,9 @@ TEST_P(MatvecNormTest, GatedProductsMatchReferenceAndUnfusedOps) {
 // the depth's pieces) included. Checked for the plain and gated norm-fused products and for matvec8 (matmul_forward
 // on a few rows, accumulating into an f32 stream as decoding's o and down do).
 TEST_P(MatvecNormTest, LoadDepthChangesNoBit) {
-  auto [M, K, N, act, wt, nwt] = GetParam();
+  // (named variables, not a structured binding: clang 14, the asan preset's compiler, cannot capture those)
+  const uint32_t M = std::get<0>(GetParam()), K = std::get<1>(GetParam()), N = std::get<2>(GetParam());
+  const DType act = std::get<3>(GetParam());
   Tensor h = test::tensor_from(dev(), {M, K}, act, test::random_values(size_t(M) * K, 16 + K));
   const std::vector<float> stream0 = test::random_values(size_t(M) * N, 17 + N);
   auto products = [&] {
