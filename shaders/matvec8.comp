@@ -8,8 +8,8 @@
 // loads in flight when the columns are few and long (a decoded token's o and down products: at 0.5B one
 // subgroup a column left each SM 7 warps of one 512-byte load each, ~0.6 TB/s). Two pieces a lane in flight
 // were slower at 7B (session 20, call 3: the o and down products 36.8 -> 45.6 us on the H200). kDepth (constant 2,
-// 1-4; ops::detail::matvec_depth) pieces of W's row a lane loads before it sums any: the same sums in the same
-// order whatever it is. Same bindings, push constants
+// 1-4; ops::detail::matvec_depth, 2 since session 41) pieces of W's row a lane loads before it sums any: the same
+// sums in the same order whatever it is. Same bindings, push constants
 // and epilogue as shaders/matmul.comp.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require

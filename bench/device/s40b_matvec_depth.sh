@@ -16,4 +16,5 @@ KERNELS="matvec8_f16_f16_f32 matvec_norm_silu_f16_f16 matvec_norm_qkv_f16_f16"
 for d in 1 2 4 1; do decode_env d05_d${d}_$SECONDS $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q05; done
 wait $MK
 for d in 1 4 2 1; do decode_env d7_d${d}_$SECONDS $B/lorastudio-bench "LORASTUDIO_MATVEC_DEPTH=$d" --model /tmp/q7; done
+link_source_dir; gpu_tests decode_layer_test
 tar czf $OUT/s40b.tar.gz -C $OUT r

@@ -3,6 +3,7 @@
 // workgroup-count arithmetic. Ops are free functions `<op>_forward(rec, outputs..., inputs..., params)`
 // and `<op>_backward(rec, d_inputs..., d_outputs, saved...)` (llm.c order: outputs first).
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <span>
@@ -15,6 +16,12 @@
 namespace ls::ops {
 
 inline uint32_t ceil_div(uint64_t a, uint64_t b) { return uint32_t((a + b - 1) / b); }
+
+// A measurement switch: the environment variable's number clamped to [lo, hi], or `otherwise` when it is unset.
+inline uint32_t env_clamped(const char* name, int lo, int hi, uint32_t otherwise) {
+  const char* v = std::getenv(name);
+  return v ? uint32_t(std::clamp(std::atoi(v), lo, hi)) : otherwise;
+}
 
 // One workgroup per row, grid-stride over rows past 65535 (the kernels loop over their rows).
 inline vk::Groups grid_stride_rows(uint64_t rows) { return {uint32_t(std::min<uint64_t>(rows, 65535)), 1, 1}; }

@@ -28,13 +28,6 @@ constexpr uint32_t kKeysAPart = 64;     // the kernel's kPart: keys an attention
 constexpr uint32_t kMaxHeadDim = 256;   // its MAX_D
 constexpr uint64_t kStageBytes = 16384;  // its x̂ staging
 
-// A measurement switch: the environment variable's number clamped to [lo, hi], or `otherwise` when it is unset (read
-// at each recording: a test records both ways in one process).
-uint32_t env_clamped(const char* name, int lo, int hi, uint32_t otherwise) {
-  const char* v = std::getenv(name);
-  return v ? uint32_t(std::clamp(std::atoi(v), lo, hi)) : otherwise;
-}
-
 // Workgroups a multiprocessor (LORASTUDIO_DECODE_PERSISTENT; 0, off, unless set). At most 2: every workgroup must be
 // resident at once or the grid barrier waits forever, and two of 256 invocations fit an SM up to 128 registers an
 // invocation (the default batches below take 120 on NVIDIA's driver, session 39; larger ones do not fit two).

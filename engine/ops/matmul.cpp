@@ -601,10 +601,7 @@ uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K, uint64_t sms) 
 uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups) {
   const uint32_t steps = std::max(1u, K / (8 * subgroup_size));  // a lane's pieces along K
   // LORASTUDIO_MATVEC_SPLIT=n caps the split at n (measurement: 1 is session 19's one subgroup a column)
-  static const uint32_t cap = [] {
-    const char* v = std::getenv("LORASTUDIO_MATVEC_SPLIT");
-    return v ? uint32_t(std::clamp(std::atoi(v), 1, 8)) : 8u;
-  }();
+  static const uint32_t cap = env_clamped("LORASTUDIO_MATVEC_SPLIT", 1, 8, 8);
   uint32_t split = 1;
   while (split < cap && split * 2 <= subgroups && split * 2 <= steps &&
          ceil_div(N, subgroups / split) < kMatvecMinGroups)
@@ -613,8 +610,7 @@ uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t s
 }
 
 uint32_t matvec_depth() {  // (read at each recording: a test records several depths in one process)
-  const char* v = std::getenv("LORASTUDIO_MATVEC_DEPTH");
-  return v ? uint32_t(std::clamp(std::atoi(v), 1, 4)) : 1u;
+  return env_clamped("LORASTUDIO_MATVEC_DEPTH", 1, 4, 2);
 }
 
 uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {
