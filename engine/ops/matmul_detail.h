@@ -95,7 +95,9 @@ inline bool skinny_rows_fit(uint32_t L, bool rows_along_k, uint32_t subgroup_siz
 // The rows variant's kRows: 1 to kSkinnyRowsMax long indices a workgroup, keeping at least 256 workgroups.
 inline uint32_t skinny_rows(uint32_t L) { return std::clamp(L / 256, 1u, kSkinnyRowsMax); }
 // Otherwise the columns variant: how many slices of K (up to 512) a product of long side L is split into,
-// enough for about 1024 workgroups, each slice at least 8 long, the partial sums within one binding.
+// enough for about 1024 workgroups, each slice at least 8 long, the partial sums within one binding and at most
+// vk::Recorder::kSplitRingBytes, so that in the layer backward's ScheduleScope each such product (LoRA's dA and dB)
+// takes a small buffer of its own instead of the shared split slot (vk::Recorder::split_scratch).
 uint32_t skinny_splits(uint32_t L, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding);
 
 // The gated MLP's activation backward in a product's epilogue (ops::matmul_backward_x_glu; the kernels' GLU):

@@ -31,8 +31,9 @@ std::optional<vk::Kernel> skinny_kernel(const GemmDispatch& d, bool swap, bool r
 uint32_t skinny_splits(uint32_t L, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {
   const uint64_t groups = ceil_div(L, 256);
   uint32_t splits = 1;
+  const uint64_t most = std::min<uint64_t>(max_binding, vk::Recorder::kSplitRingBytes);
   while (splits < 512 && groups * splits < 1024 && K % (2 * splits) == 0 && K / (2 * splits) >= 8 &&
-         uint64_t(2 * splits) * M * N * 4 <= max_binding)
+         uint64_t(2 * splits) * M * N * 4 <= most)
     splits *= 2;
   return splits;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <utility>
+#include <vector>
 
 #include "model/layer.h"
 #include "model/layer_acts.h"
@@ -48,6 +49,25 @@ class Slots {
   std::array<uint64_t, Rec::kScratchSlots> held_{}, total_{};
 };
 
+// vk::Recorder's split scratch in a ScheduleScope: a buffer per request, in the scope's order, grown as the slots.
+class ScopedSplits {
+ public:
+  void begin() { turn_ = 0; }
+  void request(uint64_t bytes) {
+    const size_t n = turn_++;
+    if (n >= held_.size()) held_.resize(n + 1, 0);
+    if (bytes <= held_[n]) return;
+    held_[n] = vk::Memory::footprint(bytes);
+    total_ += held_[n];
+  }
+  uint64_t total() const { return total_; }
+
+ private:
+  std::vector<uint64_t> held_;
+  size_t turn_ = 0;
+  uint64_t total_ = 0;
+};
+
 class StepWalk {
  public:
   StepWalk(const model::ModelSpec& spec, const PlanDevice& device, const StepScratchOptions& o)
@@ -73,7 +93,7 @@ class StepWalk {
             ? vk::Memory::footprint(uint64_t(Rec::kCounterSlots) * Rec::kCounterWords * 4)
             : 0;
     return {.split_k = slots_.total(Rec::kScratchSplitK) + slots_.total(Rec::kScratchSplitRing) +
-                       slots_.total(Rec::kScratchSplitRing + 1) + deferred + counters,
+                       slots_.total(Rec::kScratchSplitRing + 1) + deferred + scoped_.total() + counters,
             .attention = slots_.total(Rec::kScratchAttention) + slots_.total(Rec::kScratchAttention + 1) +
                          slots_.total(Rec::kScratchAttention + 2),
             .dropout = slots_.total(Rec::kScratchDropout),
@@ -106,10 +126,12 @@ class StepWalk {
     return s > 1 ? s * MN4 : 0;
   }
 
-  // vk::Recorder::split_scratch: small requests take the two ring slots in turn.
+  // vk::Recorder::split_scratch: small requests take a buffer each in the layer backward's ScheduleScope, the two
+  // ring slots in turn elsewhere.
   void request_split(uint64_t bytes) {
     if (bytes == 0) return;
     if (bytes > Rec::kSplitRingBytes) return slots_.request(Rec::kScratchSplitK, bytes);
+    if (scheduling_) return scoped_.request(bytes);
     slots_.request(Rec::kScratchSplitRing + split_turn_++ % Rec::kSplitRingSlots, bytes);
   }
 
@@ -248,7 +270,14 @@ class StepWalk {
     if (!recomputing || s.sandwich_norms || adapted(s, LoraTarget::down_proj)) project(s, LoraTarget::down_proj);
   }
 
+  // model/layer.cpp layer_backward, in a vk::Recorder::ScheduleScope
   void layer_backward(const model::LayerSpec& s, bool input_grad) {
+    scoped_.begin();
+    scheduling_ = true;
+    layer_backward_scheduled(s, input_grad);
+    scheduling_ = false;
+  }
+  void layer_backward_scheduled(const model::LayerSpec& s, bool input_grad) {
     project_backward(s, LoraTarget::down_proj, true);
     auto gate_up = [&] {
       for (LoraTarget t : {LoraTarget::gate_proj, LoraTarget::up_proj}) project_backward(s, t, true);
@@ -309,6 +338,8 @@ class StepWalk {
   model::ModuleSpec lm_head_{};
   Slots slots_, dequantized_;
   uint32_t split_turn_ = 0;
+  ScopedSplits scoped_;
+  bool scheduling_ = false;
   bool deferring_ = false;
   uint32_t deferred_turn_ = 0;
   uint64_t attention_rows_ = 0;

@@ -1,6 +1,8 @@
 #include "vk/recorder.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <exception>
@@ -309,6 +311,13 @@ std::shared_ptr<Allocation> Recorder::split_scratch(VkDeviceSize bytes, bool def
     return device_.memory().allocate(bytes, "scratch");
   }
   if (bytes > kSplitRingBytes) return scratch(bytes, kScratchSplitK);
+  if (schedule_depth_ > 0) {  // a buffer of its own in the scope's order, reused by the next scope's
+    const uint32_t n = scheduled_splits_++;
+    if (n >= scheduled_scratch_.size()) scheduled_scratch_.resize(n + 1);
+    auto& s = scheduled_scratch_[n];
+    if (!s || s->size() < bytes) s = device_.memory().allocate(bytes, "scratch");
+    return s;
+  }
   return scratch(bytes, kScratchSplitRing + split_turn_++ % kSplitRingSlots);
 }
 
@@ -399,7 +408,7 @@ bool schedule_enabled() {
 
 Recorder::ScheduleScope::ScheduleScope(Recorder& rec)
     : rec_(rec), exceptions_(std::uncaught_exceptions()), active_(schedule_enabled()) {
-  if (active_) ++rec_.schedule_depth_;
+  if (active_ && rec_.schedule_depth_++ == 0) rec_.scheduled_splits_ = 0;
 }
 
 Recorder::ScheduleScope::~ScheduleScope() noexcept(false) {
@@ -411,17 +420,58 @@ Recorder::ScheduleScope::~ScheduleScope() noexcept(false) {
   rec_.record_scheduled();
 }
 
+namespace {
+// LORASTUDIO_SCHEDULE_WHY=1 prints, for each dispatch a ScheduleScope held, its stage and the earlier dispatch (and
+// the bindings that overlap) that put it there: what to untangle when a chain is longer than its data needs.
+bool schedule_why() {
+  static const bool on = [] {
+    const char* v = std::getenv("LORASTUDIO_SCHEDULE_WHY");
+    return v && std::string_view(v) == "1";
+  }();
+  return on;
+}
+const char* access_name(Access a) { return a == Access::read ? "reads" : a == Access::write ? "writes" : "updates"; }
+}  // namespace
+
+void Recorder::print_schedule(const std::vector<Scheduled>& held, const std::vector<uint32_t>& level,
+                              const std::vector<size_t>& after) {
+  std::fprintf(stderr, "schedule: %zu dispatches\n", held.size());
+  for (size_t i = 0; i < held.size(); ++i) {
+    const Deferred& d = held[i].dispatch;
+    std::fprintf(stderr, "schedule: #%zu stage %u %s [%s]", i, level[i], kernel_info(d.kernel).name,
+                 d.label.c_str());
+    if (after[i] != SIZE_MAX) {
+      const Deferred& e = held[after[i]].dispatch;
+      std::fprintf(stderr, " after #%zu %s:", after[i], kernel_info(e.kernel).name);
+      for (size_t u = 0; u < d.uses.size(); ++u)
+        for (size_t v = 0; v < e.uses.size(); ++v) {
+          const Use &x = d.uses[u], &y = e.uses[v];
+          if (!x.range.alloc || !y.range.alloc || (x.access == Access::read && y.access == Access::read)) continue;
+          if (!overlaps(span_of(x.range), span_of(y.range))) continue;
+          std::fprintf(stderr, " binding %zu %s what its binding %zu %s (%llu bytes at %llu);", u,
+                       access_name(x.access), v, access_name(y.access), (unsigned long long)y.range.size,
+                       (unsigned long long)(y.range.alloc->block_offset() + y.range.offset));
+        }
+    }
+    std::fprintf(stderr, "\n");
+  }
+}
+
 void Recorder::record_scheduled() {
   std::vector<Scheduled> held = std::move(scheduled_);
   scheduled_.clear();
   // level[i]: one past the highest level of an earlier dispatch that i conflicts with (0 without one).
   std::vector<uint32_t> level(held.size(), 0);
+  std::vector<size_t> after(held.size(), SIZE_MAX);  // the earlier dispatch that set the level
   for (size_t i = 0; i < held.size(); ++i)
     for (size_t j = 0; j < i; ++j) {
       const Scheduled &a = held[i], &b = held[j];
-      if (level[j] + 1 > level[i] && conflicts(a.reads, a.writes, b.reads, b.writes))
+      if (level[j] + 1 > level[i] && conflicts(a.reads, a.writes, b.reads, b.writes)) {
         level[i] = level[j] + 1;
+        after[i] = j;
+      }
     }
+  if (schedule_why()) print_schedule(held, level, after);
   std::vector<size_t> order(held.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) { return level[x] < level[y]; });

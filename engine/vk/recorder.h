@@ -161,7 +161,11 @@ class Recorder {
   BufferRange tile_counters(uint32_t words);
 
   // `deferred`: the product's reduce is to be held back (DeferScope); in a scope such requests take the
-  // kScratchDeferred slots in order, a buffer each (new ones past the third), until the scope ends.
+  // kScratchDeferred slots in order, a buffer each (new ones past the third), until the scope ends. Other requests
+  // of at most kSplitRingBytes in a ScheduleScope take a buffer each too, in the scope's order (the next scope
+  // reuses them in its order), not the ring: a shared slot chains products that depend on nothing of each other,
+  // each waiting for the last one's reduce to read it (0.5B B1, session 41: LoRA's dA and dB products and q/k/v's
+  // dx product, five stages a layer).
   std::shared_ptr<Allocation> split_scratch(VkDeviceSize bytes, bool deferred = false);
 
   // Deferred dispatches (ops/matmul.cpp: a split-K product's second pass, the reduce). While a DeferScope lives,
@@ -262,11 +266,15 @@ class Recorder {
     std::vector<HazardTracker::Span> reads, writes;
   };
   std::vector<Scheduled> scheduled_;
+  static void print_schedule(const std::vector<Scheduled>& held, const std::vector<uint32_t>& level,
+                             const std::vector<size_t>& after);
   int schedule_depth_ = 0;
   bool emitting_ = false;  // record_scheduled is recording what the scope held
   std::vector<HazardTracker::Span> deferred_reads_, deferred_writes_;
   int defer_depth_ = 0;
   uint32_t deferred_splits_ = 0;  // deferred split-K scratch requests in the current scope
+  uint32_t scheduled_splits_ = 0;  // split-K scratch requests in the current ScheduleScope
+  std::vector<std::shared_ptr<Allocation>> scheduled_scratch_;
   struct RememberedCopy {
     HazardTracker::Span source{}, target{};
     uint64_t key = 0;
