@@ -2,6 +2,7 @@
 // determinism, bad dispatches.
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 
 #include "ops/elementwise.h"
@@ -287,6 +288,43 @@ TEST_F(RecorderTest, ScheduleScopeRecordsInFewestStages) {
   std::vector<float> z(n);
   for (uint32_t i = 0; i < n; ++i) z[i] = x0[i] * 2.f * 3.f * 5.f + y0[i] * 7.f * 11.f;
   test::expect_close(download(run.z), z, 1e-5, "z: both chains, x read before it was written");
+}
+
+// In a ScheduleScope small split products take scratch of their own (vk::Recorder::split_scratch): three LoRA-sized
+// weight gradients (dB [896, 8] += dyᵀ·t over 512 rows, split over K on the skinny kernel) recorded one after
+// another run their slices in one stage and their reduces in the next. Through the two ring slots the third's
+// slices waited for the first's reduce. The same bits as recorded without the scope.
+TEST_F(RecorderTest, ScheduleScopeGivesSmallSplitProductsScratchOfTheirOwn) {
+  if (const char* v = std::getenv("LORASTUDIO_SCHEDULE"); v && std::string_view(v) == "0")
+    GTEST_SKIP() << "LORASTUDIO_SCHEDULE=0 turns the scopes off";
+  auto& d = dev();
+  const uint32_t M = 512, N = 896, r = 8;
+  std::vector<Tensor> dy, t;
+  for (uint32_t i = 0; i < 3; ++i) {
+    dy.push_back(test::tensor_from(d, {M, N}, DType::f32, test::random_values(size_t(M) * N, 40 + i)));
+    t.push_back(test::tensor_from(d, {M, r}, DType::f32, test::random_values(size_t(M) * r, 50 + i)));
+  }
+  const std::vector<float> g0 = test::random_values(size_t(N) * r, 60);
+  auto grads = [&](bool scoped) {
+    std::vector<Tensor> g;
+    for (uint32_t i = 0; i < 3; ++i) g.push_back(test::tensor_from(d, {N, r}, DType::f32, g0));
+    vk::Recorder rec(d);
+    {
+      std::optional<vk::Recorder::ScheduleScope> scope;
+      if (scoped) scope.emplace(rec);
+      for (uint32_t i = 0; i < 3; ++i) ops::matmul_backward_w(rec, g[i], dy[i], t[i], 0.5f);
+    }
+    vk::Program prog = rec.finish();
+    prog.run();
+    std::vector<std::vector<float>> out;
+    for (const Tensor& x : g) out.push_back(download(x));
+    return std::pair{out, prog.barrier_count()};
+  };
+  const auto [plain, plain_barriers] = grads(false);
+  const auto [scoped, scoped_barriers] = grads(true);
+  EXPECT_EQ(scoped, plain);
+  EXPECT_EQ(scoped_barriers, 1u) << "the three products' slices, a barrier, their reduces";
+  EXPECT_GT(plain_barriers, scoped_barriers);
 }
 
 TEST_F(RecorderTest, ReplayedHundredTimesGivesIdenticalResults) {
