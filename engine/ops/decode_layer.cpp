@@ -99,8 +99,8 @@ void decode_layer_forward(vk::Recorder& rec, const DecodeLayer& l) {
   const uint32_t sg = rec.device().report().subgroup_size, subgroups = kThreads / sg;
   vk::Spec spec{.local_x = kThreads};
   spec.constants = {detail::matvec_split((H + 2 * KV) * (D / 2), C, sg, subgroups),
-                    detail::matvec_split(C, H * D, sg, subgroups), detail::matvec_split(I, C, sg, subgroups),
-                    detail::matvec_split(C, I, sg, subgroups), env_clamped("LORASTUDIO_DECODE_COLS", 1, 4, 2),
+                    detail::matvec8_split(C, H * D, sg, subgroups), detail::matvec_split(I, C, sg, subgroups),
+                    detail::matvec8_split(C, I, sg, subgroups), env_clamped("LORASTUDIO_DECODE_COLS", 1, 4, 2),
                     env_clamped("LORASTUDIO_DECODE_ATTN_BATCH", 1, 8, 2),
                     env_clamped("LORASTUDIO_DECODE_DEPTH", 1, 4, 2), env_clamped("LORASTUDIO_DECODE_STAGES", 0, 31, 31)};
   // A head's attention parts (o, max, sum), the parts done (the last combines, then sets it back to 0), and the grid

@@ -446,7 +446,7 @@ void dispatch_one(vk::Recorder& rec, const Gemm& g, const Tensor& a, const Tenso
       g.b_sn % 8 == 0) {
     // kSplit subgroups per output column, 16-byte loads (shaders/matvec8.comp).
     const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), subgroups = std::max(1u, 256u / sg);
-    const uint32_t split = matvec_split(N, K, sg, subgroups);
+    const uint32_t split = matvec8_split(N, K, sg, subgroups);
     uint32_t groups = ceil_div(N, subgroups / split);
     vk::Spec spec{.local_x = 256};
     spec.constants = {split, matvec_depth()};
@@ -598,15 +598,21 @@ uint32_t split_by_waves(Cm2Tile tile, uint64_t tiles, uint32_t K, uint64_t sms) 
   return best;
 }
 
-uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups) {
+uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups, uint32_t min_groups) {
   const uint32_t steps = std::max(1u, K / (8 * subgroup_size));  // a lane's pieces along K
   // LORASTUDIO_MATVEC_SPLIT=n caps the split at n (measurement: 1 is session 19's one subgroup a column)
   static const uint32_t cap = env_clamped("LORASTUDIO_MATVEC_SPLIT", 1, 8, 8);
+  // LORASTUDIO_MATVEC_GROUPS=n asks every such product for n workgroups (measurement)
+  static const uint32_t forced = env_clamped("LORASTUDIO_MATVEC_GROUPS", 0, 1 << 16, 0);
+  const uint32_t want = forced ? forced : min_groups;
   uint32_t split = 1;
-  while (split < cap && split * 2 <= subgroups && split * 2 <= steps &&
-         ceil_div(N, subgroups / split) < kMatvecMinGroups)
+  while (split < cap && split * 2 <= subgroups && split * 2 <= steps && ceil_div(N, subgroups / split) < want)
     split *= 2;
   return split;
+}
+
+uint32_t matvec8_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups) {
+  return matvec_split(N, K, subgroup_size, subgroups, 2 * kMatvecMinGroups);
 }
 
 uint32_t matvec_depth() {  // (read at each recording: a test records several depths in one process)

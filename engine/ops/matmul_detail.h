@@ -35,7 +35,12 @@ constexpr uint32_t kBias = 1, kAccumulate = 2, kLora = 4, kLoraByRank = 8;
 // subgroups: the fewest that give kMatvecMinGroups workgroups (two an SM on an H100 or H200), no more than a
 // workgroup's `subgroups` nor than the K / (8 · subgroup_size) 16-byte pieces a lane reads allow.
 constexpr uint32_t kMatvecMinGroups = 264;
-uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups);
+uint32_t matvec_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups,
+                      uint32_t min_groups = kMatvecMinGroups);
+// shaders/matvec8.comp's (a decoded token's o and down products; the persistent layer's same stages): twice the
+// workgroups, four an SM. On the H100 (session 41) the 7B o and down products took 39.4 us a dispatch on average
+// (with the lm head) against 42.4; the norm-fused products lost with more (q/k/v 20.3 -> 27.6 us).
+uint32_t matvec8_split(uint32_t N, uint32_t K, uint32_t subgroup_size, uint32_t subgroups);
 // Pieces of a weight row a lane of those products loads before it sums any (their kDepth, 1-4): 2 unless
 // LORASTUDIO_MATVEC_DEPTH sets it (measurement; the same sums in the same order whatever it is). On the H100 (session
 // 41) 2 took 7B decode from 6,558 to 6,157 µs of GPU time a token; 4 lost on the down product (65 µs against 55).
