@@ -56,24 +56,10 @@ const uint kBatch = 16u;
 const uint kBatch = 8u;
 #endif
 
-// 8 values of k or v as loaded (16 bytes of f16, or 32 of f32), then as floats.
 #if defined(T_IS_F16)
-#define Raw8 uvec4
-Raw8 load8(bool from_k, uint e) { return from_k ? k16[e / 8u] : v16[e / 8u]; }
-void unpack8(Raw8 r, out vec4 lo, out vec4 hi) {
-  lo = vec4(unpackHalf2x16(r.x), unpackHalf2x16(r.y));
-  hi = vec4(unpackHalf2x16(r.z), unpackHalf2x16(r.w));
-}
-#else
-struct Raw8 { uvec4 lo, hi; };
-Raw8 load8(bool from_k, uint e) {
-  return from_k ? Raw8(k16[e / 4u], k16[e / 4u + 1u]) : Raw8(v16[e / 4u], v16[e / 4u + 1u]);
-}
-void unpack8(Raw8 r, out vec4 lo, out vec4 hi) {
-  lo = uintBitsToFloat(r.lo);
-  hi = uintBitsToFloat(r.hi);
-}
+#define KV8_HALF
 #endif
+#include "common/kv8.glsl"
 
 const uint kCombineBatch = 8u;  // the combine's loads in flight a thread, for each of its up to MAX_D / WG outputs
 

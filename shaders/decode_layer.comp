@@ -409,21 +409,10 @@ float part_sum(float v, uint at) {
   return total;
 }
 
-// 8 values of the k or v cache as loaded (16 bytes of f16, or 32 of f32), then as floats.
 #if defined(ACT_IS_F16)
-#define Raw8 uvec4
-Raw8 load8_cache(bool from_k, uint e) { return from_k ? k16[e / 8u] : v16[e / 8u]; }
-void unpack8_cache(Raw8 r, out vec4 lo, out vec4 hi) { unpack8_half(r, lo, hi); }
-#else
-struct Raw8 { uvec4 lo, hi; };
-Raw8 load8_cache(bool from_k, uint e) {
-  return from_k ? Raw8(k16[e / 4u], k16[e / 4u + 1u]) : Raw8(v16[e / 4u], v16[e / 4u + 1u]);
-}
-void unpack8_cache(Raw8 r, out vec4 lo, out vec4 hi) {
-  lo = uintBitsToFloat(r.lo);
-  hi = uintBitsToFloat(r.hi);
-}
+#define KV8_HALF
 #endif
+#include "common/kv8.glsl"
 
 // Head h's output from its parts (attention_split.comp's combine), by part `at` where has_unit (every part calls it).
 void combine(uint at, uint t, bool has_unit, uint h, uint used) {
@@ -496,10 +485,10 @@ void stage_attention() {
     Raw8 kr[kBatch], vr[kBatch];
     if (live)
       [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-        if (8u * u < D) kr[u] = load8_cache(true, key0 + j * key_stride + 8u * u);
+        if (8u * u < D) kr[u] = load8(true, key0 + j * key_stride + 8u * u);
     if (set < subsets)
       [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-        if (set + u * subsets < count) vr[u] = load8_cache(false, key0 + (first_key + set + u * subsets) * key_stride + c * 8u);
+        if (set + u * subsets < count) vr[u] = load8(false, key0 + (first_key + set + u * subsets) * key_stride + c * 8u);
     barrier();  // the previous unit's readers are done with q_row, probs and pv
     if (has_unit)
       for (uint d = t; d < D; d += kPart) q_row[at][d] = TO_F32(ACT_T, q[h * D + d]);
@@ -510,12 +499,12 @@ void stage_attention() {
       for (uint i0 = 0u; i0 < D; i0 += 8u * kBatch) {
         if (i0 > 0u)
           [[unroll]] for (uint u = 0u; u < kBatch; ++u)
-            if (i0 + 8u * u < D) kr[u] = load8_cache(true, key0 + j * key_stride + i0 + 8u * u);
+            if (i0 + 8u * u < D) kr[u] = load8(true, key0 + j * key_stride + i0 + 8u * u);
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           const uint i = i0 + 8u * u;
           if (i >= D) break;
           vec4 lo, hi;
-          unpack8_cache(kr[u], lo, hi);
+          unpack8(kr[u], lo, hi);
           acc += vec4(q_row[at][i], q_row[at][i + 1u], q_row[at][i + 2u], q_row[at][i + 3u]) * lo;
           acc += vec4(q_row[at][i + 4u], q_row[at][i + 5u], q_row[at][i + 6u], q_row[at][i + 7u]) * hi;
         }
@@ -533,12 +522,12 @@ void stage_attention() {
         if (jj0 > set)
           [[unroll]] for (uint u = 0u; u < kBatch; ++u)
             if (jj0 + u * subsets < count)
-              vr[u] = load8_cache(false, key0 + (first_key + jj0 + u * subsets) * key_stride + c * 8u);
+              vr[u] = load8(false, key0 + (first_key + jj0 + u * subsets) * key_stride + c * 8u);
         [[unroll]] for (uint u = 0u; u < kBatch; ++u) {
           const uint jj = jj0 + u * subsets;
           if (jj >= count) break;
           vec4 lo, hi;
-          unpack8_cache(vr[u], lo, hi);
+          unpack8(vr[u], lo, hi);
           lo_sum += probs[at][jj] * lo;
           hi_sum += probs[at][jj] * hi;
         }
