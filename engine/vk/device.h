@@ -130,6 +130,8 @@ class Device {
   Memory& memory() { return *memory_; }
   const Memory& memory() const { return *memory_; }
   Pipelines& pipelines() { return *pipelines_; }
+  // VK_KHR_pipeline_executable_properties is enabled (wherever offered): Pipelines::registers can answer.
+  bool executable_info() const { return executable_info_; }
 
   // Submits and blocks until the GPU is done (the queue mutex is held for the submit only). Safe from
   // several threads at once. Throws ls::Error on failure or device loss.

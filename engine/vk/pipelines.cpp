@@ -82,13 +82,20 @@ size_t Pipelines::created() const {
   return pipelines_.size();
 }
 
-VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) { return get(kernel, spec, false); }
-
-VkPipeline Pipelines::get(Kernel kernel, const Spec& spec, bool keep_stats) {
+VkPipeline Pipelines::get(Kernel kernel, const Spec& spec) {
   std::lock_guard lock(mutex_);
   auto key = std::make_pair(kernel, spec);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
+  VkPipeline pipeline = create(kernel, spec, capture_stats_);
+  pipelines_[key] = pipeline;
+  if (capture_stats_) {
+    with_stats_.insert(key);
+    print_stats(pipeline, kernel_info(kernel).name, spec);
+  }
+  return pipeline;
+}
 
+VkPipeline Pipelines::create(Kernel kernel, const Spec& spec, bool keep_stats) {
   const KernelInfo& info = kernel_info(kernel);
   if (info.word_count == 0)
     throw Error(std::string("kernel ") + info.name + " was not built (it needs glslang >= 14: scripts/glslang.sh)");
@@ -110,7 +117,7 @@ VkPipeline Pipelines::get(Kernel kernel, const Spec& spec, bool keep_stats) {
       .stage = {.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, .stage = VK_SHADER_STAGE_COMPUTE_BIT,
                 .module = module, .pName = "main", .pSpecializationInfo = &sinfo},
       .layout = layout_};
-  if (capture_stats_ || (keep_stats && executable_info_)) pinfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  if (keep_stats) pinfo.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroup_32{
       .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO, .requiredSubgroupSize = 32};
   if (khr_subgroup_32_ && std::string_view(info.name).find("coopmat_khr") != std::string_view::npos) {
@@ -120,8 +127,6 @@ VkPipeline Pipelines::get(Kernel kernel, const Spec& spec, bool keep_stats) {
   VkPipeline pipeline = VK_NULL_HANDLE;
   VkResult r = vkCreateComputePipelines(device_, cache_, 1, &pinfo, nullptr, &pipeline);
   if (r != VK_SUCCESS) throw Error(std::string("creating the pipeline for kernel ") + info.name + ": " + result_name(r));
-  pipelines_[key] = pipeline;
-  if (capture_stats_) print_stats(pipeline, info.name, spec);
   return pipeline;
 }
 
@@ -153,7 +158,18 @@ std::vector<std::vector<VkPipelineExecutableStatisticKHR>> executable_statistics
 
 std::optional<uint32_t> Pipelines::registers(Kernel kernel, const Spec& spec) {
   if (!executable_info_) return std::nullopt;
-  const VkPipeline pipeline = get(kernel, spec, true);
+  std::lock_guard lock(mutex_);
+  const auto key = std::make_pair(kernel, spec);
+  if (auto it = registers_.find(key); it != registers_.end()) return it->second;
+  // Statistics may be asked only of a pipeline created to keep them (VUID-vkGetPipelineExecutableStatisticsKHR-
+  // pipeline-03274): the cached one where it did, a new one cached where none exists, else one of its own, dropped.
+  VkPipeline pipeline = VK_NULL_HANDLE, own = VK_NULL_HANDLE;
+  if (auto it = pipelines_.find(key); it == pipelines_.end()) {
+    pipeline = pipelines_[key] = create(kernel, spec, true);
+    with_stats_.insert(key);
+  } else {
+    pipeline = with_stats_.count(key) ? it->second : (own = create(kernel, spec, true));
+  }
   std::optional<uint32_t> most;
   for (const auto& stats : executable_statistics(device_, pipeline))
     for (const auto& st : stats)
@@ -164,6 +180,8 @@ std::optional<uint32_t> Pipelines::registers(Kernel kernel, const Spec& spec) {
                                                                                            : uint64_t(std::max<int64_t>(0, st.value.i64));
         most = std::max<uint32_t>(most.value_or(0), uint32_t(std::min<uint64_t>(n, UINT32_MAX)));
       }
+  if (own) vkDestroyPipeline(device_, own, nullptr);
+  registers_[key] = most;
   return most;
 }
 

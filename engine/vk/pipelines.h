@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "kernels.h"
@@ -39,8 +40,9 @@ class Pipelines {
 
   VkPipeline get(Kernel kernel, const Spec& spec);
   // The registers an invocation of the kernel's pipeline takes, as the driver reports them (NVIDIA's "Register
-  // Count" statistic), or none where it does not say (no executable_info, another driver's statistics, or a
-  // pipeline created before without them). Creates the pipeline, with its statistics kept, if it does not exist.
+  // Count" statistic), or none where it does not say (no executable_info, or another driver's statistics). Creates
+  // the pipeline, with its statistics kept, if it does not exist; where it was created without them, reads a second
+  // one made to keep them. Remembered: the next call for the same pipeline asks the driver nothing.
   std::optional<uint32_t> registers(Kernel kernel, const Spec& spec);
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
@@ -48,7 +50,8 @@ class Pipelines {
 
  private:
   void save_cache();
-  VkPipeline get(Kernel kernel, const Spec& spec, bool keep_stats);
+  // A new pipeline (not cached; the caller holds mutex_), keeping its statistics where asked.
+  VkPipeline create(Kernel kernel, const Spec& spec, bool keep_stats);
   void print_stats(VkPipeline pipeline, const char* name, const Spec& spec) const;
   VkDevice device_;
   bool capture_stats_ = false;
@@ -60,6 +63,8 @@ class Pipelines {
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   mutable std::mutex mutex_;
   std::map<std::pair<Kernel, Spec>, VkPipeline> pipelines_;
+  std::set<std::pair<Kernel, Spec>> with_stats_;  // those of pipelines_ created to keep their statistics
+  std::map<std::pair<Kernel, Spec>, std::optional<uint32_t>> registers_;
   std::map<Kernel, VkShaderModule> modules_;
 };
 

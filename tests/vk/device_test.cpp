@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <unistd.h>
 
 #include "ops/elementwise.h"
@@ -144,6 +145,39 @@ TEST_F(DeviceTest, ReportNamesTheFeaturesTheEngineUses) {
                           "maxStorageBufferRange", "timestamps", "VK_NV_cooperative_matrix",
                           "VK_KHR_cooperative_matrix"})
     EXPECT_NE(text.find(key), std::string::npos) << key << " missing from:\n" << text;
+}
+
+// vk::Pipelines::registers: nothing without VK_KHR_pipeline_executable_properties (lavapipe); with it, the count of a
+// pipeline created earlier without its statistics (read from a second pipeline made to keep them: the first may not
+// be asked, a validation error) and of one it creates itself (cached, so a later get() creates nothing), the same
+// answer when asked again, and on NVIDIA's driver a count an invocation can have.
+TEST_F(DeviceTest, PipelineRegistersOfCachedAndNewPipelines) {
+  auto& pipelines = dev().pipelines();
+  const vk::Kernel kernel = vk::Kernel::fill_zero_u32;
+  const vk::Spec plain_first{.local_x = 96}, asked_first{.local_x = 160};
+  const VkPipeline plain = pipelines.get(kernel, plain_first);
+  const size_t created = pipelines.created();
+  const std::optional<uint32_t> of_plain = pipelines.registers(kernel, plain_first);
+  EXPECT_EQ(pipelines.created(), created) << "the statistics' own pipeline is not cached";
+  EXPECT_EQ(pipelines.get(kernel, plain_first), plain);
+  const std::optional<uint32_t> of_asked = pipelines.registers(kernel, asked_first);
+  if (!dev().executable_info()) {
+    EXPECT_FALSE(of_plain.has_value());
+    EXPECT_FALSE(of_asked.has_value());
+    return;
+  }
+  EXPECT_EQ(pipelines.created(), created + 1) << "registers() creates and caches a pipeline that did not exist";
+  pipelines.get(kernel, asked_first);
+  EXPECT_EQ(pipelines.created(), created + 1);
+  EXPECT_EQ(pipelines.registers(kernel, plain_first), of_plain);
+  EXPECT_EQ(pipelines.registers(kernel, asked_first), of_asked);
+  if (dev().report().name.find("NVIDIA") != std::string::npos) {
+    ASSERT_TRUE(of_plain.has_value() && of_asked.has_value()) << "NVIDIA's driver reports a Register Count";
+    for (uint32_t n : {*of_plain, *of_asked}) {
+      EXPECT_GE(n, 1u);
+      EXPECT_LE(n, 255u);
+    }
+  }
 }
 
 TEST_F(DeviceTest, BindingPastTheDeviceLimitIsAClearError) {
