@@ -6,6 +6,8 @@
 // before it is rotated) and shaders/rope_kv.comp's rotation bit for bit. One subgroup per pair (i, i + D/2) of a
 // head of q, k or v: heads [0, H) of q, [H, H + KV) of k, then v. Token m: position pos[m], cache row
 // offsets[slot] + m (rows past the cache's end skipped, as rope_kv.comp does).
+// With Q_NF4 or Q_Q8 the three weights are quantized (QLoRA bases, read packed as shaders/quant_matvec_norm.comp
+// reads them: a piece's sum times its block's scale) and W_T is the biases' type.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -16,9 +18,17 @@ layout(local_size_x = 256) in;
 
 layout(binding = 0) readonly buffer X { vec4 x4[]; };
 layout(binding = 1) readonly buffer NormW { uint nw_words[]; };  // of type p.nw_type
+#if defined(Q_NF4) || defined(Q_Q8)
+#define PACKED 1
+// Pieces of a row a lane loads before it sums any (constant 2: 1-8): four times as many fit the registers as of
+// 16-byte pieces.
+#define MATVEC_MAX_DEPTH 8u
+#endif
+#if !defined(PACKED)
 layout(binding = 2) readonly buffer Wq { uvec4 wq[]; };
 layout(binding = 3) readonly buffer Wk { uvec4 wk[]; };
 layout(binding = 4) readonly buffer Wv { uvec4 wv[]; };
+#endif
 layout(binding = 5) readonly buffer Bq { STORE(W_T) bq[]; };
 layout(binding = 6) readonly buffer Bk { STORE(W_T) bk[]; };
 layout(binding = 7) readonly buffer Bv { STORE(W_T) bv[]; };
@@ -37,12 +47,63 @@ layout(push_constant) uniform Params {
   float eps;
   uint flags;       // 1: biases
   uint nw_type;     // as shaders/matvec_norm.comp
+  float offset_q, offset_k, offset_v;  // PACKED, nf4: the weights' absmax offsets
 } p;
 
 #include "common/matvec_norm_stage.glsl"
 
+#if defined(PACKED)
+// q's scales through common/quant.glsl's bindings, k's and v's through their own; a piece of 8 values is one word of
+// codes (nf4) or two (q8), held as a uvec2.
+#define QB_ABSMAX 14
+#define QB_SCALES 17
+#define QB_MAP 20
+#define QUANT_SHARED_MAP
+#include "common/quant.glsl"
+#if defined(Q_NF4)
+layout(binding = 2) readonly buffer Wq { uint wq[]; };
+layout(binding = 3) readonly buffer Wk { uint wk[]; };
+layout(binding = 4) readonly buffer Wv { uint wv[]; };
+layout(binding = 15) readonly buffer AbsmaxK { uint absmax_k[]; };
+layout(binding = 16) readonly buffer AbsmaxV { uint absmax_v[]; };
+layout(binding = 18) readonly buffer ScalesK { float scales_k[]; };
+layout(binding = 19) readonly buffer ScalesV { float scales_v[]; };
+#define PIECE(buf, e) uvec2(buf[(e) >> 3], 0u)
+float piece_scale(uint which, uint b) {
+  if (which == 0u) return block_scale(b, p.offset_q);
+  if (which == 1u) return nf4_block_scale(absmax_k[b >> 2], b, scales_k[b >> 8], p.offset_k);
+  return nf4_block_scale(absmax_v[b >> 2], b, scales_v[b >> 8], p.offset_v);
+}
+#else
+layout(binding = 2) readonly buffer Wq { uvec2 wq[]; };
+layout(binding = 3) readonly buffer Wk { uvec2 wk[]; };
+layout(binding = 4) readonly buffer Wv { uvec2 wv[]; };
+layout(binding = 15) readonly buffer AbsmaxK { float absmax_k[]; };
+layout(binding = 16) readonly buffer AbsmaxV { float absmax_v[]; };
+layout(binding = 18) readonly buffer ScalesK { float scales_k[]; };  // unread: bound alike for both formats
+layout(binding = 19) readonly buffer ScalesV { float scales_v[]; };
+#define PIECE(buf, e) buf[(e) >> 3]
+float piece_scale(uint which, uint b) { return which == 0u ? qabsmax[b] : which == 1u ? absmax_k[b] : absmax_v[b]; }
+#endif
+#define Piece uvec2
+#else
+#define Piece RawW
+#endif
+
 // The two rows' pieces of 8 values at k, as loaded (which product's weights: uniform over the subgroup).
-void load_pair(uint which, uint lo, uint hi, uint k, inout RawW a, inout RawW b) {
+void load_pair(uint which, uint lo, uint hi, uint k, inout Piece a, inout Piece b) {
+#if defined(PACKED)
+  if (which == 0u) {
+    a = PIECE(wq, lo * p.K + k);
+    b = PIECE(wq, hi * p.K + k);
+  } else if (which == 1u) {
+    a = PIECE(wk, lo * p.K + k);
+    b = PIECE(wk, hi * p.K + k);
+  } else {
+    a = PIECE(wv, lo * p.K + k);
+    b = PIECE(wv, hi * p.K + k);
+  }
+#else
   if (which == 0u) {
     LOAD_RAW(wq, lo * p.K + k, a);
     LOAD_RAW(wq, hi * p.K + k, b);
@@ -53,6 +114,7 @@ void load_pair(uint which, uint lo, uint hi, uint k, inout RawW a, inout RawW b)
     LOAD_RAW(wv, lo * p.K + k, a);
     LOAD_RAW(wv, hi * p.K + k, b);
   }
+#endif
 }
 
 void main() {
@@ -66,12 +128,18 @@ void main() {
   const uint k0 = split_k0(), step = split_k_step();
   // kDepth pieces of each row a lane loads before it sums any (the same sums in the same order); the first batch
   // before the norm's staging, its round trip overlapping it (matvec_norm.comp).
-  RawW ra[kMaxDepth], rb[kMaxDepth];
+  Piece ra[kMaxDepth], rb[kMaxDepth];
   [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
-    ra[u] = RawW(uvec4(0u), uvec4(0u));
-    rb[u] = RawW(uvec4(0u), uvec4(0u));
+#if defined(PACKED)
+    ra[u] = rb[u] = uvec2(0u);
+#else
+    ra[u] = rb[u] = RawW(uvec4(0u), uvec4(0u));
+#endif
     if (live && u < kDepth && k0 + u * step < p.K) load_pair(which, lo, hi, k0 + u * step, ra[u], rb[u]);
   }
+#if defined(PACKED)
+  quant_init();  // the map's staging (the pieces' scales need it)
+#endif
   stage_rows();
   float acc_lo[kMaxRows], acc_hi[kMaxRows];  // float, not vec2 (as shaders/matvec_norm.comp)
   for (uint m = 0u; m < kMaxRows; ++m) acc_lo[m] = acc_hi[m] = 0.0;
@@ -80,18 +148,36 @@ void main() {
       if (kb != k0)
         [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u)
           if (u < kDepth && kb + u * step < p.K) load_pair(which, lo, hi, kb + u * step, ra[u], rb[u]);
+#if defined(PACKED)
+      float sa[kMaxDepth], sb[kMaxDepth];  // the pieces' block scales (a piece lies in one block: K % 8 == 0)
+      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+        const uint k = min(kb + u * step, p.K - 8u);
+        sa[u] = u < kDepth ? piece_scale(which, (lo * p.K + k) >> 6) : 0.0;
+        sb[u] = u < kDepth ? piece_scale(which, (hi * p.K + k) >> 6) : 0.0;
+      }
+#endif
       [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
         const uint k = kb + u * step;
         if (u >= kDepth || k >= p.K) break;
         vec4 al, ah, bl, bh;
+#if defined(PACKED)
+        piece_values(ra[u], al, ah);
+        piece_values(rb[u], bl, bh);
+#else
         unpack_w(ra[u], al, ah);
         unpack_w(rb[u], bl, bh);
+#endif
         [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
           if (m >= p.M) break;
           vec4 xl, xh;
           load_x(m * p.K + k, xl, xh);
+#if defined(PACKED)
+          acc_lo[m] = fma(dot(xl, al) + dot(xh, ah), sa[u], acc_lo[m]);  // as shaders/quant_matvec_norm.comp
+          acc_hi[m] = fma(dot(xl, bl) + dot(xh, bh), sb[u], acc_hi[m]);
+#else
           acc_lo[m] += dot(xl, al) + dot(xh, ah);
           acc_hi[m] += dot(xl, bl) + dot(xh, bh);
+#endif
         }
       }
     }

@@ -3,17 +3,23 @@
 // shaders/matvec_norm.comp for quantized weights (QLoRA bases, read in their packed form): RMSNorm of the f32
 // residual stream folded into the few-row products that read it. As there, kSplit subgroups per output column
 // and consecutive lanes on consecutive pieces of 8 values (nf4: one word of codes, q8: two), so that x̂'s matching
-// 8 values are one conflict-free 16- or 32-byte read of the staging; a lane loads kPieces pieces and their block
+// 8 values are one conflict-free 16- or 32-byte read of the staging; a lane loads kDepth pieces and their block
 // scales before it uses any. (A lane on 32 consecutive values, as shaders/quant_matvec16.comp reads them, would
 // read the staging with 4- to 8-way bank conflicts.)
 //   plain:               y(m, n) = x̂·deq(W)(n)ᵀ (+ bias(n) with flag 1)
 //   GLU_SILU, GLU_GELU:  y(m, n) = act(g)·u, g = x̂·deq(Wg)(n)ᵀ and u = x̂·deq(Wu)(n)ᵀ each rounded to ACT_T first
 // W_T: the bias's storage type. Q_NF4 or Q_Q8: the weights' format (gate and up share it). K a multiple of 8.
+// A workgroup takes column groups wg, wg + groups, ... (ops: one each, or a few workgroups an SM), so that with fewer
+// workgroups than column groups the staging is paid once a workgroup and not once a group.
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common/types.glsl"
 #include "common/glu.glsl"
+// Pieces a lane loads before it uses any: kDepth (constant 2, 1-8; ops: LORASTUDIO_QMATVEC_PIECES). On the H200
+// (session 21, s21b) the 7B gated product took 84.9 us with 2, 91.2 with 4 or 1, 108.2 with 8 (one workgroup a
+// column group; nf4; q8 75.4, 85.6, 78.5, 95.6).
+#define MATVEC_MAX_DEPTH 8u
 
 layout(local_size_x = 256) in;
 
@@ -66,13 +72,11 @@ float act(float g) { return gelu_tanh(g); }
 #define GLU 1
 #endif
 
-// Pieces a lane loads before it uses any: on the H200 (session 21, s21b) the 7B gated product took 84.9 us with 2,
-// 91.2 with 4 or 1, 108.2 with 8 (nf4; q8 75.4, 85.6, 78.5, 95.6).
-const uint kPieces = 2u;
 
 // The pieces at k, k + step, ... as loaded (past K: the row's last piece again, unused).
-void load_pieces(uint row, uint k, uint step, inout uvec2 pw[kPieces], inout uvec2 pu[kPieces]) {
-  [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
+void load_pieces(uint row, uint k, uint step, inout uvec2 pw[kMaxDepth], inout uvec2 pu[kMaxDepth]) {
+  [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) {
+    if (i >= kDepth) break;
     const uint e = row + min(k + i * step, p.K - 8u);
     pw[i] = piece1(e);
 #if defined(GLU)
@@ -82,64 +86,73 @@ void load_pieces(uint row, uint k, uint step, inout uvec2 pw[kPieces], inout uve
 }
 
 void main() {
-  const uint n = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
-  const bool live = n < p.N;  // uniform over the subgroup
-  const uint step = split_k_step(), row = n * p.w_sn, k0 = split_k0();
-  // The first pieces are loaded before the map's and the norm's staging, their round trip overlapping it
-  // (shaders/matvec_norm.comp); their block scales need the staged map, so they follow it.
-  uvec2 pw[kPieces], pu[kPieces];
-  [[unroll]] for (uint i = 0u; i < kPieces; ++i) pw[i] = pu[i] = uvec2(0u);
-  if (live) load_pieces(row, k0, step, pw, pu);
+  const uint step = split_k_step(), k0 = split_k0(), cols = split_columns();
+  // The first group's first pieces are loaded before the map's and the norm's staging, their round trip
+  // overlapping it (shaders/matvec_norm.comp); their block scales need the staged map, so they follow it.
+  uvec2 pw[kMaxDepth], pu[kMaxDepth];
+  [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) pw[i] = pu[i] = uvec2(0u);
+  {
+    const uint n = gl_WorkGroupID.x * cols + gl_SubgroupID / kSplit;
+    if (n < p.N) load_pieces(n * p.w_sn, k0, step, pw, pu);
+  }
   quant_init();
   stage_rows();
-  float acc[kMaxRows], acc_up[kMaxRows];
-  for (uint m = 0u; m < kMaxRows; ++m) acc[m] = acc_up[m] = 0.0;
-  if (live) {
-    for (uint k = k0; k < p.K; k += kPieces * step) {
-      if (k != k0) load_pieces(row, k, step, pw, pu);
-      float sw[kPieces];
+  for (uint g = gl_WorkGroupID.x; g * cols < p.N; g += gl_NumWorkGroups.x) {  // uniform over the workgroup
+    const uint n = g * cols + gl_SubgroupID / kSplit;
+    const bool live = n < p.N;  // uniform over the subgroup
+    const uint row = n * p.w_sn;
+    float acc[kMaxRows], acc_up[kMaxRows];
+    for (uint m = 0u; m < kMaxRows; ++m) acc[m] = acc_up[m] = 0.0;
+    if (live) {
+      for (uint k = k0; k < p.K; k += kDepth * step) {
+        if (k != k0 || g != gl_WorkGroupID.x) load_pieces(row, k, step, pw, pu);
+        float sw[kMaxDepth];
 #if defined(GLU)
-      float su[kPieces];
+        float su[kMaxDepth];
 #endif
-      [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
-        const uint e = row + min(k + i * step, p.K - 8u);
-        sw[i] = block_scale(e >> 6, p.offset1);
+        [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) {
+          if (i >= kDepth) break;
+          const uint e = row + min(k + i * step, p.K - 8u);
+          sw[i] = block_scale(e >> 6, p.offset1);
 #if defined(GLU)
-        su[i] = block_scale2(e >> 6);
+          su[i] = block_scale2(e >> 6);
 #endif
-      }
-      [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
-        const uint ki = k + i * step;
-        if (ki >= p.K) break;
-        vec4 wl, wh;
-        piece_values(pw[i], wl, wh);
+        }
+        [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) {
+          const uint ki = k + i * step;
+          if (i >= kDepth || ki >= p.K) break;
+          vec4 wl, wh;
+          piece_values(pw[i], wl, wh);
 #if defined(GLU)
-        vec4 ul, uh;
-        piece_values(pu[i], ul, uh);
+          vec4 ul, uh;
+          piece_values(pu[i], ul, uh);
 #endif
-        [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
-          if (m >= p.M) break;
-          vec4 xl, xh;
-          load_x(m * p.K + ki, xl, xh);
-          acc[m] = fma(dot(xl, wl) + dot(xh, wh), sw[i], acc[m]);
+          [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+            if (m >= p.M) break;
+            vec4 xl, xh;
+            load_x(m * p.K + ki, xl, xh);
+            acc[m] = fma(dot(xl, wl) + dot(xh, wh), sw[i], acc[m]);
 #if defined(GLU)
-          acc_up[m] = fma(dot(xl, ul) + dot(xh, uh), su[i], acc_up[m]);
+            acc_up[m] = fma(dot(xl, ul) + dot(xh, uh), su[i], acc_up[m]);
 #endif
+          }
         }
       }
     }
-  }
-  vec2 sums[kMaxRows];  // (x̂·W(n), and GLU: x̂·Wu(n))
-  for (uint m = 0u; m < kMaxRows; ++m) sums[m] = vec2(acc[m], acc_up[m]);
-  if (!column_sums(sums, live)) return;
-  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
-    if (m >= p.M) break;
+    vec2 sums[kMaxRows];  // (x̂·W(n), and GLU: x̂·Wu(n))
+    for (uint m = 0u; m < kMaxRows; ++m) sums[m] = vec2(acc[m], acc_up[m]);
+    if (column_sums(sums, live)) {
+      [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+        if (m >= p.M) break;
 #if defined(GLU)
-    y[m * p.y_sm + n] = FROM_F32(ACT_T, act(round_act(sums[m].x)) * round_act(sums[m].y));
+        y[m * p.y_sm + n] = FROM_F32(ACT_T, act(round_act(sums[m].x)) * round_act(sums[m].y));
 #else
-    float s = sums[m].x;
-    if ((p.flags & 1u) != 0u) s += TO_F32(W_T, bias[n]);
-    y[m * p.y_sm + n] = FROM_F32(ACT_T, s);
+        float s = sums[m].x;
+        if ((p.flags & 1u) != 0u) s += TO_F32(W_T, bias[n]);
+        y[m * p.y_sm + n] = FROM_F32(ACT_T, s);
 #endif
+      }
+    }
+    if (kSplit > 1u) barrier();  // the column's first subgroup has read the split sums the next group rewrites
   }
 }

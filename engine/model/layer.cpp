@@ -284,7 +284,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   // and, without qk_norm, RoPE and the KV-cache write in the same pass
   const ops::QkvRope qkv_rope{.wq = w.q.w, .wk = w.k.w, .wv = w.v.w, .bq = w.q.b, .bk = w.k.b, .bv = w.v.b,
                               .positions = run.positions, .inv_freq = inv_freq, .offsets = run.step,
-                              .slot = int32_t(kPastSlot)};
+                              .slot = int32_t(kPastSlot), .packed_q = w.q.q, .packed_k = w.k.q, .packed_v = w.v.q};
   const bool fold_rope = fold_input_norm && !s.qk_norm && !run.rows_are_sequences &&
                          ops::norm_qkv_rope_fits(a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, qkv_rope);
   if (fold_rope && M == 1 && decode_whole_layer(rec, s, w, a, run, layer, qkv_rope)) return;

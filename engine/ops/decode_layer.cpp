@@ -64,7 +64,7 @@ uint32_t decode_layer_groups(const vk::Device& device) {
 bool decode_layer_fits(const vk::Device& device, const DecodeLayer& l) {
   if (decode_layer_groups(device) == 0) return false;
   if (!l.x.defined() || l.x.dtype() != DType::f32 || l.x.rank() < 1 || l.x.rows() != 1) return false;
-  if (!norm_qkv_rope_fits(l.q, l.k_cache, l.v_cache, l.x, l.input_norm, l.qkv)) return false;
+  if (l.qkv.packed() || !norm_qkv_rope_fits(l.q, l.k_cache, l.v_cache, l.x, l.input_norm, l.qkv)) return false;
   const DType act = l.q.dtype(), wt = l.qkv.wq.dtype();
   const uint64_t C = l.x.cols(), H = l.q.dim(-2), D = l.q.dim(-1), KV = l.k_cache.dim(-2);
   const uint64_t I = l.w_gate.defined() ? l.w_gate.rows() : 0;

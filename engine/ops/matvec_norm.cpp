@@ -110,6 +110,12 @@ struct QuantMatvecNormParams {  // = `Params` in shaders/quant_matvec_norm.comp
 };
 static_assert(sizeof(QuantMatvecNormParams) <= 128);
 
+// shaders/quant_matvec_norm.comp's pieces a lane loads before it uses any (kDepth, 1-8): LORASTUDIO_QMATVEC_PIECES,
+// else 2; and its workgroups: one a column group (0), or LORASTUDIO_QMATVEC_WAVES an SM, each looping over column
+// groups (its staging paid once). Measurement switches; neither changes a bit.
+uint32_t quant_norm_pieces() { return env_clamped("LORASTUDIO_QMATVEC_PIECES", 1, 8, 2); }
+uint32_t quant_norm_groups_per_sm() { return env_clamped("LORASTUDIO_QMATVEC_WAVES", 0, 64, 0); }
+
 const vk::KernelFamily& quant_family(QuantType t, bool glu, GluActivation activation) {
   const bool nf4 = t == QuantType::nf4;
   if (!glu) return nf4 ? vk::family::qmatvec_norm_nf4 : vk::family::qmatvec_norm_q8;
@@ -126,8 +132,11 @@ void quant_dispatch(vk::Recorder& rec, const char* op, const Tensor& y, const Te
               quant_name(w1.type) + " weight (see ops::norm_matvec_fits)");
   require(std::isfinite(eps) && eps >= 0, op, "eps must be finite and >= 0");
   const uint32_t M = uint32_t(x.rows()), K = x.cols(), N = y.cols();
-  // the kernel's kPieces (2) pieces a lane a step count as one for the column split
-  const ColumnGroups cg = column_groups(rec, N, std::max(8u, K / 2));
+  // the kernel's pieces (2) a lane a step count as one for the column split
+  ColumnGroups cg = column_groups(rec, N, std::max(8u, K / 2));
+  cg.spec.constants[1] = quant_norm_pieces();
+  if (const uint32_t per_sm = quant_norm_groups_per_sm(); per_sm != 0)  // workgroups that loop over column groups
+    cg.groups.x = std::min(cg.groups.x, per_sm * std::max(1u, rec.device().report().sm_count));
   const QuantWeight& up = w2 ? *w2 : w1;
   const DType bias_type = bias.defined() ? bias.dtype() : y.dtype();
   rec.dispatch(variant(quant_family(w1.type, w2 != nullptr, activation), {y.dtype(), bias_type}, op),
@@ -172,15 +181,33 @@ struct MatvecNormQkvParams {  // = `Params` in shaders/matvec_norm_qkv.comp
   int32_t slot;
   float eps;
   uint32_t flags, nw_type;
+  float offset_q, offset_k, offset_v;
 };
 static_assert(sizeof(MatvecNormQkvParams) <= 128);
+
+// The packed weights as the kernel reads them: one format, [H·D | KV·D | KV·D, K], biases all or none, f32 or f16
+// and alike (q stands for y in the staging's check).
+bool packed_qkv_fits(const Tensor& y, const Tensor& x, const Tensor& norm_w, uint32_t KV, uint32_t D,
+                     const QkvRope& r) {
+  const QuantWeight &wq = r.packed_q, &wk = r.packed_k, &wv = r.packed_v;
+  if (!wk.defined() || !wv.defined() || r.wq.defined() || r.wk.defined() || r.wv.defined()) return false;
+  if (!norm_matvec_fits(y, x, norm_w, {&wq}, r.bq)) return false;
+  for (const QuantWeight* w : {&wk, &wv})
+    if (w->type != wq.type || !w->codes.defined() || w->rows != uint64_t(KV) * D || w->cols != x.cols()) return false;
+  for (const Tensor* b : {&r.bk, &r.bv})
+    if (r.bq.defined() && (b->dtype() != r.bq.dtype() || b->numel() != uint64_t(KV) * D)) return false;
+  return true;
+}
+
+// Pieces a lane of the packed pass loads before it sums any (its kDepth, 1-8): LORASTUDIO_QKV_DEPTH, else 4.
+uint32_t packed_qkv_depth() { return env_clamped("LORASTUDIO_QKV_DEPTH", 1, 8, 4); }
 }  // namespace
 
 bool norm_qkv_rope_fits(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& x,
                         const Tensor& norm_w, const QkvRope& r) {
   if (!q.defined() || !k_cache.defined() || !v_cache.defined() || !x.defined() || q.rank() < 2 || k_cache.rank() < 2)
     return false;
-  if (!r.wq.defined() || !r.wk.defined() || !r.wv.defined()) return false;
+  if (!r.packed() && (!r.wq.defined() || !r.wk.defined() || !r.wv.defined())) return false;
   const bool biases = r.bq.defined();
   if (r.bk.defined() != biases || r.bv.defined() != biases) return false;
   const uint32_t H = q.dim(-2), D = q.dim(-1), KV = k_cache.dim(-2);
@@ -191,12 +218,16 @@ bool norm_qkv_rope_fits(const Tensor& q, const Tensor& k_cache, const Tensor& v_
   if (q.numel() != M * H * D) return false;
   // q's rows stand for y: the staging, the weights' dtype and shapes as the plain product checks them
   const Tensor y = q.reshape({uint32_t(M), H * D});
-  if (!norm_matvec_fits(y, x, norm_w, {r.wq, r.bq}) || r.wk.dtype() != r.wq.dtype() || r.wv.dtype() != r.wq.dtype())
-    return false;
-  for (const Tensor* w : {&r.wk, &r.wv})
-    if (w->rank() != 2 || w->rows() != uint64_t(KV) * D || w->cols() != x.cols()) return false;
-  for (const Tensor* b : {&r.bk, &r.bv})
-    if (biases && (b->dtype() != r.wq.dtype() || b->numel() != uint64_t(KV) * D)) return false;
+  if (r.packed()) {
+    if (!packed_qkv_fits(y, x, norm_w, KV, D, r)) return false;
+  } else {
+    if (!norm_matvec_fits(y, x, norm_w, {r.wq, r.bq}) || r.wk.dtype() != r.wq.dtype() || r.wv.dtype() != r.wq.dtype())
+      return false;
+    for (const Tensor* w : {&r.wk, &r.wv})
+      if (w->rank() != 2 || w->rows() != uint64_t(KV) * D || w->cols() != x.cols()) return false;
+    for (const Tensor* b : {&r.bk, &r.bv})
+      if (biases && (b->dtype() != r.wq.dtype() || b->numel() != uint64_t(KV) * D)) return false;
+  }
   return r.positions.defined() && r.positions.dtype() == DType::i32 && r.positions.numel() == M &&
          r.inv_freq.defined() && r.inv_freq.dtype() == DType::f32 && r.inv_freq.numel() == D / 2 &&
          r.offsets.defined() && r.offsets.dtype() == DType::i32 && r.slot >= 0 && uint64_t(r.slot) < r.offsets.numel() &&
@@ -213,16 +244,30 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
   const uint32_t H = q.dim(-2), D = q.dim(-1), KV = k_cache.dim(-2);
   const uint64_t pairs = uint64_t(H + 2 * KV) * (D / 2);
   const bool biases = r.bq.defined();
-  const ColumnGroups cg = column_groups(rec, uint32_t(pairs), x.cols());
+  ColumnGroups cg = column_groups(rec, uint32_t(pairs), x.cols());
+  const MatvecNormQkvParams params{.M = uint32_t(x.rows()), .K = x.cols(), .heads = H, .kv_heads = KV,
+                                   .half_d = D / 2, .cache_rows = uint32_t(k_cache.numel() / (uint64_t(KV) * D)),
+                                   .slot = r.slot, .eps = eps, .flags = biases ? 1u : 0u,
+                                   .nw_type = uint32_t(float_index(norm_w.dtype())), .offset_q = r.packed_q.offset,
+                                   .offset_k = r.packed_k.offset, .offset_v = r.packed_v.offset};
+  if (r.packed()) {
+    const QuantWeight &wq = r.packed_q, &wk = r.packed_k, &wv = r.packed_v;
+    const bool nf4 = wq.type == QuantType::nf4;
+    cg.spec.constants[1] = packed_qkv_depth();
+    rec.dispatch(variant(nf4 ? vk::family::qmatvec_norm_qkv_nf4 : vk::family::qmatvec_norm_qkv_q8,
+                         {q.dtype(), biases ? r.bq.dtype() : q.dtype()}, op),
+                 {in(x), in(norm_w), in(wq.codes), in(wk.codes), in(wv.codes), in(biases ? r.bq : wq.codes),
+                  in(biases ? r.bk : wq.codes), in(biases ? r.bv : wq.codes), in(r.positions), in(r.inv_freq), out(q),
+                  out(k_cache), out(v_cache), in(r.offsets), in(wq.absmax), in(wk.absmax), in(wv.absmax),
+                  in(wq.scales), in(wk.scales), in(wv.scales), in(wq.map)},
+                 params, cg.groups, cg.spec);
+    return;
+  }
   rec.dispatch(variant(vk::family::matvec_norm_qkv, {q.dtype(), r.wq.dtype()}, op),
                {in(x), in(norm_w), in(r.wq), in(r.wk), in(r.wv), in(biases ? r.bq : r.wq), in(biases ? r.bk : r.wq),
                 in(biases ? r.bv : r.wq), in(r.positions), in(r.inv_freq), out(q), out(k_cache), out(v_cache),
                 in(r.offsets)},
-               MatvecNormQkvParams{.M = uint32_t(x.rows()), .K = x.cols(), .heads = H, .kv_heads = KV,
-                                   .half_d = D / 2, .cache_rows = uint32_t(k_cache.numel() / (uint64_t(KV) * D)),
-                                   .slot = r.slot, .eps = eps, .flags = biases ? 1u : 0u,
-                                   .nw_type = uint32_t(float_index(norm_w.dtype()))},
-               cg.groups, cg.spec);
+               params, cg.groups, cg.spec);
 }
 
 namespace ref {

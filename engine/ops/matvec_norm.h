@@ -46,10 +46,14 @@ void norm_glu_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x
 //   norm_matvec_forward for q, k and v and then ops::rope_kv_cache_forward make.
 // q: [..., H, D] (M·H·D values) f32 or f16, the caches' dtype; k_cache, v_cache: [..., S, KV, D]; Wq [H·D, K],
 // Wk and Wv [KV·D, K]; the biases all given or none; positions [M] i32; inv_freq [D/2] f32; offsets i32.
+// QLoRA bases: packed_q, packed_k and packed_v quantized in one format (read packed, as norm_matvec_forward's
+// quantized form reads them) in place of wq, wk and wv; their biases f32 or f16.
 struct QkvRope {
   Tensor wq, wk, wv, bq, bk, bv;
   Tensor positions, inv_freq, offsets;
   int32_t slot = 0;
+  QuantWeight packed_q, packed_k, packed_v;
+  bool packed() const { return packed_q.defined(); }
 };
 bool norm_qkv_rope_fits(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& x,
                         const Tensor& norm_w, const QkvRope& r);

@@ -101,7 +101,10 @@ void stage_rows() {
 layout(constant_id = 1) const uint kSplit = 1u;
 // Pieces of a weight row a lane loads before it sums any (constant 2, 1-4: ops::detail::matvec_depth; matvec_norm.comp)
 layout(constant_id = 2) const uint kDepth = 1u;
-const uint kMaxDepth = 4u;
+#if !defined(MATVEC_MAX_DEPTH)
+#define MATVEC_MAX_DEPTH 4u
+#endif
+const uint kMaxDepth = MATVEC_MAX_DEPTH;  // (an includer on smaller pieces may allow more)
 shared vec2 split_sums[256u / 8u][kMaxRows];  // [subgroup][row], subgroups of 8 lanes at the least
 
 // The workgroup's columns, this subgroup's column and its part of the column's K pieces.

@@ -158,21 +158,26 @@ TEST_P(QuantizedModel, DecodeLogitsMatchWithAndWithoutAnAdapter) {
 }
 
 // Without an adapter the layer norms run inside the packed products (shaders/quant_matvec_norm.comp): q, k and v
-// each with the input norm, gate and up with the post-attention norm and the activation; with one on every
-// projection, the unfused path.
+// in one pass with the input norm, RoPE and the cache write (shaders/matvec_norm_qkv.comp on packed weights), or
+// with q/k norms each product with the input norm; gate and up with the post-attention norm and the activation;
+// with an adapter on every projection, the unfused path.
 TEST_P(QuantizedModel, DecodeFoldsTheNormsIntoThePackedProducts) {
   const model::LoraAdapter adapter = test::random_adapter(dev(), quantized_->config, 4, 50);
-  const std::string plain = std::string("qmatvec_norm_") + quant_name(GetParam().quant);
+  const std::string plain = std::string("qmatvec_norm_") + quant_name(GetParam().quant),
+                    qkv = std::string("qmatvec_norm_qkv_") + quant_name(GetParam().quant);
+  const bool qk_norm = model::model_spec(quantized_->config).layers.at(0).qk_norm;
   for (const model::LoraAdapter* a : {static_cast<const model::LoraAdapter*>(nullptr), &adapter}) {
     infer::Generator q(dev(), *quantized_, a, {.context = 32, .profile = true});
     q.decode(ids_[0]);
-    size_t products = 0, gated = 0;
+    size_t products = 0, passes = 0, gated = 0;
     for (const vk::Timing& t : q.timings(1)) {
       products += t.kernel.starts_with(plain);
+      passes += t.kernel.starts_with(qkv);
       gated += t.kernel.starts_with("qmatvec_norm_silu") || t.kernel.starts_with("qmatvec_norm_gelu");
     }
     const size_t layers = quantized_->config.num_layers;
-    EXPECT_EQ(products, a ? 0 : 3 * layers) << what(a ? "with an adapter" : "no adapter");
+    EXPECT_EQ(products, a || !qk_norm ? 0 : 3 * layers) << what(a ? "with an adapter" : "no adapter");
+    EXPECT_EQ(passes, a || qk_norm ? 0 : layers) << what(a ? "with an adapter" : "no adapter");
     EXPECT_EQ(gated, a ? 0 : layers) << what(a ? "with an adapter" : "no adapter");
   }
 }

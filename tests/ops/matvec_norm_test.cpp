@@ -6,7 +6,8 @@
 // test::expect_close): f32 activations 2e-5 (the f32 sums' order); f16 activations 4e-3 against the reference
 // and the unfused path (a normed value or a product on a rounding boundary goes one f16 step either way).
 // The same products on quantized weights (nf4, q8; K a multiple of 64 or not, a column split over subgroups)
-// against the reference on the dequantized weights and against rms_norm_forward + quant_matvec_forward.
+// against the reference on the dequantized weights and against rms_norm_forward + quant_matvec_forward; and the
+// q, k, v pass on them against the reference and the unfused packed ops.
 #include "ops/matvec_norm.h"
 
 #include <bit>
@@ -334,6 +335,21 @@ TEST_P(QuantMatvecNormTest, MatchesReferenceOnTheDequantizedWeightsAndUnfusedOps
   });
   test::expect_close(got, download(y2), tol(act), "quantized norm_matvec_forward vs rms_norm + quant_matvec, " + what,
                      {M, N});
+  // Pieces in flight a lane, and workgroups that loop over column groups (on lavapipe one workgroup takes them all),
+  // change no bit.
+  for (auto [name, value] : {std::pair{"LORASTUDIO_QMATVEC_PIECES", "1"}, {"LORASTUDIO_QMATVEC_PIECES", "5"},
+                             {"LORASTUDIO_QMATVEC_WAVES", "1"}, {"LORASTUDIO_QMATVEC_WAVES", "3"}}) {
+    SCOPED_TRACE(::testing::Message() << name << "=" << value);
+    setenv(name, value, 1);
+    test::run(dev(), [&](vk::Recorder& rec) {
+      ops::norm_matvec_forward(rec, y.t, x, norm_w, kEps, wg, bias);
+      ops::norm_glu_matvec_forward(rec, gated.t, x, norm_w, kEps, wg, wu, ops::GluActivation::silu);
+    });
+    unsetenv(name);
+    for (auto [now, before] : {std::pair{download(y.t), got}, {download(gated.t), got_gated}})
+      for (size_t j = 0; j < now.size(); ++j)
+        ASSERT_EQ(std::bit_cast<uint32_t>(now[j]), std::bit_cast<uint32_t>(before[j])) << "element " << j;
+  }
 }
 
 TEST(QuantMatvecNormFits, RefusesMixedFormatsAndShapes) {
@@ -350,6 +366,154 @@ TEST(QuantMatvecNormFits, RefusesMixedFormatsAndShapes) {
   EXPECT_FALSE(ops::norm_matvec_fits(y, x, norm_w, {&wide}));
   EXPECT_FALSE(ops::norm_matvec_fits(y, x, norm_w, {&nf4}, Tensor::empty(d, {41}, DType::f32, "bias")));
   EXPECT_FALSE(ops::norm_matvec_fits(y, x, norm_w, {&nf4}, Tensor::empty(d, {40}, DType::bf16, "bias")));
+}
+
+// The q, k, v pass on packed weights (QkvRope::packed_*): M tokens, K, activation dtype, the format, biases, the
+// cache row of token 0. Against the reference on the dequantized weights, the unfused packed ops (three quantized
+// norm_matvec_forward, then rope_kv_cache_forward), and itself at every depth (bit for bit).
+using PackedQkvCase = std::tuple<uint32_t, uint32_t, DType, QuantType, bool, int32_t>;
+std::string packed_qkv_case_name(const ::testing::TestParamInfo<PackedQkvCase>& c) {
+  auto [M, K, act, qt, biases, row0] = c.param;
+  return "m" + std::to_string(M) + "_k" + std::to_string(K) + "_" + dtype_name(act) + "_" + quant_name(qt) +
+         (biases ? "_bias" : "") + "_row" + std::to_string(row0);
+}
+class PackedQkvRopeTest : public test::GpuTest, public ::testing::WithParamInterface<PackedQkvCase> {
+ protected:
+  std::vector<float> got_q, got_k, got_v;
+};
+
+TEST_P(PackedQkvRopeTest, MatchesReferenceUnfusedOpsAndEveryDepth) {
+  // (named variables, not a structured binding: clang 14 cannot capture those)
+  const uint32_t M = std::get<0>(GetParam()), K = std::get<1>(GetParam());
+  const DType act = std::get<2>(GetParam());
+  const QuantType qt = std::get<3>(GetParam());
+  const bool biases = std::get<4>(GetParam());
+  const int32_t row0 = std::get<5>(GetParam());
+  constexpr uint32_t H = 4, KV = 2, D = 16, S = 16;
+  constexpr float kTheta = 1000000.0f, kEps = 1e-6f;
+  const std::vector<float> x0 = test::random_values(size_t(M) * K, 41 + K, 3.0f);
+  std::vector<float> norm0 = test::random_values(K, 42, 0.5f);
+  for (float& v : norm0) v += 1.0f;
+  norm0 = test::rounded(norm0, DType::bf16);
+  const Tensor map = ops::upload_dynamic_map(dev());
+  std::vector<float> w0[3];  // dequantized q, k, v weights
+  ops::QuantWeight packed[3];
+  const uint32_t rows[3] = {H * D, KV * D, KV * D};
+  for (uint32_t i = 0; i < 3; ++i) {
+    auto host = test::rounded(test::random_values(size_t(rows[i]) * K, 43 + i, 0.2f), DType::bf16);
+    host[host.size() / 2 + 1] = -3.0f;  // an outlier block
+    const QuantizedHost h = quantize(qt, host);
+    w0[i] = dequantize(h);
+    packed[i] = ops::upload_quantized(dev(), h, rows[i], K, map);
+  }
+  const DType bt = ops::dequantized_dtype(dev());  // a quantized layer's bias, as the model keeps it
+  std::vector<float> b0[3];
+  for (uint32_t i = 0; i < 3; ++i) b0[i] = test::rounded(test::random_values(rows[i], 46 + i), bt);
+  std::vector<int32_t> positions(M);
+  for (uint32_t m = 0; m < M; ++m) positions[m] = 500 + 29 * int32_t(m);
+  const std::vector<int32_t> offsets{3, row0};
+  const std::vector<float> cache0 = test::rounded(test::random_values(size_t(S) * KV * D, 49), act);
+
+  const Tensor x = test::tensor_from(dev(), {M, K}, DType::f32, x0), norm_w = test::tensor_from(dev(), {K}, DType::bf16, norm0);
+  ops::QkvRope r{.positions = test::tensor_from_ints(dev(), {M}, positions),
+                 .inv_freq = test::tensor_from(dev(), {D / 2}, DType::f32, ops::rope_inv_freq(D, kTheta)),
+                 .offsets = test::tensor_from_ints(dev(), {2}, offsets), .slot = 1,
+                 .packed_q = packed[0], .packed_k = packed[1], .packed_v = packed[2]};
+  if (biases) {
+    r.bq = test::tensor_from(dev(), {H * D}, bt, b0[0]);
+    r.bk = test::tensor_from(dev(), {KV * D}, bt, b0[1]);
+    r.bv = test::tensor_from(dev(), {KV * D}, bt, b0[2]);
+  }
+  auto run_one = [&](bool fused) {
+    Tensor q = Tensor::empty(dev(), {1, M, H, D}, act, "q");
+    Tensor kc = test::tensor_from(dev(), {1, S, KV, D}, act, cache0), vc = test::tensor_from(dev(), {1, S, KV, D}, act, cache0);
+    ASSERT_TRUE(ops::norm_qkv_rope_fits(q, kc, vc, x, norm_w, r));
+    test::run(dev(), [&](vk::Recorder& rec) {
+      if (fused) return ops::norm_qkv_rope_forward(rec, q, kc, vc, x, norm_w, kEps, r);
+      Tensor k = Tensor::empty(dev(), {1, M, KV, D}, act, "k"), v = Tensor::empty(dev(), {1, M, KV, D}, act, "v");
+      ops::norm_matvec_forward(rec, q.reshape({M, H * D}), x, norm_w, kEps, r.packed_q, r.bq);
+      ops::norm_matvec_forward(rec, k.reshape({M, KV * D}), x, norm_w, kEps, r.packed_k, r.bk);
+      ops::norm_matvec_forward(rec, v.reshape({M, KV * D}), x, norm_w, kEps, r.packed_v, r.bv);
+      ops::rope_kv_cache_forward(rec, q, k, v, kc, vc, r.positions, r.inv_freq, r.offsets, r.slot);
+    });
+    got_q = download(q);
+    got_k = download(kc);
+    got_v = download(vc);
+  };
+  run_one(true);
+  if (HasFatalFailure()) return;
+  const std::vector<float> fq = got_q, fk = got_k, fv = got_v;
+
+  const bool f16 = act == DType::f16;
+  const std::vector<float> none;
+  std::vector<float> q(size_t(M) * H * D), k(size_t(M) * KV * D), v(size_t(M) * KV * D), kc = cache0, vc = cache0;
+  ops::ref::norm_matvec_forward(q, x0, norm0, kEps, w0[0], biases ? b0[0] : none, f16);
+  ops::ref::norm_matvec_forward(k, x0, norm0, kEps, w0[1], biases ? b0[1] : none, f16);
+  ops::ref::norm_matvec_forward(v, x0, norm0, kEps, w0[2], biases ? b0[2] : none, f16);
+  ops::ref::rope_kv_cache_forward(q, k, v, kc, vc, positions, offsets, 1, D, KV, kTheta);
+  const double tol = f16 ? 4e-3 : 2e-5;
+  const std::string what = std::string(quant_name(qt)) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
+  test::expect_close(fq, test::rounded(q, act), tol, "q vs reference, " + what);
+  test::expect_close(fk, test::rounded(kc, act), tol, "k cache vs reference, " + what);
+  test::expect_close(fv, test::rounded(vc, act), tol, "v cache vs reference, " + what);
+  for (uint32_t row = 0; row < S; ++row) {  // rows no token lands on keep their contents
+    if (row >= uint32_t(row0) && row < uint32_t(row0) + M) continue;
+    for (uint32_t e = row * KV * D; e < (row + 1) * KV * D; ++e) {
+      ASSERT_EQ(fk[e], cache0[e]) << "k cache row " << row;
+      ASSERT_EQ(fv[e], cache0[e]) << "v cache row " << row;
+    }
+  }
+  run_one(false);
+  test::expect_close(fq, got_q, tol, "q vs the unfused ops, " + what);
+  test::expect_close(fk, got_k, tol, "k cache vs the unfused ops, " + what);
+  test::expect_close(fv, got_v, tol, "v cache vs the unfused ops, " + what);
+  for (const char* depth : {"1", "2", "3", "8"}) {  // the pieces in flight a lane change no bit
+    SCOPED_TRACE(::testing::Message() << "LORASTUDIO_QKV_DEPTH=" << depth);
+    setenv("LORASTUDIO_QKV_DEPTH", depth, 1);
+    run_one(true);
+    unsetenv("LORASTUDIO_QKV_DEPTH");
+    for (auto [got, want] : {std::pair{&got_q, &fq}, {&got_k, &fk}, {&got_v, &fv}}) {
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t j = 0; j < got->size(); ++j)
+        ASSERT_EQ(std::bit_cast<uint32_t>((*got)[j]), std::bit_cast<uint32_t>((*want)[j])) << "element " << j;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, PackedQkvRopeTest,
+                         ::testing::Values(PackedQkvCase{1, 64, DType::f32, QuantType::nf4, true, 5},
+                                           PackedQkvCase{3, 72, DType::f32, QuantType::q8, false, 2},  // blocks across rows
+                                           PackedQkvCase{1, 896, DType::f16, QuantType::nf4, true, 9},
+                                           PackedQkvCase{3, 256, DType::f16, QuantType::nf4, false, 14},  // past the cache
+                                           PackedQkvCase{2, 512, DType::f16, QuantType::q8, true, 0}),
+                         packed_qkv_case_name);
+
+TEST(PackedQkvRopeFits, RefusesMixedFormsAndShapes) {
+  vk::Device& d = test::device();
+  const Tensor map = ops::upload_dynamic_map(d);
+  auto up = [&](QuantType qt, uint32_t rows) {
+    return ops::upload_quantized(d, quantize(qt, test::random_values(size_t(rows) * 64, 51 + rows, 0.2f)), rows, 64, map);
+  };
+  const Tensor x = Tensor::empty(d, {1, 64}, DType::f32, "x"), norm_w = Tensor::empty(d, {64}, DType::f32, "norm");
+  const Tensor q = Tensor::empty(d, {1, 1, 4, 16}, DType::f32, "q"), kc = Tensor::empty(d, {1, 8, 2, 16}, DType::f32, "k cache");
+  ops::QkvRope r{.positions = Tensor::empty(d, {1}, DType::i32, "positions"),
+                 .inv_freq = Tensor::empty(d, {8}, DType::f32, "inv_freq"),
+                 .offsets = Tensor::empty(d, {2}, DType::i32, "offsets"), .slot = 1,
+                 .packed_q = up(QuantType::nf4, 64), .packed_k = up(QuantType::nf4, 32), .packed_v = up(QuantType::nf4, 32)};
+  EXPECT_TRUE(ops::norm_qkv_rope_fits(q, kc, kc, x, norm_w, r));
+  ops::QkvRope mixed = r;
+  mixed.packed_v = up(QuantType::q8, 32);
+  EXPECT_FALSE(ops::norm_qkv_rope_fits(q, kc, kc, x, norm_w, mixed));  // formats differ
+  ops::QkvRope half_plain = r;
+  half_plain.packed_k = ops::QuantWeight();
+  half_plain.wk = Tensor::empty(d, {32, 64}, DType::f16, "wk");
+  EXPECT_FALSE(ops::norm_qkv_rope_fits(q, kc, kc, x, norm_w, half_plain));  // one weight plain
+  ops::QkvRope short_k = r;
+  short_k.packed_k = up(QuantType::nf4, 16);
+  EXPECT_FALSE(ops::norm_qkv_rope_fits(q, kc, kc, x, norm_w, short_k));  // k's rows are not KV·D
+  ops::QkvRope one_bias = r;
+  one_bias.bq = Tensor::empty(d, {64}, DType::f32, "bq");
+  EXPECT_FALSE(ops::norm_qkv_rope_fits(q, kc, kc, x, norm_w, one_bias));  // biases all or none
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, QuantMatvecNormTest,
