@@ -239,7 +239,11 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
   const char* op = "norm_qkv_rope_forward";
   require(norm_qkv_rope_fits(q, k_cache, v_cache, x, norm_w, r), op,
           "operands the fused kernel does not take: q " + q.describe() + ", k_cache " + k_cache.describe() + ", x " +
-              x.describe() + ", Wq " + r.wq.describe() + " (see ops::norm_qkv_rope_fits)");
+              x.describe() + ", Wq " +
+              (r.packed() ? "[" + std::to_string(r.packed_q.rows) + ", " + std::to_string(r.packed_q.cols) + "] " +
+                                quant_name(r.packed_q.type)
+                          : r.wq.describe()) +
+              " (see ops::norm_qkv_rope_fits)");
   require(std::isfinite(eps) && eps >= 0, op, "eps must be finite and >= 0");
   const uint32_t H = q.dim(-2), D = q.dim(-1), KV = k_cache.dim(-2);
   const uint64_t pairs = uint64_t(H + 2 * KV) * (D / 2);
