@@ -219,7 +219,9 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
   if (which == MatvecKernel::pieces) {
     // kSplit subgroups a group of kCols columns (the kernel's 2 pieces a lane a step count as one)
     const uint32_t cols = matvec8_cols(N, K), column_groups = ceil_div(N, cols);
-    const uint32_t split = detail::matvec_split(column_groups, std::max(8u, K / 2), sg, per_group);
+    // LORASTUDIO_QMATVEC8_GROUPS=n asks for n workgroups instead of detail::kMatvecMinGroups (measurement)
+    static const uint32_t want = env_clamped("LORASTUDIO_QMATVEC8_GROUPS", 1, 1 << 16, detail::kMatvecMinGroups);
+    const uint32_t split = detail::matvec_split(column_groups, std::max(8u, K / 2), sg, per_group, want);
     spec.constants = {split, cols};
     groups = ceil_div(column_groups, per_group / split);
   } else {
