@@ -20,8 +20,8 @@ layout(binding = 0) readonly buffer X { vec4 x4[]; };
 layout(binding = 1) readonly buffer NormW { uint nw_words[]; };  // of type p.nw_type
 #if defined(Q_NF4) || defined(Q_Q8)
 #define PACKED 1
-// Pieces of a row a lane loads before it sums any (constant 2: 1-8): four times as many fit the registers as of
-// 16-byte pieces.
+// Pieces of a row a lane loads before it sums any (kDepth, 1-8: ops::norm_qkv_rope_forward gives 4): four times as
+// many fit the registers as of 16-byte pieces.
 #define MATVEC_MAX_DEPTH 8u
 #endif
 #if !defined(PACKED)

@@ -18,9 +18,9 @@ decode_env d7nf4_old_1 $W/old/lorastudio-bench "" --model /tmp/q7 --quantize nf4
 decode_env d7nf4_new_1 $B/lorastudio-bench "LORASTUDIO_PIPELINE_STATS=1" --model /tmp/q7 --quantize nf4
 grep -E "pipeline stats: (qmatvec|matvec)" $R/d7nf4_new_1.txt | sed 's/Register Count/regs/' | cut -c1-150 | head -12
 k=0
-for e in LORASTUDIO_QMATVEC_WAVES=4 LORASTUDIO_QMATVEC_WAVES=4,LORASTUDIO_QMATVEC_PIECES=4 \
-         LORASTUDIO_QMATVEC8_GROUPS=528 LORASTUDIO_QMATVEC8_GROUPS=1056 LORASTUDIO_QKV_DEPTH=8 \
-         LORASTUDIO_QMATVEC_WAVES=4,LORASTUDIO_QMATVEC_PIECES=4,LORASTUDIO_QMATVEC8_GROUPS=528; do
+for e in LORASTUDIO_QMATVEC_WAVES=4,LORASTUDIO_QMATVEC_PIECES=4 \
+         LORASTUDIO_QMATVEC_WAVES=4,LORASTUDIO_QMATVEC_PIECES=4,LORASTUDIO_QMATVEC8_GROUPS=528 \
+         LORASTUDIO_QMATVEC8_GROUPS=528 LORASTUDIO_QMATVEC_WAVES=4 LORASTUDIO_QKV_DEPTH=8 LORASTUDIO_QMATVEC8_GROUPS=1056; do
   k=$((k + 1)); echo "knob k$k: $e"
   decode_env d7nf4_k$k $B/lorastudio-bench "${e//,/ }" --model /tmp/q7 --quantize nf4
 done
