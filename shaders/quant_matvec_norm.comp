@@ -72,7 +72,6 @@ float act(float g) { return gelu_tanh(g); }
 #define GLU 1
 #endif
 
-
 // The pieces at k, k + step, ... as loaded (past K: the row's last piece again, unused).
 void load_pieces(uint row, uint k, uint step, inout uvec2 pw[kMaxDepth], inout uvec2 pu[kMaxDepth]) {
   [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) {
