@@ -10,6 +10,7 @@
 // q, k, v pass on them against the reference and the unfused packed ops.
 #include "ops/matvec_norm.h"
 
+#include <array>
 #include <bit>
 #include <cstdlib>
 
@@ -148,6 +149,84 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MatvecNormTest,
                                            Case{4, 2048, 33, DType::f16, DType::f32, DType::f16}),
                          case_name);
 
+// What both q, k, v pass tests check, the weights' form aside (QkvRope's plain tensors or its packed_*): the pass
+// against the reference on the weights' values (w0, b0: q's, k's, v's; b0 empty where there are no biases), every
+// cache row no token lands on untouched, against the unfused ops (three norm_matvec_forward, then
+// rope_kv_cache_forward), and bit for bit against itself at each of `depths` of the switch `depth_env`.
+struct QkvPass {
+  uint32_t M, H, KV, D, S;
+  DType act;
+  float theta, eps;
+  std::vector<float> x0, norm0, cache0;
+  std::array<std::vector<float>, 3> w0, b0;
+  std::vector<int32_t> positions, offsets;
+};
+
+void check_qkv_pass(vk::Device& d, const QkvPass& c, const Tensor& x, const Tensor& norm_w, const ops::QkvRope& r,
+                    const char* depth_env, std::initializer_list<const char*> depths, const std::string& what) {
+  const uint32_t M = c.M, H = c.H, KV = c.KV, D = c.D, S = c.S;
+  std::vector<float> got_q, got_k, got_v;
+  auto run_one = [&](bool fused) {
+    Tensor q = Tensor::empty(d, {1, M, H, D}, c.act, "q");
+    Tensor kc = test::tensor_from(d, {1, S, KV, D}, c.act, c.cache0), vc = test::tensor_from(d, {1, S, KV, D}, c.act, c.cache0);
+    ASSERT_TRUE(ops::norm_qkv_rope_fits(q, kc, vc, x, norm_w, r));
+    test::run(d, [&](vk::Recorder& rec) {
+      if (fused) return ops::norm_qkv_rope_forward(rec, q, kc, vc, x, norm_w, c.eps, r);
+      Tensor k = Tensor::empty(d, {1, M, KV, D}, c.act, "k"), v = Tensor::empty(d, {1, M, KV, D}, c.act, "v");
+      if (r.packed()) {
+        ops::norm_matvec_forward(rec, q.reshape({M, H * D}), x, norm_w, c.eps, r.packed_q, r.bq);
+        ops::norm_matvec_forward(rec, k.reshape({M, KV * D}), x, norm_w, c.eps, r.packed_k, r.bk);
+        ops::norm_matvec_forward(rec, v.reshape({M, KV * D}), x, norm_w, c.eps, r.packed_v, r.bv);
+      } else {
+        ops::norm_matvec_forward(rec, q.reshape({M, H * D}), x, norm_w, c.eps, r.wq, r.bq);
+        ops::norm_matvec_forward(rec, k.reshape({M, KV * D}), x, norm_w, c.eps, r.wk, r.bk);
+        ops::norm_matvec_forward(rec, v.reshape({M, KV * D}), x, norm_w, c.eps, r.wv, r.bv);
+      }
+      ops::rope_kv_cache_forward(rec, q, k, v, kc, vc, r.positions, r.inv_freq, r.offsets, r.slot);
+    });
+    got_q = download(q);
+    got_k = download(kc);
+    got_v = download(vc);
+  };
+  run_one(true);
+  if (::testing::Test::HasFatalFailure()) return;
+  const std::vector<float> fq = got_q, fk = got_k, fv = got_v;
+
+  const bool f16 = c.act == DType::f16;
+  std::vector<float> q(size_t(M) * H * D), k(size_t(M) * KV * D), v(size_t(M) * KV * D), kc = c.cache0, vc = c.cache0;
+  ops::ref::norm_matvec_forward(q, c.x0, c.norm0, c.eps, c.w0[0], c.b0[0], f16);
+  ops::ref::norm_matvec_forward(k, c.x0, c.norm0, c.eps, c.w0[1], c.b0[1], f16);
+  ops::ref::norm_matvec_forward(v, c.x0, c.norm0, c.eps, c.w0[2], c.b0[2], f16);
+  ops::ref::rope_kv_cache_forward(q, k, v, kc, vc, c.positions, c.offsets, r.slot, D, KV, c.theta);
+  const double tol = f16 ? 4e-3 : 2e-5;
+  test::expect_close(fq, test::rounded(q, c.act), tol, "q vs reference" + what);
+  test::expect_close(fk, test::rounded(kc, c.act), tol, "k cache vs reference" + what);
+  test::expect_close(fv, test::rounded(vc, c.act), tol, "v cache vs reference" + what);
+  const uint32_t row0 = uint32_t(c.offsets[size_t(r.slot)]);
+  for (uint32_t row = 0; row < S; ++row) {  // rows no token lands on keep their contents
+    if (row >= row0 && row < row0 + M) continue;
+    for (uint32_t e = row * KV * D; e < (row + 1) * KV * D; ++e) {
+      ASSERT_EQ(fk[e], c.cache0[e]) << "k cache row " << row;
+      ASSERT_EQ(fv[e], c.cache0[e]) << "v cache row " << row;
+    }
+  }
+  run_one(false);
+  test::expect_close(fq, got_q, tol, "q vs the unfused ops" + what);
+  test::expect_close(fk, got_k, tol, "k cache vs the unfused ops" + what);
+  test::expect_close(fv, got_v, tol, "v cache vs the unfused ops" + what);
+  for (const char* depth : depths) {
+    SCOPED_TRACE(::testing::Message() << depth_env << "=" << depth);
+    setenv(depth_env, depth, 1);
+    run_one(true);
+    unsetenv(depth_env);
+    for (auto [got, want] : {std::pair{&got_q, &fq}, {&got_k, &fk}, {&got_v, &fv}}) {
+      ASSERT_EQ(got->size(), want->size());
+      for (size_t j = 0; j < got->size(); ++j)
+        ASSERT_EQ(std::bit_cast<uint32_t>((*got)[j]), std::bit_cast<uint32_t>((*want)[j])) << "element " << j;
+    }
+  }
+}
+
 // M tokens, activation dtype, weight dtype, biases, the cache row of token 0 (rows past 16 are skipped)
 using QkvCase = std::tuple<uint32_t, DType, DType, bool, int32_t>;
 std::string qkv_case_name(const ::testing::TestParamInfo<QkvCase>& c) {
@@ -155,10 +234,7 @@ std::string qkv_case_name(const ::testing::TestParamInfo<QkvCase>& c) {
   return "m" + std::to_string(M) + "_" + dtype_name(act) + "_w" + dtype_name(wt) + (biases ? "_bias" : "") + "_row" +
          std::to_string(row0);
 }
-class NormQkvRopeTest : public test::GpuTest, public ::testing::WithParamInterface<QkvCase> {
- protected:
-  std::vector<float> got_q, got_k, got_v;
-};
+class NormQkvRopeTest : public test::GpuTest, public ::testing::WithParamInterface<QkvCase> {};
 
 TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
   // (named variables, not a structured binding: clang 14, the asan preset's compiler, cannot capture those)
@@ -194,60 +270,11 @@ TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
     r.bk = test::tensor_from(dev(), {KV * D}, wt, bk0);
     r.bv = test::tensor_from(dev(), {KV * D}, wt, bv0);
   }
-  auto run_one = [&](bool fused) {
-    Tensor q = Tensor::empty(dev(), {1, M, H, D}, act, "q");
-    Tensor kc = test::tensor_from(dev(), {1, S, KV, D}, act, cache0), vc = test::tensor_from(dev(), {1, S, KV, D}, act, cache0);
-    ASSERT_TRUE(ops::norm_qkv_rope_fits(q, kc, vc, x, norm_w, r));
-    test::run(dev(), [&](vk::Recorder& rec) {
-      if (fused) return ops::norm_qkv_rope_forward(rec, q, kc, vc, x, norm_w, kEps, r);
-      Tensor k = Tensor::empty(dev(), {1, M, KV, D}, act, "k"), v = Tensor::empty(dev(), {1, M, KV, D}, act, "v");
-      ops::norm_matvec_forward(rec, q.reshape({M, H * D}), x, norm_w, kEps, r.wq, r.bq);
-      ops::norm_matvec_forward(rec, k.reshape({M, KV * D}), x, norm_w, kEps, r.wk, r.bk);
-      ops::norm_matvec_forward(rec, v.reshape({M, KV * D}), x, norm_w, kEps, r.wv, r.bv);
-      ops::rope_kv_cache_forward(rec, q, k, v, kc, vc, r.positions, r.inv_freq, r.offsets, r.slot);
-    });
-    got_q = download(q);
-    got_k = download(kc);
-    got_v = download(vc);
-  };
-  run_one(true);
-  if (HasFatalFailure()) return;
-  const std::vector<float> fq = got_q, fk = got_k, fv = got_v;
-
-  const bool f16 = act == DType::f16;
   const std::vector<float> none;
-  std::vector<float> q(size_t(M) * H * D), k(size_t(M) * KV * D), v(size_t(M) * KV * D), kc = cache0, vc = cache0;
-  ops::ref::norm_matvec_forward(q, x0, norm0, kEps, wq0, biases ? bq0 : none, f16);
-  ops::ref::norm_matvec_forward(k, x0, norm0, kEps, wk0, biases ? bk0 : none, f16);
-  ops::ref::norm_matvec_forward(v, x0, norm0, kEps, wv0, biases ? bv0 : none, f16);
-  ops::ref::rope_kv_cache_forward(q, k, v, kc, vc, positions, offsets, 1, D, KV, kTheta);
-  const double tol = f16 ? 4e-3 : 2e-5;
-  test::expect_close(fq, test::rounded(q, act), tol, "q vs reference");
-  test::expect_close(fk, test::rounded(kc, act), tol, "k cache vs reference");
-  test::expect_close(fv, test::rounded(vc, act), tol, "v cache vs reference");
-  for (uint32_t row = 0; row < S; ++row) {  // rows no token lands on keep their contents
-    if (row >= uint32_t(row0) && row < uint32_t(row0) + M) continue;
-    for (uint32_t e = row * KV * D; e < (row + 1) * KV * D; ++e) {
-      ASSERT_EQ(fk[e], cache0[e]) << "k cache row " << row;
-      ASSERT_EQ(fv[e], cache0[e]) << "v cache row " << row;
-    }
-  }
-  run_one(false);
-  test::expect_close(fq, got_q, tol, "q vs the unfused ops");
-  test::expect_close(fk, got_k, tol, "k cache vs the unfused ops");
-  test::expect_close(fv, got_v, tol, "v cache vs the unfused ops");
+  const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {wq0, wk0, wv0},
+                  {biases ? bq0 : none, biases ? bk0 : none, biases ? bv0 : none}, positions, offsets};
   // Loads in flight a lane (LORASTUDIO_MATVEC_DEPTH) change no bit (as MatvecNormTest.LoadDepthChangesNoBit)
-  for (const char* depth : {"1", "3", "4"}) {
-    SCOPED_TRACE(::testing::Message() << "LORASTUDIO_MATVEC_DEPTH=" << depth);
-    setenv("LORASTUDIO_MATVEC_DEPTH", depth, 1);
-    run_one(true);
-    unsetenv("LORASTUDIO_MATVEC_DEPTH");
-    for (auto [got, want] : {std::pair{&got_q, &fq}, {&got_k, &fk}, {&got_v, &fv}}) {
-      ASSERT_EQ(got->size(), want->size());
-      for (size_t j = 0; j < got->size(); ++j)
-        ASSERT_EQ(std::bit_cast<uint32_t>((*got)[j]), std::bit_cast<uint32_t>((*want)[j])) << "element " << j;
-    }
-  }
+  check_qkv_pass(dev(), c, x, norm_w, r, "LORASTUDIO_MATVEC_DEPTH", {"1", "3", "4"}, "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, NormQkvRopeTest,
@@ -377,10 +404,7 @@ std::string packed_qkv_case_name(const ::testing::TestParamInfo<PackedQkvCase>& 
   return "m" + std::to_string(M) + "_k" + std::to_string(K) + "_" + dtype_name(act) + "_" + quant_name(qt) +
          (biases ? "_bias" : "") + "_row" + std::to_string(row0);
 }
-class PackedQkvRopeTest : public test::GpuTest, public ::testing::WithParamInterface<PackedQkvCase> {
- protected:
-  std::vector<float> got_q, got_k, got_v;
-};
+class PackedQkvRopeTest : public test::GpuTest, public ::testing::WithParamInterface<PackedQkvCase> {};
 
 TEST_P(PackedQkvRopeTest, MatchesReferenceUnfusedOpsAndEveryDepth) {
   // (named variables, not a structured binding: clang 14 cannot capture those)
@@ -424,60 +448,11 @@ TEST_P(PackedQkvRopeTest, MatchesReferenceUnfusedOpsAndEveryDepth) {
     r.bk = test::tensor_from(dev(), {KV * D}, bt, b0[1]);
     r.bv = test::tensor_from(dev(), {KV * D}, bt, b0[2]);
   }
-  auto run_one = [&](bool fused) {
-    Tensor q = Tensor::empty(dev(), {1, M, H, D}, act, "q");
-    Tensor kc = test::tensor_from(dev(), {1, S, KV, D}, act, cache0), vc = test::tensor_from(dev(), {1, S, KV, D}, act, cache0);
-    ASSERT_TRUE(ops::norm_qkv_rope_fits(q, kc, vc, x, norm_w, r));
-    test::run(dev(), [&](vk::Recorder& rec) {
-      if (fused) return ops::norm_qkv_rope_forward(rec, q, kc, vc, x, norm_w, kEps, r);
-      Tensor k = Tensor::empty(dev(), {1, M, KV, D}, act, "k"), v = Tensor::empty(dev(), {1, M, KV, D}, act, "v");
-      ops::norm_matvec_forward(rec, q.reshape({M, H * D}), x, norm_w, kEps, r.packed_q, r.bq);
-      ops::norm_matvec_forward(rec, k.reshape({M, KV * D}), x, norm_w, kEps, r.packed_k, r.bk);
-      ops::norm_matvec_forward(rec, v.reshape({M, KV * D}), x, norm_w, kEps, r.packed_v, r.bv);
-      ops::rope_kv_cache_forward(rec, q, k, v, kc, vc, r.positions, r.inv_freq, r.offsets, r.slot);
-    });
-    got_q = download(q);
-    got_k = download(kc);
-    got_v = download(vc);
-  };
-  run_one(true);
-  if (HasFatalFailure()) return;
-  const std::vector<float> fq = got_q, fk = got_k, fv = got_v;
-
-  const bool f16 = act == DType::f16;
   const std::vector<float> none;
-  std::vector<float> q(size_t(M) * H * D), k(size_t(M) * KV * D), v(size_t(M) * KV * D), kc = cache0, vc = cache0;
-  ops::ref::norm_matvec_forward(q, x0, norm0, kEps, w0[0], biases ? b0[0] : none, f16);
-  ops::ref::norm_matvec_forward(k, x0, norm0, kEps, w0[1], biases ? b0[1] : none, f16);
-  ops::ref::norm_matvec_forward(v, x0, norm0, kEps, w0[2], biases ? b0[2] : none, f16);
-  ops::ref::rope_kv_cache_forward(q, k, v, kc, vc, positions, offsets, 1, D, KV, kTheta);
-  const double tol = f16 ? 4e-3 : 2e-5;
-  const std::string what = std::string(quant_name(qt)) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
-  test::expect_close(fq, test::rounded(q, act), tol, "q vs reference, " + what);
-  test::expect_close(fk, test::rounded(kc, act), tol, "k cache vs reference, " + what);
-  test::expect_close(fv, test::rounded(vc, act), tol, "v cache vs reference, " + what);
-  for (uint32_t row = 0; row < S; ++row) {  // rows no token lands on keep their contents
-    if (row >= uint32_t(row0) && row < uint32_t(row0) + M) continue;
-    for (uint32_t e = row * KV * D; e < (row + 1) * KV * D; ++e) {
-      ASSERT_EQ(fk[e], cache0[e]) << "k cache row " << row;
-      ASSERT_EQ(fv[e], cache0[e]) << "v cache row " << row;
-    }
-  }
-  run_one(false);
-  test::expect_close(fq, got_q, tol, "q vs the unfused ops, " + what);
-  test::expect_close(fk, got_k, tol, "k cache vs the unfused ops, " + what);
-  test::expect_close(fv, got_v, tol, "v cache vs the unfused ops, " + what);
-  for (const char* depth : {"1", "2", "3", "8"}) {  // the pieces in flight a lane change no bit
-    SCOPED_TRACE(::testing::Message() << "LORASTUDIO_QKV_DEPTH=" << depth);
-    setenv("LORASTUDIO_QKV_DEPTH", depth, 1);
-    run_one(true);
-    unsetenv("LORASTUDIO_QKV_DEPTH");
-    for (auto [got, want] : {std::pair{&got_q, &fq}, {&got_k, &fk}, {&got_v, &fv}}) {
-      ASSERT_EQ(got->size(), want->size());
-      for (size_t j = 0; j < got->size(); ++j)
-        ASSERT_EQ(std::bit_cast<uint32_t>((*got)[j]), std::bit_cast<uint32_t>((*want)[j])) << "element " << j;
-    }
-  }
+  const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {w0[0], w0[1], w0[2]},
+                  {biases ? b0[0] : none, biases ? b0[1] : none, biases ? b0[2] : none}, positions, offsets};
+  const std::string what = std::string(", ") + quant_name(qt) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
+  check_qkv_pass(dev(), c, x, norm_w, r, "LORASTUDIO_QKV_DEPTH", {"1", "2", "3", "8"}, what);  // pieces in flight a lane
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, PackedQkvRopeTest,
