@@ -10,6 +10,9 @@
 # (session 33 on) compiled_peer, (session 40 on) decode_env.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source .gpu/env.sh
+# The validation layer, unpacked from .gpu/extra-debs into .gpu/root (the loader finds it only through VK_LAYER_PATH;
+# its library through env.sh's LD_LIBRARY_PATH). The tests turn it on unless LS_TEST_NO_VALIDATION=1.
+[ -d .gpu/root/usr/share/vulkan/explicit_layer.d ] && export VK_LAYER_PATH=$PWD/.gpu/root/usr/share/vulkan/explicit_layer.d
 R=$OUT/r; mkdir -p $R
 W=/tmp/w; mkdir -p $W
 tar xJf .gpu/carry/bins.tar.xz -C $W

@@ -276,9 +276,13 @@ DeviceRequirements::DeviceRequirements(VkPhysicalDevice physical, const DeviceRe
               .cooperativeMatrixTensorAddressing = VK_TRUE};
     chain(coop2_);
   }
-  if (subgroup_32_) {  // the KHR kernels' pipelines require subgroups of 32 (Pipelines)
-    f13_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES, .subgroupSizeControl = VK_TRUE,
-            .computeFullSubgroups = VK_TRUE};
+  if (subgroup_32_ || coopmat2_) {
+    f13_ = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+    if (subgroup_32_) {  // the KHR kernels' pipelines require subgroups of 32 (Pipelines)
+      f13_.subgroupSizeControl = VK_TRUE;
+      f13_.computeFullSubgroups = VK_TRUE;
+    }
+    f13_.maintenance4 = coopmat2_;  // the cooperative-matrix-2 kernels' LocalSizeId (tensor_cores_for checked it)
     chain(f13_);
   }
 }
@@ -292,7 +296,8 @@ TensorCores tensor_cores_for(const DeviceReport& report) {
   // subgroup-scope kernels (the workgroup-scope GEMM is faster: bench/RESULTS.md, session 9).
   // bufferDeviceAddress too: the quantized weights' decode function takes a pointer to a block
   // (shaders/matmul_coopmat2.comp, the PhysicalStorageBufferAddresses capability).
-  t.cm2 = t.subgroup.api != CoopmatApi::none && report.coopmat2 && report.buffer_device_address &&
+  // maintenance4 too: those kernels are SPIR-V 1.6 with their workgroup size from specialization constants.
+  t.cm2 = t.subgroup.api != CoopmatApi::none && report.coopmat2 && report.buffer_device_address && report.maintenance4 &&
           kernel_built(Kernel::gemm_cm2_m_f16_f16_f32) && !env_flag("LORASTUDIO_NO_COOPMAT2");
   return t;
 }

@@ -82,6 +82,7 @@ DeviceReport read_device_report(VkInstance instance, VkPhysicalDevice physical, 
     vkGetPhysicalDeviceFeatures2(physical, &f);
     r.subgroup_size_control = f13.subgroupSizeControl && f13.computeFullSubgroups &&
                               (p13.requiredSubgroupSizeStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    r.maintenance4 = f13.maintenance4;
     r.min_subgroup_size = p13.minSubgroupSize;
     r.max_subgroup_size = p13.maxSubgroupSize;
   }

@@ -39,6 +39,9 @@ struct DeviceReport {
   // among requiredSubgroupSizeStages): a pipeline may require any power of two from min to max.
   bool subgroup_size_control = false;
   uint32_t min_subgroup_size = 0, max_subgroup_size = 0;
+  // Vulkan 1.3's maintenance4: a SPIR-V 1.6 module's workgroup size from specialization constants (LocalSizeId, as
+  // glslang writes local_size_x_id for the cooperative-matrix-2 kernels, built for vulkan1.3) needs it enabled.
+  bool maintenance4 = false;
   bool coopmat_nv = false;        // VK_NV_cooperative_matrix
   std::vector<CoopMatShape> coopmat_shapes;  // its subgroup-scope shapes
   bool coopmat_khr = false;       // VK_KHR_cooperative_matrix with its feature (Vulkan 1.3)
