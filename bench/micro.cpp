@@ -384,6 +384,23 @@ int run_micro(vk::Device& dev, int iters, const std::string& json_path, const st
     cases.push_back({"layer_norm_1024", "f32 [1, 1024]", 8.0 * 1024, 12.0 * 1024,
                      [=](vk::Recorder& rec) { ops::layer_norm_forward(rec, y, mean, rstd, x, w, b, 1e-5f); }});
   }
+  // The fixed cost of a dispatch (what bounds a decoded token at 0.5B: 123 of them, of little work each): 100 dispatches
+  // of almost nothing (fill_zero of 256 bytes) in one op, dependent (one tensor: a barrier between each two) or not
+  // (100 tensors). The GPU column sums timestamps around each dispatch; the wall column (one submit and wait of the op,
+  // ~40 us of it the submit) includes the barriers' gaps: (wall - submit) / 100 is a dependent dispatch's cost.
+  {
+    auto one = Tensor::empty(dev, {64}, DT::f32);
+    std::vector<Tensor> many;
+    for (int i = 0; i < 100; ++i) many.push_back(Tensor::empty(dev, {64}, DT::f32));
+    cases.push_back({"dispatch_chain_100_dependent", "100 x fill_zero f32 [64], one tensor", 0, 100 * 256.0,
+                     [=](vk::Recorder& rec) {
+                       for (int i = 0; i < 100; ++i) ops::fill_zero(rec, one);
+                     }});
+    cases.push_back({"dispatch_chain_100_independent", "100 x fill_zero f32 [64], 100 tensors", 0, 100 * 256.0,
+                     [=](vk::Recorder& rec) {
+                       for (const Tensor& t : many) ops::fill_zero(rec, t);
+                     }});
+  }
   rms("rms_norm_1024", 1, 1024);
   lora_delta("lora_512x512_r8", 1, 512, 512, 8);
   lora_delta("lora_1024x1024_r8", 1, 1024, 1024, 8);

@@ -12,6 +12,7 @@ link_source_dir
 (. /etc/os-release; echo "device OS: $PRETTY_NAME; $(ldd --version | head -1)")
 mkdir -p $R/cm2_on && timeout 60 $B/device_test > $R/cm2_on/device_test.txt 2>&1
 echo "device_test, layer on, cm2 on: rc=$?"; grep -ohE "VUID-[A-Za-z0-9_-]+" $R/cm2_on/device_test.txt | sort | uniq -c
+micro_env chain dispatch_chain  # the fixed cost of a dependent dispatch (new micro cases)
 export LORASTUDIO_NO_COOPMAT2=1
 gpu_tests device_test decode_layer_test matvec_norm_test quantized_model_test
 unset LORASTUDIO_NO_COOPMAT2
