@@ -3,7 +3,7 @@
 # VK_NV_cooperative_matrix2: it cannot parse those kernels' SPIR-V or the device's feature chain with them, so the
 # tests run twice, with the layer and LORASTUDIO_NO_COOPMAT2=1 (everything else validated), and device_test with the
 # layer and the cooperative-matrix-2 kernels on (what is left must be only what the old layer cannot read). Between
-# them, the packed gate/up product's switches one at a time at 7B nf4 decode (s43a ran two together).
+# them, micro's dispatch_chain cases and the packed gate/up product's switches one at a time at 7B nf4 decode.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s43c_validated.sh
 source "$(dirname "$0")/common.sh"
 (cd .gpu/carry/peers && python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "models rc=$?" >> $R/make_model7.txt) &
