@@ -131,6 +131,22 @@ TEST(ChooseCoopmat, DescribedForDevices) {
             "VK_KHR_cooperative_matrix (16x16x16 f16, subgroups of 32, required by each pipeline)");
 }
 
+// The cooperative-matrix-2 kernels run only where the device offers what they use, maintenance4 included (they are
+// SPIR-V 1.6 with their workgroup size from specialization constants: LocalSizeId, which needs it enabled).
+TEST(TensorCores, CooperativeMatrix2NeedsMaintenance4) {
+  if (std::getenv("LORASTUDIO_NO_COOPMAT2") || std::getenv("LORASTUDIO_NO_COOPMAT") || std::getenv("LORASTUDIO_COOPMAT"))
+    GTEST_SKIP() << "a LORASTUDIO_*COOPMAT* switch is set";
+  auto r = tensor_core_gpu(true, false, 32);
+  r.coopmat2 = r.buffer_device_address = r.maintenance4 = true;
+  EXPECT_EQ(vk::tensor_cores_for(r).cm2, vk::kernel_built(vk::Kernel::gemm_cm2_m_f16_f16_f32));  // built with glslang >= 14
+  r.maintenance4 = false;
+  EXPECT_FALSE(vk::tensor_cores_for(r).cm2);
+  EXPECT_EQ(vk::tensor_cores_for(r).subgroup.api, vk::CoopmatApi::nv);  // the subgroup-scope kernels stay
+  r.maintenance4 = true;
+  r.buffer_device_address = false;
+  EXPECT_FALSE(vk::tensor_cores_for(r).cm2);
+}
+
 class DeviceTest : public test::GpuTest {};
 
 TEST_F(DeviceTest, ReportNamesTheFeaturesTheEngineUses) {
