@@ -1,5 +1,6 @@
 #include "ops/matvec_norm.h"
 
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -253,6 +254,15 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
   const uint64_t pairs = uint64_t(H + 2 * KV) * (D / 2);
   const bool biases = r.bq.defined();
   ColumnGroups cg = column_groups(rec, uint32_t(pairs), x.cols());
+  // LORASTUDIO_QKV_SPLIT=n splits each pair's reduction over n subgroups, LORASTUDIO_QKV_DEPTH=n has a lane load n
+  // pieces before it sums any (measurement; the packed pass's depth is 4 unless asked, the plain pass's
+  // ops::detail::matvec_depth)
+  if (const uint32_t split = env_clamped("LORASTUDIO_QKV_SPLIT", 0, 8, 0); split != 0) {
+    const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), subgroups = std::max(1u, kThreads / sg);
+    cg.spec.constants[0] = std::min(std::bit_floor(split), subgroups);
+    cg.groups.x = ceil_div(pairs, subgroups / cg.spec.constants[0]);
+  }
+  if (!r.packed()) cg.spec.constants[1] = env_clamped("LORASTUDIO_QKV_DEPTH", 1, 4, cg.spec.constants[1]);
   const MatvecNormQkvParams params{.M = uint32_t(x.rows()), .K = x.cols(), .heads = H, .kv_heads = KV,
                                    .half_d = D / 2, .cache_rows = uint32_t(k_cache.numel() / (uint64_t(KV) * D)),
                                    .slot = r.slot, .eps = eps, .flags = biases ? 1u : 0u,
