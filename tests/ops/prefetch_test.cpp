@@ -26,8 +26,8 @@ std::vector<int32_t> random_words(size_t n, uint32_t seed) {
 }
 
 TEST_F(Prefetch, EachWorkgroupReadsItsWords) {
-  // 300,001 words: ten workgroups (32,768 words each), the last partly filled, and a tail of one word past the
-  // whole 16-byte pieces; then only the first 1,000,000 and 200,000 bytes; then fewer words than a piece.
+  // 300,001 words: 37 workgroups (8,192 words each), the last partly filled, and a tail of one word past the whole
+  // 16-byte pieces; then only the first 1,000,000 and 200,000 bytes; then fewer words than a piece.
   const uint32_t n = 300001;
   const Tensor src = test::tensor_from_ints(dev(), {n}, random_words(n, 11));
   const std::vector<uint32_t> all = words_of(download_bytes(src));
@@ -51,11 +51,11 @@ TEST_F(Prefetch, ReadsNoMoreThanTheTensor) {
 }
 
 TEST_F(Prefetch, RejectsTooFewSums) {
-  const Tensor src = test::tensor_from_ints(dev(), {70000}, random_words(70000, 13));
+  const Tensor src = test::tensor_from_ints(dev(), {20000}, random_words(20000, 13));
   const Tensor sums = Tensor::empty(dev(), {1}, DType::i32);
   vk::Recorder rec(dev());
   try {
-    ops::prefetch_into_cache(rec, src, 280000, sums);
+    ops::prefetch_into_cache(rec, src, 80000, sums);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("fewer than its 3 workgroups"), std::string::npos) << e.what();
