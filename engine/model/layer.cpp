@@ -4,7 +4,6 @@
 // rest.
 #include "model/layer.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -22,7 +21,6 @@
 #include "ops/matmul.h"
 #include "ops/matvec_norm.h"
 #include "ops/norms.h"
-#include "ops/prefetch.h"
 #include "ops/quant.h"
 #include "ops/rope.h"
 
@@ -271,34 +269,6 @@ void norm_backward(vk::Recorder& rec, const RmsNorm& norm, const Tensor& dx, con
   }
 }
 
-namespace {
-// Decoding: what the stages after the attention read first (o's weight, then the first rows of gate's and up's),
-// read into the GPU's cache beside the attention, which leaves the memory bus idle (ops/prefetch.h), up to
-// ops::decode_prefetch_bytes in all. Recorded after the attention, so that its workgroups start first (or, with
-// LORASTUDIO_PREFETCH_WITH_QKV=1, after the q/k/v pass, beside it: measurement).
-bool prefetch_with_qkv() {
-  const char* v = std::getenv("LORASTUDIO_PREFETCH_WITH_QKV");
-  return v && std::string_view(v) == "1";
-}
-void prefetch_beside_attention(vk::Recorder& rec, const LayerWeights& w) {
-  uint64_t budget = ops::decode_prefetch_bytes(rec.device());
-  if (budget == 0) return;
-  const auto read = [&](const Tensor& t, uint64_t most) {
-    const uint64_t b = std::min({most, budget, t.defined() ? t.bytes() : 0});
-    if (b >= 4) ops::prefetch_into_cache(rec, t, b);
-    budget -= b;
-  };
-  if (w.o.q.defined()) {
-    read(w.o.q.codes, w.o.q.codes.bytes());
-    read(w.o.q.absmax, w.o.q.absmax.bytes());
-  } else {
-    read(w.o.w, w.o.w.bytes());
-  }
-  const uint64_t half = budget / 2;
-  for (const LinearWeights* lw : {&w.gate, &w.up}) read(lw->q.defined() ? lw->q.codes : lw->w, half);
-}
-}  // namespace
-
 void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w, const LayerActs& a,
                    const LayerRun& run, uint32_t layer, ResidualCarry* carry) {
   const uint32_t M = uint32_t(a.x_in.rows()), H = s.heads, KV = s.kv_heads, D = s.head_dim;
@@ -333,7 +303,6 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
   if (fold_rope) {
     // Decoding: the input norm, q, k, v, RoPE and the cache write in one pass
     ops::norm_qkv_rope_forward(rec, a.q, a.k_cache, a.v_cache, a.x_in, w.input_norm, s.norm.eps, qkv_rope);
-    if (M == 1 && a.k_cache.defined() && !run.rows_are_sequences && prefetch_with_qkv()) prefetch_beside_attention(rec, w);
   } else if (fold_input_norm) {
     // Decoding: the input norm inside each product (one stage for the norm and q, k, v, not two)
     for (const auto& [lw, y] : {std::pair<const LinearWeights&, Tensor>{w.q, q_out}, {w.k, k_out}, {w.v, v_out}}) {
@@ -370,7 +339,6 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
                                  int32_t(kPastSlot));
     ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale,
                                   s.window.value_or(0));
-    if (M == 1 && !(fold_rope && prefetch_with_qkv())) prefetch_beside_attention(rec, w);
   } else {
     // Training: q attends over the batch row's own k and v; lse is kept for the backward.
     if (!q_rope.applied) ops::rope_forward(rec, a.q, a.q, run.positions, inv_freq);  // (B, T, H, D)
