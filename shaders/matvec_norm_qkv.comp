@@ -4,7 +4,7 @@
 // products with their biases, RoPE on q and k, and k and v into the KV cache: what ops::norm_matvec_forward three
 // times and ops::rope_kv_cache_forward do, with the same roundings (each product rounded to ACT_T, as stored,
 // before it is rotated) and shaders/rope_kv.comp's rotation bit for bit. One subgroup per pair (i, i + D/2) of a
-// head of q, k or v: heads [0, H) of q, [H, H + KV) of k, then v. Token m: position pos[m], cache row
+// head of q, k or v (or two pairs, kPairs below): heads [0, H) of q, [H, H + KV) of k, then v. Token m: position pos[m], cache row
 // offsets[slot] + m (rows past the cache's end skipped, as rope_kv.comp does).
 // With Q_NF4 or Q_Q8 the three weights are quantized (QLoRA bases, read packed as shaders/quant_matvec_norm.comp
 // reads them: a piece's sum times its block's scale) and W_T is the biases' type.
@@ -117,103 +117,125 @@ void load_pair(uint which, uint lo, uint hi, uint k, inout Piece a, inout Piece 
 #endif
 }
 
+// Pairs a subgroup computes side by side (constant 3: 1 or 2; ops::norm_qkv_rope_forward): pairs (i, i + D/2) and
+// (i + 1, i + 1 + D/2) of one head, their loads in flight together. Two a subgroup halve the workgroups, so that a
+// pass whose registers allow two workgroups an SM runs in one wave (7B: 288 workgroups of one pair a subgroup, on
+// 264 places of an H100). Only without a split (kSplit 1).
+layout(constant_id = 3) const uint kPairs = 1u;
+const uint kMaxPairs = 2u;
+
 void main() {
-  const uint pair = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
-  const uint head = pair / p.half_d, i = pair % p.half_d, D = 2u * p.half_d;
+  const uint unit = gl_WorkGroupID.x * split_columns() + gl_SubgroupID / kSplit;
+  const uint pair0 = unit * kPairs;  // the unit's first pair; with two, i is even and i + 1 in the same head
+  const uint head = pair0 / p.half_d, i0 = pair0 % p.half_d, D = 2u * p.half_d;
   const bool live = head < p.heads + 2u * p.kv_heads;  // uniform over the subgroup
   // which product, and the head's rows in it
   const uint which = head < p.heads ? 0u : head < p.heads + p.kv_heads ? 1u : 2u;
   const uint h = which == 0u ? head : which == 1u ? head - p.heads : head - p.heads - p.kv_heads;
-  const uint lo = h * D + i, hi = lo + p.half_d;
+  const uint lo0 = h * D + i0;  // pair j's rows: lo0 + j and lo0 + j + D/2
   const uint k0 = split_k0(), step = split_k_step();
   // kDepth pieces of each row a lane loads before it sums any (the same sums in the same order); the first batch
   // before the norm's staging, its round trip overlapping it (matvec_norm.comp).
-  Piece ra[kMaxDepth], rb[kMaxDepth];
-  [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+  Piece ra[kMaxPairs * kMaxDepth], rb[kMaxPairs * kMaxDepth];
+  [[unroll]] for (uint j = 0u; j < kMaxPairs; ++j) {
+    [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
 #if defined(PACKED)
-    ra[u] = rb[u] = uvec2(0u);
+      ra[j * kMaxDepth + u] = rb[j * kMaxDepth + u] = uvec2(0u);
 #else
-    ra[u] = rb[u] = RawW(uvec4(0u), uvec4(0u));
+      ra[j * kMaxDepth + u] = rb[j * kMaxDepth + u] = RawW(uvec4(0u), uvec4(0u));
 #endif
-    if (live && u < kDepth && k0 + u * step < p.K) load_pair(which, lo, hi, k0 + u * step, ra[u], rb[u]);
+      if (live && j < kPairs && u < kDepth && k0 + u * step < p.K)
+        load_pair(which, lo0 + j, lo0 + j + p.half_d, k0 + u * step, ra[j * kMaxDepth + u], rb[j * kMaxDepth + u]);
+    }
   }
 #if defined(PACKED)
   quant_init();  // the map's staging (the pieces' scales need it)
 #endif
   stage_rows();
-  float acc_lo[kMaxRows], acc_hi[kMaxRows];  // float, not vec2 (as shaders/matvec_norm.comp)
-  for (uint m = 0u; m < kMaxRows; ++m) acc_lo[m] = acc_hi[m] = 0.0;
+  float acc_lo[kMaxPairs * kMaxRows], acc_hi[kMaxPairs * kMaxRows];  // float, not vec2 (as shaders/matvec_norm.comp)
+  for (uint m = 0u; m < kMaxPairs * kMaxRows; ++m) acc_lo[m] = acc_hi[m] = 0.0;
   if (live) {
     for (uint kb = k0; kb < p.K; kb += step * kDepth) {
       if (kb != k0)
-        [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u)
-          if (u < kDepth && kb + u * step < p.K) load_pair(which, lo, hi, kb + u * step, ra[u], rb[u]);
+        [[unroll]] for (uint j = 0u; j < kMaxPairs; ++j)
+          [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u)
+            if (j < kPairs && u < kDepth && kb + u * step < p.K)
+              load_pair(which, lo0 + j, lo0 + j + p.half_d, kb + u * step, ra[j * kMaxDepth + u],
+                        rb[j * kMaxDepth + u]);
+      [[unroll]] for (uint j = 0u; j < kMaxPairs; ++j) {
+        if (j >= kPairs) break;
+        const uint lo = lo0 + j, hi = lo + p.half_d;
 #if defined(PACKED)
-      float sa[kMaxDepth], sb[kMaxDepth];  // the pieces' block scales (a piece lies in one block: K % 8 == 0)
-      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
-        const uint k = min(kb + u * step, p.K - 8u);
-        sa[u] = u < kDepth ? piece_scale(which, (lo * p.K + k) >> 6) : 0.0;
-        sb[u] = u < kDepth ? piece_scale(which, (hi * p.K + k) >> 6) : 0.0;
-      }
+        float sa[kMaxDepth], sb[kMaxDepth];  // the pieces' block scales (a piece lies in one block: K % 8 == 0)
+        [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+          const uint k = min(kb + u * step, p.K - 8u);
+          sa[u] = u < kDepth ? piece_scale(which, (lo * p.K + k) >> 6) : 0.0;
+          sb[u] = u < kDepth ? piece_scale(which, (hi * p.K + k) >> 6) : 0.0;
+        }
 #endif
-      [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
-        const uint k = kb + u * step;
-        if (u >= kDepth || k >= p.K) break;
-        vec4 al, ah, bl, bh;
+        [[unroll]] for (uint u = 0u; u < kMaxDepth; ++u) {
+          const uint k = kb + u * step;
+          if (u >= kDepth || k >= p.K) break;
+          vec4 al, ah, bl, bh;
 #if defined(PACKED)
-        piece_values(ra[u], al, ah);
-        piece_values(rb[u], bl, bh);
+          piece_values(ra[j * kMaxDepth + u], al, ah);
+          piece_values(rb[j * kMaxDepth + u], bl, bh);
 #else
-        unpack_w(ra[u], al, ah);
-        unpack_w(rb[u], bl, bh);
+          unpack_w(ra[j * kMaxDepth + u], al, ah);
+          unpack_w(rb[j * kMaxDepth + u], bl, bh);
 #endif
-        [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
-          if (m >= p.M) break;
-          vec4 xl, xh;
-          load_x(m * p.K + k, xl, xh);
+          [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+            if (m >= p.M) break;
+            vec4 xl, xh;
+            load_x(m * p.K + k, xl, xh);
 #if defined(PACKED)
-          acc_lo[m] = fma(dot(xl, al) + dot(xh, ah), sa[u], acc_lo[m]);  // as shaders/quant_matvec_norm.comp
-          acc_hi[m] = fma(dot(xl, bl) + dot(xh, bh), sb[u], acc_hi[m]);
+            acc_lo[j * kMaxRows + m] = fma(dot(xl, al) + dot(xh, ah), sa[u], acc_lo[j * kMaxRows + m]);
+            acc_hi[j * kMaxRows + m] = fma(dot(xl, bl) + dot(xh, bh), sb[u], acc_hi[j * kMaxRows + m]);
 #else
-          acc_lo[m] += dot(xl, al) + dot(xh, ah);
-          acc_hi[m] += dot(xl, bl) + dot(xh, bh);
+            acc_lo[j * kMaxRows + m] += dot(xl, al) + dot(xh, ah);
+            acc_hi[j * kMaxRows + m] += dot(xl, bl) + dot(xh, bh);
 #endif
+          }
         }
       }
     }
   }
-  vec2 acc[kMaxRows];  // (row lo, row hi)
-  for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(acc_lo[m], acc_hi[m]);
-  if (!column_sums(acc, live)) return;
   const uint d0 = p.slot >= 0 ? uint(max(offsets[p.slot], 0)) : 0u;
-  [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
-    if (m >= p.M) break;
-    float x0 = acc[m].x, x1 = acc[m].y;
-    if ((p.flags & 1u) != 0u) {
-      x0 += TO_F32(W_T, which == 0u ? bq[lo] : which == 1u ? bk[lo] : bv[lo]);
-      x1 += TO_F32(W_T, which == 0u ? bq[hi] : which == 1u ? bk[hi] : bv[hi]);
-    }
-    x0 = round_act(x0);  // the products as stored before RoPE reads them
-    x1 = round_act(x1);
-    if (which == 2u) {
-      if (d0 + m < p.cache_rows) {
-        const uint c = (d0 + m) * p.kv_heads * D;
-        v_cache[c + lo] = FROM_F32(ACT_T, x0);
-        v_cache[c + hi] = FROM_F32(ACT_T, x1);
+  [[unroll]] for (uint j = 0u; j < kMaxPairs; ++j) {
+    if (j >= kPairs) break;
+    const uint i = i0 + j, lo = lo0 + j, hi = lo + p.half_d;
+    vec2 acc[kMaxRows];  // (row lo, row hi)
+    for (uint m = 0u; m < kMaxRows; ++m) acc[m] = vec2(acc_lo[j * kMaxRows + m], acc_hi[j * kMaxRows + m]);
+    if (!column_sums(acc, live)) continue;  // (with two pairs, kSplit is 1: no barrier inside)
+    [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+      if (m >= p.M) break;
+      float x0 = acc[m].x, x1 = acc[m].y;
+      if ((p.flags & 1u) != 0u) {
+        x0 += TO_F32(W_T, which == 0u ? bq[lo] : which == 1u ? bk[lo] : bv[lo]);
+        x1 += TO_F32(W_T, which == 0u ? bq[hi] : which == 1u ? bk[hi] : bv[hi]);
       }
-      continue;
-    }
-    precise float a = float(pos[m]) * inv_freq[i];
-    vec2 sc = sin_cos(a);
-    const float r0 = x0 * sc.y - x1 * sc.x, r1 = x1 * sc.y + x0 * sc.x;
-    if (which == 0u) {
-      const uint row = m * p.heads * D;
-      q[row + lo] = FROM_F32(ACT_T, r0);
-      q[row + hi] = FROM_F32(ACT_T, r1);
-    } else if (d0 + m < p.cache_rows) {
-      const uint c = (d0 + m) * p.kv_heads * D;
-      k_cache[c + lo] = FROM_F32(ACT_T, r0);
-      k_cache[c + hi] = FROM_F32(ACT_T, r1);
+      x0 = round_act(x0);  // the products as stored before RoPE reads them
+      x1 = round_act(x1);
+      if (which == 2u) {
+        if (d0 + m < p.cache_rows) {
+          const uint c = (d0 + m) * p.kv_heads * D;
+          v_cache[c + lo] = FROM_F32(ACT_T, x0);
+          v_cache[c + hi] = FROM_F32(ACT_T, x1);
+        }
+        continue;
+      }
+      precise float a = float(pos[m]) * inv_freq[i];
+      vec2 sc = sin_cos(a);
+      const float r0 = x0 * sc.y - x1 * sc.x, r1 = x1 * sc.y + x0 * sc.x;
+      if (which == 0u) {
+        const uint row = m * p.heads * D;
+        q[row + lo] = FROM_F32(ACT_T, r0);
+        q[row + hi] = FROM_F32(ACT_T, r1);
+      } else if (d0 + m < p.cache_rows) {
+        const uint c = (d0 + m) * p.kv_heads * D;
+        k_cache[c + lo] = FROM_F32(ACT_T, r0);
+        k_cache[c + hi] = FROM_F32(ACT_T, r1);
+      }
     }
   }
 }

@@ -263,6 +263,14 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
     cg.groups.x = ceil_div(pairs, subgroups / cg.spec.constants[0]);
   }
   if (!r.packed()) cg.spec.constants[1] = env_clamped("LORASTUDIO_QKV_DEPTH", 1, 4, cg.spec.constants[1]);
+  // Two pairs a subgroup (LORASTUDIO_QKV_PAIRS=2, measurement): half the workgroups; unsplit, D/2 even
+  const uint32_t pairs_per_subgroup =
+      cg.spec.constants[0] == 1 && (D / 2) % 2 == 0 ? env_clamped("LORASTUDIO_QKV_PAIRS", 1, 2, 1) : 1;
+  cg.spec.constants.push_back(pairs_per_subgroup);
+  if (pairs_per_subgroup > 1) {
+    const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), subgroups = std::max(1u, kThreads / sg);
+    cg.groups.x = ceil_div(pairs, uint64_t(subgroups) * pairs_per_subgroup);
+  }
   const MatvecNormQkvParams params{.M = uint32_t(x.rows()), .K = x.cols(), .heads = H, .kv_heads = KV,
                                    .half_d = D / 2, .cache_rows = uint32_t(k_cache.numel() / (uint64_t(KV) * D)),
                                    .slot = r.slot, .eps = eps, .flags = biases ? 1u : 0u,

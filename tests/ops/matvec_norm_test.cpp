@@ -152,7 +152,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, MatvecNormTest,
 // What both q, k, v pass tests check, the weights' form aside (QkvRope's plain tensors or its packed_*): the pass
 // against the reference on the weights' values (w0, b0: q's, k's, v's; b0 empty where there are no biases), every
 // cache row no token lands on untouched, against the unfused ops (three norm_matvec_forward, then
-// rope_kv_cache_forward), and bit for bit against itself at each of `depths` of the switch `depth_env`.
+// rope_kv_cache_forward), and bit for bit against itself under each of `switches` ("NAME=VALUE", one at a time).
 struct QkvPass {
   uint32_t M, H, KV, D, S;
   DType act;
@@ -163,7 +163,7 @@ struct QkvPass {
 };
 
 void check_qkv_pass(vk::Device& d, const QkvPass& c, const Tensor& x, const Tensor& norm_w, const ops::QkvRope& r,
-                    const char* depth_env, std::initializer_list<const char*> depths, const std::string& what) {
+                    std::initializer_list<std::string> switches, const std::string& what) {
   const uint32_t M = c.M, H = c.H, KV = c.KV, D = c.D, S = c.S;
   std::vector<float> got_q, got_k, got_v;
   auto run_one = [&](bool fused) {
@@ -214,11 +214,12 @@ void check_qkv_pass(vk::Device& d, const QkvPass& c, const Tensor& x, const Tens
   test::expect_close(fq, got_q, tol, "q vs the unfused ops" + what);
   test::expect_close(fk, got_k, tol, "k cache vs the unfused ops" + what);
   test::expect_close(fv, got_v, tol, "v cache vs the unfused ops" + what);
-  for (const char* depth : depths) {
-    SCOPED_TRACE(::testing::Message() << depth_env << "=" << depth);
-    setenv(depth_env, depth, 1);
+  for (const std::string& sw : switches) {
+    SCOPED_TRACE(sw);
+    const std::string name = sw.substr(0, sw.find('='));
+    setenv(name.c_str(), sw.substr(sw.find('=') + 1).c_str(), 1);
     run_one(true);
-    unsetenv(depth_env);
+    unsetenv(name.c_str());
     for (auto [got, want] : {std::pair{&got_q, &fq}, {&got_k, &fk}, {&got_v, &fv}}) {
       ASSERT_EQ(got->size(), want->size());
       for (size_t j = 0; j < got->size(); ++j)
@@ -273,8 +274,12 @@ TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
   const std::vector<float> none;
   const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {wq0, wk0, wv0},
                   {biases ? bq0 : none, biases ? bk0 : none, biases ? bv0 : none}, positions, offsets};
-  // Loads in flight a lane (LORASTUDIO_MATVEC_DEPTH) change no bit (as MatvecNormTest.LoadDepthChangesNoBit)
-  check_qkv_pass(dev(), c, x, norm_w, r, "LORASTUDIO_MATVEC_DEPTH", {"1", "3", "4"}, "");
+  // Loads in flight a lane (LORASTUDIO_MATVEC_DEPTH, or the pass's own LORASTUDIO_QKV_DEPTH) and two pairs a
+  // subgroup (LORASTUDIO_QKV_PAIRS=2; where the pair's sums are split, M > 1 here, it stays at one) change no bit
+  check_qkv_pass(dev(), c, x, norm_w, r,
+                 {"LORASTUDIO_MATVEC_DEPTH=1", "LORASTUDIO_MATVEC_DEPTH=3", "LORASTUDIO_MATVEC_DEPTH=4",
+                  "LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_PAIRS=2"},
+                 "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, NormQkvRopeTest,
@@ -453,7 +458,11 @@ TEST_P(PackedQkvRopeTest, MatchesReferenceUnfusedOpsAndEveryDepth) {
   const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {w0[0], w0[1], w0[2]},
                   {biases ? b0[0] : none, biases ? b0[1] : none, biases ? b0[2] : none}, positions, offsets};
   const std::string what = std::string(", ") + quant_name(qt) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
-  check_qkv_pass(dev(), c, x, norm_w, r, "LORASTUDIO_QKV_DEPTH", {"1", "2", "3", "8"}, what);  // pieces in flight a lane
+  // pieces in flight a lane, and two pairs a subgroup
+  check_qkv_pass(dev(), c, x, norm_w, r,
+                 {"LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_DEPTH=2", "LORASTUDIO_QKV_DEPTH=3", "LORASTUDIO_QKV_DEPTH=8",
+                  "LORASTUDIO_QKV_PAIRS=2"},
+                 what);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, PackedQkvRopeTest,
