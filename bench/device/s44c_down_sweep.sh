@@ -5,7 +5,7 @@
 # registers two of its workgroups fit an SM, 264 places on an H100 for 7B's 288 workgroups, so a second wave.
 # (2) matvec_norm_test under the validation layer (no cooperative-matrix-2 kernels), two pairs included.
 # (3) micro's decode_7b_f16 under the few-row products' workgroups (LORASTUDIO_MATVEC_GROUPS; 528 is the rule's,
-# giving down 896) and loads in flight (LORASTUDIO_MATVEC_DEPTH). (4) 7B bf16 decode, LORASTUDIO_QKV_PAIRS=2 against
+# giving down 896). (4) 7B bf16 decode, LORASTUDIO_QKV_PAIRS=2 against
 # the default, alternated.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s44c_down_sweep.sh
 source "$(dirname "$0")/common.sh"
@@ -23,8 +23,7 @@ for p in 1 2; do
 done
 LORASTUDIO_NO_COOPMAT2=1 gpu_tests matvec_norm_test
 micro_env default decode_7b_f16
-for g in 264 1792 3584; do micro_env groups$g decode_7b_f16 LORASTUDIO_MATVEC_GROUPS=$g; done
-micro_env depth3 decode_7b_f16 LORASTUDIO_MATVEC_DEPTH=3
+for g in 264 3584; do micro_env groups$g decode_7b_f16 LORASTUDIO_MATVEC_GROUPS=$g; done
 wait $MK; echo "model at ${SECONDS}s"
 export LS_TEST_NO_VALIDATION=1
 KERNELS="matvec_norm_qkv_f16_f16 attention_split_partial_f16 matvec8_f16_f16_f32 matvec_norm_silu_f16_f16"
