@@ -23,7 +23,7 @@ for p in 1 2; do
 done
 LORASTUDIO_NO_COOPMAT2=1 gpu_tests matvec_norm_test
 micro_env default decode_7b_f16
-for g in 264 3584; do micro_env groups$g decode_7b_f16 LORASTUDIO_MATVEC_GROUPS=$g; done
+micro_env groups3584 decode_7b_f16 LORASTUDIO_MATVEC_GROUPS=3584
 wait $MK; echo "model at ${SECONDS}s"
 export LS_TEST_NO_VALIDATION=1
 KERNELS="matvec_norm_qkv_f16_f16 attention_split_partial_f16 matvec8_f16_f16_f32 matvec_norm_silu_f16_f16"
