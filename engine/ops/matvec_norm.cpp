@@ -257,8 +257,8 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
   // LORASTUDIO_QKV_SPLIT=n splits each pair's reduction over n subgroups, LORASTUDIO_QKV_DEPTH=n has a lane load n
   // pieces before it sums any (measurement; the packed pass's depth is 4 unless asked, the plain pass's
   // ops::detail::matvec_depth)
+  const uint32_t subgroups = std::max(1u, kThreads / std::max(1u, rec.device().report().subgroup_size));
   if (const uint32_t split = env_clamped("LORASTUDIO_QKV_SPLIT", 0, 8, 0); split != 0) {
-    const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), subgroups = std::max(1u, kThreads / sg);
     cg.spec.constants[0] = std::min(std::bit_floor(split), subgroups);
     cg.groups.x = ceil_div(pairs, subgroups / cg.spec.constants[0]);
   }
@@ -267,10 +267,7 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
   const uint32_t pairs_per_subgroup =
       cg.spec.constants[0] == 1 && (D / 2) % 2 == 0 ? env_clamped("LORASTUDIO_QKV_PAIRS", 1, 2, 1) : 1;
   cg.spec.constants.push_back(pairs_per_subgroup);
-  if (pairs_per_subgroup > 1) {
-    const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), subgroups = std::max(1u, kThreads / sg);
-    cg.groups.x = ceil_div(pairs, uint64_t(subgroups) * pairs_per_subgroup);
-  }
+  if (pairs_per_subgroup > 1) cg.groups.x = ceil_div(pairs, uint64_t(subgroups) * pairs_per_subgroup);
   const MatvecNormQkvParams params{.M = uint32_t(x.rows()), .K = x.cols(), .heads = H, .kv_heads = KV,
                                    .half_d = D / 2, .cache_rows = uint32_t(k_cache.numel() / (uint64_t(KV) * D)),
                                    .slot = r.slot, .eps = eps, .flags = biases ? 1u : 0u,
