@@ -1,5 +1,5 @@
 #!/bin/bash
-# (The prefetch these calls measured did not pay and was removed after them; its code is in commits 01024cd and the one after.)
+# (The prefetch these calls measured did not pay and was removed after them; its code is in commits 01024cd and 90b2899.)
 # Session 44, call 1. (1) quantized_model_test under the validation layer with the cooperative-matrix-2 kernels on
 # (session 43's maintenance4 fix: no VUID-RuntimeSpirv-LocalSizeId-06434 may be left; the old layer's other messages
 # about those kernels are expected) and prefetch_test (new). (2) 7B bf16 decode: o's weight and the first rows of

@@ -1,5 +1,5 @@
 #!/bin/bash
-# (The prefetch these calls measured did not pay and was removed after them; its code is in commits 01024cd and the one after.)
+# (The prefetch these calls measured did not pay and was removed after them; its code is in commits 01024cd and 90b2899.)
 # Session 44, call 2: the cache prefetch with one batch of loads a thread (call 1's four batches read 7B's o at ~1 TB/s
 # and gained nothing), beside the attention or (LORASTUDIO_PREFETCH_WITH_QKV=1) beside the q/k/v pass, against none,
 # alternated; 7B bf16 and nf4 decode. prefetch_test under the validation layer without the cooperative-matrix-2
