@@ -30,6 +30,7 @@ layout(binding = 2) readonly buffer BufBias { STORE(W_T) bias[]; };
 #define QB_SCALES 5
 #define QB_MAP 6
 #define QUANT_SHARED_MAP
+#define NF4_COPIES_ID 3
 #include "common/quant.glsl"
 #if defined(Q_NF4)
 layout(binding = 3) readonly buffer QPieces { uint qpieces[]; };

@@ -42,6 +42,8 @@ layout(push_constant) uniform Params {
 #define QB_SCALES 7
 #define QB_MAP 10
 #define QUANT_SHARED_MAP
+#define NF4_COPIES_ID 3
+#define STAGE_WORDS_ID 4
 #include "common/quant.glsl"
 #if defined(Q_NF4)
 layout(binding = 2) readonly buffer W1 { uint w1[]; };

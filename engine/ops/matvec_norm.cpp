@@ -140,6 +140,12 @@ void quant_dispatch(vk::Recorder& rec, const char* op, const Tensor& y, const Te
   // the kernel's pieces (2) a lane a step count as one for the column split
   ColumnGroups cg = column_groups(rec, N, std::max(8u, K / 2));
   cg.spec.constants[1] = quant_norm_pieces();
+  // nf4: the byte table (constant 3) where asked and it fits, with the staging (constant 4) cut to x̂'s size
+  const uint32_t stage_words = kStageBytes / 16, x_words = ceil_div(uint64_t(M) * K * dtype_size(y.dtype()), 16);
+  const uint64_t other_shared = uint64_t(x_words) * 16 + kMaxRows * 4 + 32 * kMaxRows * 8 + 256 * 4 + 16 * 4;
+  const uint32_t copies = w1.type == QuantType::nf4 ? detail::nf4_table_copies(rec.device(), other_shared) : 0;
+  cg.spec.constants.push_back(copies);
+  cg.spec.constants.push_back(copies ? x_words : stage_words);
   if (const uint32_t per_sm = quant_norm_groups_per_sm(rec.device()); per_sm != 0)  // workgroups that loop over groups
     cg.groups.x = std::min(cg.groups.x, per_sm * std::max(1u, rec.device().report().sm_count));
   const QuantWeight& up = w2 ? *w2 : w1;

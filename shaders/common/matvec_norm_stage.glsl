@@ -7,8 +7,13 @@
 #include "common/f16_bits.glsl"
 
 const uint kMaxRows = 4u;
-// x̂ staged 8 values to a uvec4: f16 pairs, or f32 over two uvec4s. 16 KiB.
+// x̂ staged 8 values to a uvec4: f16 pairs, or f32 over two uvec4s. 16 KiB, or as the constant STAGE_WORDS_ID (set
+// by the includer) says.
+#if defined(STAGE_WORDS_ID)
+layout(constant_id = STAGE_WORDS_ID) const uint kStageWords = 1024u;
+#else
 const uint kStageWords = 1024u;
+#endif
 shared uvec4 xs[kStageWords];
 shared float rstd_of[kMaxRows];
 

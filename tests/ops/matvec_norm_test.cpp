@@ -367,11 +367,13 @@ TEST_P(QuantMatvecNormTest, MatchesReferenceOnTheDequantizedWeightsAndUnfusedOps
   });
   test::expect_close(got, download(y2), tol(act), "quantized norm_matvec_forward vs rms_norm + quant_matvec, " + what,
                      {M, N});
-  // Pieces in flight a lane, and workgroups that loop over column groups (on lavapipe one workgroup takes them all;
-  // 0: one a group, the default where the SM count is unknown, else 8 an SM), change no bit.
+  // Pieces in flight a lane, workgroups that loop over column groups (on lavapipe one workgroup takes them all;
+  // 0: one a group, the default where the SM count is unknown, else 8 an SM), and nf4's byte table (16 copies: as
+  // many as fit beside the staging) change no bit.
   for (auto [name, value] : {std::pair{"LORASTUDIO_QMATVEC_PIECES", "1"}, {"LORASTUDIO_QMATVEC_PIECES", "5"},
                              {"LORASTUDIO_QMATVEC_WAVES", "0"}, {"LORASTUDIO_QMATVEC_WAVES", "1"},
-                             {"LORASTUDIO_QMATVEC_WAVES", "3"}}) {
+                             {"LORASTUDIO_QMATVEC_WAVES", "3"}, {"LORASTUDIO_NF4_COPIES", "4"},
+                             {"LORASTUDIO_NF4_COPIES", "16"}}) {
     SCOPED_TRACE(::testing::Message() << name << "=" << value);
     setenv(name, value, 1);
     test::run(dev(), [&](vk::Recorder& rec) {

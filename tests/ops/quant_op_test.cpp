@@ -5,13 +5,16 @@
 // - quant_matvec_forward (M <= 4, the packed codes read directly: the pieces kernel, the 16-byte one with 1, 2
 //   and 4 outputs a subgroup, and with LORASTUDIO_QMATVEC=16 the one-word kernel) matches the
 //   double-accumulating reference on the dequantized weight within 1e-5 (f32 out) / 2e-3 (f16 out), with and
-//   without bias and accumulation;
+//   without bias and accumulation; nf4's byte table (LORASTUDIO_NF4_COPIES) changes no bit of it;
 // - quant_linear_forward and quant_lora_forward for many rows (dequantized into the scratch) and few rows
 //   match the references the same way;
 // - matmul_forward, lora_forward and matmul_backward_x with the quantized weight as operand (read packed on
 //   VK_NV_cooperative_matrix2 devices, else through the scratch) match the references on the dequantized
 //   weight rounded to the products' dtype.
 #include "ops/quant.h"
+
+#include <bit>
+#include <cstdlib>
 
 #include "support/testing.h"
 #include "tensor/quant.h"
@@ -105,6 +108,36 @@ TEST_P(QuantOpTest, MatvecMatchesTheReferenceOnTheDequantizedWeight) {
           test::expect_close(download(acc), test::rounded(want_acc, yt), tol, what + " accumulating", acc.shape());
           y.expect_guards_intact("quant_matvec_forward");
         }
+  }
+}
+
+// nf4's byte table (LORASTUDIO_NF4_COPIES: 4 copies, and 16, which a device of 32 KiB of shared memory halves to
+// 8) changes no bit of the pieces kernel's products, with one column a subgroup and with QCOLS' several (a second
+// run in the suite).
+TEST_P(QuantOpTest, MatvecByteTableChangesNoBit) {
+  const QuantType t = GetParam();
+  if (t != QuantType::nf4) GTEST_SKIP() << "the byte table is nf4's";
+  for (const Shape2 s : {Shape2{300, 136}, Shape2{40, 2048}}) {
+    const ops::QuantWeight q = upload(quantize(t, weights(size_t(s.rows) * s.cols, 41)), s);
+    for (uint32_t M : {1u, 4u})
+      for (DType xt : {DType::f32, DType::f16}) {
+        const Tensor x = test::tensor_from(dev(), {M, s.cols}, xt, test::random_values(size_t(M) * s.cols, 42 + M));
+        Tensor y = Tensor::empty(dev(), {M, s.rows}, DType::f32, "y");
+        auto product = [&] {
+          test::run(dev(), [&](vk::Recorder& rec) { ops::quant_matvec_forward(rec, y, x, q, Tensor()); });
+          return download(y);
+        };
+        const std::vector<float> plain = product();
+        for (const char* copies : {"4", "16"}) {
+          SCOPED_TRACE(::testing::Message() << "K=" << s.cols << " M=" << M << " x " << dtype_name(xt)
+                                            << " LORASTUDIO_NF4_COPIES=" << copies);
+          setenv("LORASTUDIO_NF4_COPIES", copies, 1);
+          const std::vector<float> tabled = product();
+          unsetenv("LORASTUDIO_NF4_COPIES");
+          for (size_t j = 0; j < plain.size(); ++j)
+            ASSERT_EQ(std::bit_cast<uint32_t>(tabled[j]), std::bit_cast<uint32_t>(plain[j])) << "element " << j;
+        }
+      }
   }
 }
 
