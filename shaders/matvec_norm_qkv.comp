@@ -23,6 +23,9 @@ layout(binding = 1) readonly buffer NormW { uint nw_words[]; };  // of type p.nw
 // Pieces of a row a lane loads before it sums any (kDepth, 1-8: ops::norm_qkv_rope_forward gives 4): four times as
 // many fit the registers as of 16-byte pieces.
 #define MATVEC_MAX_DEPTH 8u
+// nf4's byte table (common/quant.glsl, constant 4) and the staging cut to make room for it (constant 5)
+#define NF4_COPIES_ID 4
+#define STAGE_WORDS_ID 5
 #endif
 #if !defined(PACKED)
 layout(binding = 2) readonly buffer Wq { uvec4 wq[]; };

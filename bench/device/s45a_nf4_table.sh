@@ -8,7 +8,7 @@
 # (2) quant_op_test and matvec_norm_test under the validation layer (no cooperative-matrix-2 kernels): 16 copies
 #     bit for bit against the 16-value table.
 # (3) micro decode_7b_nf4 with 0, 16, 8 copies, alternated. Predicted: gate/up 64 -> ~45 us, down ~44 -> ~30.
-# (4) 7B nf4 decode, 16 copies against the default, alternated.
+# (4) 7B nf4 decode, 16 copies against the default, alternated (the packed q/k/v pass takes the table too).
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s45a_nf4_table.sh
 # (after s44c_down_sweep.sh in the same call, it reuses /tmp/q7).
 source "$(dirname "$0")/common.sh"

@@ -460,10 +460,10 @@ TEST_P(PackedQkvRopeTest, MatchesReferenceUnfusedOpsAndEveryDepth) {
   const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {w0[0], w0[1], w0[2]},
                   {biases ? b0[0] : none, biases ? b0[1] : none, biases ? b0[2] : none}, positions, offsets};
   const std::string what = std::string(", ") + quant_name(qt) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
-  // pieces in flight a lane, and two pairs a subgroup
+  // pieces in flight a lane, two pairs a subgroup, and nf4's byte table (16 copies: as many as fit)
   check_qkv_pass(dev(), c, x, norm_w, r,
                  {"LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_DEPTH=2", "LORASTUDIO_QKV_DEPTH=3", "LORASTUDIO_QKV_DEPTH=8",
-                  "LORASTUDIO_QKV_PAIRS=2"},
+                  "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_NF4_COPIES=2", "LORASTUDIO_NF4_COPIES=16"},
                  what);
 }
 
