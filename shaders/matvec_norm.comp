@@ -35,6 +35,7 @@ layout(push_constant) uniform Params {
                  // beside weights converted to f16 for the tensor cores, or Gemma's f32 1 + w)
 } p;
 
+#define ROWS_ID 3
 #include "common/matvec_norm_stage.glsl"
 
 #if defined(GLU_SILU)

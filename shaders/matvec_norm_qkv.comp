@@ -15,6 +15,7 @@
 #include "common/rope_angle.glsl"
 
 layout(local_size_x = 256) in;
+#define ROWS_ID 6  // common/matvec_norm_stage.glsl's rows (constants 4 and 5: nf4's table, the packed form's)
 
 layout(binding = 0) readonly buffer X { vec4 x4[]; };
 layout(binding = 1) readonly buffer NormW { uint nw_words[]; };  // of type p.nw_type

@@ -40,7 +40,9 @@ layout(binding = 3) readonly buffer QPieces { uvec2 qpieces[]; };
 uvec2 load_piece(uint e) { return qpieces[e >> 3]; }
 #endif
 
-const uint kMaxRows = 4u, kPieces = 2u;
+const uint kPieces = 2u;
+// The rows the loops over rows run to: 4, or the product's own M (constant 4; ops::detail::rows_constant).
+layout(constant_id = 4) const uint kMaxRows = 4u;
 // Adjacent output columns a subgroup computes side by side, each lane reading x's 8 values once for all of them
 // (ops/quant.cpp's choice, 1 to kMaxCols).
 layout(constant_id = 2) const uint kCols = 1u;

@@ -50,6 +50,10 @@ uint32_t matvec_depth();
 // halved until the table (2 KiB a copy) and the kernel's other `shared_bytes` fit the device's shared memory.
 uint32_t nf4_table_copies(const vk::Device& device, uint64_t shared_bytes);
 constexpr uint64_t kNf4CopyBytes = 256 * 8;
+// The rows the few-row products' loops run to (their kMaxRows constant): 4, the most they take, or with
+// LORASTUDIO_ROWS_SPEC=1 (measurement) the product's own M, so that its pipeline keeps no registers for rows it
+// does not have (the same sums either way).
+uint32_t rows_constant(uint32_t M);
 
 // The scalar GEMM's output tile (shaders/matmul.comp).
 constexpr uint32_t kTile = 64;

@@ -44,7 +44,8 @@ void dispatch(vk::Recorder& rec, const vk::KernelFamily& family, const char* op,
               norm_w.describe() + ", weight " + w1.describe() + " (see ops::norm_matvec_fits)");
   require(std::isfinite(eps) && eps >= 0, op, "eps must be finite and >= 0");
   const uint32_t M = uint32_t(x.rows()), K = x.cols(), N = y.cols();
-  const ColumnGroups cg = column_groups(rec, N, K);
+  ColumnGroups cg = column_groups(rec, N, K);
+  cg.spec.constants.push_back(detail::rows_constant(M));
   rec.dispatch(variant(family, {y.dtype(), w1.dtype()}, op),
                {in(x), in(norm_w), in(w1), in(w2.defined() ? w2 : w1), in(bias.defined() ? bias : w1), out(y)},
                MatvecNormParams{.M = M, .N = N, .K = K, .w_sn = K, .y_sm = N, .eps = eps,
@@ -154,6 +155,7 @@ void quant_dispatch(vk::Recorder& rec, const char* op, const Tensor& y, const Te
   cg.spec.constants[1] = quant_norm_pieces();
   // nf4: the byte table (constant 3) where asked and it fits, with the staging (constant 4) cut to x̂'s size
   push_nf4_table(rec, cg.spec, w1.type, M, K, y.dtype());
+  cg.spec.constants.push_back(detail::rows_constant(M));
   if (const uint32_t per_sm = quant_norm_groups_per_sm(rec.device()); per_sm != 0)  // workgroups that loop over groups
     cg.groups.x = std::min(cg.groups.x, per_sm * std::max(1u, rec.device().report().sm_count));
   const QuantWeight& up = w2 ? *w2 : w1;
@@ -292,6 +294,7 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
     const bool nf4 = wq.type == QuantType::nf4;
     cg.spec.constants[1] = packed_qkv_depth();
     push_nf4_table(rec, cg.spec, wq.type, uint32_t(x.rows()), x.cols(), q.dtype());
+    cg.spec.constants.push_back(detail::rows_constant(uint32_t(x.rows())));
     rec.dispatch(variant(nf4 ? vk::family::qmatvec_norm_qkv_nf4 : vk::family::qmatvec_norm_qkv_q8,
                          {q.dtype(), biases ? r.bq.dtype() : q.dtype()}, op),
                  {in(x), in(norm_w), in(wq.codes), in(wk.codes), in(wv.codes), in(biases ? r.bq : wq.codes),
@@ -301,6 +304,8 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
                  params, cg.groups, cg.spec);
     return;
   }
+  // constants 4 and 5 are the packed form's (unread here), 6 the rows
+  cg.spec.constants.insert(cg.spec.constants.end(), {0u, kStageBytes / 16, detail::rows_constant(uint32_t(x.rows()))});
   rec.dispatch(variant(vk::family::matvec_norm_qkv, {q.dtype(), r.wq.dtype()}, op),
                {in(x), in(norm_w), in(r.wq), in(r.wk), in(r.wv), in(biases ? r.bq : r.wq), in(biases ? r.bk : r.wq),
                 in(biases ? r.bv : r.wq), in(r.positions), in(r.inv_freq), out(q), out(k_cache), out(v_cache),

@@ -118,6 +118,9 @@ void require_quantized(const QuantWeight& q, const char* op) {
 }  // namespace
 
 namespace detail {
+uint32_t rows_constant(uint32_t M) {
+  return env_clamped("LORASTUDIO_ROWS_SPEC", 0, 1, 0) == 1 ? std::clamp(M, 1u, kMatvecMaxRows) : kMatvecMaxRows;
+}
 uint32_t nf4_table_copies(const vk::Device& device, uint64_t shared_bytes) {
   uint32_t copies = std::bit_floor(env_clamped("LORASTUDIO_NF4_COPIES", 0, 16, 0));
   while (copies > 0 && shared_bytes + copies * kNf4CopyBytes + 8 > device.report().shared_memory) copies /= 2;
@@ -236,7 +239,8 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
     static const uint32_t want = env_clamped("LORASTUDIO_QMATVEC8_GROUPS", 1, 1 << 16, detail::kMatvecMinGroups);
     const uint32_t split = detail::matvec_split(column_groups, std::max(8u, K / 2), sg, per_group, want);
     spec.constants = {split, cols,
-                      q.type == QuantType::nf4 ? detail::nf4_table_copies(rec.device(), kMatvec8SharedBytes) : 0u};
+                      q.type == QuantType::nf4 ? detail::nf4_table_copies(rec.device(), kMatvec8SharedBytes) : 0u,
+                      detail::rows_constant(M)};
     groups = ceil_div(column_groups, per_group / split);
   } else {
     const uint32_t rows = which == MatvecKernel::wide ? matvec16_rows(N) : 1;  // outputs a subgroup

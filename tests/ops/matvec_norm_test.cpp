@@ -13,6 +13,7 @@
 #include <array>
 #include <bit>
 #include <cstdlib>
+#include <sstream>
 
 #include "ops/activations.h"
 #include "ops/matmul.h"
@@ -114,8 +115,8 @@ TEST_P(MatvecNormTest, LoadDepthChangesNoBit) {
   const DType act = std::get<3>(GetParam());
   Tensor h = test::tensor_from(dev(), {M, K}, act, test::random_values(size_t(M) * K, 16 + K));
   const std::vector<float> stream0 = test::random_values(size_t(M) * N, 17 + N);
-  auto products = [&] {
-    Tensor y = Tensor::empty(dev(), {M, N}, act, "y"), g = Tensor::empty(dev(), {M, N}, act, "gated");
+  auto products = [&] {  // into fresh poisoned outputs: a row left unwritten shows
+    const Tensor y = test::poisoned(dev(), {M, N}, act).t, g = test::poisoned(dev(), {M, N}, act).t;
     Tensor stream = test::tensor_from(dev(), {M, N}, DType::f32, stream0);
     test::run(dev(), [&](vk::Recorder& rec) {
       ops::norm_matvec_forward(rec, y, x, norm_w, kEps, wg, bias);
@@ -125,11 +126,13 @@ TEST_P(MatvecNormTest, LoadDepthChangesNoBit) {
     return std::vector<std::vector<float>>{download(y), download(g), download(stream)};
   };
   const auto by_default = products();
-  for (const char* depth : {"1", "3", "4"}) {
-    SCOPED_TRACE(::testing::Message() << "LORASTUDIO_MATVEC_DEPTH=" << depth);
-    setenv("LORASTUDIO_MATVEC_DEPTH", depth, 1);
+  // (and the loops over rows run to M instead of 4: LORASTUDIO_ROWS_SPEC=1)
+  for (auto [name, value] : {std::pair{"LORASTUDIO_MATVEC_DEPTH", "1"}, {"LORASTUDIO_MATVEC_DEPTH", "3"},
+                             {"LORASTUDIO_MATVEC_DEPTH", "4"}, {"LORASTUDIO_ROWS_SPEC", "1"}}) {
+    SCOPED_TRACE(::testing::Message() << name << "=" << value);
+    setenv(name, value, 1);
     const auto got = products();
-    unsetenv("LORASTUDIO_MATVEC_DEPTH");
+    unsetenv(name);
     for (size_t i = 0; i < got.size(); ++i) {
       SCOPED_TRACE(i == 0 ? "norm_matvec_forward" : i == 1 ? "norm_glu_matvec_forward" : "matmul_forward (matvec8)");
       ASSERT_EQ(got[i].size(), by_default[i].size());
@@ -214,12 +217,16 @@ void check_qkv_pass(vk::Device& d, const QkvPass& c, const Tensor& x, const Tens
   test::expect_close(fq, got_q, tol, "q vs the unfused ops" + what);
   test::expect_close(fk, got_k, tol, "k cache vs the unfused ops" + what);
   test::expect_close(fv, got_v, tol, "v cache vs the unfused ops" + what);
-  for (const std::string& sw : switches) {
+  for (const std::string& sw : switches) {  // "NAME=VALUE", or several separated by spaces
     SCOPED_TRACE(sw);
-    const std::string name = sw.substr(0, sw.find('='));
-    setenv(name.c_str(), sw.substr(sw.find('=') + 1).c_str(), 1);
+    std::vector<std::string> names;
+    std::istringstream assignments(sw);
+    for (std::string a; assignments >> a;) {
+      names.push_back(a.substr(0, a.find('=')));
+      setenv(names.back().c_str(), a.substr(a.find('=') + 1).c_str(), 1);
+    }
     run_one(true);
-    unsetenv(name.c_str());
+    for (const std::string& name : names) unsetenv(name.c_str());
     for (auto [got, want] : {std::pair{&got_q, &fq}, {&got_k, &fk}, {&got_v, &fv}}) {
       ASSERT_EQ(got->size(), want->size());
       for (size_t j = 0; j < got->size(); ++j)
@@ -275,10 +282,11 @@ TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
   const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {wq0, wk0, wv0},
                   {biases ? bq0 : none, biases ? bk0 : none, biases ? bv0 : none}, positions, offsets};
   // Loads in flight a lane (LORASTUDIO_MATVEC_DEPTH, or the pass's own LORASTUDIO_QKV_DEPTH) and two pairs a
-  // subgroup (LORASTUDIO_QKV_PAIRS=2; where the pair's sums are split, M > 1 here, it stays at one) change no bit
+  // subgroup (LORASTUDIO_QKV_PAIRS=2; where the pair's sums are split, M > 1 here, it stays at one), and the loops
+  // over rows run to M (LORASTUDIO_ROWS_SPEC=1) change no bit
   check_qkv_pass(dev(), c, x, norm_w, r,
                  {"LORASTUDIO_MATVEC_DEPTH=1", "LORASTUDIO_MATVEC_DEPTH=3", "LORASTUDIO_MATVEC_DEPTH=4",
-                  "LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_PAIRS=2"},
+                  "LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_ROWS_SPEC=1"},
                  "");
 }
 
@@ -368,20 +376,21 @@ TEST_P(QuantMatvecNormTest, MatchesReferenceOnTheDequantizedWeightsAndUnfusedOps
   test::expect_close(got, download(y2), tol(act), "quantized norm_matvec_forward vs rms_norm + quant_matvec, " + what,
                      {M, N});
   // Pieces in flight a lane, workgroups that loop over column groups (on lavapipe one workgroup takes them all;
-  // 0: one a group, the default where the SM count is unknown, else 8 an SM), and nf4's byte table (16 copies: as
-  // many as fit beside the staging) change no bit.
+  // 0: one a group, the default where the SM count is unknown, else 8 an SM), nf4's byte table (16 copies: as
+  // many as fit beside the staging) and the row loops run to M change no bit.
   for (auto [name, value] : {std::pair{"LORASTUDIO_QMATVEC_PIECES", "1"}, {"LORASTUDIO_QMATVEC_PIECES", "5"},
                              {"LORASTUDIO_QMATVEC_WAVES", "0"}, {"LORASTUDIO_QMATVEC_WAVES", "1"},
                              {"LORASTUDIO_QMATVEC_WAVES", "3"}, {"LORASTUDIO_NF4_COPIES", "4"},
-                             {"LORASTUDIO_NF4_COPIES", "16"}}) {
+                             {"LORASTUDIO_NF4_COPIES", "16"}, {"LORASTUDIO_ROWS_SPEC", "1"}}) {
     SCOPED_TRACE(::testing::Message() << name << "=" << value);
     setenv(name, value, 1);
+    const auto y_now = test::poisoned(dev(), {M, N}, act), gated_now = test::poisoned(dev(), {M, N}, act);
     test::run(dev(), [&](vk::Recorder& rec) {
-      ops::norm_matvec_forward(rec, y.t, x, norm_w, kEps, wg, bias);
-      ops::norm_glu_matvec_forward(rec, gated.t, x, norm_w, kEps, wg, wu, ops::GluActivation::silu);
+      ops::norm_matvec_forward(rec, y_now.t, x, norm_w, kEps, wg, bias);
+      ops::norm_glu_matvec_forward(rec, gated_now.t, x, norm_w, kEps, wg, wu, ops::GluActivation::silu);
     });
     unsetenv(name);
-    for (auto [now, before] : {std::pair{download(y.t), got}, {download(gated.t), got_gated}})
+    for (auto [now, before] : {std::pair{download(y_now.t), got}, {download(gated_now.t), got_gated}})
       for (size_t j = 0; j < now.size(); ++j)
         ASSERT_EQ(std::bit_cast<uint32_t>(now[j]), std::bit_cast<uint32_t>(before[j])) << "element " << j;
   }
@@ -460,10 +469,11 @@ TEST_P(PackedQkvRopeTest, MatchesReferenceUnfusedOpsAndEveryDepth) {
   const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {w0[0], w0[1], w0[2]},
                   {biases ? b0[0] : none, biases ? b0[1] : none, biases ? b0[2] : none}, positions, offsets};
   const std::string what = std::string(", ") + quant_name(qt) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
-  // pieces in flight a lane, two pairs a subgroup, and nf4's byte table (16 copies: as many as fit)
+  // pieces in flight a lane, two pairs a subgroup, nf4's byte table (16 copies: as many as fit), the row loops to M
   check_qkv_pass(dev(), c, x, norm_w, r,
                  {"LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_DEPTH=2", "LORASTUDIO_QKV_DEPTH=3", "LORASTUDIO_QKV_DEPTH=8",
-                  "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_NF4_COPIES=2", "LORASTUDIO_NF4_COPIES=16"},
+                  "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_NF4_COPIES=2", "LORASTUDIO_NF4_COPIES=16",
+                  "LORASTUDIO_ROWS_SPEC=1", "LORASTUDIO_ROWS_SPEC=1 LORASTUDIO_NF4_COPIES=16"},
                  what);
 }
 

@@ -5,7 +5,8 @@
 // - quant_matvec_forward (M <= 4, the packed codes read directly: the pieces kernel, the 16-byte one with 1, 2
 //   and 4 outputs a subgroup, and with LORASTUDIO_QMATVEC=16 the one-word kernel) matches the
 //   double-accumulating reference on the dequantized weight within 1e-5 (f32 out) / 2e-3 (f16 out), with and
-//   without bias and accumulation; nf4's byte table (LORASTUDIO_NF4_COPIES) changes no bit of it;
+//   without bias and accumulation; nf4's byte table (LORASTUDIO_NF4_COPIES) and loops over M rows
+//   (LORASTUDIO_ROWS_SPEC) change no bit of it;
 // - quant_linear_forward and quant_lora_forward for many rows (dequantized into the scratch) and few rows
 //   match the references the same way;
 // - matmul_forward, lora_forward and matmul_backward_x with the quantized weight as operand (read packed on
@@ -112,28 +113,29 @@ TEST_P(QuantOpTest, MatvecMatchesTheReferenceOnTheDequantizedWeight) {
 }
 
 // nf4's byte table (LORASTUDIO_NF4_COPIES: 4 copies, and 16, which a device of 32 KiB of shared memory halves to
-// 8) changes no bit of the pieces kernel's products, with one column a subgroup and with QCOLS' several (a second
-// run in the suite).
-TEST_P(QuantOpTest, MatvecByteTableChangesNoBit) {
+// 8) and the loops over rows run to M (LORASTUDIO_ROWS_SPEC=1) change no bit of the pieces kernel's products, with
+// one column a subgroup and with QCOLS' several (a second run in the suite).
+TEST_P(QuantOpTest, MatvecSwitchesChangeNoBit) {
   const QuantType t = GetParam();
-  if (t != QuantType::nf4) GTEST_SKIP() << "the byte table is nf4's";
+  if (t != QuantType::nf4) GTEST_SKIP() << "the pieces kernel is nf4's where K is a multiple of 64";
   for (const Shape2 s : {Shape2{300, 136}, Shape2{40, 2048}}) {
     const ops::QuantWeight q = upload(quantize(t, weights(size_t(s.rows) * s.cols, 41)), s);
     for (uint32_t M : {1u, 4u})
       for (DType xt : {DType::f32, DType::f16}) {
         const Tensor x = test::tensor_from(dev(), {M, s.cols}, xt, test::random_values(size_t(M) * s.cols, 42 + M));
-        Tensor y = Tensor::empty(dev(), {M, s.rows}, DType::f32, "y");
-        auto product = [&] {
-          test::run(dev(), [&](vk::Recorder& rec) { ops::quant_matvec_forward(rec, y, x, q, Tensor()); });
-          return download(y);
+        auto product = [&] {  // into a fresh poisoned output: a row left unwritten shows
+          auto y = test::poisoned(dev(), {M, s.rows}, DType::f32);
+          test::run(dev(), [&](vk::Recorder& rec) { ops::quant_matvec_forward(rec, y.t, x, q, Tensor()); });
+          return download(y.t);
         };
         const std::vector<float> plain = product();
-        for (const char* copies : {"4", "16"}) {
-          SCOPED_TRACE(::testing::Message() << "K=" << s.cols << " M=" << M << " x " << dtype_name(xt)
-                                            << " LORASTUDIO_NF4_COPIES=" << copies);
-          setenv("LORASTUDIO_NF4_COPIES", copies, 1);
+        for (auto [name, value] : {std::pair{"LORASTUDIO_NF4_COPIES", "4"}, {"LORASTUDIO_NF4_COPIES", "16"},
+                                   {"LORASTUDIO_ROWS_SPEC", "1"}}) {
+          SCOPED_TRACE(::testing::Message() << "K=" << s.cols << " M=" << M << " x " << dtype_name(xt) << " " << name
+                                            << "=" << value);
+          setenv(name, value, 1);
           const std::vector<float> tabled = product();
-          unsetenv("LORASTUDIO_NF4_COPIES");
+          unsetenv(name);
           for (size_t j = 0; j < plain.size(); ++j)
             ASSERT_EQ(std::bit_cast<uint32_t>(tabled[j]), std::bit_cast<uint32_t>(plain[j])) << "element " << j;
         }
