@@ -1,14 +1,17 @@
 #!/bin/bash
-# Session 45 (ready; no device machine was lent that session): nf4's byte table in the packed decode products
-# (LORASTUDIO_NF4_COPIES, commit 84927e4, off by default). The hypothesis: the packed products (7B nf4 gate/up ~64 us
-# a layer at ~1.0 TB/s, o/down ~27.5 us a dispatch at ~0.73 TB/s) are bound by their shared-memory reads, 8 table
-# reads a piece of 8 codes; the table of byte pairs in 16 copies halves them (conflict-free 8-byte reads), at 32 KiB
-# of shared memory a workgroup (o/down: 6 workgroups an SM instead of 8; gate/up at 54 registers runs 4 either way).
-# (1) Registers and shared memory (LORASTUDIO_PIPELINE_STATS=1) of micro's decode_7b_nf4 kernels, 0 and 16 copies.
-# (2) quant_op_test and matvec_norm_test under the validation layer (no cooperative-matrix-2 kernels): 16 copies
-#     bit for bit against the 16-value table.
-# (3) micro decode_7b_nf4 with 0, 16, 8 copies, alternated. Predicted: gate/up 64 -> ~45 us, down ~44 -> ~30.
-# (4) 7B nf4 decode, 16 copies against the default, alternated (the packed q/k/v pass takes the table too).
+# Session 45 (ready; no device machine was lent that session): two measurement switches of the decode products, both
+# off by default, both the same bits (matvec_norm_test, quant_op_test).
+# - LORASTUDIO_NF4_COPIES=16 (commit 84927e4): nf4's byte table. The hypothesis: the packed products (7B nf4 gate/up
+#   ~64 us a layer at ~1.0 TB/s, o/down ~27.5 us a dispatch at ~0.73 TB/s, q/k/v ~21 us) are bound by their
+#   shared-memory reads, 8 table reads a piece of 8 codes; a table of byte pairs in 16 copies halves them
+#   (conflict-free 8-byte reads), at 32 KiB of shared memory a workgroup (o/down: 6 workgroups an SM instead of 8).
+# - LORASTUDIO_ROWS_SPEC=1 (commit 563970b): the loops over rows run to M = 1 instead of 4. The hypothesis: fewer
+#   registers; nf4 gate/up 54 -> <= 48 (5 workgroups an SM instead of 4), the bf16 q/k/v pass within two an SM.
+# (1) Registers and shared memory (LORASTUDIO_PIPELINE_STATS=1) of micro's decode_7b_nf4 and decode_7b_f16 kernels
+#     and of the bf16 q/k/v pass (matvec_norm_test at split 1), under each switch.
+# (2) quant_op_test and matvec_norm_test under the validation layer (no cooperative-matrix-2 kernels).
+# (3) micro decode_7b_nf4 / decode_7b_f16 under each, alternated. Predicted with 16 copies: gate/up 64 -> ~45 us.
+# (4) 7B nf4 decode: default, 16 copies, rows, both; 7B bf16 decode: rows against the default. Alternated.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s45a_nf4_table.sh
 # (after s44c_down_sweep.sh in the same call, it reuses /tmp/q7).
 source "$(dirname "$0")/common.sh"
@@ -19,18 +22,39 @@ if [ ! -f /tmp/q7/config.json ]; then
 fi
 link_source_dir
 nvidia-smi --query-gpu=name --format=csv,noheader
-regs() { grep -E "^pipeline stats: q" "$@" | cut -c1-300 | sort -u | head -12; }
-for c in 0 16; do
-  LORASTUDIO_NF4_COPIES=$c LORASTUDIO_PIPELINE_STATS=1 timeout 60 $B/lorastudio-bench micro --filter decode_7b_nf4 --iters 10 > $R/stats_nf4_c$c.txt 2>&1
-  echo "copies $c:"; regs $R/stats_nf4_c$c.txt
+regs() { grep -E "^pipeline stats: (q|matvec)" "$@" | cut -c1-300 | sort -u | head -12; }
+for e in "X=0" "LORASTUDIO_NF4_COPIES=16" "LORASTUDIO_ROWS_SPEC=1" "LORASTUDIO_NF4_COPIES=16 LORASTUDIO_ROWS_SPEC=1"; do
+  echo "stats under $e:"
+  for f in decode_7b_nf4 decode_7b_f16; do
+    env $e LORASTUDIO_PIPELINE_STATS=1 timeout 60 $B/lorastudio-bench micro --filter $f --iters 10 > "$R/stats_${f}_${e// /_}.txt" 2>&1
+    regs "$R/stats_${f}_${e// /_}.txt"
+  done
+done
+for e in "X=0" "LORASTUDIO_ROWS_SPEC=1"; do
+  env $e LORASTUDIO_PIPELINE_STATS=1 LORASTUDIO_QKV_SPLIT=1 LS_TEST_NO_VALIDATION=1 timeout 60 \
+    $B/matvec_norm_test --gtest_filter='Cases/NormQkvRopeTest.*' > "$R/qkv_stats_$e.txt" 2>&1
+  echo "bf16 q/k/v pass under $e:"; regs "$R/qkv_stats_$e.txt" | grep qkv
 done
 LORASTUDIO_NO_COOPMAT2=1 gpu_tests quant_op_test matvec_norm_test
-for c in 0 16 8 0 16; do micro_env nf4_c$c decode_7b_nf4 LORASTUDIO_NF4_COPIES=$c; done
+for e in "X=0" "LORASTUDIO_NF4_COPIES=16" "LORASTUDIO_ROWS_SPEC=1" "LORASTUDIO_NF4_COPIES=8" "X=0" \
+         "LORASTUDIO_NF4_COPIES=16 LORASTUDIO_ROWS_SPEC=1" "LORASTUDIO_NF4_COPIES=16"; do
+  n=${e// /_}; n=${n//LORASTUDIO_/}
+  micro_env nf4_$n decode_7b_nf4 $e
+done
+for e in "X=0" "LORASTUDIO_ROWS_SPEC=1" "X=0" "LORASTUDIO_ROWS_SPEC=1"; do micro_env f16_${e#LORASTUDIO_} decode_7b_f16 $e; done
 [ -n "$MK" ] && wait $MK; echo "model at ${SECONDS}s"
 export LS_TEST_NO_VALIDATION=1
 KERNELS="qmatvec_norm_silu_nf4_f16_f16 qmatvec8_nf4_f16_f16_f32 qmatvec_norm_qkv_nf4_f16_f16"
-decode_env d7nf4_default_1 $B/lorastudio-bench "" --model /tmp/q7 --quantize nf4
-decode_env d7nf4_c16_1 $B/lorastudio-bench "LORASTUDIO_NF4_COPIES=16" --model /tmp/q7 --quantize nf4
-decode_env d7nf4_default_2 $B/lorastudio-bench "" --model /tmp/q7 --quantize nf4
-decode_env d7nf4_c16_2 $B/lorastudio-bench "LORASTUDIO_NF4_COPIES=16" --model /tmp/q7 --quantize nf4
+q="--model /tmp/q7 --quantize nf4"
+decode_env d7nf4_default_1 $B/lorastudio-bench "" $q
+decode_env d7nf4_c16_1 $B/lorastudio-bench "LORASTUDIO_NF4_COPIES=16" $q
+decode_env d7nf4_rows_1 $B/lorastudio-bench "LORASTUDIO_ROWS_SPEC=1" $q
+decode_env d7nf4_both_1 $B/lorastudio-bench "LORASTUDIO_NF4_COPIES=16 LORASTUDIO_ROWS_SPEC=1" $q
+decode_env d7nf4_default_2 $B/lorastudio-bench "" $q
+decode_env d7nf4_c16_2 $B/lorastudio-bench "LORASTUDIO_NF4_COPIES=16" $q
+KERNELS="matvec_norm_qkv_f16_f16 matvec8_f16_f16_f32 matvec_norm_silu_f16_f16"
+decode_env d7_default_1 $B/lorastudio-bench "" --model /tmp/q7
+decode_env d7_rows_1 $B/lorastudio-bench "LORASTUDIO_ROWS_SPEC=1" --model /tmp/q7
+decode_env d7_default_2 $B/lorastudio-bench "" --model /tmp/q7
+decode_env d7_rows_2 $B/lorastudio-bench "LORASTUDIO_ROWS_SPEC=1" --model /tmp/q7
 tar czf $OUT/s45a.tar.gz -C $OUT r
