@@ -63,10 +63,14 @@ float block_scale(uint b, float offset) { return nf4_block_scale(qabsmax[b >> 2]
 void piece_values(uvec2 piece, out vec4 lo, out vec4 hi) {
   const uint w = piece.x;
 #if defined(NF4_COPIES_ID)
-  if (kNf4Copies != 0u) {
+  if (kNf4Copies != 0u) {  // bytes 0 .. 3 of the word, each from this lane's copy
     const uint c = gl_SubgroupInvocationID % kNf4Copies;
-    lo = vec4(nf4_pairs[bitfieldExtract(w, 0, 8) * kNf4Copies + c], nf4_pairs[bitfieldExtract(w, 8, 8) * kNf4Copies + c]);
-    hi = vec4(nf4_pairs[bitfieldExtract(w, 16, 8) * kNf4Copies + c], nf4_pairs[(w >> 24) * kNf4Copies + c]);
+    const vec2 b0 = nf4_pairs[bitfieldExtract(w, 0, 8) * kNf4Copies + c];
+    const vec2 b1 = nf4_pairs[bitfieldExtract(w, 8, 8) * kNf4Copies + c];
+    const vec2 b2 = nf4_pairs[bitfieldExtract(w, 16, 8) * kNf4Copies + c];
+    const vec2 b3 = nf4_pairs[(w >> 24) * kNf4Copies + c];
+    lo = vec4(b0, b1);
+    hi = vec4(b2, b3);
     return;
   }
 #endif
