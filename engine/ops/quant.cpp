@@ -118,9 +118,6 @@ void require_quantized(const QuantWeight& q, const char* op) {
 }  // namespace
 
 namespace detail {
-uint32_t rows_constant(uint32_t M) {
-  return env_clamped("LORASTUDIO_ROWS_SPEC", 0, 1, 0) == 1 ? std::clamp(M, 1u, kMatvecMaxRows) : kMatvecMaxRows;
-}
 uint32_t nf4_table_copies(const vk::Device& device, uint64_t shared_bytes) {
   uint32_t copies = std::bit_floor(env_clamped("LORASTUDIO_NF4_COPIES", 0, 16, 0));
   while (copies > 0 && shared_bytes + copies * kNf4CopyBytes + 8 > device.report().shared_memory) copies /= 2;
