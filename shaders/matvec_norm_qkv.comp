@@ -15,7 +15,7 @@
 #include "common/rope_angle.glsl"
 
 layout(local_size_x = 256) in;
-#define ROWS_ID 6  // common/matvec_norm_stage.glsl's rows (constants 4 and 5: nf4's table, the packed form's)
+#define ROWS_ID 4  // common/matvec_norm_stage.glsl's rows
 
 layout(binding = 0) readonly buffer X { vec4 x4[]; };
 layout(binding = 1) readonly buffer NormW { uint nw_words[]; };  // of type p.nw_type
@@ -24,9 +24,6 @@ layout(binding = 1) readonly buffer NormW { uint nw_words[]; };  // of type p.nw
 // Pieces of a row a lane loads before it sums any (kDepth, 1-8: ops::norm_qkv_rope_forward gives 4): four times as
 // many fit the registers as of 16-byte pieces.
 #define MATVEC_MAX_DEPTH 8u
-// nf4's byte table (common/quant.glsl, constant 4) and the staging cut to make room for it (constant 5)
-#define NF4_COPIES_ID 4
-#define STAGE_WORDS_ID 5
 #endif
 #if !defined(PACKED)
 layout(binding = 2) readonly buffer Wq { uvec4 wq[]; };

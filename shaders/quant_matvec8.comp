@@ -30,7 +30,6 @@ layout(binding = 2) readonly buffer BufBias { STORE(W_T) bias[]; };
 #define QB_SCALES 5
 #define QB_MAP 6
 #define QUANT_SHARED_MAP
-#define NF4_COPIES_ID 3
 #include "common/quant.glsl"
 #if defined(Q_NF4)
 layout(binding = 3) readonly buffer QPieces { uint qpieces[]; };
@@ -41,8 +40,8 @@ uvec2 load_piece(uint e) { return qpieces[e >> 3]; }
 #endif
 
 const uint kPieces = 2u;
-// The rows the loops over rows run to: 4, or the product's own M (constant 4; ops::detail::rows_constant).
-layout(constant_id = 4) const uint kMaxRows = 4u;
+// The rows the loops over rows run to: 4, or the product's own M (constant 3; ops::detail::rows_constant).
+layout(constant_id = 3) const uint kMaxRows = 4u;
 // Adjacent output columns a subgroup computes side by side, each lane reading x's 8 values once for all of them
 // (ops/quant.cpp's choice, 1 to kMaxCols).
 layout(constant_id = 2) const uint kCols = 1u;

@@ -42,9 +42,7 @@ layout(push_constant) uniform Params {
 #define QB_SCALES 7
 #define QB_MAP 10
 #define QUANT_SHARED_MAP
-#define NF4_COPIES_ID 3
-#define STAGE_WORDS_ID 4
-#define ROWS_ID 5
+#define ROWS_ID 3
 #include "common/quant.glsl"
 #if defined(Q_NF4)
 layout(binding = 2) readonly buffer W1 { uint w1[]; };

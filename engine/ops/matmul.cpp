@@ -620,7 +620,7 @@ uint32_t matvec_depth() {  // (read at each recording: a test records several de
 }
 
 uint32_t rows_constant(uint32_t M) {  // (read at each recording, as matvec_depth)
-  return env_clamped("LORASTUDIO_ROWS_SPEC", 0, 1, 0) == 1 ? std::clamp(M, 1u, kMatvecMaxRows) : kMatvecMaxRows;
+  return env_clamped("LORASTUDIO_ROWS_SPEC", 0, 1, 1) == 1 ? std::clamp(M, 1u, kMatvecMaxRows) : kMatvecMaxRows;
 }
 
 uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {

@@ -129,18 +129,6 @@ const vk::KernelFamily& quant_family(QuantType t, bool glu, GluActivation activa
   return nf4 ? vk::family::qmatvec_norm_gelu_nf4 : vk::family::qmatvec_norm_gelu_q8;
 }
 
-// The packed norm-fused kernels' last two constants: the copies of nf4's byte table (common/quant.glsl; 0 where not
-// asked or not fitting) and the staging's uvec4s (common/matvec_norm_stage.glsl: x̂'s own size with the table, else
-// the whole 16 KiB).
-void push_nf4_table(vk::Recorder& rec, vk::Spec& spec, QuantType type, uint32_t M, uint32_t K, DType act) {
-  const uint32_t x_words = ceil_div(uint64_t(M) * K * dtype_size(act), 16);
-  // besides the table: the staging, the rows' rstd, the split sums [32][rows] vec2, the map, the 16 values
-  const uint64_t other_shared = uint64_t(x_words) * 16 + kMaxRows * 4 + 32 * kMaxRows * 8 + 256 * 4 + 16 * 4;
-  const uint32_t copies = type == QuantType::nf4 ? detail::nf4_table_copies(rec.device(), other_shared) : 0;
-  spec.constants.push_back(copies);
-  spec.constants.push_back(copies ? x_words : kStageBytes / 16);
-}
-
 void quant_dispatch(vk::Recorder& rec, const char* op, const Tensor& y, const Tensor& x, const Tensor& norm_w,
                     float eps, const QuantWeight& w1, const QuantWeight* w2, const Tensor& bias,
                     GluActivation activation) {
@@ -153,8 +141,6 @@ void quant_dispatch(vk::Recorder& rec, const char* op, const Tensor& y, const Te
   // the kernel's pieces (2) a lane a step count as one for the column split
   ColumnGroups cg = column_groups(rec, N, std::max(8u, K / 2));
   cg.spec.constants[1] = quant_norm_pieces();
-  // nf4: the byte table (constant 3) where asked and it fits, with the staging (constant 4) cut to x̂'s size
-  push_nf4_table(rec, cg.spec, w1.type, M, K, y.dtype());
   cg.spec.constants.push_back(detail::rows_constant(M));
   if (const uint32_t per_sm = quant_norm_groups_per_sm(rec.device()); per_sm != 0)  // workgroups that loop over groups
     cg.groups.x = std::min(cg.groups.x, per_sm * std::max(1u, rec.device().report().sm_count));
@@ -293,7 +279,6 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
     const QuantWeight &wq = r.packed_q, &wk = r.packed_k, &wv = r.packed_v;
     const bool nf4 = wq.type == QuantType::nf4;
     cg.spec.constants[1] = packed_qkv_depth();
-    push_nf4_table(rec, cg.spec, wq.type, uint32_t(x.rows()), x.cols(), q.dtype());
     cg.spec.constants.push_back(detail::rows_constant(uint32_t(x.rows())));
     rec.dispatch(variant(nf4 ? vk::family::qmatvec_norm_qkv_nf4 : vk::family::qmatvec_norm_qkv_q8,
                          {q.dtype(), biases ? r.bq.dtype() : q.dtype()}, op),
@@ -304,8 +289,7 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
                  params, cg.groups, cg.spec);
     return;
   }
-  // constants 4 and 5 are the packed form's (unread here), 6 the rows
-  cg.spec.constants.insert(cg.spec.constants.end(), {0u, kStageBytes / 16, detail::rows_constant(uint32_t(x.rows()))});
+  cg.spec.constants.push_back(detail::rows_constant(uint32_t(x.rows())));
   rec.dispatch(variant(vk::family::matvec_norm_qkv, {q.dtype(), r.wq.dtype()}, op),
                {in(x), in(norm_w), in(r.wq), in(r.wk), in(r.wv), in(biases ? r.bq : r.wq), in(biases ? r.bk : r.wq),
                 in(biases ? r.bv : r.wq), in(r.positions), in(r.inv_freq), out(q), out(k_cache), out(v_cache),

@@ -1,7 +1,6 @@
 #include "ops/quant.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
@@ -106,24 +105,12 @@ uint32_t matvec8_cols(uint32_t N, uint32_t K) {
   return forced ? forced : uint64_t(N) * K >= kTwoColumnsFrom ? 2u : 1u;
 }
 
-// shaders/quant_matvec8.comp's shared memory besides the byte table: partial sums [32][16] floats, the map, the
-// 16 values.
-constexpr uint64_t kMatvec8SharedBytes = 32 * 16 * 4 + 256 * 4 + 16 * 4;
-
 void require_quantized(const QuantWeight& q, const char* op) {
   require(q.defined() && q.codes.defined() && q.absmax.defined() && q.scales.defined() && q.map.defined(), op,
           "the weight is not a quantized weight");
 }
 
 }  // namespace
-
-namespace detail {
-uint32_t nf4_table_copies(const vk::Device& device, uint64_t shared_bytes) {
-  uint32_t copies = std::bit_floor(env_clamped("LORASTUDIO_NF4_COPIES", 0, 16, 0));
-  while (copies > 0 && shared_bytes + copies * kNf4CopyBytes + 8 > device.report().shared_memory) copies /= 2;
-  return copies;
-}
-}  // namespace detail
 
 uint64_t QuantWeight::bytes() const {
   if (!defined()) return 0;
@@ -235,9 +222,7 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
     // LORASTUDIO_QMATVEC8_GROUPS=n asks for n workgroups instead of detail::kMatvecMinGroups (measurement)
     static const uint32_t want = env_clamped("LORASTUDIO_QMATVEC8_GROUPS", 1, 1 << 16, detail::kMatvecMinGroups);
     const uint32_t split = detail::matvec_split(column_groups, std::max(8u, K / 2), sg, per_group, want);
-    spec.constants = {split, cols,
-                      q.type == QuantType::nf4 ? detail::nf4_table_copies(rec.device(), kMatvec8SharedBytes) : 0u,
-                      detail::rows_constant(M)};
+    spec.constants = {split, cols, detail::rows_constant(M)};
     groups = ceil_div(column_groups, per_group / split);
   } else {
     const uint32_t rows = which == MatvecKernel::wide ? matvec16_rows(N) : 1;  // outputs a subgroup

@@ -6,20 +6,15 @@
 #include "common/reduce.glsl"
 #include "common/f16_bits.glsl"
 
-// The rows (tokens) the loops over rows run to: 4, or the constant ROWS_ID (set by the includer) where the host gives
-// the product's own M (ops::detail::rows_constant), so that no registers are kept for rows it does not have.
+// The rows (tokens) the loops over rows run to: 4, or the constant ROWS_ID (set by the includer), where the host gives
+// the product's own M (ops::detail::rows_constant) so that no registers are kept for rows it does not have.
 #if defined(ROWS_ID)
 layout(constant_id = ROWS_ID) const uint kMaxRows = 4u;
 #else
 const uint kMaxRows = 4u;
 #endif
-// x̂ staged 8 values to a uvec4: f16 pairs, or f32 over two uvec4s. 16 KiB, or as the constant STAGE_WORDS_ID (set
-// by the includer) says.
-#if defined(STAGE_WORDS_ID)
-layout(constant_id = STAGE_WORDS_ID) const uint kStageWords = 1024u;
-#else
+// x̂ staged 8 values to a uvec4: f16 pairs, or f32 over two uvec4s. 16 KiB.
 const uint kStageWords = 1024u;
-#endif
 shared uvec4 xs[kStageWords];
 shared float rstd_of[kMaxRows];
 

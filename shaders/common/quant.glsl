@@ -26,29 +26,12 @@ shared float map_s[256];  // the dynamic map, read once per workgroup (a few-row
 #else
 #define QUANT_MAP(code) qmap[code]
 #endif
-#if defined(NF4_COPIES_ID)
-// A byte's two values (high nibble first) in kNf4Copies copies, entry b of copy c at b · kNf4Copies + c: lane l
-// reads copy l % kNf4Copies, so with 16 copies a half-subgroup's 8-byte reads fall in 16 distinct bank pairs
-// whatever the bytes, and a piece of 8 values takes 4 reads instead of 8 (constant NF4_COPIES_ID, set by the
-// includer: 0 off; ops: LORASTUDIO_NF4_COPIES, measurement).
-layout(constant_id = NF4_COPIES_ID) const uint kNf4Copies = 0u;
-shared vec2 nf4_pairs[256u * kNf4Copies + 1u];
-#endif
 void quant_init() {
   if (gl_LocalInvocationIndex < 16u) kNf4[gl_LocalInvocationIndex] = kNf4Values[gl_LocalInvocationIndex];
 #if defined(QUANT_SHARED_MAP)
   for (uint i = gl_LocalInvocationIndex; i < 256u; i += gl_WorkGroupSize.x) map_s[i] = qmap[i];
 #endif
   barrier();
-#if defined(NF4_COPIES_ID)
-  if (kNf4Copies != 0u) {
-    for (uint i = gl_LocalInvocationIndex; i < 256u * kNf4Copies; i += gl_WorkGroupSize.x) {
-      const uint b = i / kNf4Copies;
-      nf4_pairs[i] = vec2(kNf4[b >> 4], kNf4[b & 15u]);
-    }
-    barrier();
-  }
-#endif
 }
 
 // Block b's scale from its word of absmax codes and its second-level scale (the arguments loaded by the caller).
@@ -62,18 +45,6 @@ float block_scale(uint b, float offset) { return nf4_block_scale(qabsmax[b >> 2]
 // A piece: 8 values (elements 8i .. 8i+7 of the flattened weight), one word of codes.
 void piece_values(uvec2 piece, out vec4 lo, out vec4 hi) {
   const uint w = piece.x;
-#if defined(NF4_COPIES_ID)
-  if (kNf4Copies != 0u) {  // bytes 0 .. 3 of the word, each from this lane's copy
-    const uint c = gl_SubgroupInvocationID % kNf4Copies;
-    const vec2 b0 = nf4_pairs[bitfieldExtract(w, 0, 8) * kNf4Copies + c];
-    const vec2 b1 = nf4_pairs[bitfieldExtract(w, 8, 8) * kNf4Copies + c];
-    const vec2 b2 = nf4_pairs[bitfieldExtract(w, 16, 8) * kNf4Copies + c];
-    const vec2 b3 = nf4_pairs[(w >> 24) * kNf4Copies + c];
-    lo = vec4(b0, b1);
-    hi = vec4(b2, b3);
-    return;
-  }
-#endif
   lo = vec4(kNf4[bitfieldExtract(w, 4, 4)], kNf4[bitfieldExtract(w, 0, 4)], kNf4[bitfieldExtract(w, 12, 4)],
             kNf4[bitfieldExtract(w, 8, 4)]);
   hi = vec4(kNf4[bitfieldExtract(w, 20, 4)], kNf4[bitfieldExtract(w, 16, 4)], kNf4[bitfieldExtract(w, 28, 4)],

@@ -126,9 +126,9 @@ TEST_P(MatvecNormTest, LoadDepthChangesNoBit) {
     return std::vector<std::vector<float>>{download(y), download(g), download(stream)};
   };
   const auto by_default = products();
-  // (and the loops over rows run to M instead of 4: LORASTUDIO_ROWS_SPEC=1)
+  // (and the loops over rows run to 4 instead of M: LORASTUDIO_ROWS_SPEC=0)
   for (auto [name, value] : {std::pair{"LORASTUDIO_MATVEC_DEPTH", "1"}, {"LORASTUDIO_MATVEC_DEPTH", "3"},
-                             {"LORASTUDIO_MATVEC_DEPTH", "4"}, {"LORASTUDIO_ROWS_SPEC", "1"}}) {
+                             {"LORASTUDIO_MATVEC_DEPTH", "4"}, {"LORASTUDIO_ROWS_SPEC", "0"}}) {
     SCOPED_TRACE(::testing::Message() << name << "=" << value);
     setenv(name, value, 1);
     const auto got = products();
@@ -283,10 +283,10 @@ TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
                   {biases ? bq0 : none, biases ? bk0 : none, biases ? bv0 : none}, positions, offsets};
   // Loads in flight a lane (LORASTUDIO_MATVEC_DEPTH, or the pass's own LORASTUDIO_QKV_DEPTH) and two pairs a
   // subgroup (LORASTUDIO_QKV_PAIRS=2; where the pair's sums are split, M > 1 here, it stays at one), and the loops
-  // over rows run to M (LORASTUDIO_ROWS_SPEC=1) change no bit
+  // over rows run to 4 instead of M (LORASTUDIO_ROWS_SPEC=0) change no bit
   check_qkv_pass(dev(), c, x, norm_w, r,
                  {"LORASTUDIO_MATVEC_DEPTH=1", "LORASTUDIO_MATVEC_DEPTH=3", "LORASTUDIO_MATVEC_DEPTH=4",
-                  "LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_ROWS_SPEC=1"},
+                  "LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_ROWS_SPEC=0"},
                  "");
 }
 
@@ -376,12 +376,11 @@ TEST_P(QuantMatvecNormTest, MatchesReferenceOnTheDequantizedWeightsAndUnfusedOps
   test::expect_close(got, download(y2), tol(act), "quantized norm_matvec_forward vs rms_norm + quant_matvec, " + what,
                      {M, N});
   // Pieces in flight a lane, workgroups that loop over column groups (on lavapipe one workgroup takes them all;
-  // 0: one a group, the default where the SM count is unknown, else 8 an SM), nf4's byte table (16 copies: as
-  // many as fit beside the staging) and the row loops run to M change no bit.
+  // 0: one a group, the default where the SM count is unknown, else 8 an SM) and row loops run to 4 instead of M
+  // change no bit.
   for (auto [name, value] : {std::pair{"LORASTUDIO_QMATVEC_PIECES", "1"}, {"LORASTUDIO_QMATVEC_PIECES", "5"},
                              {"LORASTUDIO_QMATVEC_WAVES", "0"}, {"LORASTUDIO_QMATVEC_WAVES", "1"},
-                             {"LORASTUDIO_QMATVEC_WAVES", "3"}, {"LORASTUDIO_NF4_COPIES", "4"},
-                             {"LORASTUDIO_NF4_COPIES", "16"}, {"LORASTUDIO_ROWS_SPEC", "1"}}) {
+                             {"LORASTUDIO_QMATVEC_WAVES", "3"}, {"LORASTUDIO_ROWS_SPEC", "0"}}) {
     SCOPED_TRACE(::testing::Message() << name << "=" << value);
     setenv(name, value, 1);
     const auto y_now = test::poisoned(dev(), {M, N}, act), gated_now = test::poisoned(dev(), {M, N}, act);
@@ -469,11 +468,10 @@ TEST_P(PackedQkvRopeTest, MatchesReferenceUnfusedOpsAndEveryDepth) {
   const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {w0[0], w0[1], w0[2]},
                   {biases ? b0[0] : none, biases ? b0[1] : none, biases ? b0[2] : none}, positions, offsets};
   const std::string what = std::string(", ") + quant_name(qt) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
-  // pieces in flight a lane, two pairs a subgroup, nf4's byte table (16 copies: as many as fit), the row loops to M
+  // pieces in flight a lane, two pairs a subgroup, row loops to 4 instead of M
   check_qkv_pass(dev(), c, x, norm_w, r,
                  {"LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_DEPTH=2", "LORASTUDIO_QKV_DEPTH=3", "LORASTUDIO_QKV_DEPTH=8",
-                  "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_NF4_COPIES=2", "LORASTUDIO_NF4_COPIES=16",
-                  "LORASTUDIO_ROWS_SPEC=1", "LORASTUDIO_ROWS_SPEC=1 LORASTUDIO_NF4_COPIES=16"},
+                  "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_ROWS_SPEC=0", "LORASTUDIO_ROWS_SPEC=0 LORASTUDIO_QKV_DEPTH=2"},
                  what);
 }
 
