@@ -31,12 +31,23 @@ layout(binding = 2) readonly buffer BufBias { STORE(W_T) bias[]; };
 #define QB_MAP 6
 #define QUANT_SHARED_MAP
 #include "common/quant.glsl"
+// nf4: a lane's pieces are kPieceWords words of codes, 8, 16 or 32 values, one load each (constant 4; ops: 1, or with
+// LORASTUDIO_NF4_WORDS=2 or 4, measurement; K a multiple of 8·kPieceWords); q8's are one piece of 8 values.
+layout(constant_id = 4) const uint kPieceWords = 1u;
 #if defined(Q_NF4)
 layout(binding = 3) readonly buffer QPieces { uint qpieces[]; };
-uvec2 load_piece(uint e) { return uvec2(qpieces[e >> 3], 0u); }
+layout(binding = 3) readonly buffer QPieces2 { uvec2 qpieces2[]; };
+layout(binding = 3) readonly buffer QPieces4 { uvec4 qpieces4[]; };
+uvec4 load_piece(uint e) {
+  if (kPieceWords == 4u) return qpieces4[e >> 5];
+  if (kPieceWords == 2u) return uvec4(qpieces2[e >> 4], 0u, 0u);
+  return uvec4(qpieces[e >> 3], 0u, 0u, 0u);
+}
+uvec2 piece_group(uvec4 piece, uint t) { return uvec2(piece[t], 0u); }  // its t-th 8 values, for piece_values
 #else
 layout(binding = 3) readonly buffer QPieces { uvec2 qpieces[]; };
-uvec2 load_piece(uint e) { return qpieces[e >> 3]; }
+uvec4 load_piece(uint e) { return uvec4(qpieces[e >> 3], 0u, 0u); }
+uvec2 piece_group(uvec4 piece, uint t) { return piece.xy; }  // (kPieceWords is 1)
 #endif
 
 const uint kPieces = 2u;
@@ -77,15 +88,16 @@ void main() {
   float acc[kCols * kMaxRows];
   [[unroll]] for (uint i = 0u; i < kCols * kMaxRows; ++i) acc[i] = 0.0;
   if (live) {
-    const uint step = gl_SubgroupSize * 8u * kSplit;
+    const uint piece_len = 8u * kPieceWords, step = gl_SubgroupSize * piece_len * kSplit;
     uint row[kCols];
     [[unroll]] for (uint c = 0u; c < kCols; ++c) row[c] = min(n0 + c, p.N - 1u) * p.K;  // past N: read, unused
-    for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; k < p.K; k += kPieces * step) {
-      uvec2 piece[kPieces * kCols];
+    for (uint k = (part * gl_SubgroupSize + gl_SubgroupInvocationID) * piece_len; k < p.K; k += kPieces * step) {
+      uvec4 piece[kPieces * kCols];
       float scale[kPieces * kCols];
       [[unroll]] for (uint i = 0u; i < kPieces; ++i) {
         [[unroll]] for (uint c = 0u; c < kCols; ++c) {
-          const uint e = row[c] + min(k + i * step, p.K - 8u);  // past K: the row's last piece again, unused
+          // past K: the row's last piece again, unused; a piece lies in one block of 64
+          const uint e = row[c] + min(k + i * step, p.K - piece_len);
           piece[i * kCols + c] = load_piece(e);
           scale[i * kCols + c] = block_scale(e >> 6, p.offset);
         }
@@ -95,13 +107,20 @@ void main() {
         if (ki >= p.K) break;
         [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
           if (m >= p.M) break;
-          vec4 xl, xh;
-          load_a(m * p.a_sm + ki, xl, xh);
-          [[unroll]] for (uint c = 0u; c < kCols; ++c) {
-            vec4 wl, wh;
-            piece_values(piece[i * kCols + c], wl, wh);
-            acc[c * kMaxRows + m] = fma(dot(xl, wl) + dot(xh, wh), scale[i * kCols + c], acc[c * kMaxRows + m]);
+          float d[kMaxCols];  // the piece's sums, before its block scale
+          [[unroll]] for (uint t = 0u; t < 4u; ++t) {
+            if (t >= kPieceWords) break;
+            vec4 xl, xh;
+            load_a(m * p.a_sm + ki + 8u * t, xl, xh);
+            [[unroll]] for (uint c = 0u; c < kCols; ++c) {
+              vec4 wl, wh;
+              piece_values(piece_group(piece[i * kCols + c], t), wl, wh);
+              const float s = dot(xl, wl) + dot(xh, wh);
+              d[c] = t == 0u ? s : d[c] + s;
+            }
           }
+          [[unroll]] for (uint c = 0u; c < kCols; ++c)
+            acc[c * kMaxRows + m] = fma(d[c], scale[i * kCols + c], acc[c * kMaxRows + m]);
         }
       }
     }

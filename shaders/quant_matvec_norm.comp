@@ -43,26 +43,44 @@ layout(push_constant) uniform Params {
 #define QB_MAP 10
 #define QUANT_SHARED_MAP
 #define ROWS_ID 3
+// nf4: a lane's pieces are kPieceWords words of codes, 8, 16 or 32 values (constant 4; ops: 1, or with
+// LORASTUDIO_NF4_WORDS=2 or 4, measurement); q8's are one piece of 8 values.
+#define PIECE_WORDS_ID 4
 #include "common/quant.glsl"
+#include "common/matvec_norm_stage.glsl"
 #if defined(Q_NF4)
 layout(binding = 2) readonly buffer W1 { uint w1[]; };
+layout(binding = 2) readonly buffer W1x2 { uvec2 w1x2[]; };
+layout(binding = 2) readonly buffer W1x4 { uvec4 w1x4[]; };
 layout(binding = 3) readonly buffer W2 { uint w2[]; };  // up (GLU); bound to W1 otherwise, unread
+layout(binding = 3) readonly buffer W2x2 { uvec2 w2x2[]; };
+layout(binding = 3) readonly buffer W2x4 { uvec4 w2x4[]; };
 layout(binding = 8) readonly buffer QAbsmax2 { uint qabsmax2[]; };
 layout(binding = 9) readonly buffer QScales2 { float qscales2[]; };
-uvec2 piece1(uint e) { return uvec2(w1[e >> 3], 0u); }
-uvec2 piece2(uint e) { return uvec2(w2[e >> 3], 0u); }
+// The piece at element e (a multiple of 8·kPieceWords): its words of codes, one load.
+uvec4 piece1(uint e) {
+  if (kPieceWords == 4u) return w1x4[e >> 5];
+  if (kPieceWords == 2u) return uvec4(w1x2[e >> 4], 0u, 0u);
+  return uvec4(w1[e >> 3], 0u, 0u, 0u);
+}
+uvec4 piece2(uint e) {
+  if (kPieceWords == 4u) return w2x4[e >> 5];
+  if (kPieceWords == 2u) return uvec4(w2x2[e >> 4], 0u, 0u);
+  return uvec4(w2[e >> 3], 0u, 0u, 0u);
+}
+// Its t-th group of 8 values, as common/quant.glsl's piece_values takes it.
+uvec2 piece_group(uvec4 piece, uint t) { return uvec2(piece[t], 0u); }
 float block_scale2(uint b) { return nf4_block_scale(qabsmax2[b >> 2], b, qscales2[b >> 8], p.offset2); }
 #else
 layout(binding = 2) readonly buffer W1 { uvec2 w1[]; };
 layout(binding = 3) readonly buffer W2 { uvec2 w2[]; };
 layout(binding = 8) readonly buffer QAbsmax2 { float qabsmax2[]; };
 layout(binding = 9) readonly buffer QScales2 { float qscales2[]; };  // unread: bound alike for both formats
-uvec2 piece1(uint e) { return w1[e >> 3]; }
-uvec2 piece2(uint e) { return w2[e >> 3]; }
+uvec4 piece1(uint e) { return uvec4(w1[e >> 3], 0u, 0u); }
+uvec4 piece2(uint e) { return uvec4(w2[e >> 3], 0u, 0u); }
+uvec2 piece_group(uvec4 piece, uint t) { return piece.xy; }  // (kPieceWords is 1)
 float block_scale2(uint b) { return qabsmax2[b]; }
 #endif
-
-#include "common/matvec_norm_stage.glsl"
 
 #if defined(GLU_SILU)
 float act(float g) { return silu(g); }
@@ -74,10 +92,10 @@ float act(float g) { return gelu_tanh(g); }
 #endif
 
 // The pieces at k, k + step, ... as loaded (past K: the row's last piece again, unused).
-void load_pieces(uint row, uint k, uint step, inout uvec2 pw[kMaxDepth], inout uvec2 pu[kMaxDepth]) {
+void load_pieces(uint row, uint k, uint step, inout uvec4 pw[kMaxDepth], inout uvec4 pu[kMaxDepth]) {
   [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) {
     if (i >= kDepth) break;
-    const uint e = row + min(k + i * step, p.K - 8u);
+    const uint e = row + min(k + i * step, p.K - 8u * kPieceWords);
     pw[i] = piece1(e);
 #if defined(GLU)
     pu[i] = piece2(e);
@@ -89,8 +107,8 @@ void main() {
   const uint step = split_k_step(), k0 = split_k0(), cols = split_columns();
   // The first group's first pieces are loaded before the map's and the norm's staging, their round trip
   // overlapping it (shaders/matvec_norm.comp); their block scales need the staged map, so they follow it.
-  uvec2 pw[kMaxDepth], pu[kMaxDepth];
-  [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) pw[i] = pu[i] = uvec2(0u);
+  uvec4 pw[kMaxDepth], pu[kMaxDepth];
+  [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) pw[i] = pu[i] = uvec4(0u);
   {
     const uint n = gl_WorkGroupID.x * cols + gl_SubgroupID / kSplit;
     if (n < p.N) load_pieces(n * p.w_sn, k0, step, pw, pu);
@@ -112,7 +130,7 @@ void main() {
 #endif
         [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) {
           if (i >= kDepth) break;
-          const uint e = row + min(k + i * step, p.K - 8u);
+          const uint e = row + min(k + i * step, p.K - 8u * kPieceWords);  // a piece lies in one block of 64
           sw[i] = block_scale(e >> 6, p.offset1);
 #if defined(GLU)
           su[i] = block_scale2(e >> 6);
@@ -121,19 +139,32 @@ void main() {
         [[unroll]] for (uint i = 0u; i < kMaxDepth; ++i) {
           const uint ki = k + i * step;
           if (i >= kDepth || ki >= p.K) break;
-          vec4 wl, wh;
-          piece_values(pw[i], wl, wh);
+          float dw[kMaxRows], du[kMaxRows];  // the piece's sums, before its block scale
+          [[unroll]] for (uint t = 0u; t < 4u; ++t) {
+            if (t >= kPieceWords) break;
+            vec4 wl, wh;
+            piece_values(piece_group(pw[i], t), wl, wh);
 #if defined(GLU)
-          vec4 ul, uh;
-          piece_values(pu[i], ul, uh);
+            vec4 ul, uh;
+            piece_values(piece_group(pu[i], t), ul, uh);
 #endif
-          [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
-            if (m >= p.M) break;
-            vec4 xl, xh;
-            load_x(m * p.K + ki, xl, xh);
-            acc[m] = fma(dot(xl, wl) + dot(xh, wh), sw[i], acc[m]);
+            [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
+              if (m >= p.M) break;
+              vec4 xl, xh;
+              load_x(m * p.K + ki + 8u * t, xl, xh);
+              const float d = dot(xl, wl) + dot(xh, wh);
+              dw[m] = t == 0u ? d : dw[m] + d;
 #if defined(GLU)
-            acc_up[m] = fma(dot(xl, ul) + dot(xh, uh), su[i], acc_up[m]);
+              const float u = dot(xl, ul) + dot(xh, uh);
+              du[m] = t == 0u ? u : du[m] + u;
+#endif
+            }
+          }
+          [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {
+            if (m >= p.M) break;
+            acc[m] = fma(dw[m], sw[i], acc[m]);
+#if defined(GLU)
+            acc_up[m] = fma(du[m], su[i], acc_up[m]);
 #endif
           }
         }

@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <numeric>
 #include <optional>
@@ -621,6 +622,18 @@ uint32_t matvec_depth() {  // (read at each recording: a test records several de
 
 uint32_t rows_constant(uint32_t M) {  // (read at each recording, as matvec_depth)
   return env_clamped("LORASTUDIO_ROWS_SPEC", 0, 1, 1) == 1 ? std::clamp(M, 1u, kMatvecMaxRows) : kMatvecMaxRows;
+}
+
+uint32_t nf4_piece_words(uint32_t K, std::initializer_list<const QuantWeight*> weights) {
+  uint32_t words = std::bit_floor(env_clamped("LORASTUDIO_NF4_WORDS", 1, 4, 1));
+  auto fits = [&] {
+    if (K % (8 * words) != 0) return false;
+    for (const QuantWeight* w : weights)
+      if (w && (w->type != QuantType::nf4 || w->codes.byte_offset() % (4 * words) != 0)) return false;
+    return true;
+  };
+  while (words > 1 && !fits()) words /= 2;
+  return words;
 }
 
 uint32_t split_k(uint64_t tiles, uint32_t M, uint32_t N, uint32_t K, uint64_t max_binding) {

@@ -16,6 +16,21 @@ const uint kMaxRows = 4u;
 // x̂ staged 8 values to a uvec4: f16 pairs, or f32 over two uvec4s. 16 KiB.
 const uint kStageWords = 1024u;
 shared uvec4 xs[kStageWords];
+
+// A lane's piece of a weight row: kPieceWords groups of 8 values (1, or the constant PIECE_WORDS_ID where the includer
+// sets it: 1, 2 or 4), consecutive lanes on consecutive pieces. With more than one, x̂'s groups are staged permuted:
+// group t of a row's piece j at slot t·(K/8/kPieceWords) + j of the row, so that the 16-byte reads of a subgroup's
+// t-th groups are consecutive (conflict-free) and not kPieceWords·16 bytes apart. K a multiple of 8·kPieceWords.
+#if defined(PIECE_WORDS_ID)
+layout(constant_id = PIECE_WORDS_ID) const uint kPieceWords = 1u;
+#else
+const uint kPieceWords = 1u;
+#endif
+uint stage_slot(uint g) {  // g: an 8-value group of the M·K staged values
+  if (kPieceWords == 1u) return g;
+  const uint per_row = p.K / 8u, r = g % per_row;
+  return (g - r) + (r % kPieceWords) * (per_row / kPieceWords) + r / kPieceWords;
+}
 shared float rstd_of[kMaxRows];
 
 void unpack8_half(uvec4 r, out vec4 lo, out vec4 hi) {
@@ -56,11 +71,12 @@ float norm_weight(uint k) {
 
 // x̂'s 8 values from element e (a multiple of 8) of the staged rows.
 void load_x(uint e, out vec4 lo, out vec4 hi) {
+  const uint s = stage_slot(e / 8u);
 #if defined(ACT_IS_F16)
-  unpack8_half(xs[e / 8u], lo, hi);
+  unpack8_half(xs[s], lo, hi);
 #else
-  lo = uintBitsToFloat(xs[e / 4u]);
-  hi = uintBitsToFloat(xs[e / 4u + 1u]);
+  lo = uintBitsToFloat(xs[2u * s]);
+  hi = uintBitsToFloat(xs[2u * s + 1u]);
 #endif
 }
 
@@ -92,12 +108,13 @@ void stage_rows() {
     const vec4 lo = x4[e / 4u], hi = x4[e / 4u + 1u];
     float v[8] = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
     for (uint i = 0u; i < 8u; ++i) v[i] = (v[i] * r) * norm_weight(k + i);
+    const uint s = stage_slot(g);
 #if defined(ACT_IS_F16)
-    xs[g] = uvec4(packFloat2x16(f16vec2(v[0], v[1])), packFloat2x16(f16vec2(v[2], v[3])),
+    xs[s] = uvec4(packFloat2x16(f16vec2(v[0], v[1])), packFloat2x16(f16vec2(v[2], v[3])),
                   packFloat2x16(f16vec2(v[4], v[5])), packFloat2x16(f16vec2(v[6], v[7])));
 #else
-    xs[2u * g] = floatBitsToUint(vec4(v[0], v[1], v[2], v[3]));
-    xs[2u * g + 1u] = floatBitsToUint(vec4(v[4], v[5], v[6], v[7]));
+    xs[2u * s] = floatBitsToUint(vec4(v[0], v[1], v[2], v[3]));
+    xs[2u * s + 1u] = floatBitsToUint(vec4(v[4], v[5], v[6], v[7]));
 #endif
   }
   barrier();
@@ -116,9 +133,9 @@ shared vec2 split_sums[256u / 8u][kMaxRows];  // [subgroup][row], subgroups of 8
 // The workgroup's columns, this subgroup's column and its part of the column's K pieces.
 uint split_columns() { return gl_NumSubgroups / kSplit; }
 uint split_part() { return gl_SubgroupID % kSplit; }
-// The first K index of this lane, and the stride between its pieces.
-uint split_k0() { return (split_part() * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u; }
-uint split_k_step() { return gl_SubgroupSize * 8u * kSplit; }
+// The first K index of this lane, and the stride between its pieces (of 8·kPieceWords values).
+uint split_k0() { return (split_part() * gl_SubgroupSize + gl_SubgroupInvocationID) * 8u * kPieceWords; }
+uint split_k_step() { return gl_SubgroupSize * 8u * kPieceWords * kSplit; }
 
 // A column's two sums per row over its lanes and subgroups (in order), into acc of the lane that returns true
 // (one per live column). Every invocation of the workgroup calls it (a barrier when the column is split).

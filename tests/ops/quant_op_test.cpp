@@ -15,6 +15,7 @@
 
 #include <bit>
 #include <cstdlib>
+#include <string_view>
 
 #include "support/testing.h"
 #include "tensor/quant.h"
@@ -75,39 +76,46 @@ TEST_P(QuantOpTest, MatvecMatchesTheReferenceOnTheDequantizedWeight) {
   // subgroups. q8 where K is a multiple of 64: shaders/quant_matvec16.comp with 1 output a subgroup (300 rows), 2
   // (4099: the last subgroup's second row past N) and 4 (8195: three rows of the last subgroup). With
   // LORASTUDIO_QMATVEC=16 (a second run in the suite, tests/CMakeLists.txt) nf4 takes those too, and the one-word
-  // shaders/quant_matvec.comp where K is not a multiple of 64.
-  for (const Shape2 s : {Shape2{300, 136}, Shape2{70, 96}, Shape2{300, 192}, Shape2{4099, 128}, Shape2{8195, 64},
-                         Shape2{40, 2048}}) {
-    const auto w0 = weights(size_t(s.rows) * s.cols, 12);
-    const QuantizedHost hq = quantize(t, w0);
-    const std::vector<float> wd = dequantize(hq);
-    const ops::QuantWeight q = upload(hq, s);
-    const DType bt = ops::dequantized_dtype(dev());
-    const auto b0 = test::rounded(test::random_values(s.rows, 13), bt);
-    const Tensor bias = test::tensor_from(dev(), {s.rows}, bt, b0);
-    for (uint32_t M : {1u, 3u, 4u})
-      for (DType xt : {DType::f32, DType::f16})
-        for (DType yt : {DType::f32, DType::f16}) {
-          const auto x0 = test::rounded(test::random_values(size_t(M) * s.cols, 14 + M), xt);
-          const auto y0 = test::rounded(test::random_values(size_t(M) * s.rows, 15), yt);
-          const Tensor x = test::tensor_from(dev(), {M, s.cols}, xt, x0);
-          auto y = test::poisoned(dev(), {M, s.rows}, yt);
-          const Tensor acc = test::tensor_from(dev(), {M, s.rows}, yt, y0);
-          test::run(dev(), [&](vk::Recorder& rec) {
-            ops::quant_matvec_forward(rec, y.t, x, q, bias);
-            ops::quant_matvec_forward(rec, acc, x, q, Tensor(), true);
-          });
-          std::vector<float> want(size_t(M) * s.rows), want_acc(want.size());
-          ops::ref::matmul_forward(want, x0, wd, b0, M, s.rows, s.cols);
-          ops::ref::matmul_forward(want_acc, x0, wd, {}, M, s.rows, s.cols);
-          for (size_t i = 0; i < want_acc.size(); ++i) want_acc[i] += y0[i];
-          const double tol = yt == DType::f32 ? 1e-5 : 2e-3;
-          const std::string what =
-              std::string("quant_matvec ") + quant_name(t) + " K=" + std::to_string(s.cols) + " M=" + std::to_string(M);
-          test::expect_close(download(y.t), test::rounded(want, yt), tol, what, y.t.shape());
-          test::expect_close(download(acc), test::rounded(want_acc, yt), tol, what + " accumulating", acc.shape());
-          y.expect_guards_intact("quant_matvec_forward");
-        }
+  // shaders/quant_matvec.comp where K is not a multiple of 64. nf4's pieces kernel also with pieces of 2 and 4 words
+  // a lane (LORASTUDIO_NF4_WORDS; where K is not a multiple of 16 or 32 the host keeps fewer).
+  for (const char* words : {"1", "2", "4"}) {
+    for (const Shape2 s : {Shape2{300, 136}, Shape2{70, 96}, Shape2{300, 192}, Shape2{4099, 128}, Shape2{8195, 64},
+                           Shape2{40, 2048}}) {
+      if (t != QuantType::nf4 && words != std::string_view("1")) continue;
+      SCOPED_TRACE(::testing::Message() << "LORASTUDIO_NF4_WORDS=" << words);
+      setenv("LORASTUDIO_NF4_WORDS", words, 1);
+      const auto w0 = weights(size_t(s.rows) * s.cols, 12);
+      const QuantizedHost hq = quantize(t, w0);
+      const std::vector<float> wd = dequantize(hq);
+      const ops::QuantWeight q = upload(hq, s);
+      const DType bt = ops::dequantized_dtype(dev());
+      const auto b0 = test::rounded(test::random_values(s.rows, 13), bt);
+      const Tensor bias = test::tensor_from(dev(), {s.rows}, bt, b0);
+      for (uint32_t M : {1u, 3u, 4u})
+        for (DType xt : {DType::f32, DType::f16})
+          for (DType yt : {DType::f32, DType::f16}) {
+            const auto x0 = test::rounded(test::random_values(size_t(M) * s.cols, 14 + M), xt);
+            const auto y0 = test::rounded(test::random_values(size_t(M) * s.rows, 15), yt);
+            const Tensor x = test::tensor_from(dev(), {M, s.cols}, xt, x0);
+            auto y = test::poisoned(dev(), {M, s.rows}, yt);
+            const Tensor acc = test::tensor_from(dev(), {M, s.rows}, yt, y0);
+            test::run(dev(), [&](vk::Recorder& rec) {
+              ops::quant_matvec_forward(rec, y.t, x, q, bias);
+              ops::quant_matvec_forward(rec, acc, x, q, Tensor(), true);
+            });
+            std::vector<float> want(size_t(M) * s.rows), want_acc(want.size());
+            ops::ref::matmul_forward(want, x0, wd, b0, M, s.rows, s.cols);
+            ops::ref::matmul_forward(want_acc, x0, wd, {}, M, s.rows, s.cols);
+            for (size_t i = 0; i < want_acc.size(); ++i) want_acc[i] += y0[i];
+            const double tol = yt == DType::f32 ? 1e-5 : 2e-3;
+            const std::string what =
+                std::string("quant_matvec ") + quant_name(t) + " K=" + std::to_string(s.cols) + " M=" + std::to_string(M);
+            test::expect_close(download(y.t), test::rounded(want, yt), tol, what, y.t.shape());
+            test::expect_close(download(acc), test::rounded(want_acc, yt), tol, what + " accumulating", acc.shape());
+            y.expect_guards_intact("quant_matvec_forward");
+          }
+      unsetenv("LORASTUDIO_NF4_WORDS");
+    }
   }
 }
 
