@@ -31,8 +31,9 @@ layout(binding = 2) readonly buffer BufBias { STORE(W_T) bias[]; };
 #define QB_MAP 6
 #define QUANT_SHARED_MAP
 #include "common/quant.glsl"
-// nf4: a lane's pieces are kPieceWords words of codes, 8, 16 or 32 values, one load each (constant 4; ops: 1, or with
-// LORASTUDIO_NF4_WORDS=2 or 4, measurement; K a multiple of 8·kPieceWords); q8's are one piece of 8 values.
+// nf4: a lane's pieces are kPieceWords words of codes, 8, 16 or 32 values, one load each (constant 4;
+// ops::detail::nf4_piece_words: 2 where K is a multiple of 16; K a multiple of 8·kPieceWords); q8's are one piece
+// of 8 values.
 layout(constant_id = 4) const uint kPieceWords = 1u;
 #if defined(Q_NF4)
 layout(binding = 3) readonly buffer QPieces { uint qpieces[]; };

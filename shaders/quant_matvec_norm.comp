@@ -43,8 +43,8 @@ layout(push_constant) uniform Params {
 #define QB_MAP 10
 #define QUANT_SHARED_MAP
 #define ROWS_ID 3
-// nf4: a lane's pieces are kPieceWords words of codes, 8, 16 or 32 values (constant 4; ops: 1, or with
-// LORASTUDIO_NF4_WORDS=2 or 4, measurement); q8's are one piece of 8 values.
+// nf4: a lane's pieces are kPieceWords words of codes, 8, 16 or 32 values (constant 4; ops::detail::nf4_piece_words:
+// 1, which on the H100 beat 2 and 4 here); q8's are one piece of 8 values.
 #define PIECE_WORDS_ID 4
 #include "common/quant.glsl"
 #include "common/matvec_norm_stage.glsl"
@@ -115,6 +115,9 @@ void main() {
   }
   quant_init();
   stage_rows();
+  // x̂'s slots (common/matvec_norm_stage.glsl stage_slot) without a division by K a value: a row's groups, and
+  // the groups of one word of its pieces
+  const uint row_groups = p.K / 8u, plane = row_groups / kPieceWords;
   for (uint g = gl_WorkGroupID.x; g * cols < p.N; g += gl_NumWorkGroups.x) {  // uniform over the workgroup
     const uint n = g * cols + gl_SubgroupID / kSplit;
     const bool live = n < p.N;  // uniform over the subgroup
@@ -151,7 +154,7 @@ void main() {
             [[unroll]] for (uint m = 0u; m < kMaxRows; ++m) {  // constant indices keep acc in registers
               if (m >= p.M) break;
               vec4 xl, xh;
-              load_x(m * p.K + ki + 8u * t, xl, xh);
+              load_x_slot(m * row_groups + t * plane + ki / (8u * kPieceWords), xl, xh);
               const float d = dot(xl, wl) + dot(xh, wh);
               dw[m] = t == 0u ? d : dw[m] + d;
 #if defined(GLU)

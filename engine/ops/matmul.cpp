@@ -624,8 +624,9 @@ uint32_t rows_constant(uint32_t M) {  // (read at each recording, as matvec_dept
   return env_clamped("LORASTUDIO_ROWS_SPEC", 0, 1, 1) == 1 ? std::clamp(M, 1u, kMatvecMaxRows) : kMatvecMaxRows;
 }
 
-uint32_t nf4_piece_words(uint32_t K, std::initializer_list<const QuantWeight*> weights) {
-  uint32_t words = std::bit_floor(env_clamped("LORASTUDIO_NF4_WORDS", 1, 4, 1));
+uint32_t nf4_piece_words(PiecesOf kernel, uint32_t K, std::initializer_list<const QuantWeight*> weights) {
+  uint32_t words = std::bit_floor(kernel == PiecesOf::matvec8 ? env_clamped("LORASTUDIO_NF4_WORDS", 1, 4, 2)
+                                                              : env_clamped("LORASTUDIO_NF4_NORM_WORDS", 1, 4, 1));
   auto fits = [&] {
     if (K % (8 * words) != 0) return false;
     for (const QuantWeight* w : weights)

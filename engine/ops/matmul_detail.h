@@ -51,11 +51,14 @@ uint32_t matvec_depth();
 // token from 4,787 to 4,467 µs of GPU time (registers: gate/up 58 -> 45, o/down 48 -> 32) and a bf16 one from
 // 6,010 to 5,943 µs.
 uint32_t rows_constant(uint32_t M);
-// The words of nf4 codes in a lane's piece of the packed few-row products (shaders/quant_matvec8.comp and
-// quant_matvec_norm.comp, their kPieceWords: 1, 2 or 4, i.e. 8, 16 or 32 values; one load each): 1, or
-// LORASTUDIO_NF4_WORDS (measurement) where K and every weight's codes offset allow it. More than one sums a piece's
-// groups before its block scale, so the bits differ from one word's (within the tests' tolerance).
-uint32_t nf4_piece_words(uint32_t K, std::initializer_list<const QuantWeight*> weights);
+// The words of nf4 codes in a lane's piece of the packed few-row products (their kPieceWords: 1, 2 or 4, i.e. 8, 16
+// or 32 values; one load each), where K and every weight's codes offset allow it (else fewer): for
+// shaders/quant_matvec8.comp (o, down) 2, or LORASTUDIO_NF4_WORDS; for quant_matvec_norm.comp (gate/up with the
+// norm) 1, or LORASTUDIO_NF4_NORM_WORDS (both measurement). More than one sums a piece's groups before its block
+// scale, so the bits differ from one word's (within the tests' tolerance). On the H100 (session 46, 7B nf4 decode)
+// 2 words took o/down from 25.7 to 21.9 us a dispatch, 4 to 22.6; gate/up lost with both (61.4 -> 64.5, 69.3).
+enum class PiecesOf { matvec8, norm_matvec };
+uint32_t nf4_piece_words(PiecesOf kernel, uint32_t K, std::initializer_list<const QuantWeight*> weights);
 
 // The scalar GEMM's output tile (shaders/matmul.comp).
 constexpr uint32_t kTile = 64;

@@ -142,7 +142,7 @@ void quant_dispatch(vk::Recorder& rec, const char* op, const Tensor& y, const Te
   ColumnGroups cg = column_groups(rec, N, std::max(8u, K / 2));
   cg.spec.constants[1] = quant_norm_pieces();
   cg.spec.constants.push_back(detail::rows_constant(M));
-  cg.spec.constants.push_back(detail::nf4_piece_words(K, {&w1, w2}));
+  cg.spec.constants.push_back(detail::nf4_piece_words(detail::PiecesOf::norm_matvec, K, {&w1, w2}));
   if (const uint32_t per_sm = quant_norm_groups_per_sm(rec.device()); per_sm != 0)  // workgroups that loop over groups
     cg.groups.x = std::min(cg.groups.x, per_sm * std::max(1u, rec.device().report().sm_count));
   const QuantWeight& up = w2 ? *w2 : w1;

@@ -69,9 +69,8 @@ float norm_weight(uint k) {
   return p.nw_type == 1u ? unpackHalf2x16(half_bits).x : uintBitsToFloat(half_bits << 16);
 }
 
-// x̂'s 8 values from element e (a multiple of 8) of the staged rows.
-void load_x(uint e, out vec4 lo, out vec4 hi) {
-  const uint s = stage_slot(e / 8u);
+// x̂'s 8 values at staging slot s (stage_slot).
+void load_x_slot(uint s, out vec4 lo, out vec4 hi) {
 #if defined(ACT_IS_F16)
   unpack8_half(xs[s], lo, hi);
 #else
@@ -79,6 +78,8 @@ void load_x(uint e, out vec4 lo, out vec4 hi) {
   hi = uintBitsToFloat(xs[2u * s + 1u]);
 #endif
 }
+// x̂'s 8 values from element e (a multiple of 8) of the staged rows.
+void load_x(uint e, out vec4 lo, out vec4 hi) { load_x_slot(stage_slot(e / 8u), lo, hi); }
 
 // f rounded to ACT_T, as a float: the value the unfused path stores (nearest even; integer arithmetic, since a
 // float -> float16_t -> float round trip in registers may be folded away by a driver).

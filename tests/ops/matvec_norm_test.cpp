@@ -393,17 +393,17 @@ TEST_P(QuantMatvecNormTest, MatchesReferenceOnTheDequantizedWeightsAndUnfusedOps
       for (size_t j = 0; j < now.size(); ++j)
         ASSERT_EQ(std::bit_cast<uint32_t>(now[j]), std::bit_cast<uint32_t>(before[j])) << "element " << j;
   }
-  // nf4 pieces of 2 and 4 words a lane (LORASTUDIO_NF4_WORDS; x̂ staged permuted) sum in another order: against
+  // nf4 pieces of 2 and 4 words a lane (LORASTUDIO_NF4_NORM_WORDS; x̂ staged permuted) sum in another order: against
   // the reference. Where K is not a multiple of 16 the host keeps one word, and the bits.
   for (const char* words : {"2", "4"}) {
-    SCOPED_TRACE(::testing::Message() << "LORASTUDIO_NF4_WORDS=" << words);
-    setenv("LORASTUDIO_NF4_WORDS", words, 1);
+    SCOPED_TRACE(::testing::Message() << "LORASTUDIO_NF4_NORM_WORDS=" << words);
+    setenv("LORASTUDIO_NF4_NORM_WORDS", words, 1);
     const auto y_now = test::poisoned(dev(), {M, N}, act), gated_now = test::poisoned(dev(), {M, N}, act);
     test::run(dev(), [&](vk::Recorder& rec) {
       ops::norm_matvec_forward(rec, y_now.t, x, norm_w, kEps, wg, bias);
       ops::norm_glu_matvec_forward(rec, gated_now.t, x, norm_w, kEps, wg, wu, ops::GluActivation::silu);
     });
-    unsetenv("LORASTUDIO_NF4_WORDS");
+    unsetenv("LORASTUDIO_NF4_NORM_WORDS");
     const std::vector<float> now = download(y_now.t), now_gated = download(gated_now.t);
     test::expect_close(now, want, tol(act), "quantized norm_matvec_forward vs reference, " + what, {M, N});
     test::expect_close(now_gated, want_gated, tol(act), "quantized norm_glu_matvec_forward vs reference, " + what,

@@ -76,8 +76,8 @@ TEST_P(QuantOpTest, MatvecMatchesTheReferenceOnTheDequantizedWeight) {
   // subgroups. q8 where K is a multiple of 64: shaders/quant_matvec16.comp with 1 output a subgroup (300 rows), 2
   // (4099: the last subgroup's second row past N) and 4 (8195: three rows of the last subgroup). With
   // LORASTUDIO_QMATVEC=16 (a second run in the suite, tests/CMakeLists.txt) nf4 takes those too, and the one-word
-  // shaders/quant_matvec.comp where K is not a multiple of 64. nf4's pieces kernel also with pieces of 2 and 4 words
-  // a lane (LORASTUDIO_NF4_WORDS; where K is not a multiple of 16 or 32 the host keeps fewer).
+  // shaders/quant_matvec.comp where K is not a multiple of 64. nf4's pieces kernel with pieces of 1, 2 (the default)
+  // and 4 words a lane (LORASTUDIO_NF4_WORDS; where K is not a multiple of 16 or 32 the host keeps fewer).
   for (const char* words : {"1", "2", "4"}) {
     for (const Shape2 s : {Shape2{300, 136}, Shape2{70, 96}, Shape2{300, 192}, Shape2{4099, 128}, Shape2{8195, 64},
                            Shape2{40, 2048}}) {
