@@ -1,14 +1,27 @@
 #!/bin/bash
-# Session 46, call 3 (short: ~80 s, no model): micro's decode_7b_nf4 products on this build, where o/down take pieces
-# of 2 words a lane by default (commit after 8c77937) and the norm-fused gate/up product finds x̂'s staging slots
-# without a division by K a value (call 2's 2- and 4-word gate/up paid one, which may explain their loss).
-# Alternated: the default; gate/up at 2 and 4 words (LORASTUDIO_NF4_NORM_WORDS); o/down at 1 word
-# (LORASTUDIO_NF4_WORDS=1, the old kernel). Registers and shared memory with each (LORASTUDIO_PIPELINE_STATS=1).
+# Session 46, call 3 (ready; the session's device time ran out first), on cf64e87's build: o/down take pieces of 2
+# words a lane by default, and the norm-fused gate/up product finds x̂'s staging slots without a division by K a
+# value (call 2's 2- and 4-word gate/up paid one, which may explain their loss: 61.4 -> 64.5, 69.3 us).
+# (1) micro decode_7b_nf4, alternated: the default; gate/up at 2 and 4 words (LORASTUDIO_NF4_NORM_WORDS); o/down at
+#     1 word (LORASTUDIO_NF4_WORDS=1, session 45's kernel); registers and shared memory with each
+#     (LORASTUDIO_PIPELINE_STATS=1). ~80 s, no model.
+# (2) 7B nf4 decode, alternated: the default (predicted ~4,290 us GPU a token against 4,491-4,510 with 1 word),
+#     LORASTUDIO_NF4_WORDS=1, LORASTUDIO_NF4_NORM_WORDS=2. ~4 minutes with the model.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s46b_norm_words.sh
 source "$(dirname "$0")/common.sh"
+(cd .gpu/carry/peers && python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "models rc=$?" >> $R/make_model7.txt) &
+MK=$!
 nvidia-smi --query-gpu=name --format=csv,noheader
 for e in X=0 LORASTUDIO_NF4_NORM_WORDS=2 LORASTUDIO_NF4_NORM_WORDS=4 LORASTUDIO_NF4_WORDS=1 X=0; do
   micro_env nf4_${e#LORASTUDIO_} decode_7b_nf4 LORASTUDIO_PIPELINE_STATS=1 $e
   grep -h "pipeline stats: q" $R/micro_nf4_${e#LORASTUDIO_}.txt | grep -oE "^pipeline stats: [a-z0-9_]+ \[[0-9 ]+\]|Register Count=[0-9]+;|Shared Memory Size=[0-9]+" | paste - - - | sort -u
 done
+wait $MK; echo "model at ${SECONDS}s"
+export LS_TEST_NO_VALIDATION=1
+KERNELS="qmatvec_norm_silu_nf4_f16_f16 qmatvec8_nf4_f16_f16_f32 qmatvec_norm_qkv_nf4_f16_f16"
+q="--model /tmp/q7 --quantize nf4"
+decode_env d7nf4_1 $B/lorastudio-bench "" $q
+decode_env d7nf4_w1_1 $B/lorastudio-bench LORASTUDIO_NF4_WORDS=1 $q
+decode_env d7nf4_nw2_1 $B/lorastudio-bench LORASTUDIO_NF4_NORM_WORDS=2 $q
+decode_env d7nf4_2 $B/lorastudio-bench "" $q
 tar czf $OUT/s46b.tar.gz -C $OUT r
