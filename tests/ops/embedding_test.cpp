@@ -80,7 +80,7 @@ TEST_P(EmbeddingTest, BackwardMatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, EmbeddingTest,
-                         ::testing::Combine(::testing::Values(1u, 7u, 1000u), ::testing::Values(1u, 33u, 896u),
+                         ::testing::Combine(::testing::Values(1u, 7u, 1000u), ::testing::Values(1u, 33u, 896u, 4100u),
                                             ::testing::Values(1u, 17u, 64u),
                                             ::testing::Values(DType::f32, DType::f16, DType::bf16)),
                          case_name);
