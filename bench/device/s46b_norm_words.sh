@@ -7,6 +7,8 @@
 #     (LORASTUDIO_PIPELINE_STATS=1). ~80 s, no model.
 # (2) 7B nf4 decode, alternated: the default (predicted ~4,290 us GPU a token against 4,491-4,510 with 1 word),
 #     LORASTUDIO_NF4_WORDS=1, LORASTUDIO_NF4_NORM_WORDS=2. ~4 minutes with the model.
+# (3) the embedding lookup with 16 loads in flight a thread (a636334; the 7B table in system memory): 23.4 us a token
+#     before, predicted ~3-5 (printed with the decode lines).
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s46b_norm_words.sh
 source "$(dirname "$0")/common.sh"
 (cd .gpu/carry/peers && python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "models rc=$?" >> $R/make_model7.txt) &
@@ -18,7 +20,7 @@ for e in X=0 LORASTUDIO_NF4_NORM_WORDS=2 LORASTUDIO_NF4_NORM_WORDS=4 LORASTUDIO_
 done
 wait $MK; echo "model at ${SECONDS}s"
 export LS_TEST_NO_VALIDATION=1
-KERNELS="qmatvec_norm_silu_nf4_f16_f16 qmatvec8_nf4_f16_f16_f32 qmatvec_norm_qkv_nf4_f16_f16"
+KERNELS="qmatvec_norm_silu_nf4_f16_f16 qmatvec8_nf4_f16_f16_f32 qmatvec_norm_qkv_nf4_f16_f16 embedding_bf16_to_f32"
 q="--model /tmp/q7 --quantize nf4"
 decode_env d7nf4_1 $B/lorastudio-bench "" $q
 decode_env d7nf4_w1_1 $B/lorastudio-bench LORASTUDIO_NF4_WORDS=1 $q
