@@ -14,7 +14,7 @@
 #include "common/types.glsl"
 #include "common/rope_angle.glsl"
 
-layout(local_size_x = 256) in;
+layout(local_size_x_id = 0) in;  // 256 (ops: LORASTUDIO_QKV_THREADS=64 or 128, measurement)
 #define ROWS_ID 4  // common/matvec_norm_stage.glsl's rows
 
 layout(binding = 0) readonly buffer X { vec4 x4[]; };

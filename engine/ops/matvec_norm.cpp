@@ -271,6 +271,17 @@ void norm_qkv_rope_forward(vk::Recorder& rec, const Tensor& q, const Tensor& k_c
       cg.spec.constants[0] == 1 && (D / 2) % 2 == 0 ? env_clamped("LORASTUDIO_QKV_PAIRS", 1, 2, 1) : 1;
   cg.spec.constants.push_back(pairs_per_subgroup);
   if (pairs_per_subgroup > 1) cg.groups.x = ceil_div(pairs, uint64_t(subgroups) * pairs_per_subgroup);
+  // Smaller workgroups (LORASTUDIO_QKV_THREADS=64 or 128, measurement; the same split, so the same bits): finer
+  // units for the SMs. 7B's 288 workgroups of 256 fall 3 or 2 an SM on an H100's 132, and the SMs with 3 set the
+  // pass's time (~20 us for 33 MB); 576 of 128 fall 5 or 4.
+  if (const uint32_t threads = std::bit_floor(env_clamped("LORASTUDIO_QKV_THREADS", 32, kThreads, kThreads));
+      threads < kThreads) {
+    const uint32_t sg = std::max(1u, rec.device().report().subgroup_size), fewer = std::max(1u, threads / sg);
+    if (fewer >= cg.spec.constants[0] && threads >= sg) {
+      cg.spec.local_x = threads;
+      cg.groups.x = ceil_div(ceil_div(pairs, uint64_t(pairs_per_subgroup)), fewer / cg.spec.constants[0]);
+    }
+  }
   const MatvecNormQkvParams params{.M = uint32_t(x.rows()), .K = x.cols(), .heads = H, .kv_heads = KV,
                                    .half_d = D / 2, .cache_rows = uint32_t(k_cache.numel() / (uint64_t(KV) * D)),
                                    .slot = r.slot, .eps = eps, .flags = biases ? 1u : 0u,

@@ -282,11 +282,14 @@ TEST_P(NormQkvRopeTest, MatchesReferenceAndUnfusedOps) {
   const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {wq0, wk0, wv0},
                   {biases ? bq0 : none, biases ? bk0 : none, biases ? bv0 : none}, positions, offsets};
   // Loads in flight a lane (LORASTUDIO_MATVEC_DEPTH, or the pass's own LORASTUDIO_QKV_DEPTH) and two pairs a
-  // subgroup (LORASTUDIO_QKV_PAIRS=2; where the pair's sums are split, M > 1 here, it stays at one), and the loops
-  // over rows run to 4 instead of M (LORASTUDIO_ROWS_SPEC=0) change no bit
+  // subgroup (LORASTUDIO_QKV_PAIRS=2; where the pair's sums are split, M > 1 here, it stays at one), the loops
+  // over rows run to 4 instead of M (LORASTUDIO_ROWS_SPEC=0) and workgroups of 64 or 128 (LORASTUDIO_QKV_THREADS)
+  // change no bit
   check_qkv_pass(dev(), c, x, norm_w, r,
                  {"LORASTUDIO_MATVEC_DEPTH=1", "LORASTUDIO_MATVEC_DEPTH=3", "LORASTUDIO_MATVEC_DEPTH=4",
-                  "LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_ROWS_SPEC=0"},
+                  "LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_ROWS_SPEC=0",
+                  "LORASTUDIO_QKV_THREADS=64", "LORASTUDIO_QKV_THREADS=128",
+                  "LORASTUDIO_QKV_THREADS=128 LORASTUDIO_QKV_PAIRS=2"},
                  "");
 }
 
@@ -492,10 +495,11 @@ TEST_P(PackedQkvRopeTest, MatchesReferenceUnfusedOpsAndEveryDepth) {
   const QkvPass c{M, H, KV, D, S, act, kTheta, kEps, x0, norm0, cache0, {w0[0], w0[1], w0[2]},
                   {biases ? b0[0] : none, biases ? b0[1] : none, biases ? b0[2] : none}, positions, offsets};
   const std::string what = std::string(", ") + quant_name(qt) + " M=" + std::to_string(M) + " K=" + std::to_string(K);
-  // pieces in flight a lane, two pairs a subgroup, row loops to 4 instead of M
+  // pieces in flight a lane, two pairs a subgroup, row loops to 4 instead of M, workgroups of 64 or 128
   check_qkv_pass(dev(), c, x, norm_w, r,
                  {"LORASTUDIO_QKV_DEPTH=1", "LORASTUDIO_QKV_DEPTH=2", "LORASTUDIO_QKV_DEPTH=3", "LORASTUDIO_QKV_DEPTH=8",
-                  "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_ROWS_SPEC=0", "LORASTUDIO_ROWS_SPEC=0 LORASTUDIO_QKV_DEPTH=2"},
+                  "LORASTUDIO_QKV_PAIRS=2", "LORASTUDIO_ROWS_SPEC=0", "LORASTUDIO_ROWS_SPEC=0 LORASTUDIO_QKV_DEPTH=2",
+                  "LORASTUDIO_QKV_THREADS=64", "LORASTUDIO_QKV_THREADS=128"},
                  what);
 }
 
