@@ -9,7 +9,9 @@
 #     LORASTUDIO_NF4_WORDS=1, LORASTUDIO_NF4_NORM_WORDS=2. ~4 minutes with the model.
 # (3) the embedding lookup with 16 loads in flight a thread (a636334; the 7B table in system memory): 23.4 us a token
 #     before, predicted ~3-5 (printed with the decode lines).
-# Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s46b_norm_words.sh
+# (4) 7B bf16 decode with the q/k/v pass in workgroups of 128 (LORASTUDIO_QKV_THREADS=128, commit 7cd72ae) against the
+#     default, alternated: predicted q/k/v ~20 -> ~17 us a layer.
+# Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s46b_norm_words.sh (~7 minutes)
 source "$(dirname "$0")/common.sh"
 (cd .gpu/carry/peers && python3 make_model.py /tmp/q7 $T --shape 7b > $R/make_model7.txt 2>&1; echo "models rc=$?" >> $R/make_model7.txt) &
 MK=$!
@@ -26,4 +28,9 @@ decode_env d7nf4_1 $B/lorastudio-bench "" $q
 decode_env d7nf4_w1_1 $B/lorastudio-bench LORASTUDIO_NF4_WORDS=1 $q
 decode_env d7nf4_nw2_1 $B/lorastudio-bench LORASTUDIO_NF4_NORM_WORDS=2 $q
 decode_env d7nf4_2 $B/lorastudio-bench "" $q
+KERNELS="matvec_norm_qkv_f16_f16 embedding_bf16_to_f32"
+decode_env d7_1 $B/lorastudio-bench "" --model /tmp/q7
+decode_env d7_t128_1 $B/lorastudio-bench LORASTUDIO_QKV_THREADS=128 --model /tmp/q7
+decode_env d7_2 $B/lorastudio-bench "" --model /tmp/q7
+decode_env d7_t128_2 $B/lorastudio-bench LORASTUDIO_QKV_THREADS=128 --model /tmp/q7
 tar czf $OUT/s46b.tar.gz -C $OUT r
