@@ -222,7 +222,8 @@ void quant_matvec_forward(vk::Recorder& rec, const Tensor& y, const Tensor& x, c
     // LORASTUDIO_QMATVEC8_GROUPS=n asks for n workgroups instead of detail::kMatvecMinGroups (measurement)
     static const uint32_t want = env_clamped("LORASTUDIO_QMATVEC8_GROUPS", 1, 1 << 16, detail::kMatvecMinGroups);
     const uint32_t split = detail::matvec_split(column_groups, std::max(8u, K / 2), sg, per_group, want);
-    spec.constants = {split, cols, detail::rows_constant(M), detail::nf4_piece_words(detail::PiecesOf::matvec8, K, {&q})};
+    spec.constants = {split, cols, detail::rows_constant(M),
+                      detail::nf4_piece_words(detail::PiecesOf::matvec8, K, {&q})};
     groups = ceil_div(column_groups, per_group / split);
   } else {
     const uint32_t rows = which == MatvecKernel::wide ? matvec16_rows(N) : 1;  // outputs a subgroup
