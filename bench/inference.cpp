@@ -68,9 +68,11 @@ int run_inference(vk::Device& device, const InferenceBenchOptions& o) {
     for (auto& id : ids) id = int32_t(rng() % V);
     return ids;
   };
-  const uint32_t context = std::max(o.prefill_tokens, o.prompt_tokens + o.new_tokens) + 8;
-  std::printf("model %s: %u layers, hidden %u, vocab %u (loaded in %.2f s); activations %s\n", o.model_dir.c_str(),
-              model.config.num_layers, model.config.hidden_size, V, load_s, dtype_name(act));
+  // The cache's capacity sets decoding's attention splits (ops::attention_cached_forward: one a 64 keys of it)
+  const uint32_t context = std::max(o.context, std::max(o.prefill_tokens, o.prompt_tokens + o.new_tokens) + 8);
+  std::printf("model %s: %u layers, hidden %u, vocab %u (loaded in %.2f s); activations %s; KV cache %u tokens\n",
+              o.model_dir.c_str(), model.config.num_layers, model.config.hidden_size, V, load_s, dtype_name(act),
+              context);
 
   // Prefill: one chunk of prefill_tokens (a program recorded once, replayed).
   infer::Generator gen(device, model, nullptr, {.context = context, .act = act, .max_chunk = o.prefill_tokens});

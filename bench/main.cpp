@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   inference->add_option("--prefill", inf.prefill_tokens, "prefill length")->check(CLI::Range(1, 1 << 16));
   inference->add_option("--prompt", inf.prompt_tokens, "decode: prompt length")->check(CLI::Range(1, 1 << 16));
   inference->add_option("--new-tokens", inf.new_tokens, "decode: tokens timed")->check(CLI::Range(1, 1 << 16));
+  inference->add_option("--context", inf.context,
+                        "KV cache capacity in tokens (default: what the runs need; the app's chat keeps 4096)")
+      ->check(CLI::Range(1, 1 << 20));
   inference->add_option("--act", inf.act, "activations: f32, f16 or auto")->check(CLI::IsMember({"f32", "f16", "auto"}));
   inference->add_option("--json", inf.json, "also write the results as JSON to this file");
   inference->add_option("--batches", inf.batches,
