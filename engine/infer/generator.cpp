@@ -165,15 +165,23 @@ uint32_t Generator::burst_size(uint32_t i, const GenerateOptions& options) const
 bool Generator::run_burst(uint32_t n, uint32_t i, const GenerateOptions& options,
                           const std::function<bool(int32_t)>& on_token, GenerateStats& stats) {
   Chunk& c = chunk(1, long_cache_);
-  if (!burst_ || burst_->n != n || burst_->long_rope != long_cache_) {
+  // The burst's tokens see at most position_ + n keys. Its program is recorded for a power of two at least that
+  // (from 64, one workgroup of decoding's split attention; at most the capacity), and again once the context passes
+  // it, so that the attention launches workgroups for the keys there are, not for the whole cache.
+  const uint32_t keys = position_ + n;
+  if (!burst_ || burst_->n != n || burst_->long_rope != long_cache_ || burst_->key_bound < keys) {
     burst_.reset();
-    Burst b{.out = Tensor::empty_host(device_, {n}, DType::i32, "burst ids"), .n = n, .long_rope = long_cache_};
+    const uint32_t bound = std::min(cache_.capacity, std::max(64u, std::bit_ceil(keys)));
+    Burst b{.out = Tensor::empty_host(device_, {n}, DType::i32, "burst ids"), .n = n, .long_rope = long_cache_,
+            .key_bound = bound};
+    model::ForwardInputs in = c.in;
+    in.key_bound = bound;
     vk::Recorder rec(device_);
     for (uint32_t k = 0; k < n; ++k) {
       sampler_->record(rec);
       ops::decode_advance(rec, sampler_->ids(), c.in.ids, c.in.positions, c.in.step, model::kPastSlot, sampler_->rng(),
                           sampler_->seen(), sampler_->penalty(), sampler_->vocab(), b.out, k);
-      model::record_forward(rec, model_, adapter_, cache_, c.in, logits_, options_.act);
+      model::record_forward(rec, model_, adapter_, cache_, in, logits_, options_.act);
     }
     b.program = rec.finish();
     burst_ = std::move(b);

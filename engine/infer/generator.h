@@ -111,6 +111,7 @@ class Generator {
     Tensor out;  // [n] i32 host-visible: the tokens sampled
     uint32_t n = 0;
     bool long_rope = false;
+    uint32_t key_bound = 0;  // model::ForwardInputs::key_bound it was recorded with: replayed while the keys fit
   };
 
   vk::Device& device_;

@@ -53,7 +53,8 @@ void record_forward(vk::Recorder& rec, const Model& model, const LoraAdapter* ad
                      .inv_freq_local = w.inv_freq_local,
                      .step = in.step,
                      .adapter = adapter,
-                     .rows_are_sequences = in.rows_are_sequences};
+                     .rows_are_sequences = in.rows_are_sequences,
+                     .key_bound = in.key_bound};
   embed_tokens(rec, spec, acts[0].x_in, w.embed, in.ids);
   ResidualCarry carry;  // prefill: each layer's down added to x by the next layer's input norm (not the last's)
   for (uint32_t i = 0; i < c.num_layers; ++i) {

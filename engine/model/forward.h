@@ -44,6 +44,10 @@ struct ForwardInputs {
   // Batched generation: token r is the next token of sequence r (the cache's sequences, one token each), at
   // position positions[r], which is also that sequence's fill level; step is not read. Logits [T, V].
   bool rows_are_sequences = false;
+  // > 0: no token of this forward sees more than key_bound keys of the cache (the program is replayed only at
+  // positions below it), so that decoding's attention launches workgroups for those alone and not for the cache's
+  // whole capacity (infer::Generator's bursts); 0: the capacity.
+  uint32_t key_bound = 0;
 };
 
 // Records the forward of T = ids.numel() tokens. logits: [T, V] f32 (all rows) or [1, V] f32 (the row

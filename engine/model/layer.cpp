@@ -338,7 +338,7 @@ void layer_forward(vk::Recorder& rec, const LayerSpec& s, const LayerWeights& w,
       ops::rope_kv_cache_forward(rec, a.q, a.k, a.v, a.k_cache, a.v_cache, run.positions, inv_freq, run.step,
                                  int32_t(kPastSlot));
     ops::attention_cached_forward(rec, a.attn, a.q, a.k_cache, a.v_cache, run.step, s.attention_scale,
-                                  s.window.value_or(0));
+                                  s.window.value_or(0), false, run.key_bound);
   } else {
     // Training: q attends over the batch row's own k and v; lse is kept for the backward.
     if (!q_rope.applied) ops::rope_forward(rec, a.q, a.q, run.positions, inv_freq);  // (B, T, H, D)

@@ -56,6 +56,7 @@ struct LayerRun {
   float grad_unscale = 1;                 // training: undoes the loss scale the activation gradients carry
   bool recomputing = false;               // training: each layer's forward runs again before its backward
   bool rows_are_sequences = false;        // inference: row r is sequence r's next token (model::ForwardInputs)
+  uint32_t key_bound = 0;                 // inference: the most keys a token sees, 0: the cache's (ForwardInputs)
 };
 
 // x = embed[ids] · spec.embedding_scale. x (M, C) f32; ids (M) i32.

@@ -105,7 +105,7 @@ bool last_workgroup_combines(const vk::Device& device) {
 
 void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
                               const Tensor& v_cache, const Tensor& past, float scale, uint32_t window,
-                              bool per_sequence) {
+                              bool per_sequence, uint32_t key_bound) {
   const char* op = "attention_cached_forward";
   AttentionDims d = attention_dims(q, k_cache, v_cache, {DType::f32, DType::f16}, op);
   d.window = window && window < d.S ? window : 0;  // shorter than the cache: the row kernel applies it
@@ -119,8 +119,9 @@ void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& 
   const uint64_t rows = uint64_t(d.B) * d.T * d.H;
   require(!per_sequence || d.T <= kSplitMaxQueries, op, "sequences of their own take at most 4 queries each");
   if (!d.window && d.T <= kSplitMaxQueries && rows <= 65535) {
-    // A few query rows (decoding): split the keys over workgroups, then combine.
-    const uint32_t splits = ceil_div(d.S, kThreads);
+    // A few query rows (decoding): split the keys over workgroups, then combine; as many as the keys a query may
+    // see (key_bound, else the whole cache).
+    const uint32_t splits = ceil_div(key_bound ? std::min(key_bound, d.S) : d.S, kThreads);
     struct SplitParams {  // = `Params` in shaders/attention_split.comp
       uint32_t B, T, S, H, KV, D;
       float scale;

@@ -37,9 +37,11 @@ void attention_forward(vk::Recorder& rec, const Tensor& o, const Tensor& lse, co
 // values at positions past .. past + T - 1 (see ops/copy_rows.h), and past = past[0] (i32, host-written
 // before each run). Query t sees keys 0 .. past + t (clamped to S_max). No lse output.
 // per_sequence (batched generation, T <= 4): each batch row b is a sequence of its own with past = past[b].
+// key_bound > 0: no query sees more than key_bound keys whenever the program runs (the caller's promise; a key past it
+// would be left out), so that decoding's split kernels launch workgroups for those alone, not for all S_max.
 void attention_cached_forward(vk::Recorder& rec, const Tensor& o, const Tensor& q, const Tensor& k_cache,
                               const Tensor& v_cache, const Tensor& past, float scale, uint32_t window = 0,
-                              bool per_sequence = false);
+                              bool per_sequence = false, uint32_t key_bound = 0);
 
 // q, k, v, o: f32 or f16 (all the same; f16 is read as it is by the cooperative-matrix-2 kernels and
 // widened to f32 copies for the others); do, lse and the gradients f32.
