@@ -13,7 +13,10 @@
 #     default, alternated: predicted q/k/v ~20 -> ~17 us a layer.
 # (5) decode at the app's KV cache of 4096 tokens (`--context 4096`, new) against the bench's default (what the runs
 #     need, ~520): decoding's attention launches a workgroup a 64 keys of the cache's capacity a head, most of which
-#     find no key (4096: 64 a head; 520: 9). On lavapipe qwen2_tiny's attention took 650 us against 371.
+#     find no key (4096: 64 a head; 520: 9). On lavapipe qwen2_tiny's attention took 650 us against 371. Since commit
+#     b93569f the bursts (the tok/s figure) launch them for a power of two at least the burst's keys (256 here), so
+#     their rate should not move with --context; the profiled token (one at a time, no burst) still launches them for
+#     the whole cache and shows that cost.
 # Carry .gpu/env.sh, .gpu/debs, .gpu/extra-debs, .gpu/carry. Run: bash bench/device/s46b_norm_words.sh (~8 minutes)
 source "$(dirname "$0")/common.sh"
 make_models
